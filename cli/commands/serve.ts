@@ -1,0 +1,38 @@
+import type { Command } from "commander";
+import { loadConfig } from "../../src/config.ts";
+import { startServer } from "../../src/server.ts";
+
+/** `baas serve`: runs the HTTP server until SIGINT/SIGTERM, then stops gracefully. */
+export function registerServe(program: Command): void {
+  program
+    .command("serve")
+    .description("start the HTTP server")
+    .option("--port <n>", "port to listen on (env PORT, default 8090)")
+    .option("--host <h>", "interface to bind (env HOST, default 0.0.0.0)")
+    .option("--data <dir>", "data directory (env DATA_DIR, default ./baas_data)")
+    .option("--sync <mode>", "normal|full: full makes each commit power-loss durable (env SQLITE_SYNC)")
+    .action(async (opts: { port?: string; host?: string; data?: string; sync?: string }) => {
+      const globalData = program.opts().data as string | undefined;
+      const config = loadConfig({ ...opts, data: opts.data ?? globalData });
+      const { loadHooks } = await import("../../src/hooks/load.ts");
+      const hooks = await loadHooks(config.hooksDir);
+      const running = await startServer(config, { hooks });
+      if (running.generatedSecret) {
+        process.stderr.write(
+          `\n  Admin secret (shown once, store it now):\n\n    ${running.generatedSecret}\n\n` +
+            `  Use it as 'Authorization: Bearer <secret>' on /api/v1/admin, or log in at ${config.publicUrl}/_/\n\n`,
+        );
+      }
+      process.stderr.write(`baas listening on http://${config.host}:${running.server.port} (data: ${config.dataDir})\n`);
+      let stopping = false;
+      const stop = async (signal: string) => {
+        if (stopping) return;
+        stopping = true;
+        process.stderr.write(`received ${signal}, finishing in-flight requests...\n`);
+        await running.stop();
+        process.exit(0);
+      };
+      process.on("SIGINT", () => void stop("SIGINT"));
+      process.on("SIGTERM", () => void stop("SIGTERM"));
+    });
+}

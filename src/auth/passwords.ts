@@ -1,0 +1,37 @@
+import { fieldError } from "../errors.ts";
+
+/** Hashes a password with argon2id. */
+export function hashPassword(password: string): Promise<string> {
+  return Bun.password.hash(password, { algorithm: "argon2id" });
+}
+
+// A real argon2id hash of a random string: verifying against it when the email is unknown makes
+// "no such user" take as long as "wrong password", so timing does not reveal which emails exist.
+let dummyHash: Promise<string> | null = null;
+
+/** Checks a password against a stored hash (or against a dummy hash when there is none, in the same time). */
+export async function verifyPassword(password: string, hash: string | null | undefined): Promise<boolean> {
+  if (!hash) {
+    dummyHash ??= hashPassword(crypto.randomUUID());
+    await Bun.password.verify(password, await dummyHash).catch(() => false);
+    return false;
+  }
+  return Bun.password.verify(password, hash).catch(() => false);
+}
+
+/** 422 unless the password is a string of 8..256 characters (CONTRACT §7). */
+export function checkPassword(password: unknown, field = "password"): string {
+  if (typeof password !== "string") throw fieldError(field, "required", `"${field}" is required.`);
+  if (password.length < 8) throw fieldError(field, "min", `"${field}" must be at least 8 characters.`);
+  if (password.length > 256) throw fieldError(field, "max", `"${field}" must be at most 256 characters.`);
+  return password;
+}
+
+/** Trims and lower-cases an email; 422 rule `email` when it is not one. */
+export function normalizeEmail(email: unknown, field = "email"): string {
+  if (typeof email !== "string" || !email.trim()) throw fieldError(field, "required", `"${field}" is required.`);
+  const e = email.trim().toLowerCase();
+  if (e.length > 254 || !/^[^\s@"<>,;:()\\[\]]+@[^\s@"<>,;:()\\[\]]+\.[^\s@"<>,;:()\\[\].]{2,}$/.test(e) || /\.\./.test(e))
+    throw fieldError(field, "email", `"${field}" must be a valid email address.`);
+  return e;
+}

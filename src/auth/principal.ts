@@ -1,0 +1,101 @@
+import type { AppContext } from "../context.ts";
+import { sha256 } from "../crypto.ts";
+import { AppError } from "../errors.ts";
+import { isAdminCredential, isAdminSecret } from "./admin.ts";
+import { looksLikeJwt, verifyJwt } from "./jwt.ts";
+import { jwtKey } from "./keys.ts";
+import { isSessionActive } from "./sessions.ts";
+
+/** Who is making a request. */
+export type Principal =
+  | { kind: "anonymous" }
+  | { kind: "admin" }
+  | {
+      kind: "user";
+      userId: string;
+      roles: string[];
+      /** null for admin impersonation tokens, which carry no `sid`. */
+      sessionId: string | null;
+      via: "token" | "api_key";
+      apiKeyId?: string;
+    };
+
+export const ANONYMOUS: Principal = { kind: "anonymous" };
+export const ADMIN: Principal = { kind: "admin" };
+
+export const invalidToken = (message = "invalid or expired token") => new AppError(401, "unauthorized", message);
+
+export interface CredentialHeaders {
+  authorization?: string | null;
+  adminToken?: string | null;
+  apiKey?: string | null;
+}
+
+/**
+ * Resolves the credentials of a request. Credentials that are present but wrong are a 401,
+ * also on public routes: a client holding an expired token must learn to refresh it.
+ * `allowApiKey` is false on `/auth/*`, where API keys do not act.
+ */
+export function resolvePrincipal(ctx: AppContext, h: CredentialHeaders, opts: { allowApiKey: boolean }): Principal {
+  if (h.adminToken) {
+    if (isAdminCredential(ctx, h.adminToken.trim())) return ADMIN;
+    throw invalidToken("invalid admin token");
+  }
+  if (h.authorization) {
+    const m = /^Bearer\s+(.+)$/i.exec(h.authorization.trim());
+    if (!m) throw invalidToken("the Authorization header must be 'Bearer <token>'");
+    const token = m[1].trim();
+    if (looksLikeJwt(token)) return userFromJwt(ctx, token);
+    if (isAdminSecret(ctx, token)) return ADMIN;
+    throw invalidToken();
+  }
+  if (h.apiKey) {
+    if (!opts.allowApiKey) throw invalidToken("API keys are not accepted on /auth endpoints");
+    return userFromApiKey(ctx, h.apiKey.trim());
+  }
+  return ANONYMOUS;
+}
+
+function userFromJwt(ctx: AppContext, token: string): Principal {
+  const claims = verifyJwt(jwtKey(ctx), token, ctx.clock.now());
+  if (!claims) throw invalidToken();
+  if (claims.typ === "admin") {
+    if (isAdminCredential(ctx, token)) return ADMIN;
+    throw invalidToken();
+  }
+  const sub = claims.sub;
+  const roles = Array.isArray(claims.roles) ? claims.roles.filter((r): r is string => typeof r === "string") : [];
+  if (typeof sub !== "string") throw invalidToken();
+  if (typeof claims.sid === "string") {
+    // Checked on every request, never cached: a revoked session must fail at once.
+    if (!isSessionActive(ctx, claims.sid, sub)) throw invalidToken("session revoked or expired");
+    return { kind: "user", userId: sub, roles, sessionId: claims.sid, via: "token" };
+  }
+  if (claims.imp === true) {
+    // Impersonation tokens have no session; they live only for their short lifetime, while the user exists.
+    const exists = ctx.sqlite.query("SELECT 1 FROM _users WHERE id = ?").get(sub);
+    if (!exists) throw invalidToken();
+    return { kind: "user", userId: sub, roles, sessionId: null, via: "token" };
+  }
+  throw invalidToken();
+}
+
+function userFromApiKey(ctx: AppContext, key: string): Principal {
+  if (!key.startsWith("baas_") || key.length > 200) throw invalidToken("invalid API key");
+  const row = ctx.sqlite
+    .query<{ id: string; user_id: string; roles: string; last_used_at: number | null }, [string]>(
+      `SELECT k.id, k.user_id, u.roles, k.last_used_at FROM _api_keys k JOIN _users u ON u.id = k.user_id
+       WHERE k.key_hash = ? AND k.revoked_at IS NULL`,
+    )
+    .get(sha256(key));
+  if (!row) throw invalidToken("invalid API key");
+  const now = ctx.clock.now();
+  if (!row.last_used_at || now - row.last_used_at > 60_000)
+    ctx.sqlite.query("UPDATE _api_keys SET last_used_at = ? WHERE id = ?").run(now, row.id);
+  return { kind: "user", userId: row.user_id, roles: JSON.parse(row.roles), sessionId: null, via: "api_key", apiKeyId: row.id };
+}
+
+/** The principal's user id, or null. */
+export function principalUserId(p: Principal): string | null {
+  return p.kind === "user" ? p.userId : null;
+}

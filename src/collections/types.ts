@@ -1,0 +1,90 @@
+/** The four stored field types of CONTRACT §2. */
+export type FieldType = "text" | "number" | "boolean" | "json";
+
+export interface FieldDef {
+  name: string;
+  type: FieldType;
+}
+
+export type RuleValue = "public" | "authenticated" | "owner" | "disabled" | { role: string };
+export type Operation = "read" | "create" | "update" | "delete";
+export type Rules = Record<Operation, RuleValue>;
+
+export interface FieldRule {
+  field: string;
+  required?: boolean;
+  min?: number;
+  max?: number;
+  regex?: string;
+  enum?: unknown[];
+}
+
+export interface IndexDef {
+  name: string;
+  fields: string[];
+  unique: boolean;
+}
+
+export interface FtsState {
+  enabled: boolean;
+  fields: string[];
+}
+
+/** A collection as held in the in-memory catalog. */
+export interface Collection {
+  name: string;
+  rules: Rules;
+  fieldRules: FieldRule[];
+  fields: FieldDef[];
+  /** Lower-cased field name → definition (SQLite column names are case-insensitive). */
+  fieldMap: Map<string, FieldDef>;
+  indexes: IndexDef[];
+  fts: FtsState;
+  createdAt: number;
+  updatedAt: number;
+}
+
+export const SYSTEM_FIELDS = ["_id", "_created_at", "_updated_at", "_owner_id", "_deleted_at"] as const;
+export const SYSTEM_FIELD_TYPES: Record<string, FieldType> = {
+  _id: "text",
+  _created_at: "number",
+  _updated_at: "number",
+  _owner_id: "text",
+  _deleted_at: "number",
+};
+
+export const DEFAULT_RULES: Rules = { read: "public", create: "authenticated", update: "owner", delete: "owner" };
+export const OPERATIONS: Operation[] = ["read", "create", "update", "delete"];
+export const MAX_FIELDS = 500;
+
+export const NAME_RE = /^[A-Za-z][A-Za-z0-9_]{0,63}$/;
+const RESERVED = new Set(["auth", "admin", "health"]);
+
+/** True when `name` may name a collection (CONTRACT §2). */
+export function isValidCollectionName(name: unknown): name is string {
+  if (typeof name !== "string" || !NAME_RE.test(name)) return false;
+  const lower = name.toLowerCase();
+  return !RESERVED.has(lower) && !lower.startsWith("sqlite_");
+}
+
+/** True when `name` may name a user field. */
+export function isValidFieldName(name: string): boolean {
+  return NAME_RE.test(name);
+}
+
+/** The stored type a JSON value would give a new field; null for null. */
+export function typeOfValue(v: unknown): FieldType | null {
+  if (v === null || v === undefined) return null;
+  switch (typeof v) {
+    case "string":
+      return "text";
+    case "number":
+      return "number";
+    case "boolean":
+      return "boolean";
+    case "object":
+      return "json";
+    default:
+      return null;
+  }
+}

@@ -1,0 +1,65 @@
+import type { Database } from "bun:sqlite";
+import { drizzle, type BunSQLiteDatabase } from "drizzle-orm/bun-sqlite";
+import { systemClock, type Clock } from "./clock.ts";
+import { createCatalog, reloadCatalog, type Catalog } from "./collections/catalog.ts";
+import type { Config } from "./config.ts";
+import { migrate } from "./db/migrate.ts";
+import { openDatabase } from "./db/open.ts";
+import * as schema from "./db/schema.ts";
+import { stderrLogger, type Logger } from "./log.ts";
+import { createMailer, type Mailer } from "./mail/mailer.ts";
+import { getSetting } from "./settings/settings.ts";
+import type { HookSet } from "./hooks/types.ts";
+
+/** Everything a service needs, passed explicitly. Tests build their own. */
+export interface AppContext {
+  config: Config;
+  sqlite: Database;
+  db: BunSQLiteDatabase<typeof schema>;
+  catalog: Catalog;
+  clock: Clock;
+  log: Logger;
+  mailer: Mailer;
+  hooks: HookSet;
+  /** In-process caches that hold no authority (safe to lose). */
+  cache: Map<string, unknown>;
+}
+
+export interface ContextOptions {
+  clock?: Clock;
+  log?: Logger;
+  mailer?: Mailer;
+  hooks?: HookSet;
+}
+
+/** Opens the database, runs migrations and loads the catalog. */
+export function createContext(config: Config, opts: ContextOptions = {}): AppContext {
+  const sqlite = openDatabase(config.dbPath, { sync: config.sync });
+  migrate(sqlite);
+  const log = opts.log ?? stderrLogger;
+  const ctx: AppContext = {
+    config,
+    sqlite,
+    db: drizzle(sqlite, { schema }),
+    catalog: createCatalog(),
+    clock: opts.clock ?? systemClock,
+    log,
+    mailer: null as unknown as Mailer,
+    hooks: opts.hooks ?? { list: [] },
+    cache: new Map(),
+  };
+  ctx.mailer =
+    opts.mailer ??
+    createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, fromName: () => getSetting(ctx, "app_name"), log });
+  reloadCatalog(ctx);
+  return ctx;
+}
+
+/** Closes the mailer and the database. */
+export function closeContext(ctx: AppContext): void {
+  ctx.mailer.close();
+  try {
+    ctx.sqlite.exec("PRAGMA optimize");
+  } catch {}
+  ctx.sqlite.close();
+}

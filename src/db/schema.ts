@@ -1,0 +1,131 @@
+import { sqliteTable, text, integer, primaryKey } from "drizzle-orm/sqlite-core";
+
+// Drizzle schema of the system tables; migrations/0000_init.sql creates them.
+
+export const meta = sqliteTable("_meta", {
+  key: text("key").primaryKey(),
+  value: text("value").notNull(),
+});
+
+export const collections = sqliteTable("_collections", {
+  name: text("name").primaryKey(),
+  rules: text("rules").notNull(),
+  fieldRules: text("field_rules").notNull(),
+  fields: text("fields").notNull(),
+  indexes: text("indexes").notNull(),
+  fts: text("fts").notNull(),
+  createdAt: integer("created_at").notNull(),
+  updatedAt: integer("updated_at").notNull(),
+});
+
+export const settings = sqliteTable("_settings", {
+  key: text("key").primaryKey(),
+  value: text("value").notNull(),
+  updatedAt: integer("updated_at").notNull(),
+});
+
+export const users = sqliteTable("_users", {
+  id: text("id").primaryKey(),
+  email: text("email").notNull().unique(),
+  passwordHash: text("password_hash"),
+  isVerified: integer("is_verified", { mode: "boolean" }).notNull().default(false),
+  roles: text("roles").notNull().default("[]"),
+  metadata: text("metadata").notNull().default("{}"),
+  totpSecret: text("totp_secret"),
+  totpEnabled: integer("totp_enabled", { mode: "boolean" }).notNull().default(false),
+  totpLastStep: integer("totp_last_step"),
+  failedLogins: integer("failed_logins").notNull().default(0),
+  lockedUntil: integer("locked_until"),
+  createdAt: integer("created_at").notNull(),
+  updatedAt: integer("updated_at").notNull(),
+});
+
+export const sessions = sqliteTable("_sessions", {
+  id: text("id").primaryKey(),
+  userId: text("user_id").notNull(),
+  createdAt: integer("created_at").notNull(),
+  lastUsedAt: integer("last_used_at").notNull(),
+  expiresAt: integer("expires_at").notNull(),
+  ip: text("ip"),
+  userAgent: text("user_agent"),
+  revokedAt: integer("revoked_at"),
+});
+
+export const refreshTokens = sqliteTable("_refresh_tokens", {
+  hash: text("hash").primaryKey(),
+  sessionId: text("session_id").notNull(),
+  createdAt: integer("created_at").notNull(),
+  expiresAt: integer("expires_at").notNull(),
+  usedAt: integer("used_at"),
+});
+
+export const apiKeys = sqliteTable("_api_keys", {
+  id: text("id").primaryKey(),
+  userId: text("user_id").notNull(),
+  name: text("name").notNull(),
+  keyHash: text("key_hash").notNull().unique(),
+  createdAt: integer("created_at").notNull(),
+  lastUsedAt: integer("last_used_at"),
+  revokedAt: integer("revoked_at"),
+});
+
+export const tokens = sqliteTable("_tokens", {
+  hash: text("hash").primaryKey(),
+  kind: text("kind").notNull(),
+  userId: text("user_id").notNull(),
+  createdAt: integer("created_at").notNull(),
+  expiresAt: integer("expires_at").notNull(),
+  usedAt: integer("used_at"),
+  attempts: integer("attempts").notNull().default(0),
+  data: text("data"),
+});
+
+export const recoveryCodes = sqliteTable(
+  "_recovery_codes",
+  {
+    userId: text("user_id").notNull(),
+    codeHash: text("code_hash").notNull(),
+    usedAt: integer("used_at"),
+  },
+  (t) => [primaryKey({ columns: [t.userId, t.codeHash] })],
+);
+
+export const mailLog = sqliteTable("_mail_log", {
+  email: text("email").notNull(),
+  sentAt: integer("sent_at").notNull(),
+});
+
+export const relations = sqliteTable("_relations", {
+  id: text("id").primaryKey(),
+  fromCol: text("from_col").notNull(),
+  fromField: text("from_field").notNull(),
+  toCol: text("to_col").notNull(),
+  toField: text("to_field"),
+  type: text("type").notNull(),
+  onDelete: text("on_delete").notNull().default("restrict"),
+  createdAt: integer("created_at").notNull(),
+});
+
+export const oauthAccounts = sqliteTable(
+  "_oauth_accounts",
+  {
+    provider: text("provider").notNull(),
+    providerUserId: text("provider_user_id").notNull(),
+    userId: text("user_id").notNull(),
+    email: text("email"),
+    name: text("name"),
+    avatarUrl: text("avatar_url"),
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.provider, t.providerUserId] })],
+);
+
+export const oauthStates = sqliteTable("_oauth_states", {
+  stateHash: text("state_hash").primaryKey(),
+  provider: text("provider").notNull(),
+  codeVerifier: text("code_verifier").notNull(),
+  nonce: text("nonce"),
+  cookieHash: text("cookie_hash").notNull(),
+  createdAt: integer("created_at").notNull(),
+  expiresAt: integer("expires_at").notNull(),
+});

@@ -1,0 +1,50 @@
+/** The one error type of the service. Services throw it; the HTTP error plugin renders it. */
+export class AppError extends Error {
+  constructor(
+    public status: number,
+    public code: string,
+    message: string,
+    public extra: Record<string, unknown> = {},
+    public headers: Record<string, string> = {},
+  ) {
+    super(message);
+    this.name = "AppError";
+  }
+
+  /** The JSON body CONTRACT §1 gives every error but 422. */
+  body(): Record<string, unknown> {
+    return { error: this.message, code: this.code, ...this.extra };
+  }
+}
+
+/** One failed field check, the element of a 422 `errors` array. */
+export interface FieldError {
+  field: string;
+  rule: string;
+  message: string;
+  index?: number;
+}
+
+/** 422 with SPEC's `{ errors: [...] }` body (plus optional extra keys such as `index`). */
+export class ValidationError extends AppError {
+  constructor(public errors: FieldError[], extra: Record<string, unknown> = {}) {
+    super(422, "validation_failed", errors.map((e) => e.message).join(" "), extra);
+    this.name = "ValidationError";
+  }
+
+  override body(): Record<string, unknown> {
+    return { errors: this.errors, ...this.extra };
+  }
+}
+
+export const badRequest = (message: string, extra?: Record<string, unknown>) =>
+  new AppError(400, "bad_request", message, extra);
+export const notFound = (message: string) => new AppError(404, "not_found", message);
+export const forbidden = (message: string) => new AppError(403, "forbidden", message);
+export const unauthorized = (message = "authentication required") =>
+  new AppError(401, "unauthorized", message);
+export const conflict = (message: string) => new AppError(409, "conflict", message);
+
+/** Builds a 422 for one field. */
+export const fieldError = (field: string, rule: string, message: string) =>
+  new ValidationError([{ field, rule, message }]);

@@ -1,0 +1,40 @@
+import type { Principal } from "../auth/principal.ts";
+import type { AppContext } from "../context.ts";
+import type { Collection } from "../collections/types.ts";
+import { AppError } from "../errors.ts";
+import type { HookEvent, HookName } from "./types.ts";
+
+/** The `auth` part of a hook event. */
+export function hookAuth(p: Principal): HookEvent["auth"] {
+  return { kind: p.kind, id: p.kind === "user" ? p.userId : null, roles: p.kind === "user" ? p.roles : [] };
+}
+
+/**
+ * Runs every hook of `name` registered for the collection (or "*"), in load order, inside the
+ * caller's transaction. A throw becomes 400 `hook_rejected` (or the thrown object's `status`),
+ * and the caller's transaction rolls back.
+ */
+export function runHooks(ctx: AppContext, col: Collection, name: HookName, event: HookEvent): void {
+  if (ctx.hooks.list.length === 0) return;
+  const lower = col.name.toLowerCase();
+  for (const h of ctx.hooks.list) {
+    const fn = h[name];
+    if (!fn || (h.collection !== "*" && h.collection.toLowerCase() !== lower)) continue;
+    try {
+      const out = fn(event) as unknown;
+      if (out && typeof (out as Promise<unknown>).then === "function")
+        throw new Error(`hook ${name} of ${h.file ?? h.collection} returned a promise; hooks must be synchronous`);
+    } catch (err) {
+      if (err instanceof AppError) throw err;
+      throw hookRejected(err);
+    }
+  }
+}
+
+function hookRejected(err: unknown): AppError {
+  const e = err as { message?: unknown; status?: unknown } | string;
+  const message =
+    typeof e === "string" ? e : typeof e?.message === "string" && e.message ? e.message : "rejected by a hook";
+  const status = typeof e === "object" && typeof e?.status === "number" && e.status >= 400 && e.status < 600 ? e.status : 400;
+  return new AppError(status, "hook_rejected", message);
+}

@@ -1,0 +1,28 @@
+import type { Principal } from "../auth/principal.ts";
+
+export type HookName = "beforeCreate" | "afterCreate" | "beforeUpdate" | "afterUpdate" | "beforeDelete" | "afterDelete";
+
+/** What a hook handler receives (CONTRACT §5). `data` is mutable in before* handlers. */
+export interface HookEvent {
+  collection: string;
+  op: "create" | "update" | "delete";
+  data: Record<string, unknown> | null;
+  record: Record<string, unknown> | null;
+  previous: Record<string, unknown> | null;
+  auth: { kind: Principal["kind"]; id: string | null; roles: string[] };
+}
+
+export interface HookModule {
+  collection: string;
+  file?: string;
+  beforeCreate?: (e: HookEvent) => void;
+  afterCreate?: (e: HookEvent) => void;
+  beforeUpdate?: (e: HookEvent) => void;
+  afterUpdate?: (e: HookEvent) => void;
+  beforeDelete?: (e: HookEvent) => void;
+  afterDelete?: (e: HookEvent) => void;
+}
+
+export interface HookSet {
+  list: HookModule[];
+}

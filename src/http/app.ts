@@ -1,0 +1,31 @@
+import { cors } from "@elysiajs/cors";
+import { Elysia } from "elysia";
+import type { AppContext } from "../context.ts";
+import { toErrorResponse } from "./plugins/errors.ts";
+import { adminRoutes } from "./routes/admin.ts";
+import { authRoutes } from "./routes/auth.ts";
+import { healthRoutes } from "./routes/health.ts";
+import { recordRoutes } from "./routes/records.ts";
+
+/** Builds the HTTP app over a context. It never listens; `cli/commands/serve.ts` does. */
+export function createApp(ctx: AppContext) {
+  const origins = ctx.config.corsOrigins;
+  return new Elysia()
+    .use(
+      cors({
+        origin: origins === "*" ? true : origins,
+        methods: ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"],
+        allowedHeaders: ["Content-Type", "Authorization", "X-Admin-Token", "X-API-Key"],
+        exposeHeaders: ["Retry-After", "WWW-Authenticate"],
+        credentials: origins !== "*",
+        maxAge: 600,
+      }),
+    )
+    .onError({ as: "global" }, ({ error, code, request }) => toErrorResponse(error, code, ctx.log, request))
+    .use(healthRoutes())
+    .use(adminRoutes(ctx))
+    .use(authRoutes(ctx))
+    .use(recordRoutes(ctx));
+}
+
+export type App = ReturnType<typeof createApp>;

@@ -1,0 +1,36 @@
+import { AppError } from "../errors.ts";
+
+const tooLarge = (max: number) =>
+  new AppError(413, "payload_too_large", `the request body is larger than ${Math.floor(max / 1048576)} MiB`);
+
+/**
+ * Reads a request body as JSON, whatever its Content-Type, refusing more than `max` bytes
+ * while streaming (a lying or missing Content-Length cannot make us buffer more).
+ * Returns undefined for an empty body; 400 `invalid_json` for bad JSON.
+ */
+export async function readJson(request: Request, max: number): Promise<unknown> {
+  const declared = Number(request.headers.get("content-length") ?? "NaN");
+  if (Number.isFinite(declared) && declared > max) throw tooLarge(max);
+  if (!request.body) return undefined;
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  const reader = request.body.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > max) {
+      reader.cancel().catch(() => {});
+      throw tooLarge(max);
+    }
+    chunks.push(value);
+  }
+  if (size === 0) return undefined;
+  const text = new TextDecoder("utf-8", { fatal: false }).decode(Buffer.concat(chunks));
+  if (!text.trim()) return undefined;
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new AppError(400, "invalid_json", `malformed JSON body: ${(err as Error).message}`);
+  }
+}

@@ -1,0 +1,28 @@
+import { AppError } from "../../errors.ts";
+import type { Logger } from "../../log.ts";
+import { mapSqliteError } from "../../db/sqlite-errors.ts";
+
+const JSON_HEADERS = { "content-type": "application/json; charset=utf-8" };
+
+/** Renders an AppError as CONTRACT §1's response (401s carry WWW-Authenticate). */
+export function errorResponse(err: AppError): Response {
+  const headers: Record<string, string> = { ...JSON_HEADERS, ...err.headers };
+  if (err.status === 401) headers["www-authenticate"] = "Bearer";
+  return new Response(JSON.stringify(err.body()), { status: err.status, headers });
+}
+
+/** Turns anything thrown into a response: AppErrors as themselves, the rest as a logged 500 without details. */
+export function toErrorResponse(error: unknown, code: string | number, log: Logger, request?: Request): Response {
+  if (code === "NOT_FOUND") return errorResponse(new AppError(404, "not_found", "no such endpoint"));
+  if (code === "PARSE") return errorResponse(new AppError(400, "invalid_json", "malformed JSON body"));
+  if (code === "VALIDATION") return errorResponse(new AppError(400, "bad_request", "invalid request"));
+  if (code === "INVALID_COOKIE_SIGNATURE") return errorResponse(new AppError(400, "bad_request", "invalid cookie"));
+  const mapped = mapSqliteError(error);
+  if (mapped instanceof AppError) return errorResponse(mapped);
+  log.error("unhandled error", {
+    method: request?.method,
+    path: request ? new URL(request.url).pathname : undefined,
+    error: error instanceof Error ? { message: error.message, stack: error.stack } : String(error),
+  });
+  return errorResponse(new AppError(500, "internal", "internal error"));
+}

@@ -1,0 +1,34 @@
+import type { Server } from "bun";
+import { resolvePrincipal, type Principal } from "../auth/principal.ts";
+import type { ClientInfo } from "../auth/sessions.ts";
+import type { AppContext } from "../context.ts";
+import { AppError } from "../errors.ts";
+
+/** The principal of a request from its headers. API keys act only outside `/auth/*`. */
+export function principalOf(ctx: AppContext, request: Request, opts: { allowApiKey?: boolean } = {}): Principal {
+  const h = request.headers;
+  return resolvePrincipal(
+    ctx,
+    { authorization: h.get("authorization"), adminToken: h.get("x-admin-token"), apiKey: h.get("x-api-key") },
+    { allowApiKey: opts.allowApiKey ?? true },
+  );
+}
+
+/** 401 without credentials or with wrong ones, 403 with a user's; passes admin credentials. */
+export function requireAdmin(ctx: AppContext, request: Request): Principal {
+  const h = request.headers;
+  if (!h.get("authorization") && !h.get("x-admin-token"))
+    throw new AppError(401, "unauthorized", "admin credentials required");
+  const p = principalOf(ctx, request, { allowApiKey: false });
+  if (p.kind !== "admin") throw new AppError(403, "forbidden", "admin credentials required");
+  return p;
+}
+
+/** The caller's IP and user agent, for sessions and rate limits. */
+export function clientInfo(request: Request, server: Server<unknown> | null | undefined): ClientInfo {
+  let ip: string | null = null;
+  try {
+    ip = server?.requestIP(request)?.address ?? null;
+  } catch {}
+  return { ip, userAgent: request.headers.get("user-agent") };
+}

@@ -1,0 +1,68 @@
+import { Elysia } from "elysia";
+import { adminLogin } from "../../auth/admin.ts";
+import {
+  collectionStats,
+  createCollection,
+  deleteCollection,
+  getCollectionJson,
+  listCollectionsJson,
+  updateCollectionRules,
+} from "../../collections/admin.ts";
+import type { AppContext } from "../../context.ts";
+import { hardDeleteRecord } from "../../records/delete.ts";
+import { asObject } from "../../records/codec.ts";
+import { settingsForDisplay, updateSettings } from "../../settings/settings.ts";
+import { readJson } from "../body.ts";
+import { clientInfo, requireAdmin } from "../request.ts";
+
+/** `/api/v1/admin/*`: every route but login needs admin credentials, re-checked against the database each time. */
+export function adminRoutes(ctx: AppContext) {
+  const max = ctx.config.maxBodyBytes;
+  return new Elysia({ prefix: "/api/v1/admin" })
+    .post("/login", async ({ request, server }) => {
+      const body = asObject(await readJson(request, max));
+      return adminLogin(ctx, body.secret, clientInfo(request, server).ip ?? "unknown");
+    })
+    .get("/collections", ({ request }) => {
+      requireAdmin(ctx, request);
+      return listCollectionsJson(ctx);
+    })
+    .post("/collections", async ({ request, set }) => {
+      requireAdmin(ctx, request);
+      const res = createCollection(ctx, await readJson(request, max));
+      set.status = 201;
+      return res;
+    })
+    .get("/collections/:name", ({ request, params }) => {
+      requireAdmin(ctx, request);
+      return getCollectionJson(ctx, params.name);
+    })
+    .patch("/collections/:name", async ({ request, params }) => {
+      requireAdmin(ctx, request);
+      return updateCollectionRules(ctx, params.name, await readJson(request, max));
+    })
+    .put("/collections/:name/rules", async ({ request, params }) => {
+      requireAdmin(ctx, request);
+      return updateCollectionRules(ctx, params.name, await readJson(request, max));
+    })
+    .delete("/collections/:name", ({ request, params }) => {
+      requireAdmin(ctx, request);
+      return deleteCollection(ctx, params.name);
+    })
+    .get("/collections/:name/stats", ({ request, params }) => {
+      requireAdmin(ctx, request);
+      return collectionStats(ctx, params.name);
+    })
+    .delete("/collections/:name/records/:id", ({ request, params }) => {
+      const p = requireAdmin(ctx, request);
+      return hardDeleteRecord(ctx, params.name, params.id, p);
+    })
+    .get("/settings", ({ request }) => {
+      requireAdmin(ctx, request);
+      return settingsForDisplay(ctx);
+    })
+    .patch("/settings", async ({ request }) => {
+      requireAdmin(ctx, request);
+      return updateSettings(ctx, await readJson(request, max));
+    });
+}

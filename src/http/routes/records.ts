@@ -1,0 +1,39 @@
+import { Elysia } from "elysia";
+import type { AppContext } from "../../context.ts";
+import { createRecord } from "../../records/create.ts";
+import { deleteRecord } from "../../records/delete.ts";
+import { listRecords } from "../../records/list.ts";
+import { getRecord } from "../../records/read.ts";
+import { restoreRecord } from "../../records/restore.ts";
+import { updateRecord } from "../../records/update.ts";
+import { parseBool } from "../../query/parse.ts";
+import { readJson } from "../body.ts";
+import { principalOf } from "../request.ts";
+
+const searchParams = (request: Request) => new URL(request.url).searchParams;
+
+/** The data API: `/api/v1/:collection[/:id]`. */
+export function recordRoutes(ctx: AppContext) {
+  const max = ctx.config.maxBodyBytes;
+  return new Elysia({ prefix: "/api/v1" })
+    .get("/:collection", ({ request, params }) => listRecords(ctx, params.collection, searchParams(request), principalOf(ctx, request)))
+    .post("/:collection", async ({ request, params, set }) => {
+      const p = principalOf(ctx, request);
+      const body = await readJson(request, max);
+      set.status = 201;
+      return createRecord(ctx, params.collection, body, p);
+    })
+    .get("/:collection/:id", ({ request, params }) =>
+      getRecord(ctx, params.collection, params.id, principalOf(ctx, request), {
+        includeDeleted: parseBool(searchParams(request).get("include_deleted"), "include_deleted"),
+      }),
+    )
+    .patch("/:collection/:id", async ({ request, params }) => {
+      const p = principalOf(ctx, request);
+      return updateRecord(ctx, params.collection, params.id, await readJson(request, max), p);
+    })
+    .delete("/:collection/:id", ({ request, params }) => deleteRecord(ctx, params.collection, params.id, principalOf(ctx, request)))
+    .post("/:collection/:id/restore", ({ request, params }) =>
+      restoreRecord(ctx, params.collection, params.id, principalOf(ctx, request)),
+    );
+}

@@ -1,0 +1,44 @@
+import nodemailer from "nodemailer";
+import type { Logger } from "../log.ts";
+
+export interface MailMessage {
+  to: string;
+  subject: string;
+  text: string;
+  html?: string;
+  /** The link the mail carries, logged when there is no SMTP server (never the token alone). */
+  link?: string;
+}
+
+export interface Mailer {
+  /** Queues a mail; never throws and never blocks the caller. Failures are logged. */
+  send(msg: MailMessage): void;
+  /** Resolves when every queued mail has been handed over (tests and shutdown). */
+  flush(): Promise<void>;
+  close(): void;
+}
+
+/** A mailer sending through SMTP_URL with nodemailer, or writing each mail to the log without it. */
+export function createMailer(opts: { smtpUrl: string | null; from: string; fromName: () => string; log: Logger }): Mailer {
+  const pending = new Set<Promise<unknown>>();
+  const transport = opts.smtpUrl ? nodemailer.createTransport(opts.smtpUrl) : null;
+  return {
+    send(msg) {
+      if (!transport) {
+        opts.log.info("mail (no SMTP_URL set, not sent)", { to: msg.to, subject: msg.subject, link: msg.link });
+        return;
+      }
+      const p = transport
+        .sendMail({ from: { name: opts.fromName(), address: opts.from }, to: msg.to, subject: msg.subject, text: msg.text, html: msg.html })
+        .catch((err: Error) => opts.log.error("mail delivery failed", { to: msg.to, subject: msg.subject, error: err.message }))
+        .finally(() => pending.delete(p));
+      pending.add(p);
+    },
+    async flush() {
+      while (pending.size) await Promise.allSettled([...pending]);
+    },
+    close() {
+      transport?.close();
+    },
+  };
+}

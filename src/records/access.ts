@@ -1,0 +1,26 @@
+import type { Principal } from "../auth/principal.ts";
+import type { Collection, Operation } from "../collections/types.ts";
+import { forbidden } from "../errors.ts";
+import { checkAccess, ownsRecord, recordNotFound, type Access } from "../rules/access.ts";
+import type { RecordJson } from "./codec.ts";
+
+/** True when the principal may read this record under the collection's read rule. */
+export function canRead(col: Collection, p: Principal, record: RecordJson): boolean {
+  let access: Access;
+  try {
+    access = checkAccess(col, "read", p);
+  } catch {
+    return false;
+  }
+  return access === "all" || ownsRecord(p, record);
+}
+
+/**
+ * Applies an `owner`-type decision to a fetched record for update/delete/restore:
+ * a record the requester may not read is 404 (its existence stays hidden); a readable one 403.
+ */
+export function checkRecordAccess(col: Collection, op: Operation, p: Principal, access: Access, record: RecordJson): void {
+  if (access === "all" || ownsRecord(p, record)) return;
+  if (!canRead(col, p, record)) throw recordNotFound();
+  throw forbidden(`only the owner may ${op} this record`);
+}

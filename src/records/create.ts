@@ -1,0 +1,63 @@
+import type { Principal } from "../auth/principal.ts";
+import type { AppContext } from "../context.ts";
+import { requireCollection } from "../collections/catalog.ts";
+import { q } from "../collections/ddl.ts";
+import type { Collection } from "../collections/types.ts";
+import { validateFieldRules } from "../collections/validate.ts";
+import { inTransaction } from "../db/tx.ts";
+import { ValidationError } from "../errors.ts";
+import { hookAuth, runHooks } from "../hooks/run.ts";
+import { checkAccess } from "../rules/access.ts";
+import { newRecordId } from "./ids.ts";
+import { asObject, encodeValue, ensureFields, fetchRecord, userFields, type RecordJson } from "./codec.ts";
+
+/** `POST /:collection`: checks the create rule, then inserts one record in its own transaction. */
+export function createRecord(ctx: AppContext, name: string, body: unknown, p: Principal): RecordJson {
+  const col = requireCollection(ctx, name);
+  checkAccess(col, "create", p);
+  const data = asObject(body);
+  return inTransaction(ctx, () => insertRecord(ctx, col, data, p));
+}
+
+/**
+ * Inserts one record inside the caller's transaction: hooks, names and types, field rules,
+ * new columns, then the row. Used by create, bulk and batch alike.
+ */
+export function insertRecord(ctx: AppContext, col: Collection, body: Record<string, unknown>, p: Principal): RecordJson {
+  const data = userFields(body);
+  runHooks(ctx, col, "beforeCreate", {
+    collection: col.name,
+    op: "create",
+    data,
+    record: null,
+    previous: null,
+    auth: hookAuth(p),
+  });
+  const clean = userFields(data);
+  col = ensureFields(ctx, col, clean);
+  const errors = validateFieldRules(col, clean, "create");
+  if (errors.length) throw new ValidationError(errors);
+  const now = ctx.clock.now();
+  const id = newRecordId(now);
+  const cols = ['"_id"', '"_created_at"', '"_updated_at"', '"_owner_id"', '"_deleted_at"'];
+  const values: (string | number | null)[] = [id, now, now, p.kind === "user" ? p.userId : null, null];
+  for (const [k, v] of Object.entries(clean)) {
+    const def = col.fieldMap.get(k.toLowerCase());
+    if (!def) continue; // a null for a field never seen: nothing to store
+    cols.push(q(def.name));
+    values.push(encodeValue(def.type, v));
+  }
+  ctx.sqlite
+    .query(`INSERT INTO ${q(col.name)} (${cols.join(", ")}) VALUES (${cols.map(() => "?").join(", ")})`)
+    .run(...values);
+  const record = fetchRecord(ctx, col, id)!;
+  runHooks(ctx, col, "afterCreate", {
+    collection: col.name,
+    op: "create",
+    data: clean,
+    record,
+    previous: null,
+    auth: hookAuth(p),
+  });
+  return record;
+}

@@ -1,0 +1,22 @@
+import type { Principal } from "../auth/principal.ts";
+import type { AppContext } from "../context.ts";
+import { requireCollection } from "../collections/catalog.ts";
+import { q } from "../collections/ddl.ts";
+import { inTransaction } from "../db/tx.ts";
+import { checkAccess, recordNotFound } from "../rules/access.ts";
+import { checkRecordAccess } from "./access.ts";
+import { fetchRecord, type RecordJson } from "./codec.ts";
+
+/** `POST /:collection/:id/restore` (delete rule applies): clears `_deleted_at`; an active record is a no-op. */
+export function restoreRecord(ctx: AppContext, name: string, id: string, p: Principal): RecordJson {
+  const col = requireCollection(ctx, name);
+  const access = checkAccess(col, "delete", p);
+  return inTransaction(ctx, () => {
+    const record = fetchRecord(ctx, col, id);
+    if (!record) throw recordNotFound();
+    checkRecordAccess(col, "delete", p, access, record);
+    if (record._deleted_at === null) return record;
+    ctx.sqlite.query(`UPDATE ${q(col.name)} SET "_deleted_at" = NULL WHERE "_id" = ?`).run(id);
+    return fetchRecord(ctx, col, id)!;
+  });
+}

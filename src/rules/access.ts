@@ -1,0 +1,30 @@
+import type { Principal } from "../auth/principal.ts";
+import type { Collection, Operation } from "../collections/types.ts";
+import { AppError, forbidden, unauthorized } from "../errors.ts";
+
+/** "all": every record; "own": only records whose `_owner_id` is the requester. */
+export type Access = "all" | "own";
+
+/**
+ * Applies a collection's rule for an operation to a principal (SPEC 2.2, CONTRACT §1):
+ * anonymous where a user is needed → 401; rule denies → 403; `owner` → "own" (the caller
+ * filters or checks the record). Admin credentials pass every rule.
+ */
+export function checkAccess(col: Collection, op: Operation, p: Principal): Access {
+  if (p.kind === "admin") return "all";
+  const rule = col.rules[op];
+  if (rule === "disabled") throw forbidden(`"${op}" is disabled on collection "${col.name}"`);
+  if (rule === "public") return "all";
+  if (p.kind !== "user") throw unauthorized(`"${op}" on collection "${col.name}" requires authentication`);
+  if (rule === "authenticated") return "all";
+  if (rule === "owner") return "own";
+  if (typeof rule === "object" && p.roles.includes(rule.role)) return "all";
+  throw forbidden(`"${op}" on collection "${col.name}" requires the role "${(rule as { role: string }).role}"`);
+}
+
+/** True when the principal owns the record. */
+export function ownsRecord(p: Principal, record: { _owner_id?: unknown }): boolean {
+  return p.kind === "user" && record._owner_id === p.userId;
+}
+
+export const recordNotFound = () => new AppError(404, "not_found", "record not found");

@@ -1,0 +1,107 @@
+import type { AppContext } from "../context.ts";
+import { badRequest } from "../errors.ts";
+
+type Kind = "boolean" | "integer" | "string";
+interface Def {
+  kind: Kind;
+  default: boolean | number | string;
+  secret?: boolean;
+  min?: number;
+  max?: number;
+}
+
+/** Every runtime setting, its type and default (CONTRACT §3, SPEC 5.3 and 5.6). */
+export const SETTING_DEFS = {
+  app_name: { kind: "string", default: "baas" },
+  access_token_ttl_seconds: { kind: "integer", default: 900, min: 10, max: 31_536_000 },
+  refresh_token_ttl_days: { kind: "integer", default: 30, min: 1, max: 3650 },
+  auth_password_enabled: { kind: "boolean", default: true },
+  auth_magic_link_enabled: { kind: "boolean", default: true },
+  auth_totp_enabled: { kind: "boolean", default: true },
+  auth_oauth_enabled: { kind: "boolean", default: true },
+  auth_api_keys_enabled: { kind: "boolean", default: true },
+  registration_open: { kind: "boolean", default: true },
+  oauth_codehost_client_id: { kind: "string", default: "" },
+  oauth_codehost_client_secret: { kind: "string", default: "", secret: true },
+  oauth_portal_client_id: { kind: "string", default: "" },
+  oauth_portal_client_secret: { kind: "string", default: "", secret: true },
+  oauth_oidc_issuer: { kind: "string", default: "" },
+  oauth_oidc_client_id: { kind: "string", default: "" },
+  oauth_oidc_client_secret: { kind: "string", default: "", secret: true },
+  oauth_oidc_scopes: { kind: "string", default: "openid email profile" },
+} satisfies Record<string, Def>;
+
+export type SettingKey = keyof typeof SETTING_DEFS;
+export type Settings = { [K in SettingKey]: (typeof SETTING_DEFS)[K]["default"] };
+
+export const MASK = "********";
+
+/** All settings with defaults filled in. Read from the database on each call, so a change applies at once. */
+export function getSettings(ctx: AppContext): Settings {
+  const out: Record<string, unknown> = {};
+  for (const [k, d] of Object.entries(SETTING_DEFS)) out[k] = d.default;
+  for (const row of ctx.sqlite.query<{ key: string; value: string }, []>("SELECT key, value FROM _settings").all()) {
+    if (row.key in SETTING_DEFS) out[row.key] = JSON.parse(row.value);
+  }
+  return out as Settings;
+}
+
+/** One setting. */
+export function getSetting<K extends SettingKey>(ctx: AppContext, key: K): Settings[K] {
+  const row = ctx.sqlite.query<{ value: string }, [string]>("SELECT value FROM _settings WHERE key = ?").get(key);
+  return (row ? JSON.parse(row.value) : SETTING_DEFS[key].default) as Settings[K];
+}
+
+/** Settings as shown to admins: client secrets masked when set. */
+export function settingsForDisplay(ctx: AppContext): Record<string, unknown> {
+  const s = getSettings(ctx) as Record<string, unknown>;
+  for (const [k, d] of Object.entries(SETTING_DEFS) as [string, Def][]) {
+    if (d.secret && s[k]) s[k] = MASK;
+  }
+  return s;
+}
+
+/** Parses a CLI string into the setting's type ("true", "900", ...). */
+export function parseSettingString(key: string, raw: string): unknown {
+  const def = (SETTING_DEFS as Record<string, Def>)[key];
+  if (!def) throw badRequest(`unknown setting "${key}"`);
+  if (def.kind === "boolean") {
+    if (raw === "true" || raw === "false") return raw === "true";
+    throw badRequest(`setting "${key}" must be true or false`);
+  }
+  if (def.kind === "integer") {
+    if (!/^-?\d+$/.test(raw.trim())) throw badRequest(`setting "${key}" must be an integer`);
+    return Number(raw);
+  }
+  return raw;
+}
+
+/** Validates and stores some settings; unknown keys or wrong types are 400. A masked secret sent back unchanged is kept. */
+export function updateSettings(ctx: AppContext, patch: unknown): Record<string, unknown> {
+  if (!patch || typeof patch !== "object" || Array.isArray(patch)) throw badRequest("settings must be a JSON object");
+  const entries = Object.entries(patch as Record<string, unknown>);
+  const defs = SETTING_DEFS as Record<string, Def>;
+  for (const [k, v] of entries) {
+    const def = defs[k];
+    if (!def) throw badRequest(`unknown setting "${k}"`);
+    if (def.kind === "boolean" && typeof v !== "boolean") throw badRequest(`setting "${k}" must be a boolean`);
+    if (def.kind === "string" && typeof v !== "string") throw badRequest(`setting "${k}" must be a string`);
+    if (def.kind === "integer") {
+      if (typeof v !== "number" || !Number.isInteger(v)) throw badRequest(`setting "${k}" must be an integer`);
+      if ((def.min !== undefined && v < def.min) || (def.max !== undefined && v > def.max))
+        throw badRequest(`setting "${k}" must be between ${def.min} and ${def.max}`);
+    }
+    if (def.kind === "string" && (v as string).length > 4096) throw badRequest(`setting "${k}" is too long`);
+  }
+  const now = ctx.clock.now();
+  const stmt = ctx.sqlite.query(
+    "INSERT INTO _settings (key, value, updated_at) VALUES (?, ?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+  );
+  ctx.sqlite.transaction(() => {
+    for (const [k, v] of entries) {
+      if (defs[k].secret && v === MASK) continue;
+      stmt.run(k, JSON.stringify(v), now);
+    }
+  })();
+  return settingsForDisplay(ctx);
+}

@@ -1,0 +1,114 @@
+import { ulid } from "ulid";
+import type { AppContext } from "../context.ts";
+import { AppError, badRequest, notFound } from "../errors.ts";
+import { checkPassword, hashPassword, normalizeEmail } from "../auth/passwords.ts";
+
+/** A user row as stored. */
+export interface UserRow {
+  id: string;
+  email: string;
+  password_hash: string | null;
+  is_verified: number;
+  roles: string;
+  metadata: string;
+  totp_secret: string | null;
+  totp_enabled: number;
+  totp_last_step: number | null;
+  failed_logins: number;
+  locked_until: number | null;
+  created_at: number;
+  updated_at: number;
+}
+
+/** The public user object of CONTRACT §7. */
+export interface UserJson {
+  id: string;
+  email: string;
+  is_verified: boolean;
+  roles: string[];
+  metadata: Record<string, unknown>;
+  created_at: number;
+}
+
+export function userToJson(u: UserRow): UserJson {
+  return {
+    id: u.id,
+    email: u.email,
+    is_verified: !!u.is_verified,
+    roles: JSON.parse(u.roles),
+    metadata: JSON.parse(u.metadata),
+    created_at: u.created_at,
+  };
+}
+
+export function findUserById(ctx: AppContext, id: string): UserRow | null {
+  return ctx.sqlite.query<UserRow, [string]>("SELECT * FROM _users WHERE id = ?").get(id);
+}
+
+export function findUserByEmail(ctx: AppContext, email: string): UserRow | null {
+  return ctx.sqlite.query<UserRow, [string]>("SELECT * FROM _users WHERE email = ?").get(email.trim().toLowerCase());
+}
+
+/** Finds a user by id or email; 404 when none. */
+export function requireUser(ctx: AppContext, idOrEmail: string): UserRow {
+  const u = idOrEmail.includes("@") ? findUserByEmail(ctx, idOrEmail) : findUserById(ctx, idOrEmail);
+  if (!u) throw notFound("user not found");
+  return u;
+}
+
+/** Validates a roles array (strings of 1..64 safe characters). */
+export function checkRoles(roles: unknown): string[] {
+  if (!Array.isArray(roles) || roles.some((r) => typeof r !== "string" || !/^[A-Za-z0-9_.:-]{1,64}$/.test(r)))
+    throw badRequest("roles must be an array of role names (letters, digits, _ . : -, up to 64 characters)");
+  return [...new Set(roles as string[])];
+}
+
+/** Measures nesting: `{a:{b:{c:1}}}` is 3 levels. */
+function depthOf(v: unknown): number {
+  if (v === null || typeof v !== "object") return 0;
+  let max = 0;
+  for (const x of Object.values(v as Record<string, unknown>)) max = Math.max(max, depthOf(x));
+  return 1 + max;
+}
+
+/** Validates user metadata (SPEC §7/§8): an object, at most 65,536 bytes serialized, at most 3 levels deep. */
+export function checkMetadata(metadata: unknown): Record<string, unknown> {
+  if (!metadata || typeof metadata !== "object" || Array.isArray(metadata))
+    throw badRequest("metadata must be a JSON object");
+  const size = Buffer.byteLength(JSON.stringify(metadata));
+  if (size > 65_536) throw badRequest(`metadata is too large: ${size} bytes serialized, the limit is 65536`);
+  const depth = depthOf(metadata);
+  if (depth > 3) throw badRequest(`metadata is nested too deeply: ${depth} levels, the limit is 3`);
+  return metadata as Record<string, unknown>;
+}
+
+export interface NewUser {
+  email: unknown;
+  password?: unknown;
+  roles?: unknown;
+  metadata?: unknown;
+  isVerified?: boolean;
+}
+
+/** Creates a user; 422 for a bad email or password, 409 `conflict` for a taken email. */
+export async function createUser(ctx: AppContext, input: NewUser): Promise<UserRow> {
+  const email = normalizeEmail(input.email);
+  const passwordHash = input.password === undefined || input.password === null ? null : await hashPassword(checkPassword(input.password));
+  const roles = input.roles === undefined ? [] : checkRoles(input.roles);
+  const metadata = input.metadata === undefined ? {} : checkMetadata(input.metadata);
+  if (findUserByEmail(ctx, email)) throw new AppError(409, "conflict", "a user with this email already exists");
+  const now = ctx.clock.now();
+  const id = ulid(now);
+  try {
+    ctx.sqlite
+      .query(
+        `INSERT INTO _users (id, email, password_hash, is_verified, roles, metadata, created_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+      )
+      .run(id, email, passwordHash, input.isVerified ? 1 : 0, JSON.stringify(roles), JSON.stringify(metadata), now, now);
+  } catch (err) {
+    if (/UNIQUE/.test(String(err))) throw new AppError(409, "conflict", "a user with this email already exists");
+    throw err;
+  }
+  return findUserById(ctx, id)!;
+}
