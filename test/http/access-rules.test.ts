@@ -69,7 +69,8 @@ describe("read rule on GET /:collection/:id", () => {
     ["disabled", 403, 403, 403, 403, 200],
     ["role", 401, 403, 403, 200, 200],
   ];
-  test.each(table)("read %s: anonymous %d, owner %d, other user %d, staff %d, admin %d", async (rule, ...want) => {
+  test.each(table)("read %s: anonymous %d, owner %d, other user %d, staff %d, admin %d", async (rule, w0, w1, w2, w3, w4) => {
+    const want = [w0, w1, w2, w3, w4];
     const col = await collectionWith("read", rule);
     const id = await seed(col);
     const whos: Who[] = ["anon", "owner", "other", "staff", "admin"];
@@ -89,7 +90,8 @@ describe("read rule on GET /:collection (list)", () => {
     ["disabled", 403, 403, 403, 403, "all"],
     ["role", 401, 403, 403, "all", "all"],
   ];
-  test.each(table)("read %s: anonymous %p, owner %p, other user %p, staff %p, admin %p", async (rule, ...want) => {
+  test.each(table)("read %s: anonymous %p, owner %p, other user %p, staff %p, admin %p", async (rule, w0, w1, w2, w3, w4) => {
+    const want = [w0, w1, w2, w3, w4];
     const col = await collectionWith("read", rule);
     const ownerRec = await seed(col);
     // A record of the "other" user, so owner filtering shows a difference.
@@ -123,7 +125,8 @@ describe("create rule on POST /:collection", () => {
     ["disabled", 403, 403, 403, 403, 201],
     ["role", 401, 403, 403, 201, 201],
   ];
-  test.each(table)("create %s: anonymous %d, owner %d, other user %d, staff %d, admin %d", async (rule, ...want) => {
+  test.each(table)("create %s: anonymous %d, owner %d, other user %d, staff %d, admin %d", async (rule, w0, w1, w2, w3, w4) => {
+    const want = [w0, w1, w2, w3, w4];
     const col = await collectionWith("create", rule);
     const whos: Who[] = ["anon", "owner", "other", "staff", "admin"];
     for (let i = 0; i < whos.length; i++) {
@@ -151,7 +154,8 @@ for (const op of ["update", "delete", "restore"] as const) {
       ["disabled", 403, 403, 403, 403, 200],
       ["role", 401, 403, 403, 200, 200],
     ];
-    test.each(table)(`${ruleOp} %s: anonymous %d, owner %d, other user %d, staff %d, admin %d`, async (rule, ...want) => {
+    test.each(table)(`${ruleOp} %s: anonymous %d, owner %d, other user %d, staff %d, admin %d`, async (rule, w0, w1, w2, w3, w4) => {
+    const want = [w0, w1, w2, w3, w4];
       const col = await collectionWith(ruleOp, rule);
       const whos: Who[] = ["anon", "owner", "other", "staff", "admin"];
       for (let i = 0; i < whos.length; i++) {
