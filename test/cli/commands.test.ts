@@ -1,9 +1,11 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { Database } from "bun:sqlite";
 import { existsSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import pkg from "../../package.json" with { type: "json" };
 import { buildBinary, runCli, tempDataDir, type CliResult } from "../helpers/cli.ts";
+
+setDefaultTimeout(30_000);
 
 let bin: string;
 let dir: string;
