@@ -2,30 +2,19 @@ import type { AppContext } from "../context.ts";
 import { AppError } from "../errors.ts";
 import { asObject } from "../records/codec.ts";
 import { getSetting } from "../settings/settings.ts";
-import { findUserByEmail, findUserById } from "../users/users.ts";
+import { findUserById } from "../users/users.ts";
 import { methodDisabled, type LoginResult } from "./account.ts";
-import { checkMailLimit } from "./mail-limit.ts";
 import { consumeMailToken } from "./mail-tokens.ts";
-import { normalizeEmail } from "./passwords.ts";
 import { createSession, type ClientInfo } from "./sessions.ts";
 import { secondFactorFor } from "./totp.ts";
-import { sendTokenMail } from "./verification.ts";
+import { mailLinkIfAccount } from "./verification.ts";
 
 export const MAGIC_LINK_TTL_MS = 30 * 60 * 1000;
-
-/** The `email` of a mail request body, trimmed and lower-cased (422 rule `email` when it is not one). */
-export function emailFrom(input: unknown): string {
-  return normalizeEmail(asObject(input).email);
-}
 
 /** `POST /auth/magic-link {email}`: always `{ ok: true }`; mails a 30-minute link only when the account exists. */
 export function requestMagicLink(ctx: AppContext, input: unknown): { ok: true } {
   if (!getSetting(ctx, "auth_magic_link_enabled")) throw methodDisabled("magic-link login");
-  const email = emailFrom(input);
-  checkMailLimit(ctx, email);
-  const user = findUserByEmail(ctx, email);
-  if (user) sendTokenMail(ctx, user, "magic_link", MAGIC_LINK_TTL_MS);
-  return { ok: true };
+  return mailLinkIfAccount(ctx, input, "magic_link", MAGIC_LINK_TTL_MS);
 }
 
 /** `POST /auth/magic-link/verify {token}`: marks the email verified, then a session (or the 2FA step); 401 for a bad token. */

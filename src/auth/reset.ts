@@ -2,25 +2,18 @@ import type { AppContext } from "../context.ts";
 import { AppError, badRequest } from "../errors.ts";
 import { asObject } from "../records/codec.ts";
 import { getSetting } from "../settings/settings.ts";
-import { findUserByEmail } from "../users/users.ts";
 import { methodDisabled } from "./account.ts";
-import { emailFrom } from "./magic-link.ts";
-import { checkMailLimit } from "./mail-limit.ts";
 import { consumeMailToken } from "./mail-tokens.ts";
 import { checkPassword, hashPassword } from "./passwords.ts";
 import { revokeUserApiKeys, revokeUserSessions } from "./sessions.ts";
-import { sendTokenMail } from "./verification.ts";
+import { mailLinkIfAccount } from "./verification.ts";
 
 export const RESET_TTL_MS = 60 * 60 * 1000;
 
 /** `POST /auth/forgot-password {email}`: always `{ ok: true }`; mails a 1-hour reset link only when the account exists. */
 export function forgotPassword(ctx: AppContext, input: unknown): { ok: true } {
   if (!getSetting(ctx, "auth_password_enabled")) throw methodDisabled("password login");
-  const email = emailFrom(input);
-  checkMailLimit(ctx, email);
-  const user = findUserByEmail(ctx, email);
-  if (user) sendTokenMail(ctx, user, "reset_password", RESET_TTL_MS);
-  return { ok: true };
+  return mailLinkIfAccount(ctx, input, "reset_password", RESET_TTL_MS);
 }
 
 /**

@@ -2,9 +2,11 @@ import type { AppContext } from "../context.ts";
 import { AppError, conflict } from "../errors.ts";
 import { renderMail, type MailKind } from "../mail/templates.ts";
 import { getSetting } from "../settings/settings.ts";
-import { findUserById, userToJson, type UserJson, type UserRow } from "../users/users.ts";
+import { asObject } from "../records/codec.ts";
+import { findUserByEmail, findUserById, userToJson, type UserJson, type UserRow } from "../users/users.ts";
 import { checkMailLimit } from "./mail-limit.ts";
 import { consumeMailToken, issueMailToken } from "./mail-tokens.ts";
+import { normalizeEmail } from "./passwords.ts";
 import type { Principal } from "./principal.ts";
 
 export const VERIFY_EMAIL_TTL_MS = 24 * 60 * 60 * 1000;
@@ -20,6 +22,18 @@ export function sendTokenMail(ctx: AppContext, user: UserRow, kind: MailKind, tt
   const token = issueMailToken(ctx, user.id, kind, ttlMs);
   const link = `${ctx.config.appUrl}${LINK_PATHS[kind]}?token=${encodeURIComponent(token)}`;
   ctx.mailer.send(renderMail(kind, { to: user.email, appName: getSetting(ctx, "app_name"), link }));
+}
+
+/**
+ * The body of a mail request (`{ email }`): counts it toward the address's mail limit, then mails
+ * a link only when an account exists. The caller answers `{ ok: true }` either way, so nothing is revealed.
+ */
+export function mailLinkIfAccount(ctx: AppContext, input: unknown, kind: MailKind, ttlMs: number): { ok: true } {
+  const email = normalizeEmail(asObject(input).email);
+  checkMailLimit(ctx, email);
+  const user = findUserByEmail(ctx, email);
+  if (user) sendTokenMail(ctx, user, kind, ttlMs);
+  return { ok: true };
 }
 
 /** Sends the verify-email mail with a 24 h single-use link. Never throws. */
