@@ -5,6 +5,8 @@ import { toErrorResponse } from "./plugins/errors.ts";
 import { adminRoutes } from "./routes/admin.ts";
 import { adminRelationRoutes } from "./routes/admin-relations.ts";
 import { authRoutes } from "./routes/auth.ts";
+import { authExtraRoutes } from "./routes/auth-extra.ts";
+import { adminUserRoutes } from "./routes/admin-users.ts";
 import { healthRoutes } from "./routes/health.ts";
 import { recordRoutes } from "./routes/records.ts";
 
@@ -27,6 +29,8 @@ export function createApp(ctx: AppContext) {
     .use(adminRoutes(ctx))
     .use(adminRelationRoutes(ctx))
     .use(authRoutes(ctx))
+    .use(authExtraRoutes(ctx))
+    .use(adminUserRoutes(ctx))
     .use(recordRoutes(ctx));
 }
 
