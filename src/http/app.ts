@@ -2,9 +2,11 @@ import { cors } from "@elysiajs/cors";
 import { Elysia } from "elysia";
 import type { AppContext } from "../context.ts";
 import { toErrorResponse } from "./plugins/errors.ts";
+import { adminSearchRoutes } from "./routes/admin-search.ts";
 import { adminRoutes } from "./routes/admin.ts";
 import { authRoutes } from "./routes/auth.ts";
 import { healthRoutes } from "./routes/health.ts";
+import { queryRoutes } from "./routes/query.ts";
 import { recordRoutes } from "./routes/records.ts";
 
 /** Builds the HTTP app over a context. It never listens; `cli/commands/serve.ts` does. */
@@ -24,7 +26,9 @@ export function createApp(ctx: AppContext) {
     .onError({ as: "global" }, ({ error, code, request }) => toErrorResponse(error, code, ctx.log, request))
     .use(healthRoutes())
     .use(adminRoutes(ctx))
+    .use(adminSearchRoutes(ctx))
     .use(authRoutes(ctx))
+    .use(queryRoutes(ctx))
     .use(recordRoutes(ctx));
 }
 
