@@ -5,6 +5,8 @@ import { toErrorResponse } from "./plugins/errors.ts";
 import { adminSearchRoutes } from "./routes/admin-search.ts";
 import { adminRoutes } from "./routes/admin.ts";
 import { authRoutes } from "./routes/auth.ts";
+import { authExtraRoutes } from "./routes/auth-extra.ts";
+import { adminUserRoutes } from "./routes/admin-users.ts";
 import { healthRoutes } from "./routes/health.ts";
 import { queryRoutes } from "./routes/query.ts";
 import { recordRoutes } from "./routes/records.ts";
@@ -28,6 +30,8 @@ export function createApp(ctx: AppContext) {
     .use(adminRoutes(ctx))
     .use(adminSearchRoutes(ctx))
     .use(authRoutes(ctx))
+    .use(authExtraRoutes(ctx))
+    .use(adminUserRoutes(ctx))
     .use(queryRoutes(ctx))
     .use(recordRoutes(ctx));
 }
