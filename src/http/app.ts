@@ -4,6 +4,7 @@ import type { AppContext } from "../context.ts";
 import { toErrorResponse } from "./plugins/errors.ts";
 import { adminSearchRoutes } from "./routes/admin-search.ts";
 import { adminRoutes } from "./routes/admin.ts";
+import { adminRelationRoutes } from "./routes/admin-relations.ts";
 import { authRoutes } from "./routes/auth.ts";
 import { authExtraRoutes } from "./routes/auth-extra.ts";
 import { adminUserRoutes } from "./routes/admin-users.ts";
@@ -29,6 +30,7 @@ export function createApp(ctx: AppContext) {
     .use(healthRoutes())
     .use(adminRoutes(ctx))
     .use(adminSearchRoutes(ctx))
+    .use(adminRelationRoutes(ctx))
     .use(authRoutes(ctx))
     .use(authExtraRoutes(ctx))
     .use(adminUserRoutes(ctx))

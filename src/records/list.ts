@@ -5,6 +5,7 @@ import { SYSTEM_FIELDS, type Collection } from "../collections/types.ts";
 import { badRequest } from "../errors.ts";
 import { parseListQuery, type ListQuery } from "../query/parse.ts";
 import { column, keysetWhere, orderBySql, orderTerms, planRead, resolveField, runRead, type OrderTerm, type ReadPlan, type SqlValue } from "../query/sql.ts";
+import { attachRelationFields, expandRecords, parseExpand } from "../relations/expand.ts";
 import { checkAccess } from "../rules/access.ts";
 import { decodeRow, type RecordJson } from "./codec.ts";
 import { countPlan } from "./count.ts";
@@ -73,5 +74,10 @@ export function runListQuery(ctx: AppContext, col: Collection, lq: ListQuery, ac
 export function listRecords(ctx: AppContext, name: string, params: URLSearchParams, p: Principal): Page {
   const col = requireCollection(ctx, name);
   const access = checkAccess(col, "read", p);
-  return runListQuery(ctx, col, parseListQuery(params), access, p);
+  const lq = parseListQuery(params);
+  const expand = parseExpand(ctx, col, params.getAll("expand"));
+  const page = runListQuery(ctx, col, lq, access, p);
+  attachRelationFields(ctx, col, page.items, p);
+  expandRecords(ctx, col, page.items, expand, p);
+  return page;
 }
