@@ -245,7 +245,7 @@ describe("include_deleted and owner-filtered reads", () => {
       expect(res.status).toBe(401);
       expect(res.body.code).toBe("unauthorized");
     }
-  });
+  }, 30_000);
 });
 
 describe("count and aggregate", () => {
