@@ -11,6 +11,7 @@ import { adminUserRoutes } from "./routes/admin-users.ts";
 import { healthRoutes } from "./routes/health.ts";
 import { queryRoutes } from "./routes/query.ts";
 import { recordRoutes } from "./routes/records.ts";
+import { recordWriteRoutes } from "./routes/records-write.ts";
 
 /** Builds the HTTP app over a context. It never listens; `cli/commands/serve.ts` does. */
 export function createApp(ctx: AppContext) {
@@ -35,6 +36,7 @@ export function createApp(ctx: AppContext) {
     .use(authExtraRoutes(ctx))
     .use(adminUserRoutes(ctx))
     .use(queryRoutes(ctx))
+    .use(recordWriteRoutes(ctx))
     .use(recordRoutes(ctx));
 }
 
