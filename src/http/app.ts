@@ -4,6 +4,7 @@ import type { AppContext } from "../context.ts";
 import { toErrorResponse } from "./plugins/errors.ts";
 import { adminRoutes } from "./routes/admin.ts";
 import { authRoutes } from "./routes/auth.ts";
+import { oauthRoutes } from "./routes/auth-oauth.ts";
 import { healthRoutes } from "./routes/health.ts";
 import { recordRoutes } from "./routes/records.ts";
 
@@ -25,6 +26,7 @@ export function createApp(ctx: AppContext) {
     .use(healthRoutes())
     .use(adminRoutes(ctx))
     .use(authRoutes(ctx))
+    .use(oauthRoutes(ctx))
     .use(recordRoutes(ctx));
 }
 
