@@ -4,6 +4,8 @@ import type { AppContext } from "../context.ts";
 import { toErrorResponse } from "./plugins/errors.ts";
 import { adminRoutes } from "./routes/admin.ts";
 import { authRoutes } from "./routes/auth.ts";
+import { authExtraRoutes } from "./routes/auth-extra.ts";
+import { adminUserRoutes } from "./routes/admin-users.ts";
 import { oauthRoutes } from "./routes/auth-oauth.ts";
 import { healthRoutes } from "./routes/health.ts";
 import { recordRoutes } from "./routes/records.ts";
@@ -26,6 +28,8 @@ export function createApp(ctx: AppContext) {
     .use(healthRoutes())
     .use(adminRoutes(ctx))
     .use(authRoutes(ctx))
+    .use(authExtraRoutes(ctx))
+    .use(adminUserRoutes(ctx))
     .use(oauthRoutes(ctx))
     .use(recordRoutes(ctx));
 }

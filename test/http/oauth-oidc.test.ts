@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { URI, type TOTP } from "otpauth";
 import { sha256 } from "../../src/crypto.ts";
 import { createTestApp, registerUser } from "../helpers/app.ts";
 import { CookieJar, runBrowserFlow } from "../helpers/browser-flow.ts";
@@ -195,6 +196,25 @@ describe("OIDC login against a real OpenID provider", () => {
       },
     });
     expect(flow.params).toEqual({ error: "provider_error" });
+  });
+
+  test("a user with 2FA ends in totp_required with a totp_token that completes the login", async () => {
+    op.accounts.set("frank", { email: "frank@example.com", email_verified: true });
+    const token = (await loginAs("frank")).params.access_token!;
+    const setup = await t.req("POST", "/api/v1/auth/2fa/setup", { token });
+    expect(setup.status).toBe(200);
+    const totp = URI.parse(setup.body.otpauth_url) as TOTP;
+    const enable = await t.req("POST", "/api/v1/auth/2fa/enable", { token, body: { code: totp.generate({ timestamp: t.clock.now() }) } });
+    expect(enable.status).toBe(200);
+    const flow = await loginAs("frank");
+    expect(Object.keys(flow.params).sort()).toEqual(["totp_required", "totp_token"]);
+    expect(flow.params.totp_required).toBe("true");
+    t.clock.advance(30_000);
+    const verify = await t.req("POST", "/api/v1/auth/2fa/verify", {
+      body: { totp_token: flow.params.totp_token, code: totp.generate({ timestamp: t.clock.now() }) },
+    });
+    expect(verify.status).toBe(200);
+    expect(verify.body.user.email).toBe("frank@example.com");
   });
 
   test("unlinking removes the provider account and a second unlink is 404", async () => {

@@ -1,7 +1,7 @@
 import type { AppContext } from "../../context.ts";
 import { getSetting } from "../../settings/settings.ts";
-import type { UserRow } from "../../users/users.ts";
 import { createSession, type ClientInfo } from "../sessions.ts";
+import { secondFactorFor } from "../totp.ts";
 import { matchOAuthUser, OAuthLoginError } from "./matching.ts";
 import { assertOAuthEnabled, authorizationUrl, fetchProfile, ProviderError, requireCredentials, requireProvider } from "./providers.ts";
 import { consumeOAuthState, createOAuthState } from "./state.ts";
@@ -36,14 +36,6 @@ export async function startOAuthLogin(ctx: AppContext, name: string): Promise<OA
   }
 }
 
-/** The step a 2FA user must still take instead of getting a session. */
-function secondFactor(ctx: AppContext, user: UserRow): Record<string, string> | null {
-  // SECOND FACTOR CALL SITE: to be replaced by `secondFactorFor(ctx, user)` from ../totp.ts.
-  if (!user.totp_enabled) return null;
-  void ctx;
-  throw new OAuthLoginError("provider_error", "two-factor login is not available yet");
-}
-
 /**
  * `GET /auth/oauth/:provider/callback`: checks the state against its cookie (single use),
  * exchanges the code, matches the user and ends at the frontend with tokens,
@@ -69,8 +61,9 @@ export async function finishOAuthLogin(
   try {
     const profile = await fetchProfile(ctx, provider, query.code, st);
     const user = await matchOAuthUser(ctx, provider, profile);
-    const second = secondFactor(ctx, user);
-    if (second) return { location: appCallbackUrl(ctx, second), cookie: null };
+    // A 2FA user gets the second step instead of a session (CONTRACT §7).
+    const second = secondFactorFor(ctx, user);
+    if (second) return { location: appCallbackUrl(ctx, { totp_required: "true", totp_token: second.totp_token }), cookie: null };
     const s = createSession(ctx, user, client);
     return {
       location: appCallbackUrl(ctx, { access_token: s.access_token, refresh_token: s.refresh_token, expires_in: String(s.expires_in) }),
