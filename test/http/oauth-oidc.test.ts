@@ -1,9 +1,12 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { URI, type TOTP } from "otpauth";
 import { sha256 } from "../../src/crypto.ts";
 import { createTestApp, registerUser } from "../helpers/app.ts";
 import { CookieJar, runBrowserFlow } from "../helpers/browser-flow.ts";
 import { startOidcProvider, type TestOidcProvider } from "../helpers/oidc-provider.ts";
+
+// Password hashing (argon2id) in registerUser is slow on a loaded machine.
+setDefaultTimeout(30_000);
 
 const t = createTestApp({ env: { PUBLIC_URL: "http://localhost", APP_URL: "http://app.test" } });
 const CALLBACK = "http://localhost/api/v1/auth/oauth/oidc/callback";
