@@ -364,6 +364,16 @@ describe("hostile input is handled safely", () => {
     },
   );
 
+  test.each([["select"], ["order"], ["table"], ["index"]])("SQL keywords work as collection (%p) and field names", async (name) => {
+    expect((await t.admin("POST", "/api/v1/admin/collections", { name, rules: { create: "public", update: "public" } })).status).toBe(201);
+    const rec = await t.req("POST", `/api/v1/${name}`, { body: { order: 1, select: "x", from: true, group: [1], where: null } });
+    expect(rec.status).toBe(201);
+    expect(rec.body).toMatchObject({ order: 1, select: "x", from: true, group: [1] });
+    expect((await t.req("PATCH", `/api/v1/${name}/${rec.body._id}`, { body: { order: 2 } })).body.order).toBe(2);
+    expect((await t.req("GET", `/api/v1/${name}`)).body.total).toBe(1);
+    expect((await t.admin("GET", `/api/v1/admin/collections/${name}/stats`)).body.row_count).toBe(1);
+  });
+
   test("a deeply nested or huge-number value does not crash the server", async () => {
     let deep: unknown = 1;
     for (let i = 0; i < 2000; i++) deep = [deep];
