@@ -6,6 +6,7 @@ import { adminRoutes } from "./routes/admin.ts";
 import { authRoutes } from "./routes/auth.ts";
 import { healthRoutes } from "./routes/health.ts";
 import { recordRoutes } from "./routes/records.ts";
+import { consoleRoutes } from "./routes/console.ts";
 
 /** Builds the HTTP app over a context. It never listens; `cli/commands/serve.ts` does. */
 export function createApp(ctx: AppContext) {
@@ -25,6 +26,7 @@ export function createApp(ctx: AppContext) {
     .use(healthRoutes())
     .use(adminRoutes(ctx))
     .use(authRoutes(ctx))
+    .use(consoleRoutes(ctx))
     .use(recordRoutes(ctx));
 }
 
