@@ -25,6 +25,14 @@ export async function renderCollection(main: HTMLElement, name: string, tab: str
   ]);
   if (stale()) return;
   const base = `#/collections/${seg(name)}`;
+  const rowCount = h("strong", { "data-stat": "row_count" }, stats ? String(stats.row_count) : "—");
+  const lastWrite = h("strong", null, fmtTime(stats?.last_write));
+  // Record changes refresh the counters in the heading.
+  const refreshStats = async () => {
+    const st = await api<Stats>("GET", `/admin/collections/${seg(name)}/stats`);
+    rowCount.textContent = String(st.row_count);
+    lastWrite.textContent = fmtTime(st.last_write);
+  };
   const body = h("section", { class: "tab-body", id: "tab-body" });
   replace(
     main,
@@ -36,8 +44,8 @@ export async function renderCollection(main: HTMLElement, name: string, tab: str
       h(
         "div",
         { class: "head-stats" },
-        h("span", null, h("strong", { "data-stat": "row_count" }, stats ? String(stats.row_count) : "—"), " records"),
-        h("span", null, "last write ", h("strong", null, fmtTime(stats?.last_write))),
+        h("span", null, rowCount, " records"),
+        h("span", null, "last write ", lastWrite),
         button("Delete collection", (ev) => void deleteCollection(ev.currentTarget as HTMLButtonElement, col.name), { kind: "danger" }),
       ),
     ),
@@ -50,7 +58,7 @@ export async function renderCollection(main: HTMLElement, name: string, tab: str
   );
   body.append(loading());
   const views: Record<string, () => Promise<void> | void> = {
-    records: () => renderRecords(body, col, stale),
+    records: () => renderRecords(body, col, stale, refreshStats),
     rules: () => renderRules(body, col),
     "field-rules": () => renderFieldRules(body, col),
     indexes: () => renderIndexes(body, col, stale),

@@ -16,7 +16,7 @@ const OPS = ["eq", "ne", "gt", "gte", "lt", "lte", "like", "in"];
 const MAX_COLUMNS = 8;
 
 /** Renders the Records tab of a collection. */
-export async function renderRecords(body: HTMLElement, col: CollectionJson, stale: () => boolean): Promise<void> {
+export async function renderRecords(body: HTMLElement, col: CollectionJson, stale: () => boolean, onChange: () => Promise<void>): Promise<void> {
   const base = `/${seg(col.name)}`;
   const allFields = [...SYSTEM_FIELDS, ...col.fields.map((f) => f.name)];
   const fieldOptions = (selected?: string) => allFields.map((f) => h("option", { value: f, selected: f === selected }, f));
@@ -77,7 +77,11 @@ export async function renderRecords(body: HTMLElement, col: CollectionJson, stal
     if (page.total !== null) total = page.total;
     cursors = cursors.slice(0, pageIndex + 1);
     if (page.next_cursor) cursors.push(page.next_cursor);
-    replace(results, recordTable(col, page.items, () => load(pageIndex)), pager(pageIndex, page));
+    const reload = async () => {
+      await load(pageIndex);
+      await onChange();
+    };
+    replace(results, recordTable(col, page.items, reload), pager(pageIndex, page));
   };
 
   const pager = (pageIndex: number, page: Page) => {
@@ -113,7 +117,7 @@ export async function renderRecords(body: HTMLElement, col: CollectionJson, stal
       { class: "toolbar-row" },
       button("Add filter", () => addFilter()),
       h("span", { class: "spacer" }),
-      button("New record", () => editRecord(col, null, () => load(0))),
+      button("New record", () => editRecord(col, null, async () => (await load(0), await onChange()))),
       apply,
     ),
   );
