@@ -1,7 +1,8 @@
 import type { AppContext } from "../context.ts";
 import { randomToken, sha256 } from "../crypto.ts";
 
-export type MailTokenKind = "magic_link" | "verify_email" | "reset_password";
+/** Kinds of single-use tokens kept hashed in `_tokens` (mail links and the second login step). */
+export type MailTokenKind = "magic_link" | "verify_email" | "reset_password" | "totp_login";
 
 /** Issues a single-use token (32 random bytes) for a user; only its hash is stored. */
 export function issueMailToken(ctx: AppContext, userId: string, kind: MailTokenKind, ttlMs: number): string {

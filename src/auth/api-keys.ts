@@ -1,0 +1,58 @@
+import { ulid } from "ulid";
+import type { AppContext } from "../context.ts";
+import { randomToken, sha256 } from "../crypto.ts";
+import { AppError, badRequest, notFound } from "../errors.ts";
+import { asObject } from "../records/codec.ts";
+import { getSetting } from "../settings/settings.ts";
+import { methodDisabled } from "./account.ts";
+import type { Principal } from "./principal.ts";
+
+export interface ApiKeyJson {
+  id: string;
+  name: string;
+  created_at: number;
+  last_used_at: number | null;
+}
+
+function userIdOf(p: Principal): string {
+  if (p.kind !== "user") throw new AppError(401, "unauthorized", "a user access token is required");
+  return p.userId;
+}
+
+/** `POST /auth/api-keys {name}`: a new key `baas_<32 random bytes>`; only its hash is kept, the value is shown once. */
+export function createApiKey(ctx: AppContext, p: Principal, input: unknown): { id: string; name: string; key: string; created_at: number } {
+  const userId = userIdOf(p);
+  if (!getSetting(ctx, "auth_api_keys_enabled")) throw methodDisabled("API key creation");
+  const raw = asObject(input).name;
+  if (typeof raw !== "string" || !raw.trim()) throw badRequest("name is required (a non-empty string)");
+  const name = raw.trim();
+  if (name.length > 100) throw badRequest("name must be at most 100 characters");
+  const now = ctx.clock.now();
+  const id = ulid(now);
+  const key = `baas_${randomToken(32)}`;
+  ctx.sqlite
+    .query("INSERT INTO _api_keys (id, user_id, name, key_hash, created_at) VALUES (?, ?, ?, ?, ?)")
+    .run(id, userId, name, sha256(key), now);
+  return { id, name, key, created_at: now };
+}
+
+/** `GET /auth/api-keys`: the user's active keys, oldest first, never their values. */
+export function listApiKeys(ctx: AppContext, p: Principal): { items: ApiKeyJson[] } {
+  const userId = userIdOf(p);
+  const items = ctx.sqlite
+    .query<ApiKeyJson, [string]>(
+      "SELECT id, name, created_at, last_used_at FROM _api_keys WHERE user_id = ? AND revoked_at IS NULL ORDER BY id",
+    )
+    .all(userId);
+  return { items };
+}
+
+/** `DELETE /auth/api-keys/:id`: revokes one of the user's keys; another user's key is 404. */
+export function revokeApiKey(ctx: AppContext, p: Principal, id: string): { ok: true } {
+  const userId = userIdOf(p);
+  const r = ctx.sqlite
+    .query("UPDATE _api_keys SET revoked_at = ? WHERE id = ? AND user_id = ? AND revoked_at IS NULL")
+    .run(ctx.clock.now(), id, userId);
+  if (r.changes === 0) throw notFound("API key not found");
+  return { ok: true };
+}

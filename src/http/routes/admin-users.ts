@@ -1,0 +1,42 @@
+import { Elysia } from "elysia";
+import type { AppContext } from "../../context.ts";
+import {
+  adminCreateUser,
+  adminRevokeSession,
+  adminUpdateUser,
+  deleteUser,
+  getUser,
+  impersonateUser,
+  listSessionsOfUser,
+  listUsers,
+  revokeSessionsOfUser,
+  unlockUser,
+} from "../../users/admin-users.ts";
+import { readJson } from "../body.ts";
+import { requireAdmin } from "../request.ts";
+
+/** `/api/v1/admin/users/*` and `/api/v1/admin/sessions/*`: user management for admins (CONTRACT §3). */
+export function adminUserRoutes(ctx: AppContext) {
+  const max = ctx.config.maxBodyBytes;
+  return new Elysia({ prefix: "/api/v1/admin" })
+    .onBeforeHandle(({ request }) => {
+      requireAdmin(ctx, request);
+    })
+    .get("/users", ({ request }) => {
+      const q = new URL(request.url).searchParams;
+      return listUsers(ctx, { search: q.get("search") ?? undefined, limit: q.get("limit") ?? undefined, page: q.get("page") ?? undefined });
+    })
+    .post("/users", async ({ request, set }) => {
+      const res = await adminCreateUser(ctx, await readJson(request, max));
+      set.status = 201;
+      return res;
+    })
+    .get("/users/:id", ({ params }) => getUser(ctx, params.id))
+    .patch("/users/:id", async ({ request, params }) => adminUpdateUser(ctx, params.id, await readJson(request, max)))
+    .delete("/users/:id", ({ params }) => deleteUser(ctx, params.id))
+    .get("/users/:id/sessions", ({ params }) => listSessionsOfUser(ctx, params.id))
+    .delete("/users/:id/sessions", ({ params }) => revokeSessionsOfUser(ctx, params.id))
+    .post("/users/:id/impersonate", ({ params }) => impersonateUser(ctx, params.id))
+    .post("/users/:id/unlock", ({ params }) => unlockUser(ctx, params.id))
+    .delete("/sessions/:sid", ({ params }) => adminRevokeSession(ctx, params.sid));
+}

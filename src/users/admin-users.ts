@@ -1,0 +1,128 @@
+import type { AppContext } from "../context.ts";
+import { AppError, badRequest, notFound } from "../errors.ts";
+import { checkPassword, hashPassword, normalizeEmail } from "../auth/passwords.ts";
+import { signAccessToken, listUserSessions, revokeSession, revokeUserSessions } from "../auth/sessions.ts";
+import { asObject } from "../records/codec.ts";
+import { checkMetadata, checkRoles, createUser, findUserByEmail, requireUser, userToJson, type UserJson } from "./users.ts";
+
+/** Lifetime of an admin impersonation token (CONTRACT §3). */
+export const IMPERSONATION_TTL_SECONDS = 300;
+
+function onlyKeys(b: Record<string, unknown>, allowed: string[]): void {
+  for (const k of Object.keys(b)) if (!allowed.includes(k)) throw badRequest(`unknown field "${k}"; allowed: ${allowed.join(", ")}`);
+}
+
+function positiveInt(raw: unknown, name: string, fallback: number, max: number): number {
+  if (raw === undefined || raw === null || raw === "") return fallback;
+  const n = typeof raw === "number" ? raw : /^\d+$/.test(String(raw)) ? Number(raw) : NaN;
+  if (!Number.isInteger(n) || n < 1 || n > max) throw badRequest(`${name} must be an integer between 1 and ${max}`);
+  return n;
+}
+
+function isVerifiedFrom(v: unknown): boolean | undefined {
+  if (v === undefined) return undefined;
+  if (typeof v !== "boolean") throw badRequest("is_verified must be a boolean");
+  return v;
+}
+
+/** Lists users, newest first: `{ items, total }`; `search` matches part of the email, `limit` 1..500 (50), `page` from 1. */
+export function listUsers(ctx: AppContext, opts: { search?: unknown; limit?: unknown; page?: unknown } = {}): { items: UserJson[]; total: number } {
+  const limit = positiveInt(opts.limit, "limit", 50, 500);
+  const page = positiveInt(opts.page, "page", 1, 1_000_000);
+  const search = typeof opts.search === "string" ? opts.search.trim().toLowerCase() : "";
+  if (search.length > 254) throw badRequest("search is too long");
+  // LIKE wildcards in the search text are escaped: the text is matched literally.
+  const pattern = `%${search.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+  const where = "WHERE email LIKE ? ESCAPE '\\'";
+  const total = ctx.sqlite.query<{ n: number }, [string]>(`SELECT COUNT(*) AS n FROM _users ${where}`).get(pattern)!.n;
+  const rows = ctx.sqlite
+    .query<Parameters<typeof userToJson>[0], [string, number, number]>(`SELECT * FROM _users ${where} ORDER BY id DESC LIMIT ? OFFSET ?`)
+    .all(pattern, limit, (page - 1) * limit);
+  return { items: rows.map(userToJson), total };
+}
+
+/** Creates a user as an admin: `{ email, password?, roles?, metadata?, is_verified? }`. Sends no mail. */
+export async function adminCreateUser(ctx: AppContext, input: unknown): Promise<UserJson> {
+  const b = asObject(input);
+  onlyKeys(b, ["email", "password", "roles", "metadata", "is_verified"]);
+  const user = await createUser(ctx, { email: b.email, password: b.password, roles: b.roles, metadata: b.metadata, isVerified: isVerifiedFrom(b.is_verified) });
+  return userToJson(user);
+}
+
+/** One user by id or email; 404 when none. */
+export function getUser(ctx: AppContext, idOrEmail: string): UserJson {
+  return userToJson(requireUser(ctx, idOrEmail));
+}
+
+/**
+ * Changes a user as an admin: `roles`, `metadata` (replaced whole), `is_verified`, `email`, `password`.
+ * New roles reach the access token at the next login or refresh.
+ */
+export async function adminUpdateUser(ctx: AppContext, idOrEmail: string, input: unknown): Promise<UserJson> {
+  const user = requireUser(ctx, idOrEmail);
+  const b = asObject(input);
+  onlyKeys(b, ["email", "password", "roles", "metadata", "is_verified"]);
+  const sets: string[] = [];
+  const values: (string | number | null)[] = [];
+  if (b.roles !== undefined) sets.push("roles = ?"), values.push(JSON.stringify(checkRoles(b.roles)));
+  if (b.metadata !== undefined) sets.push("metadata = ?"), values.push(JSON.stringify(checkMetadata(b.metadata)));
+  const verified = isVerifiedFrom(b.is_verified);
+  if (verified !== undefined) sets.push("is_verified = ?"), values.push(verified ? 1 : 0);
+  if (b.email !== undefined) {
+    const email = normalizeEmail(b.email);
+    const other = findUserByEmail(ctx, email);
+    if (other && other.id !== user.id) throw new AppError(409, "conflict", "a user with this email already exists");
+    sets.push("email = ?"), values.push(email);
+  }
+  if (b.password !== undefined) sets.push("password_hash = ?"), values.push(await hashPassword(checkPassword(b.password)));
+  if (sets.length) {
+    sets.push("updated_at = ?");
+    values.push(ctx.clock.now(), user.id);
+    try {
+      ctx.sqlite.query(`UPDATE _users SET ${sets.join(", ")} WHERE id = ?`).run(...values);
+    } catch (err) {
+      if (/UNIQUE/.test(String(err))) throw new AppError(409, "conflict", "a user with this email already exists");
+      throw err;
+    }
+  }
+  return getUser(ctx, user.id);
+}
+
+/** Deletes a user with their sessions, keys, tokens and linked accounts. Their records keep `_owner_id`. */
+export function deleteUser(ctx: AppContext, idOrEmail: string): { ok: true; id: string } {
+  const user = requireUser(ctx, idOrEmail);
+  ctx.sqlite.query("DELETE FROM _users WHERE id = ?").run(user.id);
+  return { ok: true, id: user.id };
+}
+
+/** Clears a lockout (and the count of failed logins). */
+export function unlockUser(ctx: AppContext, idOrEmail: string): UserJson {
+  const user = requireUser(ctx, idOrEmail);
+  ctx.sqlite.query("UPDATE _users SET failed_logins = 0, locked_until = NULL WHERE id = ?").run(user.id);
+  return getUser(ctx, user.id);
+}
+
+/** A user's active sessions: `{ items: [{ id, created_at, last_used_at, expires_at, ip, user_agent }] }`. */
+export function listSessionsOfUser(ctx: AppContext, idOrEmail: string) {
+  const user = requireUser(ctx, idOrEmail);
+  return { items: listUserSessions(ctx, user.id) };
+}
+
+/** Revokes one session: the next request with its `sid` gets 401. 404 when no active session has that id. */
+export function adminRevokeSession(ctx: AppContext, sessionId: string): { ok: true; id: string } {
+  if (!revokeSession(ctx, sessionId)) throw notFound("session not found");
+  return { ok: true, id: sessionId };
+}
+
+/** Revokes every session of a user. */
+export function revokeSessionsOfUser(ctx: AppContext, idOrEmail: string): { ok: true; sessions_revoked: number } {
+  const user = requireUser(ctx, idOrEmail);
+  return { ok: true, sessions_revoked: revokeUserSessions(ctx, user.id) };
+}
+
+/** A 300-second access token acting as the user, with no `sid` and no refresh token. */
+export function impersonateUser(ctx: AppContext, idOrEmail: string): { access_token: string; expires_in: number } {
+  const user = requireUser(ctx, idOrEmail);
+  const { token } = signAccessToken(ctx, user, null, IMPERSONATION_TTL_SECONDS);
+  return { access_token: token, expires_in: IMPERSONATION_TTL_SECONDS };
+}
