@@ -12,6 +12,7 @@ import { healthRoutes } from "./routes/health.ts";
 import { queryRoutes } from "./routes/query.ts";
 import { recordRoutes } from "./routes/records.ts";
 import { consoleRoutes } from "./routes/console.ts";
+import { recordWriteRoutes } from "./routes/records-write.ts";
 
 /** Builds the HTTP app over a context. It never listens; `cli/commands/serve.ts` does. */
 export function createApp(ctx: AppContext) {
@@ -37,6 +38,7 @@ export function createApp(ctx: AppContext) {
     .use(adminUserRoutes(ctx))
     .use(consoleRoutes(ctx))
     .use(queryRoutes(ctx))
+    .use(recordWriteRoutes(ctx))
     .use(recordRoutes(ctx));
 }
 
