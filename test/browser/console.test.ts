@@ -222,6 +222,77 @@ describe("admin console in a real browser", () => {
     await shot("02-collections");
   }, STEP);
 
+  test("a relation is created and deleted from the relations page", async () => {
+    await adminApi("POST", "/admin/collections", { name: "authors" });
+    await page.getByRole("link", { name: "Relations" }).click();
+    await page.getByRole("heading", { name: "Relations" }).waitFor();
+    const fillRelation = async () => {
+      await page.getByLabel("From collection").selectOption("posts");
+      await page.getByLabel("From field").fill("author");
+      await page.getByLabel("Type").selectOption("one");
+      await page.getByLabel("To collection").selectOption("authors");
+      await page.getByLabel("On delete").selectOption("cascade");
+      await page.getByRole("button", { name: "Create relation" }).click();
+    };
+    await fillRelation();
+    await okNotice("Relation created.");
+    await page.locator("tr", { hasText: "posts.author" }).waitFor();
+    const { items } = await adminApi("GET", "/admin/relations");
+    expect(items).toMatchObject([{ from_col: "posts", from_field: "author", to_col: "authors", type: "one", on_delete: "cascade" }]);
+    await fillRelation();
+    await errorNotice('a relation on "posts.author" already exists');
+    await shot("07-relations");
+    await page.locator("tr", { hasText: "posts.author" }).getByRole("button", { name: "Delete" }).click();
+    await page.locator("dialog").getByRole("button", { name: "Delete" }).click();
+    await okNotice("Relation deleted.");
+    expect((await adminApi("GET", "/admin/relations")).items).toEqual([]);
+  }, STEP);
+
+  test("a user's session is revoked from the console, and its token stops working at once", async () => {
+    const reg = await fetch(`${running.url}/api/v1/auth/register`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ email: "ann@example.com", password: "password123" }),
+    });
+    expect(reg.status).toBe(201);
+    const { access_token } = await reg.json();
+    const me = () => fetch(`${running.url}/api/v1/auth/me`, { headers: { authorization: `Bearer ${access_token}` } }).then((r) => r.status);
+    expect(await me()).toBe(200);
+    await page.getByRole("link", { name: "Users" }).click();
+    await page.getByLabel("Search users by email").fill("ann@");
+    await page.getByLabel("Search users by email").press("Enter");
+    await page.getByRole("link", { name: "ann@example.com" }).click();
+    await page.getByRole("heading", { name: "ann@example.com" }).waitFor();
+    const rows = page.locator("tr[data-session]");
+    await expect(rows.count()).resolves.toBe(1);
+    await shot("08-user");
+    await rows.first().getByRole("button", { name: "Revoke" }).click();
+    await okNotice("Session revoked");
+    await page.getByText("No active sessions.").waitFor();
+    expect(await me()).toBe(401);
+  }, STEP);
+
+  test("a user's roles, metadata and verified flag are saved; impersonation gives a working token", async () => {
+    await page.getByLabel("Roles (comma-separated)").fill("editor, staff");
+    await page.getByLabel("Email verified").check();
+    await page.getByLabel("Metadata (JSON object)").fill('{"plan": "pro"}');
+    await page.getByRole("button", { name: "Save user" }).click();
+    await okNotice("User saved.");
+    const { items } = await adminApi("GET", "/admin/users?search=ann");
+    expect(items[0]).toMatchObject({ email: "ann@example.com", is_verified: true, roles: ["editor", "staff"], metadata: { plan: "pro" } });
+    await page.getByLabel("Metadata (JSON object)").fill('{"a": {"b": {"c": {"d": 1}}}}');
+    await page.getByRole("button", { name: "Save user" }).click();
+    await errorNotice("metadata");
+    await page.getByRole("button", { name: "Impersonate" }).click();
+    const token = await page.locator('textarea[name="impersonation_token"]').inputValue();
+    const res = await fetch(`${running.url}/api/v1/auth/me`, { headers: { authorization: `Bearer ${token}` } });
+    expect(res.status).toBe(200);
+    expect((await res.json()).email).toBe("ann@example.com");
+    await page.keyboard.press("Escape");
+    await page.getByRole("button", { name: "Unlock" }).click();
+    await okNotice("unlocked");
+  }, STEP);
+
   test("a setting is changed and the OAuth callback URLs are shown", async () => {
     await page.getByRole("link", { name: "Settings" }).click();
     await page.getByRole("heading", { name: "Settings" }).waitFor();

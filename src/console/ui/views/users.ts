@@ -178,7 +178,23 @@ export async function renderUser(main: HTMLElement, id: string, stale: () => boo
     h(
       "div",
       { class: "card" },
-      h("h2", null, "Sessions"),
+      h(
+        "div",
+        { class: "page-head" },
+        h("h2", null, "Sessions"),
+        sessions?.items.length
+          ? button(
+              "Revoke all sessions",
+              (ev) =>
+                void busy(ev.currentTarget as HTMLButtonElement, async () => {
+                  const res = await api<{ sessions_revoked: number }>("DELETE", `${path}/sessions`);
+                  toast(`${res.sessions_revoked} session(s) revoked.`);
+                  await reload();
+                }),
+              { kind: "danger" },
+            )
+          : null,
+      ),
       sessions
         ? table(
             ["Session", "Created", "Last used", "Expires", "IP", "User agent", ""],
