@@ -8,6 +8,7 @@ import { adminRelationRoutes } from "./routes/admin-relations.ts";
 import { authRoutes } from "./routes/auth.ts";
 import { authExtraRoutes } from "./routes/auth-extra.ts";
 import { adminUserRoutes } from "./routes/admin-users.ts";
+import { oauthRoutes } from "./routes/auth-oauth.ts";
 import { healthRoutes } from "./routes/health.ts";
 import { queryRoutes } from "./routes/query.ts";
 import { recordRoutes } from "./routes/records.ts";
@@ -30,13 +31,14 @@ export function createApp(ctx: AppContext) {
     )
     .onError({ as: "global" }, ({ error, code, request }) => toErrorResponse(error, code, ctx.log, request))
     .use(healthRoutes())
+    .use(consoleRoutes(ctx))
     .use(adminRoutes(ctx))
     .use(adminSearchRoutes(ctx))
     .use(adminRelationRoutes(ctx))
     .use(authRoutes(ctx))
     .use(authExtraRoutes(ctx))
     .use(adminUserRoutes(ctx))
-    .use(consoleRoutes(ctx))
+    .use(oauthRoutes(ctx))
     .use(queryRoutes(ctx))
     .use(recordWriteRoutes(ctx))
     .use(recordRoutes(ctx));
