@@ -1,6 +1,9 @@
-import { afterAll, describe, expect, test } from "bun:test";
+import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { createTestApp, registerUser } from "../helpers/app.ts";
 import { startSmtpCapture } from "../helpers/smtp.ts";
+
+// Password hashing (argon2id) is slow on a loaded machine; these tests hash several times each.
+setDefaultTimeout(30_000);
 
 const smtp = await startSmtpCapture();
 const t = createTestApp({ env: { SMTP_URL: smtp.url, APP_URL: "https://app.example.test", MAIL_FROM: "auth@example.test" } });
