@@ -1,7 +1,14 @@
 #!/usr/bin/env bun
 import { Command, CommanderError } from "commander";
+import { ConfigError } from "../src/config.ts";
+import { AppError, ValidationError } from "../src/errors.ts";
 import { VERSION } from "../src/version.ts";
+import { registerAdmin } from "./commands/admin.ts";
+import { registerCollections } from "./commands/collections.ts";
 import { registerServe } from "./commands/serve.ts";
+import { registerSettings } from "./commands/settings.ts";
+import { registerUsers } from "./commands/users.ts";
+import { UsageError } from "./run.ts";
 
 const program = new Command();
 program
@@ -10,18 +17,59 @@ program
   .version(VERSION, "-v, --version")
   .option("--data <dir>", "data directory (env DATA_DIR, default ./baas_data)")
   .option("--json", "print machine-readable JSON")
-  .showHelpAfterError()
-  .exitOverride();
+  .configureHelp({ showGlobalOptions: true })
+  .showHelpAfterError("(run 'baas help <command>' for usage and examples)")
+  .exitOverride()
+  .addHelpText(
+    "after",
+    `
+Exit codes: 0 ok, 1 error (message on stderr), 2 usage (unknown command, missing argument, bad option).
+Every command works on the data directory directly, also while a server runs on it.
+
+Examples:
+  $ baas serve --port 8090 --data ./baas_data
+  $ baas collections create posts --read public --create authenticated
+  $ baas help collections`,
+  );
 
 registerServe(program);
+registerCollections(program);
+registerUsers(program);
+registerSettings(program);
+registerAdmin(program);
+
+function fail(code: number, message: string, body?: Record<string, unknown>): never {
+  const json = process.argv.includes("--json");
+  process.stderr.write(json && body ? JSON.stringify(body) + "\n" : `error: ${message}\n`);
+  process.exit(code);
+}
+
+/** `baas help a b` is `baas a b --help`, so help reaches nested commands (with their examples). */
+function helpToFlag(argv: string[]): string[] {
+  let i = 2;
+  while (i < argv.length && argv[i].startsWith("-")) i += argv[i] === "--data" ? 2 : 1;
+  if (argv[i] !== "help" || i === argv.length - 1) return argv;
+  const path = argv.slice(i + 1).filter((a) => !a.startsWith("-"));
+  let cmd: Command = program;
+  for (const name of path) {
+    const sub = cmd.commands.find((c) => c.name() === name || c.aliases().includes(name));
+    if (!sub) fail(2, `unknown command '${[...path.slice(0, path.indexOf(name)), name].join(" ")}'`);
+    cmd = sub;
+  }
+  return [...argv.slice(0, i), ...argv.slice(i + 1), "--help"];
+}
 
 try {
-  await program.parseAsync(process.argv);
+  await program.parseAsync(helpToFlag(process.argv));
 } catch (err) {
   if (err instanceof CommanderError) {
-    if (err.code === "commander.helpDisplayed" || err.code === "commander.version" || err.code === "commander.help") process.exit(0);
+    // Help and version print and succeed; help shown because a subcommand is missing is a usage error.
+    if (err.code === "commander.helpDisplayed" || err.code === "commander.version") process.exit(0);
+    if (err.code === "commander.help") process.exit(err.exitCode === 0 ? 0 : 2);
     process.exit(2);
   }
-  process.stderr.write(`error: ${err instanceof Error ? err.message : String(err)}\n`);
-  process.exit(1);
+  if (err instanceof UsageError || err instanceof ConfigError) fail(2, err.message, { error: err.message, code: "usage" });
+  if (err instanceof ValidationError) fail(1, err.message, err.body());
+  if (err instanceof AppError) fail(1, err.message, err.body());
+  fail(1, err instanceof Error ? err.message : String(err), { error: String(err), code: "internal" });
 }

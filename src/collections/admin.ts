@@ -6,6 +6,7 @@ import { collectionToJson, findCollection, listCollections, requireCollection, s
 import { createCollectionTable, dropCollectionTable, q } from "./ddl.ts";
 import { DEFAULT_RULES, isValidCollectionName } from "./types.ts";
 import { parseFieldRules } from "./validate.ts";
+import { dropRelationsOf } from "../relations/catalog.ts";
 
 export type CollectionJson = ReturnType<typeof collectionToJson>;
 
@@ -71,7 +72,7 @@ export function updateCollectionRules(ctx: AppContext, name: string, input: unkn
 export function deleteCollection(ctx: AppContext, name: string): { ok: true } {
   const col = requireCollection(ctx, name);
   inTransaction(ctx, () => {
-    ctx.sqlite.query("DELETE FROM _relations WHERE from_col = ? OR to_col = ?").run(col.name, col.name);
+    dropRelationsOf(ctx, col.name);
     dropCollectionTable(ctx.sqlite, col.name);
     ctx.sqlite.query("DELETE FROM _collections WHERE name = ?").run(col.name);
     touchCatalog(ctx);

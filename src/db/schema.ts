@@ -106,6 +106,20 @@ export const relations = sqliteTable("_relations", {
   createdAt: integer("created_at").notNull(),
 });
 
+export const relationCascades = sqliteTable(
+  "_relation_cascades",
+  {
+    causeCol: text("cause_col").notNull(),
+    causeId: text("cause_id").notNull(),
+    relationId: text("relation_id").notNull(),
+    kind: text("kind").notNull(),
+    recCol: text("rec_col").notNull(),
+    recId: text("rec_id").notNull(),
+    pos: integer("pos").notNull().default(0),
+  },
+  (t) => [primaryKey({ columns: [t.causeCol, t.causeId, t.relationId, t.kind, t.recId] })],
+);
+
 export const oauthAccounts = sqliteTable(
   "_oauth_accounts",
   {

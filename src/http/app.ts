@@ -3,6 +3,7 @@ import { Elysia } from "elysia";
 import type { AppContext } from "../context.ts";
 import { toErrorResponse } from "./plugins/errors.ts";
 import { adminRoutes } from "./routes/admin.ts";
+import { adminRelationRoutes } from "./routes/admin-relations.ts";
 import { authRoutes } from "./routes/auth.ts";
 import { authExtraRoutes } from "./routes/auth-extra.ts";
 import { adminUserRoutes } from "./routes/admin-users.ts";
@@ -26,6 +27,7 @@ export function createApp(ctx: AppContext) {
     .onError({ as: "global" }, ({ error, code, request }) => toErrorResponse(error, code, ctx.log, request))
     .use(healthRoutes())
     .use(adminRoutes(ctx))
+    .use(adminRelationRoutes(ctx))
     .use(authRoutes(ctx))
     .use(authExtraRoutes(ctx))
     .use(adminUserRoutes(ctx))

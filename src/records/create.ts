@@ -7,6 +7,8 @@ import { validateFieldRules } from "../collections/validate.ts";
 import { inTransaction } from "../db/tx.ts";
 import { ValidationError } from "../errors.ts";
 import { hookAuth, runHooks } from "../hooks/run.ts";
+import { prepareRelations, writeLinks } from "../relations/check.ts";
+import { attachRelationFields } from "../relations/expand.ts";
 import { checkAccess } from "../rules/access.ts";
 import { newRecordId } from "./ids.ts";
 import { asObject, encodeValue, ensureFields, fetchRecord, userFields, type RecordJson } from "./codec.ts";
@@ -34,8 +36,9 @@ export function insertRecord(ctx: AppContext, col: Collection, body: Record<stri
     auth: hookAuth(p),
   });
   const clean = userFields(data);
-  col = ensureFields(ctx, col, clean);
-  const errors = validateFieldRules(col, clean, "create");
+  const relations = prepareRelations(ctx, col, clean);
+  col = ensureFields(ctx, col, relations.stored);
+  const errors = [...validateFieldRules(col, clean, "create"), ...relations.errors];
   if (errors.length) throw new ValidationError(errors);
   const now = ctx.clock.now();
   const id = newRecordId(now);
@@ -50,7 +53,8 @@ export function insertRecord(ctx: AppContext, col: Collection, body: Record<stri
   ctx.sqlite
     .query(`INSERT INTO ${q(col.name)} (${cols.join(", ")}) VALUES (${cols.map(() => "?").join(", ")})`)
     .run(...values);
-  const record = fetchRecord(ctx, col, id)!;
+  writeLinks(ctx, relations, id);
+  const record = attachRelationFields(ctx, col, [fetchRecord(ctx, col, id)!], p)[0];
   runHooks(ctx, col, "afterCreate", {
     collection: col.name,
     op: "create",

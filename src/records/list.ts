@@ -5,6 +5,7 @@ import { q } from "../collections/ddl.ts";
 import { badRequest } from "../errors.ts";
 import { parseListQuery } from "../query/parse.ts";
 import { baseWhere } from "../query/sql.ts";
+import { attachRelationFields, expandRecords, parseExpand } from "../relations/expand.ts";
 import { checkAccess } from "../rules/access.ts";
 import { decodeRow, selectList, type RecordJson } from "./codec.ts";
 
@@ -19,6 +20,7 @@ export function listRecords(ctx: AppContext, name: string, params: URLSearchPara
   const col = requireCollection(ctx, name);
   const access = checkAccess(col, "read", p);
   const lq = parseListQuery(col, params);
+  const expand = parseExpand(ctx, col, params.getAll("expand"));
   const where = baseWhere(col, lq, access, p);
   const table = q(col.name);
   let sql = `SELECT ${selectList(col)} FROM ${table} WHERE ${where.sql}`;
@@ -39,6 +41,8 @@ export function listRecords(ctx: AppContext, name: string, params: URLSearchPara
   const more = rows.length > lq.limit;
   if (more) rows.pop();
   const items = rows.map((r) => decodeRow(col, r));
+  attachRelationFields(ctx, col, items, p);
+  expandRecords(ctx, col, items, expand, p);
   let total: number | null = null;
   if (lq.after === null) {
     total = ctx.sqlite

@@ -1,6 +1,7 @@
 import type { Principal } from "../auth/principal.ts";
 import type { AppContext } from "../context.ts";
 import { requireCollection } from "../collections/catalog.ts";
+import { attachRelationFields, expandRecords, parseExpand } from "../relations/expand.ts";
 import { checkAccess, ownsRecord, recordNotFound } from "../rules/access.ts";
 import { fetchRecord, type RecordJson } from "./codec.ts";
 
@@ -10,12 +11,15 @@ export function getRecord(
   name: string,
   id: string,
   p: Principal,
-  opts: { includeDeleted?: boolean } = {},
+  opts: { includeDeleted?: boolean; expand?: string[] } = {},
 ): RecordJson {
   const col = requireCollection(ctx, name);
   const access = checkAccess(col, "read", p);
+  const expand = parseExpand(ctx, col, opts.expand);
   const record = fetchRecord(ctx, col, id);
   if (!record || (record._deleted_at !== null && !opts.includeDeleted)) throw recordNotFound();
   if (access === "own" && !ownsRecord(p, record)) throw recordNotFound();
+  attachRelationFields(ctx, col, [record], p);
+  expandRecords(ctx, col, [record], expand, p);
   return record;
 }

@@ -3,6 +3,8 @@ import type { AppContext } from "../context.ts";
 import { requireCollection } from "../collections/catalog.ts";
 import { q } from "../collections/ddl.ts";
 import { inTransaction } from "../db/tx.ts";
+import { attachRelationFields } from "../relations/expand.ts";
+import { onRecordRestore } from "../relations/on-delete.ts";
 import { checkAccess, recordNotFound } from "../rules/access.ts";
 import { checkRecordAccess } from "./access.ts";
 import { fetchRecord, type RecordJson } from "./codec.ts";
@@ -15,8 +17,9 @@ export function restoreRecord(ctx: AppContext, name: string, id: string, p: Prin
     const record = fetchRecord(ctx, col, id);
     if (!record) throw recordNotFound();
     checkRecordAccess(col, "delete", p, access, record);
-    if (record._deleted_at === null) return record;
+    if (record._deleted_at === null) return attachRelationFields(ctx, col, [record], p)[0];
     ctx.sqlite.query(`UPDATE ${q(col.name)} SET "_deleted_at" = NULL WHERE "_id" = ?`).run(id);
-    return fetchRecord(ctx, col, id)!;
+    onRecordRestore(ctx, col, id);
+    return attachRelationFields(ctx, col, [fetchRecord(ctx, col, id)!], p)[0];
   });
 }

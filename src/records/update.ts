@@ -7,6 +7,8 @@ import { validateFieldRules } from "../collections/validate.ts";
 import { inTransaction } from "../db/tx.ts";
 import { ValidationError } from "../errors.ts";
 import { hookAuth, runHooks } from "../hooks/run.ts";
+import { prepareRelations, writeLinks } from "../relations/check.ts";
+import { attachRelationFields } from "../relations/expand.ts";
 import { checkAccess, recordNotFound } from "../rules/access.ts";
 import { checkRecordAccess } from "./access.ts";
 import { asObject, encodeValue, ensureFields, fetchRecord, userFields, type RecordJson } from "./codec.ts";
@@ -42,8 +44,9 @@ export function patchRecord(
     auth: hookAuth(p),
   });
   const clean = userFields(data);
-  col = ensureFields(ctx, col, clean);
-  const errors = validateFieldRules(col, clean, "update");
+  const relations = prepareRelations(ctx, col, clean);
+  col = ensureFields(ctx, col, relations.stored);
+  const errors = [...validateFieldRules(col, clean, "update"), ...relations.errors];
   if (errors.length) throw new ValidationError(errors);
   const sets = ['"_updated_at" = ?'];
   const values: (string | number | null)[] = [Math.max(ctx.clock.now(), previous._updated_at as number)];
@@ -55,7 +58,8 @@ export function patchRecord(
   }
   values.push(previous._id as string);
   ctx.sqlite.query(`UPDATE ${q(col.name)} SET ${sets.join(", ")} WHERE "_id" = ?`).run(...values);
-  const record = fetchRecord(ctx, col, previous._id as string)!;
+  writeLinks(ctx, relations, previous._id as string);
+  const record = attachRelationFields(ctx, col, [fetchRecord(ctx, col, previous._id as string)!], p)[0];
   runHooks(ctx, col, "afterUpdate", {
     collection: col.name,
     op: "update",

@@ -26,6 +26,7 @@ export function recordRoutes(ctx: AppContext) {
     .get("/:collection/:id", ({ request, params }) =>
       getRecord(ctx, params.collection, params.id, principalOf(ctx, request), {
         includeDeleted: parseBool(searchParams(request).get("include_deleted"), "include_deleted"),
+        expand: searchParams(request).getAll("expand"),
       }),
     )
     .patch("/:collection/:id", async ({ request, params }) => {

@@ -1,0 +1,54 @@
+import type { Command } from "commander";
+import { rotateAdminSecret } from "../../src/auth/admin.ts";
+import { backupDatabase } from "../../src/db/backup.ts";
+import { isInteractive, withSpinner } from "../prompts.ts";
+import { globalsOf, note, output, withContext } from "../run.ts";
+
+/** `baas admin rotate-secret` and `baas backup <file>`. */
+export function registerAdmin(program: Command): void {
+  const admin = program
+    .command("admin")
+    .description("admin credentials")
+    .addHelpText("after", "\nExample:\n  $ baas admin rotate-secret --data ./baas_data");
+
+  admin
+    .command("rotate-secret")
+    .description("make a new admin secret and print it once; the old secret and every admin token stop working at once")
+    .addHelpText(
+      "after",
+      `
+The new secret is the only line on stdout (--json: { "secret": "..." }); only its hash is stored.
+A server running on the same data directory accepts only the new secret from its next request.
+If the server is started with ADMIN_SECRET set, that value becomes the secret again at its next start.
+
+Example:
+  $ NEW=$(baas admin rotate-secret)`,
+    )
+    .action(async (_opts: unknown, cmd: Command) => {
+      const secret = await withContext(cmd, (ctx) => rotateAdminSecret(ctx));
+      note(cmd, "New admin secret (shown once, store it now). The old secret and all admin tokens no longer work.");
+      output(cmd, { secret }, () => secret);
+    });
+
+  program
+    .command("backup <file>")
+    .description("write a consistent copy of the database to <file> (safe while a server runs)")
+    .option("--force", "replace <file> if it exists")
+    .addHelpText(
+      "after",
+      `
+The copy is made with SQLite's VACUUM INTO: one consistent snapshot, compacted.
+Restore by stopping the server and putting the file in place of <data>/baas.db.
+
+Examples:
+  $ baas backup backups/baas-$(date +%F).db
+  $ baas backup /tmp/copy.db --json   # { ok, file, bytes }`,
+    )
+    .action(async (file: string, opts: { force?: boolean }, cmd: Command) => {
+      const spin = isInteractive() && !globalsOf(cmd).json;
+      const res = await withContext(cmd, (ctx) =>
+        withSpinner(spin, `Backing up to ${file}`, () => backupDatabase(ctx, file, { overwrite: opts.force })),
+      );
+      output(cmd, res, () => `backup written: ${res.file} (${res.bytes} bytes)`);
+    });
+}

@@ -1,0 +1,47 @@
+import type { Command } from "commander";
+import { SETTING_DEFS, parseSettingString, settingsForDisplay, updateSettings } from "../../src/settings/settings.ts";
+import { badRequest } from "../../src/errors.ts";
+import { keyValues, output, withContext } from "../run.ts";
+
+/** `baas settings list|get|set`: the same service functions as /admin/settings. */
+export function registerSettings(program: Command): void {
+  const group = program
+    .command("settings")
+    .description("read and change runtime settings (applied by a running server at once)")
+    .addHelpText(
+      "after",
+      `
+Keys: ${Object.keys(SETTING_DEFS).join(", ")}
+
+Examples:
+  $ baas settings list --json
+  $ baas settings get registration_open
+  $ baas settings set registration_open false
+  $ baas settings set access_token_ttl_seconds 600`,
+    );
+
+  group
+    .command("list")
+    .description("all settings (client secrets shown as ********)")
+    .action(async (_opts: unknown, cmd: Command) => {
+      const res = await withContext(cmd, (ctx) => settingsForDisplay(ctx));
+      output(cmd, res, () => keyValues(res));
+    });
+
+  group
+    .command("get <key>")
+    .description("one setting; --json prints { <key>: value }")
+    .action(async (key: string, _opts: unknown, cmd: Command) => {
+      const all = await withContext(cmd, (ctx) => settingsForDisplay(ctx));
+      if (!(key in SETTING_DEFS)) throw badRequest(`unknown setting "${key}"`);
+      output(cmd, { [key]: all[key] }, () => String(all[key]));
+    });
+
+  group
+    .command("set <key> <value>")
+    .description("change one setting; the value is read by the setting's type (true/false, integers, text)")
+    .action(async (key: string, value: string, _opts: unknown, cmd: Command) => {
+      const res = await withContext(cmd, (ctx) => updateSettings(ctx, { [key]: parseSettingString(key, value) }));
+      output(cmd, res, () => `${key} = ${String(res[key])}`);
+    });
+}

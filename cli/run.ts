@@ -1,0 +1,112 @@
+import { InvalidArgumentError, type Command } from "commander";
+import { readFileSync } from "node:fs";
+import { loadConfig } from "../src/config.ts";
+import { closeContext, createContext, type AppContext } from "../src/context.ts";
+import { confirm, isInteractive } from "./prompts.ts";
+
+/** Options every command accepts (declared once on the program). */
+export interface GlobalOptions {
+  data?: string;
+  json?: boolean;
+}
+
+/** An error of the command line itself (exit 2), as opposed to a failed operation (exit 1). */
+export class UsageError extends Error {}
+
+/** The program-wide options as seen from a (sub)command. */
+export function globalsOf(cmd: Command): GlobalOptions {
+  return cmd.optsWithGlobals() as GlobalOptions;
+}
+
+/** Opens the data directory (as `serve` would), runs `fn`, and closes it whatever happens. */
+export async function withContext<T>(cmd: Command, fn: (ctx: AppContext) => T | Promise<T>): Promise<T> {
+  const config = loadConfig({ data: globalsOf(cmd).data });
+  const ctx = createContext(config);
+  try {
+    return await fn(ctx);
+  } finally {
+    await ctx.mailer.flush().catch(() => {});
+    closeContext(ctx);
+  }
+}
+
+/** Prints a result: the JSON body with --json, else the human rendering. */
+export function output(cmd: Command, value: unknown, human: () => string): void {
+  if (globalsOf(cmd).json) process.stdout.write(JSON.stringify(value, null, 2) + "\n");
+  else {
+    const text = human();
+    if (text) process.stdout.write(text.endsWith("\n") ? text : text + "\n");
+  }
+}
+
+/** Writes a note for people to stderr (never mixed into stdout, which scripts parse). */
+export function note(cmd: Command, text: string): void {
+  if (!globalsOf(cmd).json) process.stderr.write(text + "\n");
+}
+
+/**
+ * Destructive commands go ahead with --yes; on a terminal they ask; in a script
+ * without --yes they refuse (exit 2), so nothing is destroyed by accident.
+ */
+export async function confirmDestructive(yes: boolean | undefined, question: string, what: string): Promise<boolean> {
+  if (yes) return true;
+  if (!isInteractive()) throw new UsageError(`refusing to ${what} without --yes (no terminal to confirm on)`);
+  return confirm(question);
+}
+
+const SIMPLE_RULES = new Set(["public", "authenticated", "owner", "disabled"]);
+
+/** Parses a rule as written on the command line: public, authenticated, owner, disabled or role:<name>. */
+export function parseRuleArg(raw: string): string | { role: string } {
+  if (SIMPLE_RULES.has(raw)) return raw;
+  if (raw.startsWith("role:") && raw.length > 5) return { role: raw.slice(5) };
+  throw new InvalidArgumentError(`expected public, authenticated, owner, disabled or role:<name>, got "${raw}"`);
+}
+
+/** Parses a JSON argument, or `@file` to read the JSON from a file. */
+export function parseJsonArg(raw: string): unknown {
+  let text = raw;
+  if (raw.startsWith("@")) {
+    try {
+      text = readFileSync(raw.slice(1), "utf8");
+    } catch (err) {
+      throw new InvalidArgumentError(`cannot read ${raw.slice(1)}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
+    }
+  }
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new InvalidArgumentError(`not valid JSON: ${text.length > 60 ? text.slice(0, 60) + "…" : text}`);
+  }
+}
+
+/** Collects a repeatable option into an array. */
+export function collect(value: string, previous: string[] | undefined): string[] {
+  return [...(previous ?? []), value];
+}
+
+/** Renders rows as an aligned text table. */
+export function table(headers: string[], rows: (string | number | null | undefined)[][]): string {
+  if (rows.length === 0) return "(none)";
+  const cells = [headers, ...rows.map((r) => r.map((c) => (c === null || c === undefined ? "" : String(c))))];
+  const widths = headers.map((_, i) => Math.max(...cells.map((r) => r[i].length)));
+  return cells.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]))).join("  ")).join("\n");
+}
+
+/** Renders an object as `key: value` lines (nested values as compact JSON). */
+export function keyValues(obj: Record<string, unknown>): string {
+  const width = Math.max(0, ...Object.keys(obj).map((k) => k.length));
+  return Object.entries(obj)
+    .map(([k, v]) => `${(k + ":").padEnd(width + 1)} ${typeof v === "string" ? v : JSON.stringify(v)}`)
+    .join("\n");
+}
+
+/** A rule value as written on the command line. */
+export function ruleText(rule: unknown): string {
+  return rule && typeof rule === "object" && "role" in rule ? `role:${(rule as { role: string }).role}` : String(rule);
+}
+
+/** A Unix-ms timestamp as an ISO date, or "-". */
+export function when(ms: number | null | undefined): string {
+  return typeof ms === "number" ? new Date(ms).toISOString() : "-";
+}

@@ -1,0 +1,30 @@
+import { existsSync, renameSync, rmSync, statSync } from "node:fs";
+import { basename, dirname, join, resolve } from "node:path";
+import type { AppContext } from "../context.ts";
+import { AppError, badRequest } from "../errors.ts";
+
+/**
+ * Writes a consistent copy of the whole database to `file` with `VACUUM INTO`, which reads
+ * one snapshot (WAL), so a server may keep writing meanwhile. The copy goes to a temporary
+ * file next to the target and is renamed into place, so a failed backup never leaves half a file.
+ */
+export function backupDatabase(ctx: AppContext, file: string, opts: { overwrite?: boolean } = {}): { ok: true; file: string; bytes: number } {
+  if (!file) throw badRequest("a backup file name is required");
+  const target = resolve(file);
+  if (target === resolve(ctx.config.dbPath)) throw badRequest("the backup file cannot be the database itself");
+  if (existsSync(target)) {
+    if (!opts.overwrite) throw new AppError(409, "conflict", `${file} already exists (use --force to replace it)`);
+    if (statSync(target).isDirectory()) throw badRequest(`${file} is a directory`);
+  }
+  if (!existsSync(dirname(target))) throw badRequest(`directory ${dirname(target)} does not exist`);
+  const tmp = join(dirname(target), `.${basename(target)}.${process.pid}.tmp`);
+  rmSync(tmp, { force: true });
+  try {
+    ctx.sqlite.query("VACUUM INTO ?").run(tmp);
+    renameSync(tmp, target);
+  } catch (err) {
+    rmSync(tmp, { force: true });
+    throw err;
+  }
+  return { ok: true, file: target, bytes: statSync(target).size };
+}

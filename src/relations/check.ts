@@ -1,0 +1,97 @@
+import type { AppContext } from "../context.ts";
+import { findCollection } from "../collections/catalog.ts";
+import { q } from "../collections/ddl.ts";
+import type { Collection } from "../collections/types.ts";
+import type { FieldError } from "../errors.ts";
+import { junctionTable, relationsFrom, type Relation } from "./catalog.ts";
+
+/** What a create or update body means for the relations of its collection. */
+export interface RelationWrite {
+  /** The body without virtual fields (many, many_via): what may become columns. */
+  stored: Record<string, unknown>;
+  /** 422 errors: a `one` value or a `many_via` id naming no active record, a `many_via` value that is no id list. */
+  errors: FieldError[];
+  /** many_via fields present in the body: the new id list (null clears it). */
+  links: { rel: Relation; ids: string[] }[];
+}
+
+const MAX_LINKS = 10_000;
+
+/**
+ * Splits a create/update body into stored fields and relation links, and checks that every
+ * `one` value and `many_via` id names an active record of the target collection
+ * (CONTRACT §6). Runs inside the caller's transaction, so records written earlier in the
+ * same bulk or batch count.
+ */
+export function prepareRelations(ctx: AppContext, col: Collection, data: Record<string, unknown>): RelationWrite {
+  const rels = relationsFrom(ctx, col.name);
+  if (!rels.length) return { stored: data, errors: [], links: [] };
+  const stored = { ...data };
+  const errors: FieldError[] = [];
+  const links: RelationWrite["links"] = [];
+  const keyOf = new Map(Object.keys(data).map((k) => [k.toLowerCase(), k]));
+  for (const rel of rels) {
+    const key = keyOf.get(rel.from_field.toLowerCase());
+    if (key === undefined) continue;
+    const value = data[key];
+    if (rel.type === "many") {
+      delete stored[key]; // read only: ignored like a system field
+      continue;
+    }
+    if (rel.type === "one") {
+      if (typeof value !== "string") continue; // null clears; another type is the type check's 422
+      if (!missingIds(ctx, rel, [value]).length)
+        continue;
+      errors.push({ field: key, rule: "relation", message: `"${key}" must name an existing record of "${rel.to_col}".` });
+      continue;
+    }
+    delete stored[key];
+    if (value === null) {
+      links.push({ rel, ids: [] });
+      continue;
+    }
+    if (!Array.isArray(value) || value.length > MAX_LINKS || value.some((v) => typeof v !== "string")) {
+      errors.push({ field: key, rule: "type", message: `"${key}" must be an array of record ids.` });
+      continue;
+    }
+    const ids = [...new Set(value as string[])];
+    const missing = missingIds(ctx, rel, ids);
+    if (missing.length) {
+      const shown = missing.slice(0, 5).map((m) => JSON.stringify(m.slice(0, 64)));
+      errors.push({
+        field: key,
+        rule: "relation",
+        message: `"${key}" must name existing records of "${rel.to_col}"; not found: ${shown.join(", ")}${missing.length > 5 ? ", …" : ""}.`,
+      });
+      continue;
+    }
+    links.push({ rel, ids });
+  }
+  return { stored, errors, links };
+}
+
+/** The ids among `ids` that name no active record of the relation's target collection (one query). */
+function missingIds(ctx: AppContext, rel: Relation, ids: string[]): string[] {
+  if (!ids.length) return [];
+  const target = findCollection(ctx, rel.to_col);
+  if (!target) return ids;
+  const found = new Set(
+    ctx.sqlite
+      .query<{ _id: string }, [string]>(
+        `SELECT "_id" FROM ${q(target.name)} WHERE "_id" IN (SELECT value FROM json_each(?)) AND "_deleted_at" IS NULL`,
+      )
+      .all(JSON.stringify(ids))
+      .map((r) => r._id),
+  );
+  return ids.filter((id) => !found.has(id));
+}
+
+/** Replaces the junction rows of each many_via field the body set, for one record. */
+export function writeLinks(ctx: AppContext, write: RelationWrite, recordId: string): void {
+  for (const { rel, ids } of write.links) {
+    const t = q(junctionTable(rel));
+    ctx.sqlite.query(`DELETE FROM ${t} WHERE "from_id" = ?`).run(recordId);
+    const insert = ctx.sqlite.query(`INSERT INTO ${t} ("from_id", "to_id", "pos") VALUES (?, ?, ?)`);
+    ids.forEach((id, i) => insert.run(recordId, id, i));
+  }
+}

@@ -1,0 +1,169 @@
+import type { Principal } from "../auth/principal.ts";
+import type { AppContext } from "../context.ts";
+import { findCollection } from "../collections/catalog.ts";
+import { q } from "../collections/ddl.ts";
+import { SYSTEM_FIELDS, type Collection } from "../collections/types.ts";
+import { badRequest } from "../errors.ts";
+import { decodeRow, type RecordJson } from "../records/codec.ts";
+import { checkAccess } from "../rules/access.ts";
+import { junctionTable, relationsFrom, type Relation } from "./catalog.ts";
+
+type Row = Record<string, unknown>;
+
+/**
+ * How the requester may read a target collection: null when its read rule hides it
+ * entirely, else an extra SQL condition (owner rule) with its bound value.
+ */
+function readFilter(target: Collection, p: Principal, alias = ""): { sql: string; params: string[] } | null {
+  let access;
+  try {
+    access = checkAccess(target, "read", p);
+  } catch {
+    return null;
+  }
+  const deleted = `${alias}"_deleted_at" IS NULL`;
+  if (access === "all") return { sql: deleted, params: [] };
+  return { sql: `${deleted} AND ${alias}"_owner_id" = ?`, params: [p.kind === "user" ? p.userId : ""] };
+}
+
+function idsOf(records: RecordJson[]): string {
+  return JSON.stringify(records.map((r) => r._id));
+}
+
+function groupBy(rows: Row[], key: string): Map<string, Row[]> {
+  const out = new Map<string, Row[]>();
+  for (const r of rows) {
+    const k = r[key] as string;
+    delete r[key];
+    const list = out.get(k);
+    if (list) list.push(r);
+    else out.set(k, [r]);
+  }
+  return out;
+}
+
+function columnsOf(col: Collection, alias: string): string {
+  return [...SYSTEM_FIELDS, ...col.fields.map((f) => f.name)].map((n) => `${alias}${q(n)}`).join(", ");
+}
+
+/**
+ * Adds the virtual relation fields to records of `col`: a many_via field is its list of
+ * linked ids; a many field the ids of the active target records the requester may read
+ * (null when the target's read rule hides it). One query per relation for the whole page.
+ */
+export function attachRelationFields(ctx: AppContext, col: Collection, records: RecordJson[], p: Principal): RecordJson[] {
+  if (!records.length) return records;
+  for (const rel of relationsFrom(ctx, col.name)) {
+    if (rel.type === "many_via") {
+      const rows = ctx.sqlite
+        .query<{ from_id: string; to_id: string }, [string]>(
+          `SELECT "from_id", "to_id" FROM ${q(junctionTable(rel))} WHERE "from_id" IN (SELECT value FROM json_each(?)) ORDER BY "from_id", "pos"`,
+        )
+        .all(idsOf(records));
+      const byFrom = new Map<string, string[]>();
+      for (const r of rows) {
+        const list = byFrom.get(r.from_id);
+        if (list) list.push(r.to_id);
+        else byFrom.set(r.from_id, [r.to_id]);
+      }
+      for (const rec of records) rec[rel.from_field] = byFrom.get(rec._id as string) ?? [];
+    } else if (rel.type === "many") {
+      const target = findCollection(ctx, rel.to_col);
+      if (!target || !rel.to_field || !target.fieldMap.has(rel.to_field.toLowerCase())) {
+        for (const rec of records) rec[rel.from_field] = [];
+        continue;
+      }
+      const filter = readFilter(target, p);
+      if (!filter) {
+        for (const rec of records) rec[rel.from_field] = null;
+        continue;
+      }
+      const byFrom = groupBy(manyRows(ctx, rel, target, records, filter, q("_id")), "__rel_from");
+      for (const rec of records) rec[rel.from_field] = (byFrom.get(rec._id as string) ?? []).map((r) => r._id);
+    }
+  }
+  return records;
+}
+
+function manyRows(
+  ctx: AppContext,
+  rel: Relation,
+  target: Collection,
+  records: RecordJson[],
+  filter: { sql: string; params: string[] },
+  columns: string,
+): Row[] {
+  const field = q(target.fieldMap.get(rel.to_field!.toLowerCase())!.name);
+  return ctx.sqlite
+    .query<Row, string[]>(
+      `SELECT ${field} AS "__rel_from", ${columns} FROM ${q(target.name)} WHERE ${field} IN (SELECT value FROM json_each(?)) AND ${filter.sql} ORDER BY "_id"`,
+    )
+    .all(idsOf(records), ...filter.params);
+}
+
+/** Parses `expand=a,b` (repeatable) into relations of `col`; 400 for a name that is no relation field of it. */
+export function parseExpand(ctx: AppContext, col: Collection, raw: string[] | string | null | undefined): Relation[] {
+  const list = (Array.isArray(raw) ? raw : raw ? [raw] : [])
+    .flatMap((s) => s.split(","))
+    .map((s) => s.trim())
+    .filter(Boolean);
+  if (!list.length) return [];
+  const rels = relationsFrom(ctx, col.name);
+  const out: Relation[] = [];
+  for (const name of list) {
+    const rel = rels.find((r) => r.from_field.toLowerCase() === name.toLowerCase());
+    if (!rel) throw badRequest(`cannot expand "${name.slice(0, 80)}": it is not a relation field of "${col.name}"`);
+    if (!out.includes(rel)) out.push(rel);
+  }
+  return out;
+}
+
+/**
+ * Embeds related records under `_expand` (CONTRACT §4, §6): `one` gives the target or null
+ * (missing, deleted or hidden by the target's read rule), `many` and `many_via` the readable
+ * active targets, null when the target's read rule hides the whole collection. Exactly one
+ * query per expanded field for the whole page, never one per record.
+ */
+export function expandRecords(ctx: AppContext, col: Collection, records: RecordJson[], rels: Relation[], p: Principal): void {
+  if (!rels.length || !records.length) return;
+  const out = records.map(() => ({}) as Record<string, unknown>);
+  for (const rel of rels) {
+    const target = findCollection(ctx, rel.to_col);
+    const filter = target ? readFilter(target, p) : null;
+    const empty = rel.type === "one" || !target || filter === null ? null : [];
+    if (!target || !filter) {
+      out.forEach((o) => (o[rel.from_field] = empty));
+      continue;
+    }
+    if (rel.type === "one") {
+      const ids = [...new Set(records.map((r) => r[rel.from_field]).filter((v): v is string => typeof v === "string"))];
+      const byId = new Map<string, RecordJson>();
+      if (ids.length) {
+        const rows = ctx.sqlite
+          .query<Row, string[]>(
+            `SELECT ${columnsOf(target, "")} FROM ${q(target.name)} WHERE "_id" IN (SELECT value FROM json_each(?)) AND ${filter.sql}`,
+          )
+          .all(JSON.stringify(ids), ...filter.params);
+        for (const r of rows) byId.set(r._id as string, decodeRow(target, r));
+      }
+      records.forEach((r, i) => (out[i][rel.from_field] = byId.get(r[rel.from_field] as string) ?? null));
+    } else if (rel.type === "many") {
+      if (!rel.to_field || !target.fieldMap.has(rel.to_field.toLowerCase())) {
+        out.forEach((o) => (o[rel.from_field] = []));
+        continue;
+      }
+      const byFrom = groupBy(manyRows(ctx, rel, target, records, filter, columnsOf(target, "")), "__rel_from");
+      records.forEach((r, i) => (out[i][rel.from_field] = (byFrom.get(r._id as string) ?? []).map((t) => decodeRow(target, t))));
+    } else {
+      const tf = readFilter(target, p, "t.")!;
+      const rows = ctx.sqlite
+        .query<Row, string[]>(
+          `SELECT j."from_id" AS "__rel_from", ${columnsOf(target, "t.")} FROM ${q(junctionTable(rel))} AS j JOIN ${q(target.name)} AS t ON t."_id" = j."to_id" WHERE j."from_id" IN (SELECT value FROM json_each(?)) AND ${tf.sql} ORDER BY j."from_id", j."pos"`,
+        )
+        .all(idsOf(records), ...tf.params);
+      const byFrom = groupBy(rows, "__rel_from");
+      records.forEach((r, i) => (out[i][rel.from_field] = (byFrom.get(r._id as string) ?? []).map((t) => decodeRow(target, t))));
+    }
+  }
+  records.forEach((r, i) => (r._expand = out[i]));
+}

@@ -1,0 +1,310 @@
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { Database } from "bun:sqlite";
+import { existsSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import pkg from "../../package.json" with { type: "json" };
+import { buildBinary, runCli, tempDataDir, type CliResult } from "../helpers/cli.ts";
+
+setDefaultTimeout(30_000);
+
+let bin: string;
+let dir: string;
+const cli = (args: string[], opts: { stdin?: string } = {}): Promise<CliResult> => runCli(bin, ["--data", dir, ...args], opts);
+
+beforeAll(async () => {
+  bin = await buildBinary();
+  dir = tempDataDir();
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe("program", () => {
+  test("--version prints the package version and exits 0", async () => {
+    const r = await runCli(bin, ["--version"]);
+    expect(r.code).toBe(0);
+    expect(r.stdout.trim()).toBe(pkg.version);
+  });
+
+  test("an unknown command exits 2 with a message on stderr", async () => {
+    const r = await cli(["frobnicate"]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("unknown command 'frobnicate'");
+    expect(r.stdout).toBe("");
+  });
+
+  test("a missing argument exits 2", async () => {
+    const r = await cli(["collections", "show"]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("missing required argument 'name'");
+  });
+
+  test("an unknown option exits 2", async () => {
+    const r = await cli(["collections", "list", "--bogus"]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("unknown option '--bogus'");
+  });
+
+  test("a group without its subcommand exits 2", async () => {
+    expect((await cli(["collections"])).code).toBe(2);
+  });
+
+  test("help <command> <sub> shows that command's usage with examples and exits 0", async () => {
+    const r = await runCli(bin, ["help", "collections", "create"]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain("Usage: baas collections create [options] <name>");
+    expect(r.stdout).toContain("Example");
+    const top = await runCli(bin, ["help", "users"]);
+    expect(top.code).toBe(0);
+    expect(top.stdout).toContain("Examples:");
+  });
+
+  test("help for an unknown command exits 2", async () => {
+    const r = await runCli(bin, ["help", "nope"]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("unknown command 'nope'");
+  });
+
+  test("DATA_DIR from the environment selects the data directory", async () => {
+    const other = tempDataDir();
+    try {
+      const r = await runCli(bin, ["collections", "create", "viaenv", "--json"], { env: { DATA_DIR: other } });
+      expect(r.code).toBe(0);
+      expect(existsSync(join(other, "baas.db"))).toBe(true);
+      const list = await runCli(bin, ["--data", other, "collections", "list", "--json"]);
+      expect(list.json().items.map((c: { name: string }) => c.name)).toEqual(["viaenv"]);
+    } finally {
+      rmSync(other, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("collections", () => {
+  test("create --json prints the collection object with the given and default rules", async () => {
+    const r = await cli(["collections", "create", "posts", "--read", "public", "--update", "role:editor", "--delete", "disabled", "--json"]);
+    expect(r.code).toBe(0);
+    const c = r.json();
+    expect(c).toMatchObject({
+      name: "posts",
+      rules: { read: "public", create: "authenticated", update: { role: "editor" }, delete: "disabled" },
+      field_rules: [],
+      fields: [],
+      indexes: [],
+      fts: { enabled: false, fields: [] },
+    });
+    expect(typeof c.created_at).toBe("number");
+  });
+
+  test("create without --json prints a readable summary", async () => {
+    const r = await cli(["collections", "create", "notes"]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain("name:");
+    expect(r.stdout).toContain("update=owner");
+  });
+
+  test("a taken name exits 1 with the service's message", async () => {
+    const r = await cli(["collections", "create", "posts"]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toBe('error: collection "posts" already exists\n');
+  });
+
+  test("with --json an error is the admin API's error body on stderr", async () => {
+    const r = await cli(["collections", "create", "posts", "--json"]);
+    expect(r.code).toBe(1);
+    expect(JSON.parse(r.stderr)).toEqual({ error: 'collection "posts" already exists', code: "conflict" });
+    expect(r.stdout).toBe("");
+  });
+
+  test("an invalid name exits 1", async () => {
+    const r = await cli(["collections", "create", "auth"]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("invalid collection name");
+  });
+
+  test("a rule value that is not public, authenticated, owner, disabled or role:<name> exits 2", async () => {
+    for (const bad of ["everyone", "role:", "Public"]) {
+      const r = await cli(["collections", "create", "other", "--read", bad]);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toContain("expected public, authenticated, owner, disabled or role:<name>");
+    }
+    expect((await cli(["collections", "show", "other"])).code).toBe(1);
+  });
+
+  test("a role name the service rejects exits 1", async () => {
+    const r = await cli(["collections", "create", "other", "--read", "role:no spaces"]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("invalid read rule");
+  });
+
+  test("list --json prints { items } sorted by name", async () => {
+    const r = await cli(["collections", "list", "--json"]);
+    expect(r.code).toBe(0);
+    expect(r.json().items.map((c: { name: string }) => c.name)).toEqual(["notes", "posts"]);
+  });
+
+  test("list without --json prints a table", async () => {
+    const r = await cli(["collections", "list"]);
+    expect(r.stdout.split("\n")[0]).toMatch(/^NAME\s+FIELDS\s+READ/);
+    expect(r.stdout).toContain("role:editor");
+  });
+
+  test("show --json prints the collection object; an unknown one exits 1", async () => {
+    const r = await cli(["collections", "show", "posts", "--json"]);
+    expect(r.code).toBe(0);
+    expect(r.json().name).toBe("posts");
+    const missing = await cli(["collections", "show", "ghosts"]);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toBe('error: collection "ghosts" not found\n');
+  });
+
+  test("rules replaces the given rules and keeps the others", async () => {
+    const r = await cli(["collections", "rules", "posts", "--create", "role:writer", "--json"]);
+    expect(r.code).toBe(0);
+    expect(r.json().rules).toEqual({ read: "public", create: { role: "writer" }, update: { role: "editor" }, delete: "disabled" });
+  });
+
+  test("rules --field-rules takes inline JSON or @file and replaces the list", async () => {
+    const inline = await cli(["collections", "rules", "posts", "--field-rules", '[{"field":"title","required":true,"min":3}]', "--json"]);
+    expect(inline.code).toBe(0);
+    expect(inline.json().field_rules).toEqual([{ field: "title", required: true, min: 3 }]);
+    const file = join(dir, "rules.json");
+    writeFileSync(file, JSON.stringify([{ field: "status", enum: ["draft", "published"] }]));
+    const fromFile = await cli(["collections", "rules", "posts", "--field-rules", `@${file}`, "--json"]);
+    expect(fromFile.code).toBe(0);
+    expect(fromFile.json().field_rules).toEqual([{ field: "status", enum: ["draft", "published"] }]);
+  });
+
+  test("rules with malformed JSON or a missing @file exits 2; a rule the service rejects exits 1", async () => {
+    const bad = await cli(["collections", "rules", "posts", "--field-rules", "[{"]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain("not valid JSON");
+    const nofile = await cli(["collections", "rules", "posts", "--field-rules", "@/nonexistent/rules.json"]);
+    expect(nofile.code).toBe(2);
+    const rejected = await cli(["collections", "rules", "posts", "--field-rules", '[{"field":"title","colour":"red"}]']);
+    expect(rejected.code).toBe(1);
+    expect(rejected.stderr).toContain('unknown key "colour"');
+  });
+
+  test("rules without any rule option exits 2", async () => {
+    const r = await cli(["collections", "rules", "posts"]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("give at least one of");
+  });
+
+  test("delete without --yes and without a terminal refuses and keeps the collection", async () => {
+    const r = await cli(["collections", "delete", "notes"]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("without --yes");
+    expect((await cli(["collections", "show", "notes"])).code).toBe(0);
+  });
+
+  test("delete --yes --json prints { ok: true } and drops the table", async () => {
+    const r = await cli(["collections", "delete", "notes", "--yes", "--json"]);
+    expect(r.code).toBe(0);
+    expect(r.json()).toEqual({ ok: true });
+    expect((await cli(["collections", "show", "notes"])).code).toBe(1);
+    const db = new Database(join(dir, "baas.db"), { readonly: true });
+    expect(db.query("SELECT name FROM sqlite_master WHERE name = 'notes'").get()).toBeNull();
+    db.close();
+  });
+
+  test("delete of an unknown collection exits 1", async () => {
+    const r = await cli(["collections", "delete", "ghosts", "--yes"]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("not found");
+  });
+});
+
+describe("stats", () => {
+  test("stats --json prints { row_count, last_write }", async () => {
+    const r = await cli(["stats", "posts", "--json"]);
+    expect(r.code).toBe(0);
+    expect(r.json()).toEqual({ row_count: 0, last_write: null });
+  });
+
+  test("stats of an unknown collection exits 1", async () => {
+    expect((await cli(["stats", "ghosts"])).code).toBe(1);
+  });
+});
+
+describe("settings", () => {
+  test("list --json prints every setting with its default", async () => {
+    const r = await cli(["settings", "list", "--json"]);
+    expect(r.code).toBe(0);
+    expect(r.json()).toMatchObject({ app_name: "baas", access_token_ttl_seconds: 900, registration_open: true });
+  });
+
+  test("set reads the value by the setting's type and prints the settings object", async () => {
+    const r = await cli(["settings", "set", "registration_open", "false", "--json"]);
+    expect(r.code).toBe(0);
+    expect(r.json().registration_open).toBe(false);
+    const ttl = await cli(["settings", "set", "access_token_ttl_seconds", "600", "--json"]);
+    expect(ttl.json().access_token_ttl_seconds).toBe(600);
+    const name = await cli(["settings", "set", "app_name", "My App"]);
+    expect(name.code).toBe(0);
+    expect(name.stdout.trim()).toBe("app_name = My App");
+  });
+
+  test("get prints the value, or { key: value } with --json", async () => {
+    expect((await cli(["settings", "get", "registration_open"])).stdout.trim()).toBe("false");
+    const r = await cli(["settings", "get", "access_token_ttl_seconds", "--json"]);
+    expect(r.json()).toEqual({ access_token_ttl_seconds: 600 });
+  });
+
+  test("secrets read back masked", async () => {
+    await cli(["settings", "set", "oauth_oidc_client_secret", "hunter2"]);
+    const r = await cli(["settings", "get", "oauth_oidc_client_secret", "--json"]);
+    expect(r.json()).toEqual({ oauth_oidc_client_secret: "********" });
+  });
+
+  test("an unknown key or a wrongly typed value exits 1 and changes nothing", async () => {
+    const unknown = await cli(["settings", "set", "colour", "red"]);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toBe('error: unknown setting "colour"\n');
+    const typed = await cli(["settings", "set", "registration_open", "maybe"]);
+    expect(typed.code).toBe(1);
+    expect(typed.stderr).toContain("must be true or false");
+    const range = await cli(["settings", "set", "access_token_ttl_seconds", "1"]);
+    expect(range.code).toBe(1);
+    expect((await cli(["settings", "get", "access_token_ttl_seconds"])).stdout.trim()).toBe("600");
+    expect((await cli(["settings", "get", "colour"])).code).toBe(1);
+  });
+});
+
+describe("admin and backup", () => {
+  test("rotate-secret prints only the new secret on stdout, and --json prints { secret }", async () => {
+    const r = await cli(["admin", "rotate-secret"]);
+    expect(r.code).toBe(0);
+    expect(r.stdout.trim()).toMatch(/^baas_admin_[A-Za-z0-9_-]{20,}$/);
+    const j = await cli(["admin", "rotate-secret", "--json"]);
+    expect(j.json().secret).toMatch(/^baas_admin_/);
+    expect(j.json().secret).not.toBe(r.stdout.trim());
+  });
+
+  test("backup writes a consistent SQLite copy and --json prints { ok, file, bytes }", async () => {
+    const file = join(dir, "copy.db");
+    const r = await cli(["backup", file, "--json"]);
+    expect(r.code).toBe(0);
+    const body = r.json();
+    expect(body).toMatchObject({ ok: true, file });
+    expect(body.bytes).toBeGreaterThan(0);
+    const copy = new Database(file, { readonly: true });
+    expect(copy.query("PRAGMA integrity_check").get()).toEqual({ integrity_check: "ok" });
+    expect(copy.query("SELECT name FROM _collections").all()).toEqual([{ name: "posts" }]);
+    copy.close();
+  });
+
+  test("backup refuses to overwrite an existing file unless --force", async () => {
+    const file = join(dir, "copy.db");
+    const r = await cli(["backup", file]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("already exists");
+    const forced = await cli(["backup", file, "--force"]);
+    expect(forced.code).toBe(0);
+    expect(forced.stdout).toContain("backup written");
+  });
+
+  test("backup into a missing directory exits 1", async () => {
+    const r = await cli(["backup", join(dir, "no/such/dir/copy.db")]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("does not exist");
+  });
+});
