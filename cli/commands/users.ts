@@ -1,7 +1,16 @@
 import type { Command } from "commander";
-import { createUser, requireUser, userToJson, type UserJson } from "../../src/users/users.ts";
+import {
+  adminCreateUser,
+  adminUpdateUser,
+  deleteUser,
+  getUser,
+  listUsers,
+  revokeSessionsOfUser,
+  unlockUser,
+} from "../../src/users/admin-users.ts";
+import type { UserJson } from "../../src/users/users.ts";
 import { askPassword, isInteractive } from "../prompts.ts";
-import { UsageError, collect, keyValues, output, when, withContext } from "../run.ts";
+import { UsageError, collect, confirmDestructive, keyValues, note, output, parseJsonArg, table, when, withContext } from "../run.ts";
 
 /** Human rendering of a user object. */
 export function showUser(u: UserJson): string {
@@ -15,18 +24,23 @@ async function readStdin(): Promise<string> {
   return Buffer.concat(chunks).toString("utf8").replace(/\r?\n$/, "");
 }
 
-/** `baas users …`: the same service functions as /admin/users. */
+/** `baas users …`: the same service functions as /admin/users. A user is named by email or id. */
 export function registerUsers(program: Command): void {
   const group = program
     .command("users")
-    .description("create and manage user accounts")
+    .description("create and manage user accounts (a user is named by email or id)")
     .addHelpText(
       "after",
       `
 Examples:
-  $ echo "$PASSWORD" | baas users create ada@example.com --password-stdin --role editor --verified
+  $ printf '%s' "$PASSWORD" | baas users create ada@example.com --password-stdin --role editor --verified
   $ baas users list --search example.com --json
-  $ baas users show ada@example.com`,
+  $ baas users show ada@example.com
+  $ baas users roles ada@example.com editor admin
+  $ baas users metadata ada@example.com '{"plan":"pro"}'
+  $ baas users revoke-sessions ada@example.com
+  $ baas users unlock ada@example.com
+  $ baas users delete ada@example.com --yes`,
     );
 
   group
@@ -39,7 +53,7 @@ Examples:
       "after",
       `
 Without --password-stdin and without a terminal the user gets no password
-(they can sign in by magic link or OAuth, or reset it).
+(they can sign in by magic link or OAuth, or set one with forgot-password).
 
 Examples:
   $ printf '%s' "s3cret-pass" | baas users create ada@example.com --password-stdin --role admin --role editor --verified
@@ -53,18 +67,88 @@ Examples:
         if (answer === null) throw new UsageError("cancelled");
         password = answer || undefined;
       }
-      const res = await withContext(cmd, async (ctx) =>
-        userToJson(await createUser(ctx, { email, password, roles: opts.role ?? [], isVerified: !!opts.verified })),
+      const res = await withContext(cmd, (ctx) =>
+        adminCreateUser(ctx, { email, password, roles: opts.role ?? [], is_verified: !!opts.verified }),
       );
       output(cmd, res, () => showUser(res));
     });
 
   group
+    .command("list")
+    .description("list users, newest first")
+    .option("--search <text>", "only emails containing this text")
+    .option("--limit <n>", "at most n users (1..500, default 50)")
+    .option("--page <n>", "page number, from 1")
+    .addHelpText("after", "\nExample:\n  $ baas users list --search @example.com --json   # { items: [user, ...], total }")
+    .action(async (opts: { search?: string; limit?: string; page?: string }, cmd: Command) => {
+      const res = await withContext(cmd, (ctx) => listUsers(ctx, opts));
+      output(cmd, res, () => {
+        const rows = table(
+          ["ID", "EMAIL", "VERIFIED", "ROLES", "CREATED"],
+          res.items.map((u) => [u.id, u.email, u.is_verified ? "yes" : "no", u.roles.join(","), when(u.created_at)]),
+        );
+        return `${rows}\n(${res.items.length} of ${res.total})`;
+      });
+    });
+
+  group
     .command("show <user>")
-    .description("show one user, by email or id")
+    .description("show one user")
     .addHelpText("after", "\nExample:\n  $ baas users show ada@example.com --json")
     .action(async (who: string, _opts: unknown, cmd: Command) => {
-      const res = await withContext(cmd, (ctx) => userToJson(requireUser(ctx, who)));
+      const res = await withContext(cmd, (ctx) => getUser(ctx, who));
       output(cmd, res, () => showUser(res));
+    });
+
+  group
+    .command("roles <user> <role...>")
+    .description("replace the user's roles (they reach the access token at the next login or refresh)")
+    .addHelpText("after", "\nExample:\n  $ baas users roles ada@example.com editor admin")
+    .action(async (who: string, roles: string[], _opts: unknown, cmd: Command) => {
+      const res = await withContext(cmd, (ctx) => adminUpdateUser(ctx, who, { roles }));
+      output(cmd, res, () => showUser(res));
+    });
+
+  group
+    .command("metadata <user> <json>")
+    .description("replace the user's metadata with a JSON object (or @file)")
+    .addHelpText("after", `\nExamples:\n  $ baas users metadata ada@example.com '{"plan":"pro","team":{"id":7}}'\n  $ baas users metadata ada@example.com @meta.json`)
+    .action(async (who: string, json: string, _opts: unknown, cmd: Command) => {
+      const metadata = parseJsonArg(json);
+      const res = await withContext(cmd, (ctx) => adminUpdateUser(ctx, who, { metadata }));
+      output(cmd, res, () => showUser(res));
+    });
+
+  group
+    .command("delete <user>")
+    .description("delete a user with their sessions, API keys and linked accounts (their records stay)")
+    .option("-y, --yes", "do not ask for confirmation (required without a terminal)")
+    .addHelpText("after", "\nExample:\n  $ baas users delete ada@example.com --yes")
+    .action(async (who: string, opts: { yes?: boolean }, cmd: Command) => {
+      const res = await withContext(cmd, async (ctx) => {
+        const user = getUser(ctx, who);
+        const go = await confirmDestructive(opts.yes, `Delete user ${user.email}?`, `delete user ${user.email}`);
+        return go ? deleteUser(ctx, user.id) : null;
+      });
+      if (!res) return note(cmd, "cancelled, nothing deleted");
+      output(cmd, res, () => `deleted user ${who} (${res.id})`);
+    });
+
+  group
+    .command("revoke-sessions <user>")
+    .description("sign the user out everywhere: every session and refresh token stops working at once")
+    .addHelpText("after", "\nExample:\n  $ baas users revoke-sessions ada@example.com --json   # { ok, sessions_revoked }")
+    .action(async (who: string, _opts: unknown, cmd: Command) => {
+      const res = await withContext(cmd, (ctx) => revokeSessionsOfUser(ctx, who));
+      output(cmd, res, () => `revoked ${res.sessions_revoked} session(s)`);
+    });
+
+  group
+    .command("unlock <user>")
+    .description("clear a lockout after too many failed logins")
+    .addHelpText("after", "\nExample:\n  $ baas users unlock ada@example.com")
+    .action(async (who: string, _opts: unknown, cmd: Command) => {
+      const res = await withContext(cmd, (ctx) => unlockUser(ctx, who));
+      output(cmd, res, () => `unlocked ${res.email}`);
     });
 }

@@ -308,3 +308,106 @@ describe("admin and backup", () => {
     expect(r.stderr).toContain("does not exist");
   });
 });
+
+describe("users", () => {
+  let adaId = "";
+
+  test("create --password-stdin --role --verified --json prints the user object", async () => {
+    const r = await cli(["users", "create", " Ada@Example.com ", "--password-stdin", "--role", "editor", "--role", "admin", "--verified", "--json"], {
+      stdin: "correct horse battery\n",
+    });
+    expect(r.code).toBe(0);
+    const u = r.json();
+    expect(u).toMatchObject({ email: "ada@example.com", is_verified: true, roles: ["editor", "admin"], metadata: {} });
+    expect(Object.keys(u).sort()).toEqual(["created_at", "email", "id", "is_verified", "metadata", "roles"]);
+    adaId = u.id;
+    const db = new Database(join(dir, "baas.db"), { readonly: true });
+    const row = db.query<{ password_hash: string }, [string]>("SELECT password_hash FROM _users WHERE id = ?").get(adaId)!;
+    expect(row.password_hash.startsWith("$argon2id$")).toBe(true);
+    expect(await Bun.password.verify("correct horse battery", row.password_hash)).toBe(true);
+    db.close();
+  });
+
+  test("create without a password and without a terminal makes a user with no password", async () => {
+    const r = await cli(["users", "create", "bob@example.com", "--json"]);
+    expect(r.code).toBe(0);
+    expect(r.json()).toMatchObject({ email: "bob@example.com", is_verified: false, roles: [] });
+  });
+
+  test("create exits 1 for a taken email, a bad email or a short password", async () => {
+    const taken = await cli(["users", "create", "ada@example.com"]);
+    expect(taken.code).toBe(1);
+    expect(taken.stderr).toBe("error: a user with this email already exists\n");
+    const email = await cli(["users", "create", "not-an-email"]);
+    expect(email.code).toBe(1);
+    expect(email.stderr).toContain('"email"');
+    const short = await cli(["users", "create", "carol@example.com", "--password-stdin", "--json"], { stdin: "short" });
+    expect(short.code).toBe(1);
+    expect(JSON.parse(short.stderr)).toEqual({ errors: [{ field: "password", rule: "min", message: '"password" must be at least 8 characters.' }] });
+  });
+
+  test("list --json prints { items, total }, newest first, and --search filters on the email", async () => {
+    const all = await cli(["users", "list", "--json"]);
+    expect(all.code).toBe(0);
+    expect(all.json().total).toBe(2);
+    expect(all.json().items.map((u: { email: string }) => u.email)).toEqual(["bob@example.com", "ada@example.com"]);
+    const some = (await cli(["users", "list", "--search", "ADA", "--json"])).json();
+    expect(some).toEqual({ items: [expect.objectContaining({ email: "ada@example.com" })], total: 1 });
+    expect((await cli(["users", "list", "--limit", "0"])).code).toBe(1);
+  });
+
+  test("show finds a user by email or by id; an unknown one exits 1", async () => {
+    expect((await cli(["users", "show", "ada@example.com", "--json"])).json().id).toBe(adaId);
+    expect((await cli(["users", "show", adaId, "--json"])).json().email).toBe("ada@example.com");
+    const missing = await cli(["users", "show", "nobody@example.com"]);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toBe("error: user not found\n");
+  });
+
+  test("roles replaces the roles; a bad role name exits 1", async () => {
+    const r = await cli(["users", "roles", "ada@example.com", "viewer", "viewer", "ops", "--json"]);
+    expect(r.code).toBe(0);
+    expect(r.json().roles).toEqual(["viewer", "ops"]);
+    expect((await cli(["users", "roles", "ada@example.com", "bad role"])).code).toBe(1);
+    expect((await cli(["users", "roles", "ada@example.com"])).code).toBe(2);
+  });
+
+  test("metadata replaces the metadata; a non-object, malformed JSON or too deep metadata is refused", async () => {
+    const r = await cli(["users", "metadata", adaId, '{"plan":"pro","a":{"b":{"c":1}}}', "--json"]);
+    expect(r.code).toBe(0);
+    expect(r.json().metadata).toEqual({ plan: "pro", a: { b: { c: 1 } } });
+    expect((await cli(["users", "metadata", adaId, "[1,2]"])).code).toBe(1);
+    expect((await cli(["users", "metadata", adaId, '{"a":{"b":{"c":{"d":1}}}}'])).code).toBe(1);
+    expect((await cli(["users", "metadata", adaId, "{oops"])).code).toBe(2);
+  });
+
+  test("revoke-sessions --json prints { ok, sessions_revoked }", async () => {
+    const r = await cli(["users", "revoke-sessions", "ada@example.com", "--json"]);
+    expect(r.code).toBe(0);
+    expect(r.json()).toEqual({ ok: true, sessions_revoked: 0 });
+  });
+
+  test("unlock clears a lockout and prints the user", async () => {
+    const db = new Database(join(dir, "baas.db"));
+    db.query("UPDATE _users SET failed_logins = 9, locked_until = ? WHERE id = ?").run(Date.now() + 60_000, adaId);
+    db.close();
+    const r = await cli(["users", "unlock", "ada@example.com", "--json"]);
+    expect(r.code).toBe(0);
+    expect(r.json().email).toBe("ada@example.com");
+    const check = new Database(join(dir, "baas.db"), { readonly: true });
+    expect(check.query("SELECT failed_logins, locked_until FROM _users WHERE id = ?").get(adaId)).toEqual({ failed_logins: 0, locked_until: null });
+    check.close();
+  });
+
+  test("delete refuses without --yes, and with --yes prints { ok, id }", async () => {
+    const refused = await cli(["users", "delete", "bob@example.com"]);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain("without --yes");
+    const bob = (await cli(["users", "show", "bob@example.com", "--json"])).json();
+    const r = await cli(["users", "delete", "bob@example.com", "--yes", "--json"]);
+    expect(r.code).toBe(0);
+    expect(r.json()).toEqual({ ok: true, id: bob.id });
+    expect((await cli(["users", "show", "bob@example.com"])).code).toBe(1);
+    expect((await cli(["users", "delete", "bob@example.com", "--yes"])).code).toBe(1);
+  });
+});

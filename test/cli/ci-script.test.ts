@@ -1,0 +1,164 @@
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { Database } from "bun:sqlite";
+import { rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { ADMIN_SECRET } from "../helpers/app.ts";
+import { buildBinary, runCli, tempDataDir, type CliResult } from "../helpers/cli.ts";
+import { spawnServer, type ServerProcess } from "../helpers/server.ts";
+
+// A CI pipeline's view: the binary sets everything up on the data directory of a server that
+// keeps running, and each change is proven through that server's HTTP API, without a restart.
+setDefaultTimeout(30_000);
+
+let bin: string;
+let dir: string;
+let server: ServerProcess;
+let adminSecret = ADMIN_SECRET;
+
+const cli = async (args: string[], opts: { stdin?: string } = {}): Promise<CliResult> => {
+  const r = await runCli(bin, ["--data", dir, ...args], opts);
+  return r;
+};
+/** Runs a command that must succeed and returns its --json output. */
+const ok = async (args: string[], opts: { stdin?: string } = {}): Promise<any> => {
+  const r = await cli([...args, "--json"], opts);
+  if (r.code !== 0) throw new Error(`baas ${args.join(" ")} exited ${r.code}: ${r.stderr}`);
+  return r.json();
+};
+
+async function http(method: string, path: string, opts: { body?: unknown; token?: string; headers?: Record<string, string> } = {}) {
+  const headers: Record<string, string> = { ...opts.headers };
+  if (opts.token) headers.authorization = `Bearer ${opts.token}`;
+  if (opts.body !== undefined) headers["content-type"] = "application/json";
+  const res = await fetch(server.url + path, { method, headers, body: opts.body === undefined ? undefined : JSON.stringify(opts.body) });
+  const text = await res.text();
+  return { status: res.status, body: text ? JSON.parse(text) : null };
+}
+const admin = (method: string, path: string, body?: unknown) => http(method, `/api/v1/admin${path}`, { body, token: adminSecret });
+const login = async (email: string, password: string) => {
+  const r = await http("POST", "/api/v1/auth/login", { body: { email, password } });
+  expect(r.status).toBe(200);
+  return r.body as { access_token: string; refresh_token: string; expires_in: number; user: { id: string; roles: string[] } };
+};
+
+beforeAll(async () => {
+  bin = await buildBinary();
+  dir = tempDataDir();
+  server = await spawnServer({ dir, cmd: [bin], env: { LOCKOUT_MAX_ATTEMPTS: "3" } });
+});
+afterAll(async () => {
+  await server?.cleanup();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe("a CI script sets up a running server through the CLI", () => {
+  test("collections and rules created by the CLI are served at once", async () => {
+    await ok(["collections", "create", "posts", "--read", "public", "--create", "authenticated", "--update", "owner", "--delete", "role:moderator"]);
+    const r = await admin("GET", "/collections/posts");
+    expect(r.status).toBe(200);
+    expect(r.body.rules).toEqual({ read: "public", create: "authenticated", update: "owner", delete: { role: "moderator" } });
+    expect((await http("GET", "/api/v1/posts")).status).toBe(200);
+    expect((await http("POST", "/api/v1/posts", { body: { title: "anon" } })).status).toBe(401);
+  });
+
+  test("users with roles created by the CLI can log in and carry their roles", async () => {
+    const ada = await ok(["users", "create", "ada@example.com", "--password-stdin", "--role", "moderator", "--verified"], { stdin: "ada-password-1\n" });
+    expect(ada).toMatchObject({ email: "ada@example.com", roles: ["moderator"], is_verified: true });
+    await ok(["users", "create", "bob@example.com", "--password-stdin"], { stdin: "bob-password-1" });
+    const s = await login("ada@example.com", "ada-password-1");
+    expect(s.user.roles).toEqual(["moderator"]);
+    const listed = await admin("GET", "/users?search=example.com");
+    expect(listed.body.total).toBe(2);
+  });
+
+  test("field rules set by the CLI validate records on the server", async () => {
+    const rulesFile = join(dir, "field-rules.json");
+    writeFileSync(rulesFile, JSON.stringify([{ field: "title", required: true, min: 3 }]));
+    await ok(["collections", "rules", "posts", "--field-rules", `@${rulesFile}`]);
+    const { access_token } = await login("bob@example.com", "bob-password-1");
+    const bad = await http("POST", "/api/v1/posts", { token: access_token, body: { title: "ab" } });
+    expect(bad.status).toBe(422);
+    expect(bad.body.errors).toEqual([{ field: "title", rule: "min", message: '"title" must be at least 3 characters.' }]);
+    const good = await http("POST", "/api/v1/posts", { token: access_token, body: { title: "hello world" } });
+    expect(good.status).toBe(201);
+    expect((await ok(["stats", "posts"])).row_count).toBe(1);
+  });
+
+  test("a role rule is enforced, and a role granted by the CLI applies from the next login", async () => {
+    const bob = await login("bob@example.com", "bob-password-1");
+    const post = (await http("POST", "/api/v1/posts", { token: bob.access_token, body: { title: "bob's post" } })).body;
+    expect((await http("DELETE", `/api/v1/posts/${post._id}`, { token: bob.access_token })).status).toBe(403);
+    const updated = await ok(["users", "roles", "bob@example.com", "moderator", "writer"]);
+    expect(updated.roles).toEqual(["moderator", "writer"]);
+    const again = await login("bob@example.com", "bob-password-1");
+    expect(again.user.roles).toEqual(["moderator", "writer"]);
+    expect((await http("DELETE", `/api/v1/posts/${post._id}`, { token: again.access_token })).status).toBe(200);
+  });
+
+  test("metadata set by the CLI is what the user sees", async () => {
+    await ok(["users", "metadata", "bob@example.com", '{"plan":"pro","team":{"id":7}}']);
+    const bob = await login("bob@example.com", "bob-password-1");
+    const me = await http("GET", "/api/v1/auth/me", { token: bob.access_token });
+    expect(me.body.metadata).toEqual({ plan: "pro", team: { id: 7 } });
+  });
+
+  test("settings changed by the CLI apply to the running server", async () => {
+    await ok(["settings", "set", "registration_open", "false"]);
+    const reg = await http("POST", "/api/v1/auth/register", { body: { email: "carol@example.com", password: "carol-password-1" } });
+    expect(reg.status).toBe(403);
+    expect(reg.body.code).toBe("registration_closed");
+    await ok(["settings", "set", "access_token_ttl_seconds", "600"]);
+    expect((await login("ada@example.com", "ada-password-1")).expires_in).toBe(600);
+    expect((await admin("GET", "/settings")).body).toMatchObject({ registration_open: false, access_token_ttl_seconds: 600 });
+  });
+
+  test("revoke-sessions signs a user out of the running server at once", async () => {
+    const ada = await login("ada@example.com", "ada-password-1");
+    expect((await http("GET", "/api/v1/auth/me", { token: ada.access_token })).status).toBe(200);
+    const r = await ok(["users", "revoke-sessions", "ada@example.com"]);
+    expect(r.ok).toBe(true);
+    expect(r.sessions_revoked).toBeGreaterThanOrEqual(1);
+    expect((await http("GET", "/api/v1/auth/me", { token: ada.access_token })).status).toBe(401);
+    expect((await http("POST", "/api/v1/auth/refresh", { body: { refresh_token: ada.refresh_token } })).status).toBe(401);
+  });
+
+  test("unlock lifts a lockout the server imposed", async () => {
+    for (let i = 0; i < 3; i++) await http("POST", "/api/v1/auth/login", { body: { email: "bob@example.com", password: "wrong-password" } });
+    const locked = await http("POST", "/api/v1/auth/login", { body: { email: "bob@example.com", password: "bob-password-1" } });
+    expect(locked.status).toBe(429);
+    expect(locked.body.code).toBe("account_locked");
+    await ok(["users", "unlock", "bob@example.com"]);
+    await login("bob@example.com", "bob-password-1");
+  });
+
+  test("a backup taken while the server runs is a consistent copy", async () => {
+    const file = join(dir, "backup.db");
+    await ok(["backup", file]);
+    const copy = new Database(file, { readonly: true });
+    expect(copy.query("PRAGMA integrity_check").get()).toEqual({ integrity_check: "ok" });
+    expect(copy.query("SELECT COUNT(*) AS n FROM posts WHERE _deleted_at IS NULL").get()).toEqual({ n: 1 });
+    copy.close();
+  });
+
+  test("rotate-secret stops the old secret and old admin tokens on the running server at once", async () => {
+    const token = (await http("POST", "/api/v1/admin/login", { body: { secret: ADMIN_SECRET } })).body.token as string;
+    expect((await http("GET", "/api/v1/admin/collections", { headers: { "x-admin-token": token } })).status).toBe(200);
+    const r = await cli(["admin", "rotate-secret"]);
+    expect(r.code).toBe(0);
+    const fresh = r.stdout.trim();
+    expect((await admin("GET", "/collections")).status).toBe(401);
+    expect((await http("GET", "/api/v1/admin/collections", { headers: { "x-admin-token": token } })).status).toBe(401);
+    adminSecret = fresh;
+    expect((await admin("GET", "/collections")).status).toBe(200);
+    expect((await http("POST", "/api/v1/admin/login", { body: { secret: fresh } })).status).toBe(200);
+  });
+
+  test("deleting a user and a collection through the CLI is seen by the server", async () => {
+    await ok(["users", "delete", "bob@example.com", "--yes"]);
+    const r = await http("POST", "/api/v1/auth/login", { body: { email: "bob@example.com", password: "bob-password-1" } });
+    expect(r.status).toBe(401);
+    await ok(["collections", "delete", "posts", "--yes"]);
+    expect((await http("GET", "/api/v1/posts")).status).toBe(404);
+    expect((await admin("GET", "/collections")).body).toEqual({ items: [] });
+  });
+});
