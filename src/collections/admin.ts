@@ -2,6 +2,7 @@ import type { AppContext } from "../context.ts";
 import { AppError, badRequest } from "../errors.ts";
 import { inTransaction } from "../db/tx.ts";
 import { mergeRules } from "../rules/validate.ts";
+import { dropFtsObjects } from "../search/fts.ts";
 import { collectionToJson, findCollection, listCollections, requireCollection, saveCollectionRow, touchCatalog } from "./catalog.ts";
 import { createCollectionTable, dropCollectionTable, q } from "./ddl.ts";
 import { DEFAULT_RULES, isValidCollectionName } from "./types.ts";
@@ -73,6 +74,7 @@ export function deleteCollection(ctx: AppContext, name: string): { ok: true } {
   const col = requireCollection(ctx, name);
   inTransaction(ctx, () => {
     dropRelationsOf(ctx, col.name);
+    dropFtsObjects(ctx.sqlite, col.name);
     dropCollectionTable(ctx.sqlite, col.name);
     ctx.sqlite.query("DELETE FROM _collections WHERE name = ?").run(col.name);
     touchCatalog(ctx);

@@ -2,12 +2,14 @@ import { cors } from "@elysiajs/cors";
 import { Elysia } from "elysia";
 import type { AppContext } from "../context.ts";
 import { toErrorResponse } from "./plugins/errors.ts";
+import { adminSearchRoutes } from "./routes/admin-search.ts";
 import { adminRoutes } from "./routes/admin.ts";
 import { adminRelationRoutes } from "./routes/admin-relations.ts";
 import { authRoutes } from "./routes/auth.ts";
 import { authExtraRoutes } from "./routes/auth-extra.ts";
 import { adminUserRoutes } from "./routes/admin-users.ts";
 import { healthRoutes } from "./routes/health.ts";
+import { queryRoutes } from "./routes/query.ts";
 import { recordRoutes } from "./routes/records.ts";
 
 /** Builds the HTTP app over a context. It never listens; `cli/commands/serve.ts` does. */
@@ -27,10 +29,12 @@ export function createApp(ctx: AppContext) {
     .onError({ as: "global" }, ({ error, code, request }) => toErrorResponse(error, code, ctx.log, request))
     .use(healthRoutes())
     .use(adminRoutes(ctx))
+    .use(adminSearchRoutes(ctx))
     .use(adminRelationRoutes(ctx))
     .use(authRoutes(ctx))
     .use(authExtraRoutes(ctx))
     .use(adminUserRoutes(ctx))
+    .use(queryRoutes(ctx))
     .use(recordRoutes(ctx));
 }
 

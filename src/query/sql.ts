@@ -1,24 +1,212 @@
 import type { Principal } from "../auth/principal.ts";
-import type { Collection } from "../collections/types.ts";
+import type { AppContext } from "../context.ts";
+import { q } from "../collections/ddl.ts";
+import { SYSTEM_FIELDS, SYSTEM_FIELD_TYPES, type Collection, type FieldType } from "../collections/types.ts";
+import { badRequest } from "../errors.ts";
 import type { Access } from "../rules/access.ts";
-import type { ListQuery } from "./parse.ts";
+import { ftsTable, isFtsQueryError, toMatchQuery } from "../search/fts.ts";
+import type { FilterCond, ReadQuery, SortKey } from "./parse.ts";
+
+// AST → SQL. The one builder behind list, count, aggregate and search: identifiers come only
+// from the catalog (validated names, quoted by q()), every client value is a bound parameter.
 
 export type SqlValue = string | number | null;
 
-/** A WHERE clause and its bound values. */
+/** A SQL fragment and its bound values. */
 export interface Where {
   sql: string;
   params: SqlValue[];
 }
 
-/** The conditions every read shares: soft-delete visibility and owner filtering. */
-export function baseWhere(_col: Collection, q: Pick<ListQuery, "includeDeleted">, access: Access, p: Principal): Where {
+/** A field a query may name: a system field or a user field, with its stored type. */
+export interface FieldRef {
+  name: string;
+  type: FieldType;
+}
+
+/** The FROM and WHERE of a read, and the FTS table when a search takes part. */
+export interface ReadPlan {
+  /** The quoted collection table; every column is qualified with it. */
+  table: string;
+  from: string;
+  where: Where;
+  /** The quoted FTS5 table joined in for `search`, else null. */
+  fts: string | null;
+  /** The FTS5 MATCH expression bound for `search`, else null. */
+  match: string | null;
+}
+
+/**
+ * A filter on a field the plain column rules do not cover (e.g. a relation's "linked to"
+ * filter): returns the condition, or undefined to leave the field to the default rules.
+ * `table` is the quoted, qualified name of the collection table for correlated subqueries.
+ */
+export type FilterExtension = (ctx: AppContext, col: Collection, cond: FilterCond, table: string) => Where | undefined;
+
+const filterExtensions: FilterExtension[] = [];
+
+/** Adds a filter extension; each is asked, in order, before a filter falls to the column rules. */
+export function registerFilterExtension(fn: FilterExtension): void {
+  if (!filterExtensions.includes(fn)) filterExtensions.push(fn);
+}
+
+/** Resolves a field name (system or user, case-insensitive) or answers 400. */
+export function resolveField(col: Collection, name: string): FieldRef {
+  const lower = name.toLowerCase();
+  const sys = SYSTEM_FIELDS.find((f) => f === lower);
+  if (sys) return { name: sys, type: SYSTEM_FIELD_TYPES[sys] };
+  const def = col.fieldMap.get(lower);
+  if (!def) throw badRequest(`unknown field "${name.slice(0, 80)}" in collection "${col.name}"`);
+  return def;
+}
+
+/** A qualified column reference. */
+export function column(col: Collection, field: string): string {
+  return `${q(col.name)}.${q(field)}`;
+}
+
+const NUMBER_RE = /^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$/;
+
+/** Reads a raw filter value by the field's type; 400 when it cannot be one. */
+export function typedValue(field: FieldRef, raw: string): SqlValue {
+  if (field.type === "number") {
+    if (!NUMBER_RE.test(raw)) throw badRequest(`"${field.name}" is a number field: "${raw.slice(0, 80)}" is not a number`);
+    return Number(raw);
+  }
+  if (field.type === "boolean") {
+    if (raw === "true" || raw === "1") return 1;
+    if (raw === "false" || raw === "0") return 0;
+    throw badRequest(`"${field.name}" is a boolean field: use true or false, not "${raw.slice(0, 80)}"`);
+  }
+  return raw;
+}
+
+const COMPARE: Record<string, string> = { gt: ">", lt: "<", gte: ">=", lte: "<=" };
+const MAX_IN_VALUES = 500;
+
+/** One filter condition on a plain column (CONTRACT §4). `null` means SQL NULL for eq, ne and in. */
+function compileFilter(col: Collection, cond: FilterCond): Where {
+  const field = resolveField(col, cond.field);
+  const c = column(col, field.name);
+  const isNull = cond.value === "null";
+  switch (cond.op) {
+    case "eq":
+      return isNull ? { sql: `${c} IS NULL`, params: [] } : { sql: `${c} = ?`, params: [typedValue(field, cond.value)] };
+    case "ne":
+      // "not equal" keeps records where the field is null: null is not equal to the value.
+      return isNull ? { sql: `${c} IS NOT NULL`, params: [] } : { sql: `${c} IS NOT ?`, params: [typedValue(field, cond.value)] };
+    case "gt":
+    case "lt":
+    case "gte":
+    case "lte":
+      if (isNull) throw badRequest(`"${cond.op}" cannot compare with null: use eq or ne`);
+      return { sql: `${c} ${COMPARE[cond.op]} ?`, params: [typedValue(field, cond.value)] };
+    case "like": {
+      const pattern = cond.value.includes("%") ? cond.value : `%${cond.value}%`;
+      return { sql: `${c} LIKE ?`, params: [pattern] };
+    }
+    case "in": {
+      const items = cond.value.split(",");
+      if (items.length > MAX_IN_VALUES) throw badRequest(`"in" takes at most ${MAX_IN_VALUES} values`);
+      const values = items.filter((v) => v !== "null").map((v) => typedValue(field, v));
+      const parts: string[] = [];
+      if (values.length) parts.push(`${c} IN (${values.map(() => "?").join(", ")})`);
+      if (values.length < items.length) parts.push(`${c} IS NULL`);
+      return { sql: parts.length > 1 ? `(${parts.join(" OR ")})` : parts[0], params: values };
+    }
+  }
+}
+
+/**
+ * The FROM and WHERE every read shares: soft-delete visibility, the owner filter of an
+ * `owner` read rule, the filters, and the full-text match.
+ */
+export function planRead(ctx: AppContext, col: Collection, rq: ReadQuery, access: Access, p: Principal): ReadPlan {
+  const table = q(col.name);
   const parts: string[] = [];
   const params: SqlValue[] = [];
-  if (!q.includeDeleted) parts.push(`"_deleted_at" IS NULL`);
+  let from = table;
+  let fts: string | null = null;
+  let match: string | null = null;
+  if (rq.search !== null) {
+    if (!col.fts.enabled)
+      throw badRequest(`collection "${col.name}" has no full-text index: enable it with POST /admin/collections/${col.name}/fts`);
+    fts = q(ftsTable(col.name));
+    from = `${table} JOIN ${fts} ON ${fts}.rowid = ${table}.rowid`;
+    match = toMatchQuery(rq.search);
+    parts.push(`${fts} MATCH ?`);
+    params.push(match);
+  }
+  if (!rq.includeDeleted) parts.push(`${table}."_deleted_at" IS NULL`);
   if (access === "own") {
-    parts.push(`"_owner_id" = ?`);
+    // SECURITY: an `owner` read rule shows a user only their own records, in every read.
+    parts.push(`${table}."_owner_id" = ?`);
     params.push(p.kind === "user" ? p.userId : "");
   }
-  return { sql: parts.length ? parts.join(" AND ") : "1", params };
+  for (const cond of rq.filters) {
+    let w: Where | undefined;
+    for (const ext of filterExtensions) if ((w = ext(ctx, col, cond, table))) break;
+    w ??= compileFilter(col, cond);
+    parts.push(w.sql);
+    params.push(...w.params);
+  }
+  return { table, from, where: { sql: parts.length ? parts.join(" AND ") : "1", params }, fts, match };
+}
+
+/** One ORDER BY term. */
+export interface OrderTerm {
+  expr: string;
+  desc: boolean;
+  /** The full-text relevance, which exists only for rows matching the search. */
+  rank?: boolean;
+}
+
+/** The ORDER BY terms of a list, without the final `_id` tie-break; relevance when searching unsorted. */
+export function orderTerms(col: Collection, plan: ReadPlan, sort: SortKey[]): OrderTerm[] {
+  if (!sort.length) return plan.fts ? [{ expr: `${plan.fts}.rank`, desc: false, rank: true }] : [];
+  return sort.map((k) => ({ expr: column(col, resolveField(col, k.field).name), desc: k.desc }));
+}
+
+/** ORDER BY clause text: the terms, then `_id` ascending (CONTRACT §8b). */
+export function orderBySql(plan: ReadPlan, terms: OrderTerm[]): string {
+  return [...terms.map((t) => `${t.expr} ${t.desc ? "DESC" : "ASC"}`), `${plan.table}."_id" ASC`].join(", ");
+}
+
+/**
+ * The keyset condition "comes after the cursor row" for these ORDER BY terms, given the
+ * cursor row's values of each term. SQLite sorts NULL first ascending and last descending.
+ */
+export function keysetWhere(plan: ReadPlan, terms: OrderTerm[], values: SqlValue[], id: string): Where {
+  const ors: string[] = [];
+  const params: SqlValue[] = [];
+  const eqSql: string[] = [];
+  const eqParams: SqlValue[] = [];
+  terms.forEach((t, i) => {
+    const v = values[i];
+    let after: Where | null;
+    if (v === null) after = t.desc ? null : { sql: `${t.expr} IS NOT NULL`, params: [] };
+    else after = t.desc ? { sql: `(${t.expr} < ? OR ${t.expr} IS NULL)`, params: [v] } : { sql: `${t.expr} > ?`, params: [v] };
+    if (after) {
+      ors.push([...eqSql, after.sql].join(" AND "));
+      params.push(...eqParams, ...after.params);
+    }
+    if (v === null) eqSql.push(`${t.expr} IS NULL`);
+    else {
+      eqSql.push(`${t.expr} = ?`);
+      eqParams.push(v);
+    }
+  });
+  ors.push([...eqSql, `${plan.table}."_id" > ?`].join(" AND "));
+  params.push(...eqParams, id);
+  return { sql: `(${ors.map((o) => `(${o})`).join(" OR ")})`, params };
+}
+
+/** Runs a read; a full-text query SQLite cannot parse becomes 400, never 500. */
+export function runRead<T>(plan: ReadPlan, fn: () => T): T {
+  try {
+    return fn();
+  } catch (err) {
+    if (plan.fts && isFtsQueryError(err)) throw badRequest(`invalid search query: ${(err as Error).message.replace(/^fts5: /, "")}`);
+    throw err;
+  }
 }

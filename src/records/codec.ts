@@ -4,6 +4,7 @@ import { findCollection, saveCollectionRow } from "../collections/catalog.ts";
 import { addColumn } from "../collections/ddl.ts";
 import { MAX_FIELDS, SYSTEM_FIELDS, isValidFieldName, typeOfValue, type Collection, type FieldDef } from "../collections/types.ts";
 import { ValidationError, badRequest, type FieldError } from "../errors.ts";
+import { ftsAfterNewFields } from "../search/fts.ts";
 
 export type RecordJson = Record<string, unknown>;
 
@@ -98,7 +99,8 @@ export function ensureFields(ctx: AppContext, col: Collection, data: Record<stri
   if (!fresh.length) return col;
   for (const f of fresh) addColumn(ctx.sqlite, col.name, f.name, f.type);
   const fields = [...col.fields, ...fresh];
-  saveCollectionRow(ctx, { ...col, fields, updatedAt: col.updatedAt });
+  const fts = ftsAfterNewFields(ctx, col, fields);
+  saveCollectionRow(ctx, { ...col, fields, fts, updatedAt: col.updatedAt });
   return findCollection(ctx, col.name)!;
 }
 

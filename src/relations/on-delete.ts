@@ -123,7 +123,8 @@ export function onRecordDelete(ctx: AppContext, col: Collection, record: RecordJ
           .all(id);
         for (const l of links) remember(ctx, col, id, rel, "link", from.name, l.from_id, l.pos);
       }
-      ctx.sqlite.query(`DELETE FROM ${j} WHERE "to_id" = ?`).run(id);
+      // restrict keeps the links of soft-deleted holders, so restoring both brings them back
+      if (mode === "hard" || rel.on_delete !== "restrict") ctx.sqlite.query(`DELETE FROM ${j} WHERE "to_id" = ?`).run(id);
     }
     if (mode === "hard" && same(rel.from_col, col.name)) ctx.sqlite.query(`DELETE FROM ${j} WHERE "from_id" = ?`).run(id);
   }

@@ -1,0 +1,40 @@
+import { Elysia } from "elysia";
+import { createIndexDef, dropIndexDef, listIndexes } from "../../collections/indexes.ts";
+import type { AppContext } from "../../context.ts";
+import { disableFts, enableFts, ftsStatus } from "../../search/fts.ts";
+import { readJson } from "../body.ts";
+import { requireAdmin } from "../request.ts";
+
+/** `/api/v1/admin/collections/:name/fts` and `…/indexes`: full-text index and column indexes. */
+export function adminSearchRoutes(ctx: AppContext) {
+  const max = ctx.config.maxBodyBytes;
+  return new Elysia({ prefix: "/api/v1/admin/collections/:name" })
+    .get("/fts", ({ request, params }) => {
+      requireAdmin(ctx, request);
+      return ftsStatus(ctx, params.name);
+    })
+    .post("/fts", ({ request, params, set }) => {
+      requireAdmin(ctx, request);
+      const { status, created } = enableFts(ctx, params.name);
+      set.status = created ? 201 : 200;
+      return status;
+    })
+    .delete("/fts", ({ request, params }) => {
+      requireAdmin(ctx, request);
+      return disableFts(ctx, params.name);
+    })
+    .get("/indexes", ({ request, params }) => {
+      requireAdmin(ctx, request);
+      return listIndexes(ctx, params.name);
+    })
+    .post("/indexes", async ({ request, params, set }) => {
+      requireAdmin(ctx, request);
+      const def = createIndexDef(ctx, params.name, await readJson(request, max));
+      set.status = 201;
+      return def;
+    })
+    .delete("/indexes/:index", ({ request, params }) => {
+      requireAdmin(ctx, request);
+      return dropIndexDef(ctx, params.name, params.index);
+    });
+}

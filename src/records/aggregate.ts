@@ -1,0 +1,63 @@
+import type { Principal } from "../auth/principal.ts";
+import type { AppContext } from "../context.ts";
+import { requireCollection } from "../collections/catalog.ts";
+import type { FieldType } from "../collections/types.ts";
+import { badRequest } from "../errors.ts";
+import { parseAggregateQuery } from "../query/parse.ts";
+import { column, planRead, resolveField, runRead, type SqlValue } from "../query/sql.ts";
+import { checkAccess } from "../rules/access.ts";
+
+export type AggregateResult = { value: unknown } | { groups: { group: unknown; value: unknown }[] };
+
+/** A stored value back as JSON by its field's type. */
+function decodeValue(type: FieldType, v: SqlValue): unknown {
+  if (v === null) return null;
+  if (type === "boolean") return v === 1;
+  if (type === "json" && typeof v === "string") {
+    try {
+      return JSON.parse(v);
+    } catch {
+      return v;
+    }
+  }
+  return v;
+}
+
+/**
+ * `GET /:collection/aggregate`: `fn` of `field` over the matching records, optionally per
+ * `group_by` value (groups ascending). `sum`/`count` of nothing are 0, the others null.
+ */
+export function aggregateRecords(ctx: AppContext, name: string, params: URLSearchParams, p: Principal): AggregateResult {
+  const col = requireCollection(ctx, name);
+  const access = checkAccess(col, "read", p);
+  const aq = parseAggregateQuery(params);
+  const field = aq.field === null ? null : resolveField(col, aq.field);
+  const group = aq.groupBy === null ? null : resolveField(col, aq.groupBy);
+  const plan = planRead(ctx, col, aq, access, p);
+  if ((aq.fn === "sum" || aq.fn === "avg") && field!.type !== "number")
+    throw badRequest(`${aq.fn} needs a number field: "${field!.name}" is ${field!.type}`);
+  const c = field ? column(col, field.name) : null;
+  const expr = {
+    count: c ? `COUNT(${c})` : "COUNT(*)",
+    sum: `COALESCE(SUM(${c}), 0)`,
+    avg: `AVG(${c})`,
+    min: `MIN(${c})`,
+    max: `MAX(${c})`,
+  }[aq.fn];
+  const valueType: FieldType = aq.fn === "min" || aq.fn === "max" ? field!.type : "number";
+  return runRead(plan, () => {
+    if (!group) {
+      const row = ctx.sqlite
+        .query<{ value: SqlValue }, SqlValue[]>(`SELECT ${expr} AS value FROM ${plan.from} WHERE ${plan.where.sql}`)
+        .get(...plan.where.params)!;
+      return { value: decodeValue(valueType, row.value) };
+    }
+    const g = column(col, group.name);
+    const rows = ctx.sqlite
+      .query<{ g: SqlValue; value: SqlValue }, SqlValue[]>(
+        `SELECT ${g} AS g, ${expr} AS value FROM ${plan.from} WHERE ${plan.where.sql} GROUP BY ${g} ORDER BY ${g} ASC`,
+      )
+      .all(...plan.where.params);
+    return { groups: rows.map((r) => ({ group: decodeValue(group.type, r.g), value: decodeValue(valueType, r.value) })) };
+  });
+}
