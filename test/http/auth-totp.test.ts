@@ -1,17 +1,13 @@
 import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { TOTP, URI } from "otpauth";
-import { createTestApp, registerUser, type TestApp } from "../helpers/app.ts";
-import { startSmtpCapture } from "../helpers/smtp.ts";
+import { registerUser, type TestApp } from "../helpers/app.ts";
+import { createMailTestApp } from "../helpers/smtp.ts";
 
 // Password hashing (argon2id) is slow on a loaded machine; these tests hash several times each.
 setDefaultTimeout(30_000);
 
-const smtp = await startSmtpCapture();
-const t = createTestApp({ env: { SMTP_URL: smtp.url } });
-afterAll(async () => {
-  t.close();
-  await smtp.close();
-});
+const { t, smtp, close } = await createMailTestApp();
+afterAll(close);
 
 const STEP = 30_000;
 const post = (path: string, body?: unknown, token?: string) => t.req("POST", `/api/v1/auth${path}`, { body, token });
