@@ -5,7 +5,7 @@ import { SYSTEM_FIELDS, type Collection } from "../collections/types.ts";
 import { badRequest } from "../errors.ts";
 import { parseListQuery, type ListQuery } from "../query/parse.ts";
 import { column, keysetWhere, orderBySql, orderTerms, planRead, resolveField, runRead, type OrderTerm, type ReadPlan, type SqlValue } from "../query/sql.ts";
-import { attachRelationFields, expandRecords, parseExpand } from "../relations/expand.ts";
+import { finishRelations, parseExpand, relationProjection } from "../relations/expand.ts";
 import { checkAccess } from "../rules/access.ts";
 import { decodeRow, type RecordJson } from "./codec.ts";
 import { countPlan } from "./count.ts";
@@ -76,8 +76,8 @@ export function listRecords(ctx: AppContext, name: string, params: URLSearchPara
   const access = checkAccess(col, "read", p);
   const lq = parseListQuery(params);
   const expand = parseExpand(ctx, col, params.getAll("expand"));
-  const page = runListQuery(ctx, col, lq, access, p);
-  attachRelationFields(ctx, col, page.items, p);
-  expandRecords(ctx, col, page.items, expand, p);
+  const projection = relationProjection(ctx, col, lq.fields, expand);
+  const page = runListQuery(ctx, col, { ...lq, fields: projection.fields }, access, p);
+  finishRelations(ctx, col, page.items, projection, expand, p);
   return page;
 }

@@ -7,6 +7,7 @@ import { badRequest } from "../errors.ts";
 import { decodeRow, type RecordJson } from "../records/codec.ts";
 import { checkAccess } from "../rules/access.ts";
 import { junctionTable, relationsFrom, type Relation } from "./catalog.ts";
+import "./filter.ts";
 
 type Row = Record<string, unknown>;
 
@@ -51,9 +52,16 @@ function columnsOf(col: Collection, alias: string): string {
  * linked ids; a many field the ids of the active target records the requester may read
  * (null when the target's read rule hides it). One query per relation for the whole page.
  */
-export function attachRelationFields(ctx: AppContext, col: Collection, records: RecordJson[], p: Principal): RecordJson[] {
+export function attachRelationFields(
+  ctx: AppContext,
+  col: Collection,
+  records: RecordJson[],
+  p: Principal,
+  only: Set<string> | null = null,
+): RecordJson[] {
   if (!records.length) return records;
   for (const rel of relationsFrom(ctx, col.name)) {
+    if (only && !only.has(rel.from_field.toLowerCase())) continue;
     if (rel.type === "many_via") {
       const rows = ctx.sqlite
         .query<{ from_id: string; to_id: string }, [string]>(
@@ -166,4 +174,44 @@ export function expandRecords(ctx: AppContext, col: Collection, records: RecordJ
     }
   }
   records.forEach((r, i) => (r._expand = out[i]));
+}
+
+/** How a `fields` selection meets the relation fields of a list. */
+export interface RelationProjection {
+  /** The stored fields to select (virtual relation fields taken out), or null for all. */
+  fields: string[] | null;
+  /** The virtual fields to attach (lower-cased), or null for all. */
+  virtual: Set<string> | null;
+  /** `one` fields selected only so that they can be expanded, removed again afterwards. */
+  hidden: string[];
+}
+
+/** Splits a `fields` selection into stored and virtual relation fields, adding what `expand` needs. */
+export function relationProjection(ctx: AppContext, col: Collection, fields: string[] | null, expand: Relation[]): RelationProjection {
+  if (fields === null) return { fields: null, virtual: null, hidden: [] };
+  const rels = new Map(relationsFrom(ctx, col.name).map((r) => [r.from_field.toLowerCase(), r]));
+  const stored: string[] = [];
+  const virtual = new Set<string>();
+  for (const f of fields) {
+    const rel = rels.get(f.toLowerCase());
+    if (rel && rel.type !== "one") virtual.add(f.toLowerCase());
+    else stored.push(f);
+  }
+  const asked = new Set(stored.map((f) => f.toLowerCase()));
+  const hidden = expand.filter((r) => r.type === "one" && !asked.has(r.from_field.toLowerCase())).map((r) => r.from_field);
+  return { fields: [...stored, ...hidden], virtual, hidden };
+}
+
+/** Adds the virtual relation fields and `_expand` to a page of records, then drops the helper columns. */
+export function finishRelations(
+  ctx: AppContext,
+  col: Collection,
+  records: RecordJson[],
+  projection: RelationProjection,
+  expand: Relation[],
+  p: Principal,
+): void {
+  attachRelationFields(ctx, col, records, p, projection.virtual);
+  expandRecords(ctx, col, records, expand, p);
+  if (projection.hidden.length) for (const r of records) for (const f of projection.hidden) delete r[f];
 }

@@ -259,3 +259,63 @@ describe("expand", () => {
     }
   });
 });
+
+describe("filters and fields on relation fields", () => {
+  let p1 = "";
+  let p2 = "";
+  let p3 = "";
+  beforeAll(async () => {
+    await t.admin("POST", "/api/v1/admin/collections", { name: "notes" });
+    await t.admin("POST", "/api/v1/admin/collections", { name: "marks" });
+    await t.admin("POST", "/api/v1/admin/collections", { name: "replies" });
+    await rel({ from_col: "notes", from_field: "marks", to_col: "marks", type: "many_via" });
+    await rel({ from_col: "notes", from_field: "writer", to_col: "authors", type: "one" });
+    await rel({ from_col: "notes", from_field: "replies", to_col: "replies", type: "many", to_field: "note" });
+    const m1 = await create("marks", { m: 1 });
+    const m2 = await create("marks", { m: 2 });
+    p1 = await create("notes", { n: 1, marks: [m1], writer: ann });
+    p2 = await create("notes", { n: 2, marks: [m1, m2], writer: bob });
+    p3 = await create("notes", { n: 3 });
+    await create("replies", { note: p2 });
+    (globalThis as any).marks = [m1, m2];
+  });
+
+  const ids = async (query: string) => {
+    const res = await t.admin("GET", `/api/v1/notes?${query}`);
+    expect(res.status).toBe(200);
+    return res.body.items.map((r: any) => r._id);
+  };
+
+  test("filter=marks:eq:<id> lists the records linked to that id, and count agrees", async () => {
+    const [m1, m2] = (globalThis as any).marks;
+    expect(await ids(`filter=marks:eq:${m1}`)).toEqual([p1, p2]);
+    expect(await ids(`filter=marks:eq:${m2}`)).toEqual([p2]);
+    expect(await ids(`filter[marks]=${m2}`)).toEqual([p2]);
+    expect(await ids(`filter=marks:ne:${m2}`)).toEqual([p1, p3]);
+    expect(await ids(`filter=marks:in:${m2},nothing`)).toEqual([p2]);
+    expect(await ids("filter=marks:eq:null")).toEqual([p3]);
+    const count = await t.admin("GET", `/api/v1/notes/count?filter=marks:eq:${m1}`);
+    expect(count.status).toBe(200);
+    expect(count.body).toEqual({ total: 2 });
+  });
+
+  test("a many field filters by the records that point back", async () => {
+    expect(await ids("filter=replies:ne:null")).toEqual([p2]);
+  });
+
+  test("an ordering operator on a relation list field is 400", async () => {
+    const res = await t.admin("GET", "/api/v1/notes?filter=marks:gt:x");
+    expect(res.status).toBe(400);
+    expect(res.body.code).toBe("bad_request");
+  });
+
+  test("fields can name virtual relation fields, and expand works on a field not selected", async () => {
+    const res = await t.admin("GET", `/api/v1/notes?fields=n,marks&expand=writer&filter=n:eq:1`);
+    expect(res.status).toBe(200);
+    const [item] = res.body.items;
+    expect(Object.keys(item).sort()).toEqual(["_expand", "_id", "marks", "n"]);
+    expect(item._expand.writer).toMatchObject({ _id: ann, name: "Ann" });
+    const plain = await t.admin("GET", `/api/v1/notes?fields=n&filter=n:eq:1`);
+    expect(Object.keys(plain.body.items[0]).sort()).toEqual(["_id", "n"]);
+  });
+});
