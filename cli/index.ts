@@ -5,6 +5,7 @@ import { AppError, ValidationError } from "../src/errors.ts";
 import { VERSION } from "../src/version.ts";
 import { registerAdmin } from "./commands/admin.ts";
 import { registerCollections } from "./commands/collections.ts";
+import { registerRelations } from "./commands/relations.ts";
 import { registerServe } from "./commands/serve.ts";
 import { registerSettings } from "./commands/settings.ts";
 import { registerUsers } from "./commands/users.ts";
@@ -34,6 +35,7 @@ Examples:
 
 registerServe(program);
 registerCollections(program);
+registerRelations(program);
 registerUsers(program);
 registerSettings(program);
 registerAdmin(program);

@@ -18,6 +18,8 @@ export interface Config {
   hooksDir: string;
   /** Largest accepted request body, in bytes. */
   maxBodyBytes: number;
+  /** Base URLs that replace the real OAuth providers' hosts (tests point them at stub servers); null in production. */
+  oauthBaseUrls: { codehost: string | null; portal: string | null };
 }
 
 export interface ConfigFlags {
@@ -63,6 +65,10 @@ export function loadConfig(flags: ConfigFlags = {}, env: Record<string, string |
     corsOrigins: cors === "*" || cors === "" ? "*" : cors.split(",").map((s) => s.trim()).filter(Boolean),
     hooksDir: resolve(env.HOOKS_DIR || join(dataDir, "hooks")),
     maxBodyBytes: 16 * 1024 * 1024,
+    oauthBaseUrls: {
+      codehost: env.OAUTH_CODEHOST_BASE_URL ? stripSlash(env.OAUTH_CODEHOST_BASE_URL) : null,
+      portal: env.OAUTH_PORTAL_BASE_URL ? stripSlash(env.OAUTH_PORTAL_BASE_URL) : null,
+    },
   };
 }
 

@@ -1,21 +1,57 @@
-import { existsSync, readdirSync } from "node:fs";
-import { join } from "node:path";
-import type { HookModule, HookSet } from "./types.ts";
+import { existsSync, readdirSync, statSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { pathToFileURL } from "node:url";
+import { HOOK_NAMES, type HookModule, type HookSet } from "./types.ts";
 
-/** Loads every `*.ts` / `*.js` file of the hooks directory (CONTRACT §5), sorted by name. */
+const HOOK_FILE = /\.(ts|js|mjs)$/;
+
+/** A hooks directory that cannot be loaded: the server refuses to start rather than run without its hooks. */
+export class HookLoadError extends Error {
+  override name = "HookLoadError";
+}
+
+/** Checks one default export; returns the hook with its file, or throws naming the problem. */
+function checkHook(value: unknown, file: string): HookModule {
+  const where = `hook file ${file}`;
+  if (!value || typeof value !== "object" || Array.isArray(value))
+    throw new HookLoadError(`${where} must default-export { collection, beforeCreate?, afterCreate?, ... }`);
+  const h = value as Record<string, unknown>;
+  if (typeof h.collection !== "string" || !h.collection)
+    throw new HookLoadError(`${where}: "collection" must be a collection name or "*"`);
+  for (const [k, v] of Object.entries(h)) {
+    if (k === "collection") continue;
+    if (!(HOOK_NAMES as readonly string[]).includes(k))
+      throw new HookLoadError(`${where}: unknown key "${k}" (expected collection, ${HOOK_NAMES.join(", ")})`);
+    if (v !== undefined && typeof v !== "function") throw new HookLoadError(`${where}: "${k}" must be a function`);
+  }
+  return { ...(h as unknown as HookModule), file };
+}
+
+/**
+ * Loads every `*.ts` / `*.js` / `*.mjs` file of the hooks directory (CONTRACT §5), sorted by
+ * name; files starting with `_` or `.` are helpers they may import, not hooks. Each default-
+ * exports one hook object or an array of them. A missing directory means no hooks; a file that
+ * fails to load is a HookLoadError naming it. Works in the compiled binary too: Bun transpiles
+ * an imported `.ts` file at run time.
+ */
 export async function loadHooks(dir: string): Promise<HookSet> {
-  if (!existsSync(dir)) return { list: [] };
-  const files = readdirSync(dir)
-    .filter((f) => /\.(ts|js|mjs)$/.test(f) && !f.endsWith(".d.ts"))
+  const root = resolve(dir);
+  if (!existsSync(root)) return { list: [] };
+  if (!statSync(root).isDirectory()) throw new HookLoadError(`HOOKS_DIR ${root} is not a directory`);
+  const files = readdirSync(root)
+    .filter((f) => HOOK_FILE.test(f) && !f.endsWith(".d.ts") && !f.startsWith("_") && !f.startsWith("."))
     .sort();
   const list: HookModule[] = [];
   for (const f of files) {
-    const file = join(dir, f);
-    const mod = (await import(file)) as { default?: HookModule };
-    const h = mod.default;
-    if (!h || typeof h !== "object" || typeof h.collection !== "string")
-      throw new Error(`hook file ${file} must default-export { collection, beforeCreate?, ... }`);
-    list.push({ ...h, file });
+    const file = join(root, f);
+    let mod: { default?: unknown };
+    try {
+      mod = (await import(pathToFileURL(file).href)) as { default?: unknown };
+    } catch (err) {
+      throw new HookLoadError(`hook file ${file} failed to load: ${(err as Error)?.message ?? String(err)}`);
+    }
+    const exported = mod.default;
+    for (const h of Array.isArray(exported) ? exported : [exported]) list.push(checkHook(h, file));
   }
   return { list };
 }

@@ -20,15 +20,29 @@ export function runHooks(ctx: AppContext, col: Collection, name: HookName, event
   for (const h of ctx.hooks.list) {
     const fn = h[name];
     if (!fn || (h.collection !== "*" && h.collection.toLowerCase() !== lower)) continue;
+    const data = event.data;
     try {
       const out = fn(event) as unknown;
-      if (out && typeof (out as Promise<unknown>).then === "function")
+      if (out && typeof (out as Promise<unknown>).then === "function") {
+        // A rejected promise nobody awaits would be reported as unhandled; the hook already failed.
+        (out as Promise<unknown>).catch(() => {});
         throw new Error(`hook ${name} of ${h.file ?? h.collection} returned a promise; hooks must be synchronous`);
+      }
     } catch (err) {
       if (err instanceof AppError) throw err;
       throw hookRejected(err);
     }
+    if (data && event.data !== data) adoptReplacedData(data, event.data);
+    event.data = data;
   }
+}
+
+/** A before* hook may also assign a new object to `event.data`: its fields replace the original's. */
+function adoptReplacedData(target: Record<string, unknown>, next: unknown): void {
+  if (!next || typeof next !== "object" || Array.isArray(next))
+    throw new AppError(400, "hook_rejected", "a hook set event.data to something that is not an object");
+  for (const k of Object.keys(target)) delete target[k];
+  Object.assign(target, next);
 }
 
 function hookRejected(err: unknown): AppError {

@@ -1,6 +1,7 @@
 import type { Principal } from "../auth/principal.ts";
 
-export type HookName = "beforeCreate" | "afterCreate" | "beforeUpdate" | "afterUpdate" | "beforeDelete" | "afterDelete";
+export const HOOK_NAMES = ["beforeCreate", "afterCreate", "beforeUpdate", "afterUpdate", "beforeDelete", "afterDelete"] as const;
+export type HookName = (typeof HOOK_NAMES)[number];
 
 /** What a hook handler receives (CONTRACT §5). `data` is mutable in before* handlers. */
 export interface HookEvent {

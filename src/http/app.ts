@@ -8,9 +8,11 @@ import { adminRelationRoutes } from "./routes/admin-relations.ts";
 import { authRoutes } from "./routes/auth.ts";
 import { authExtraRoutes } from "./routes/auth-extra.ts";
 import { adminUserRoutes } from "./routes/admin-users.ts";
+import { oauthRoutes } from "./routes/auth-oauth.ts";
 import { healthRoutes } from "./routes/health.ts";
 import { queryRoutes } from "./routes/query.ts";
 import { recordRoutes } from "./routes/records.ts";
+import { recordWriteRoutes } from "./routes/records-write.ts";
 
 /** Builds the HTTP app over a context. It never listens; `cli/commands/serve.ts` does. */
 export function createApp(ctx: AppContext) {
@@ -34,7 +36,9 @@ export function createApp(ctx: AppContext) {
     .use(authRoutes(ctx))
     .use(authExtraRoutes(ctx))
     .use(adminUserRoutes(ctx))
+    .use(oauthRoutes(ctx))
     .use(queryRoutes(ctx))
+    .use(recordWriteRoutes(ctx))
     .use(recordRoutes(ctx));
 }
 

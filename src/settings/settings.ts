@@ -52,12 +52,21 @@ export function getSetting<K extends SettingKey>(ctx: AppContext, key: K): Setti
   return (row ? JSON.parse(row.value) : SETTING_DEFS[key].default) as Settings[K];
 }
 
-/** Settings as shown to admins: client secrets masked when set. */
+/** Read-only key of the admin settings object: the callback address to register with each OAuth provider. */
+export const OAUTH_REDIRECT_URLS = "oauth_redirect_urls";
+
+/** The callback address to register with an OAuth provider (SPEC 5.6). */
+export function oauthCallbackUrl(ctx: AppContext, provider: string): string {
+  return `${ctx.config.publicUrl}/api/v1/auth/oauth/${provider}/callback`;
+}
+
+/** Settings as shown to admins: client secrets masked when set, plus the OAuth redirect addresses (read-only). */
 export function settingsForDisplay(ctx: AppContext): Record<string, unknown> {
   const s = getSettings(ctx) as Record<string, unknown>;
   for (const [k, d] of Object.entries(SETTING_DEFS) as [string, Def][]) {
     if (d.secret && s[k]) s[k] = MASK;
   }
+  s[OAUTH_REDIRECT_URLS] = Object.fromEntries(["codehost", "portal", "oidc"].map((p) => [p, oauthCallbackUrl(ctx, p)]));
   return s;
 }
 
@@ -79,7 +88,8 @@ export function parseSettingString(key: string, raw: string): unknown {
 /** Validates and stores some settings; unknown keys or wrong types are 400. A masked secret sent back unchanged is kept. */
 export function updateSettings(ctx: AppContext, patch: unknown): Record<string, unknown> {
   if (!patch || typeof patch !== "object" || Array.isArray(patch)) throw badRequest("settings must be a JSON object");
-  const entries = Object.entries(patch as Record<string, unknown>);
+  // The read-only key may come back from a client that PATCHes what it read; it is ignored.
+  const entries = Object.entries(patch as Record<string, unknown>).filter(([k]) => k !== OAUTH_REDIRECT_URLS);
   const defs = SETTING_DEFS as Record<string, Def>;
   for (const [k, v] of entries) {
     const def = defs[k];

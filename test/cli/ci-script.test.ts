@@ -84,6 +84,21 @@ describe("a CI script sets up a running server through the CLI", () => {
     expect((await ok(["stats", "posts"])).row_count).toBe(1);
   });
 
+  test("a relation created by the CLI is checked and expanded by the server", async () => {
+    await ok(["collections", "create", "comments", "--read", "public", "--create", "authenticated"]);
+    const rel = await ok(["relations", "create", "comments.post", "posts", "--type", "one", "--on-delete", "cascade"]);
+    expect((await admin("GET", "/relations")).body.items).toEqual([rel]);
+    const { access_token } = await login("bob@example.com", "bob-password-1");
+    const post = (await http("GET", "/api/v1/posts")).body.items[0];
+    const dangling = await http("POST", "/api/v1/comments", { token: access_token, body: { text: "hi", post: "no-such-post" } });
+    expect(dangling.status).toBe(422);
+    expect(dangling.body.errors[0]).toMatchObject({ field: "post", rule: "relation" });
+    const made = await http("POST", "/api/v1/comments", { token: access_token, body: { text: "hi", post: post._id } });
+    expect(made.status).toBe(201);
+    const listed = await http("GET", "/api/v1/comments?expand=post");
+    expect(listed.body.items[0]._expand.post.title).toBe("hello world");
+  });
+
   test("a role rule is enforced, and a role granted by the CLI applies from the next login", async () => {
     const bob = await login("bob@example.com", "bob-password-1");
     const post = (await http("POST", "/api/v1/posts", { token: bob.access_token, body: { title: "bob's post" } })).body;
@@ -159,6 +174,7 @@ describe("a CI script sets up a running server through the CLI", () => {
     expect(r.status).toBe(401);
     await ok(["collections", "delete", "posts", "--yes"]);
     expect((await http("GET", "/api/v1/posts")).status).toBe(404);
-    expect((await admin("GET", "/collections")).body).toEqual({ items: [] });
+    expect((await admin("GET", "/collections")).body.items.map((c: { name: string }) => c.name)).toEqual(["comments"]);
+    expect((await admin("GET", "/relations")).body).toEqual({ items: [] });
   });
 });

@@ -411,3 +411,55 @@ describe("users", () => {
     expect((await cli(["users", "delete", "bob@example.com", "--yes"])).code).toBe(1);
   });
 });
+
+describe("relations", () => {
+  let relId = "";
+
+  test("create --json prints the relation object", async () => {
+    await cli(["collections", "create", "authors"]);
+    await cli(["collections", "create", "books"]);
+    const r = await cli(["relations", "create", "books.author", "authors", "--type", "one", "--on-delete", "cascade", "--json"]);
+    expect(r.code).toBe(0);
+    const rel = r.json();
+    expect(rel).toMatchObject({ from_col: "books", from_field: "author", to_col: "authors", to_field: null, type: "one", on_delete: "cascade" });
+    expect(typeof rel.id).toBe("string");
+    expect(typeof rel.created_at).toBe("number");
+    relId = rel.id;
+    const many = await cli(["relations", "create", "authors.books", "books", "--type", "many", "--json"]);
+    expect(many.code).toBe(0);
+    expect(many.json()).toMatchObject({ type: "many", to_field: "author", on_delete: "restrict" });
+  });
+
+  test("list --json prints { items }", async () => {
+    const r = await cli(["relations", "list", "--json"]);
+    expect(r.code).toBe(0);
+    expect(r.json().items.map((x: { from_field: string }) => x.from_field).sort()).toEqual(["author", "books"]);
+  });
+
+  test("a missing --type, a bad choice or a first argument without a dot exits 2", async () => {
+    expect((await cli(["relations", "create", "books.editor", "authors"])).code).toBe(2);
+    const bad = await cli(["relations", "create", "books.editor", "authors", "--type", "several"]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain("Allowed choices are one, many, many_via");
+    expect((await cli(["relations", "create", "books.editor", "authors", "--type", "one", "--on-delete", "explode"])).code).toBe(2);
+    const nodot = await cli(["relations", "create", "books", "authors", "--type", "one"]);
+    expect(nodot.code).toBe(2);
+    expect(nodot.stderr).toContain("<from_col>.<from_field>");
+  });
+
+  test("a field that already has a relation or an unknown collection exits 1", async () => {
+    const dup = await cli(["relations", "create", "books.author", "authors", "--type", "one"]);
+    expect(dup.code).toBe(1);
+    expect(dup.stderr).toContain("already exists");
+    expect((await cli(["relations", "create", "books.x", "ghosts", "--type", "one"])).code).toBe(1);
+  });
+
+  test("delete --json prints { ok: true }; an unknown id exits 1", async () => {
+    const r = await cli(["relations", "delete", relId, "--json"]);
+    expect(r.code).toBe(0);
+    expect(r.json()).toEqual({ ok: true });
+    const again = await cli(["relations", "delete", relId]);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toBe("error: relation not found\n");
+  });
+});

@@ -1,0 +1,56 @@
+/**
+ * An example lifecycle hook file for baas. Copy it into HOOKS_DIR (default `<data>/hooks`),
+ * rename it after its collection, and restart the server: hook files are loaded at start.
+ *
+ * Every handler is synchronous and runs inside the operation's transaction, for single,
+ * bulk and batch operations alike. Throwing rolls the whole operation back: the client gets
+ * 400 `hook_rejected` with the message (or the thrown object's `status`); in a batch, 400
+ * `batch_failed` naming the operation. Files whose names start with `_` are not loaded as
+ * hooks, so shared helpers can live next to the hooks that import them.
+ */
+
+interface HookEvent {
+  collection: string;
+  op: "create" | "update" | "delete";
+  /** The fields sent by the client; change them in before* handlers. Null for deletes. */
+  data: Record<string, unknown> | null;
+  /** The stored record: after* handlers; for update/delete, the record before the change. */
+  record: Record<string, unknown> | null;
+  previous: Record<string, unknown> | null;
+  auth: { kind: "anonymous" | "admin" | "user"; id: string | null; roles: string[] };
+}
+
+const slugify = (s: string): string =>
+  s
+    .normalize("NFKD")
+    .replace(/[\u0300-\u036f]/g, "")
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, "-")
+    .replace(/^-|-$/g, "");
+
+export default {
+  collection: "posts", // or "*" for every collection
+
+  beforeCreate(e: HookEvent): void {
+    const data = e.data!;
+    if (typeof data.title !== "string" || !data.title.trim()) throw new Error("a post needs a title");
+    data.slug = slugify(data.title);
+    data.status ??= "draft";
+  },
+
+  beforeUpdate(e: HookEvent): void {
+    const data = e.data!;
+    if (e.previous?.status === "archived") throw { status: 409, message: "archived posts cannot be edited" };
+    if (typeof data.title === "string") data.slug = slugify(data.title);
+  },
+
+  beforeDelete(e: HookEvent): void {
+    if (e.record?.status === "published" && !e.auth.roles.includes("editor"))
+      throw { status: 403, message: "only editors may delete published posts" };
+  },
+
+  afterCreate(e: HookEvent): void {
+    // After-handlers see the stored record; throwing here still rolls the insert back.
+    if (e.record && String(e.record.slug).length > 200) throw new Error("slug too long");
+  },
+};

@@ -1,0 +1,110 @@
+import type { AppContext } from "../../context.ts";
+import { AppError } from "../../errors.ts";
+import { getSetting } from "../../settings/settings.ts";
+import { createUser, findUserByEmail, findUserById, type UserRow } from "../../users/users.ts";
+import { normalizeEmail } from "../passwords.ts";
+import type { ProviderName, ProviderProfile } from "./providers.ts";
+
+/** The `error=` reasons of an OAuth callback (SPEC 5.6, CONTRACT §7). */
+export type OAuthFailure = "invalid_state" | "no_email" | "email_not_verified" | "registration_closed" | "provider_error" | "method_disabled";
+
+/** A login that ends in `{APP_URL}/auth/callback?error=<reason>`. */
+export class OAuthLoginError extends Error {
+  override name = "OAuthLoginError";
+  constructor(public reason: OAuthFailure, message: string = reason) {
+    super(message);
+  }
+}
+
+function linkAccount(ctx: AppContext, provider: ProviderName, profile: ProviderProfile, userId: string, email: string | null): void {
+  ctx.sqlite
+    .query(
+      `INSERT INTO _oauth_accounts (provider, provider_user_id, user_id, email, name, avatar_url, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (provider, provider_user_id) DO NOTHING`,
+    )
+    .run(provider, profile.id, userId, email, clip(profile.name), clip(profile.avatarUrl), ctx.clock.now());
+}
+
+function clip(v: string | null): string | null {
+  return v === null ? null : v.slice(0, 2048);
+}
+
+/**
+ * Finds or creates the user of a provider login, in SPEC 5.6's order: the linked account
+ * for (provider, provider user id); else an existing user with the same email, linked
+ * only when the provider says the address is verified; else a new email-verified user,
+ * only while `registration_open` is true.
+ */
+export async function matchOAuthUser(ctx: AppContext, provider: ProviderName, profile: ProviderProfile): Promise<UserRow> {
+  const linked = ctx.sqlite
+    .query<{ user_id: string }, [string, string]>("SELECT user_id FROM _oauth_accounts WHERE provider = ? AND provider_user_id = ?")
+    .get(provider, profile.id);
+  if (linked) {
+    const user = findUserById(ctx, linked.user_id);
+    if (user) {
+      ctx.sqlite
+        .query("UPDATE _oauth_accounts SET name = ?, avatar_url = ?, email = COALESCE(?, email) WHERE provider = ? AND provider_user_id = ?")
+        .run(clip(profile.name), clip(profile.avatarUrl), profile.email?.slice(0, 254) ?? null, provider, profile.id);
+      return user;
+    }
+  }
+  if (!profile.email) throw new OAuthLoginError("no_email", "the provider gave no email address");
+  let email: string;
+  try {
+    email = normalizeEmail(profile.email);
+  } catch {
+    throw new OAuthLoginError("no_email", "the provider gave no usable email address");
+  }
+  // IMPORTANT: an address the provider did not verify could belong to anyone; linking or
+  // creating on it would let a stranger take over (or squat) that address's account.
+  if (!profile.emailVerified) throw new OAuthLoginError("email_not_verified", "the provider has not verified this email address");
+  const existing = findUserByEmail(ctx, email);
+  if (existing) return linkExisting(ctx, provider, profile, existing, email);
+  if (!getSetting(ctx, "registration_open")) throw new OAuthLoginError("registration_closed", "registration is closed");
+  let user: UserRow;
+  try {
+    user = await createUser(ctx, { email, isVerified: true });
+  } catch (err) {
+    // Another login created the same address a moment ago: link to it instead.
+    const raced = err instanceof AppError && err.status === 409 ? findUserByEmail(ctx, email) : null;
+    if (!raced) throw err;
+    return linkExisting(ctx, provider, profile, raced, email);
+  }
+  linkAccount(ctx, provider, profile, user.id, email);
+  return user;
+}
+
+function linkExisting(ctx: AppContext, provider: ProviderName, profile: ProviderProfile, user: UserRow, email: string): UserRow {
+  ctx.sqlite.transaction(() => {
+    linkAccount(ctx, provider, profile, user.id, email);
+    // The provider has just proven the address belongs to this person.
+    if (!user.is_verified) ctx.sqlite.query("UPDATE _users SET is_verified = 1, updated_at = ? WHERE id = ?").run(ctx.clock.now(), user.id);
+  })();
+  return findUserById(ctx, user.id)!;
+}
+
+/** A linked account as listed for its user (SPEC 2.8). */
+export interface LinkedAccountJson {
+  provider: string;
+  email: string | null;
+  name: string | null;
+  avatar_url: string | null;
+  created_at: number;
+}
+
+/** `GET /auth/oauth/accounts`: the user's linked accounts, oldest first. */
+export function listLinkedAccounts(ctx: AppContext, userId: string): { accounts: LinkedAccountJson[] } {
+  const accounts = ctx.sqlite
+    .query<LinkedAccountJson, [string]>(
+      "SELECT provider, email, name, avatar_url, created_at FROM _oauth_accounts WHERE user_id = ? ORDER BY created_at, provider",
+    )
+    .all(userId);
+  return { accounts };
+}
+
+/** `DELETE /auth/oauth/:provider`: removes the user's links to that provider; 404 when there is none. */
+export function unlinkAccount(ctx: AppContext, userId: string, provider: ProviderName): { ok: true } {
+  const r = ctx.sqlite.query("DELETE FROM _oauth_accounts WHERE user_id = ? AND provider = ?").run(userId, provider);
+  if (r.changes === 0) throw new AppError(404, "not_found", `no ${provider} account is linked`);
+  return { ok: true };
+}

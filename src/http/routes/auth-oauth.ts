@@ -1,0 +1,33 @@
+import { Elysia } from "elysia";
+import { finishOAuthLogin, startOAuthLogin, type OAuthRedirect } from "../../auth/oauth/flow.ts";
+import { listLinkedAccounts, unlinkAccount } from "../../auth/oauth/matching.ts";
+import { requireProvider } from "../../auth/oauth/providers.ts";
+import { readCookie, STATE_COOKIE, stateCookieHeader } from "../../auth/oauth/state.ts";
+import type { AppContext } from "../../context.ts";
+import { unauthorized } from "../../errors.ts";
+import { clientInfo, principalOf } from "../request.ts";
+
+/** `/api/v1/auth/oauth/*`: provider login redirects, linked accounts and unlinking. */
+export function oauthRoutes(ctx: AppContext) {
+  const secure = ctx.config.publicUrl.startsWith("https:");
+  const redirect = (r: OAuthRedirect) =>
+    new Response(null, {
+      status: 302,
+      headers: { location: r.location, "set-cookie": stateCookieHeader(r.cookie, secure), "cache-control": "no-store" },
+    });
+  const userId = (request: Request) => {
+    const p = principalOf(ctx, request, { allowApiKey: false });
+    if (p.kind !== "user") throw unauthorized("a user access token is required");
+    return p.userId;
+  };
+  return new Elysia({ prefix: "/api/v1/auth/oauth" })
+    .get("/accounts", ({ request }) => listLinkedAccounts(ctx, userId(request)))
+    .get("/:provider", async ({ params }) => redirect(await startOAuthLogin(ctx, params.provider)))
+    .get("/:provider/callback", async ({ params, query, request, server }) =>
+      redirect(await finishOAuthLogin(ctx, params.provider, query, readCookie(request.headers.get("cookie"), STATE_COOKIE), clientInfo(request, server))),
+    )
+    .delete("/:provider", ({ params, request }) => {
+      const id = userId(request);
+      return unlinkAccount(ctx, id, requireProvider(params.provider));
+    });
+}

@@ -1,0 +1,23 @@
+import { Elysia } from "elysia";
+import type { AppContext } from "../../context.ts";
+import { runBatch } from "../../records/batch.ts";
+import { bulkCreate } from "../../records/bulk.ts";
+import { readJson } from "../body.ts";
+import { principalOf } from "../request.ts";
+
+/** Multi-record writes of the data API: `POST /api/v1/:collection/bulk` and `/batch`. */
+export function recordWriteRoutes(ctx: AppContext) {
+  const max = ctx.config.maxBodyBytes;
+  return new Elysia({ prefix: "/api/v1" })
+    .post("/:collection/bulk", async ({ request, params, set }) => {
+      const p = principalOf(ctx, request);
+      const body = await readJson(request, max);
+      const records = bulkCreate(ctx, params.collection, body, p);
+      set.status = 201;
+      return records;
+    })
+    .post("/:collection/batch", async ({ request, params }) => {
+      const p = principalOf(ctx, request);
+      return runBatch(ctx, params.collection, await readJson(request, max), p);
+    });
+}

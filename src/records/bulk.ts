@@ -1,0 +1,57 @@
+import type { Principal } from "../auth/principal.ts";
+import type { AppContext } from "../context.ts";
+import { requireCollection } from "../collections/catalog.ts";
+import type { Collection } from "../collections/types.ts";
+import { inTransaction } from "../db/tx.ts";
+import { mapSqliteError } from "../db/sqlite-errors.ts";
+import { AppError, ValidationError, badRequest } from "../errors.ts";
+import { checkAccess } from "../rules/access.ts";
+import { insertRecord } from "./create.ts";
+import type { RecordJson } from "./codec.ts";
+
+/** Most records one bulk request may carry (SPEC §8). */
+export const MAX_BULK = 500;
+
+/**
+ * The collection as the current transaction sees it: a record that added a column marks the
+ * catalog stale, and the next record must know that column.
+ */
+export function currentCollection(ctx: AppContext, col: Collection): Collection {
+  if (ctx.catalog.stale) return requireCollection(ctx, col.name);
+  return ctx.catalog.byName.get(col.name.toLowerCase()) ?? col;
+}
+
+/** Adds the failing element's `index` to an error thrown while writing it. */
+function withIndex(err: unknown, index: number): unknown {
+  const e = mapSqliteError(err);
+  if (e instanceof ValidationError) return new ValidationError(e.errors.map((x) => ({ ...x, index })), { ...e.extra, index });
+  if (e instanceof AppError) return new AppError(e.status, e.code, e.message, { ...e.extra, index }, e.headers);
+  return e;
+}
+
+/**
+ * `POST /:collection/bulk`: 1..500 record objects inserted in one transaction, hooks and field
+ * rules included. Any failure saves nothing (no row, no new column); a 422 carries the failing
+ * element's `index`, on the body and on every error.
+ */
+export function bulkCreate(ctx: AppContext, name: string, body: unknown, p: Principal): RecordJson[] {
+  let col = requireCollection(ctx, name);
+  checkAccess(col, "create", p);
+  if (!Array.isArray(body)) throw badRequest("the request body must be a JSON array of record objects");
+  if (body.length < 1 || body.length > MAX_BULK)
+    throw badRequest(`a bulk insert takes 1 to ${MAX_BULK} records, got ${body.length}`);
+  body.forEach((item, index) => {
+    if (!item || typeof item !== "object" || Array.isArray(item))
+      throw badRequest(`record ${index} must be a JSON object`, { index });
+  });
+  return inTransaction(ctx, () =>
+    (body as Record<string, unknown>[]).map((item, index) => {
+      col = currentCollection(ctx, col);
+      try {
+        return insertRecord(ctx, col, item, p);
+      } catch (err) {
+        throw withIndex(err, index);
+      }
+    }),
+  );
+}

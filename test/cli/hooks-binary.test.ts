@@ -1,0 +1,72 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ADMIN_SECRET } from "../helpers/app.ts";
+import { buildBinary } from "../helpers/cli.ts";
+import { spawnServer, type ServerProcess } from "../helpers/server.ts";
+
+const hooksDir = mkdtempSync(join(tmpdir(), "baas-binhooks-"));
+writeFileSync(join(hooksDir, "_shout.ts"), `export const shout = (s: string): string => s.toUpperCase() + "!";\n`);
+writeFileSync(
+  join(hooksDir, "posts.ts"),
+  `import { shout } from "./_shout.ts";
+interface Event { data: Record<string, unknown> | null }
+export default {
+  collection: "posts",
+  beforeCreate(e: Event): void {
+    if (e.data!.title === "nope") throw new Error("no nope posts");
+    e.data!.loud = shout(String(e.data!.title));
+  },
+};
+`,
+);
+
+let bin: string;
+let srv: ServerProcess;
+const call = (method: string, path: string, body?: unknown) =>
+  fetch(`${srv.url}/api/v1${path}`, {
+    method,
+    headers: { authorization: `Bearer ${ADMIN_SECRET}`, "content-type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  }).then(async (r) => ({ status: r.status, body: (await r.json()) as any }));
+
+beforeAll(async () => {
+  bin = await buildBinary();
+  srv = await spawnServer({ cmd: [bin], env: { HOOKS_DIR: hooksDir } });
+}, 180_000);
+afterAll(async () => {
+  await srv?.cleanup();
+  rmSync(hooksDir, { recursive: true, force: true });
+});
+
+describe("the compiled binary loads TypeScript hook files from HOOKS_DIR", () => {
+  test("a .ts hook (with a relative import) mutates and rejects records", async () => {
+    expect((await call("POST", "/admin/collections", { name: "posts" })).status).toBe(201);
+    const ok = await call("POST", "/posts", { title: "hello" });
+    expect(ok.status).toBe(201);
+    expect(ok.body).toMatchObject({ title: "hello", loud: "HELLO!" });
+    const bad = await call("POST", "/posts/bulk", [{ title: "fine" }, { title: "nope" }]);
+    expect(bad.status).toBe(400);
+    expect(bad.body).toEqual({ error: "no nope posts", code: "hook_rejected", index: 1 });
+  });
+
+  test("a hook file that does not load stops the start with exit 1 and names the file", async () => {
+    const badDir = mkdtempSync(join(tmpdir(), "baas-binbad-"));
+    const dataDir = mkdtempSync(join(tmpdir(), "baas-bindata-"));
+    try {
+      writeFileSync(join(badDir, "broken.ts"), "export default { collection: ");
+      const proc = Bun.spawn([bin, "serve", "--port", "0", "--host", "127.0.0.1", "--data", dataDir], {
+        env: { ...process.env, ADMIN_SECRET, HOOKS_DIR: badDir },
+        stdout: "pipe",
+        stderr: "pipe",
+      });
+      const [code, stderr] = await Promise.all([proc.exited, new Response(proc.stderr).text()]);
+      expect(code).toBe(1);
+      expect(stderr).toContain("broken.ts");
+    } finally {
+      rmSync(badDir, { recursive: true, force: true });
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 60_000);
+});

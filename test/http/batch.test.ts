@@ -1,0 +1,138 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { createTestApp, registerUser } from "../helpers/app.ts";
+
+const t = createTestApp();
+afterAll(() => t.close());
+
+const batch = (name: string, body: unknown, token?: string) => t.req("POST", `/api/v1/${name}/batch`, { body, token });
+const count = (name: string) => (t.ctx.sqlite.query(`SELECT COUNT(*) AS n FROM "${name}"`).get() as { n: number }).n;
+const columns = (name: string) =>
+  (t.ctx.sqlite.query(`PRAGMA table_info("${name}")`).all() as { name: string }[]).map((c) => c.name);
+
+let alice: { token: string; id: string };
+let bob: { token: string; id: string };
+
+beforeAll(async () => {
+  expect((await t.admin("POST", "/api/v1/admin/collections", { name: "notes" })).status).toBe(201);
+  expect((await t.admin("POST", "/api/v1/admin/collections", { name: "ruled" })).status).toBe(201);
+  await t.admin("PUT", "/api/v1/admin/collections/ruled/rules", { field_rules: [{ field: "title", required: true }] });
+  alice = await registerUser(t, "alice@example.com");
+  bob = await registerUser(t, "bob@example.com");
+});
+
+describe("POST /:collection/batch", () => {
+  test("create, update and delete run in order and return one result each", async () => {
+    const a = await t.req("POST", "/api/v1/notes", { body: { text: "a" }, token: alice.token });
+    const b = await t.req("POST", "/api/v1/notes", { body: { text: "b" }, token: alice.token });
+    const res = await batch(
+      "notes",
+      {
+        operations: [
+          { op: "create", data: { text: "c" } },
+          { op: "update", id: a.body._id, data: { text: "a2" } },
+          { op: "delete", id: b.body._id },
+        ],
+      },
+      alice.token,
+    );
+    expect(res.status).toBe(200);
+    expect(res.body.results).toHaveLength(3);
+    expect(res.body.results[0]).toEqual({ op: "create", record: expect.objectContaining({ text: "c", _owner_id: alice.id }) });
+    expect(res.body.results[1]).toEqual({ op: "update", record: expect.objectContaining({ _id: a.body._id, text: "a2" }) });
+    expect(res.body.results[2]).toEqual({ op: "delete", id: b.body._id });
+    expect((await t.req("GET", `/api/v1/notes/${b.body._id}`)).status).toBe(404);
+  });
+
+  test("each operation sees the ones before: an update after a delete of the same record fails", async () => {
+    const a = await t.req("POST", "/api/v1/notes", { body: { text: "x" }, token: alice.token });
+    const res = await batch(
+      "notes",
+      { operations: [{ op: "delete", id: a.body._id }, { op: "create", data: { text: "y" } }, { op: "update", id: a.body._id, data: { text: "z" } }] },
+      alice.token,
+    );
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({ error: "operation 2 (update): record not found", code: "batch_failed", index: 2, op: "update" });
+    // Nothing survived: the record is still active and unchanged.
+    expect((await t.req("GET", `/api/v1/notes/${a.body._id}`)).body).toMatchObject({ text: "x", _deleted_at: null });
+  });
+
+  test("a failure in the last operation rolls back the creates before it, their new columns included", async () => {
+    const before = count("notes");
+    const res = await batch(
+      "notes",
+      {
+        operations: [
+          { op: "create", data: { text: "1", brandnew: 1 } },
+          { op: "create", data: { text: "2" } },
+          { op: "update", id: "01NOSUCHRECORD0000000000000", data: { text: "3" } },
+        ],
+      },
+      alice.token,
+    );
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({ error: "operation 2 (update): record not found", code: "batch_failed", index: 2, op: "update" });
+    expect(count("notes")).toBe(before);
+    expect(columns("notes")).not.toContain("brandnew");
+    expect((await t.admin("GET", "/api/v1/admin/collections/notes")).body.fields.map((f: { name: string }) => f.name)).not.toContain("brandnew");
+  });
+
+  test("access rules apply per operation with the requester's identity", async () => {
+    const mine = await t.req("POST", "/api/v1/notes", { body: { text: "alice's" }, token: alice.token });
+    const res = await batch(
+      "notes",
+      { operations: [{ op: "create", data: { text: "bob's" } }, { op: "update", id: mine.body._id, data: { text: "hijack" } }] },
+      bob.token,
+    );
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({
+      error: expect.stringMatching(/^operation 1 \(update\): /),
+      code: "batch_failed",
+      index: 1,
+      op: "update",
+    });
+    expect((await t.req("GET", `/api/v1/notes/${mine.body._id}`)).body.text).toBe("alice's");
+    const anon = await batch("notes", { operations: [{ op: "create", data: { text: "anon" } }] });
+    expect(anon.status).toBe(400);
+    expect(anon.body).toMatchObject({ code: "batch_failed", index: 0, op: "create" });
+  });
+
+  test("a validation failure inside a batch is batch_failed naming the op and the reason", async () => {
+    const res = await batch("ruled", { operations: [{ op: "create", data: { title: "ok" } }, { op: "create", data: { body: "no title" } }] }, alice.token);
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({ error: 'operation 1 (create): "title" is required.', code: "batch_failed", index: 1, op: "create" });
+    expect(count("ruled")).toBe(0);
+  });
+
+  test("0 or 101 operations, or a body without operations, is a 400 bad_request", async () => {
+    for (const body of [{ operations: [] }, { operations: Array.from({ length: 101 }, () => ({ op: "create", data: {} })) }, {}, [], { operations: "x" }]) {
+      const res = await batch("notes", body, alice.token);
+      expect(res.status).toBe(400);
+      expect(res.body.code).toBe("bad_request");
+    }
+  });
+
+  test("100 operations are accepted", async () => {
+    const res = await batch("notes", { operations: Array.from({ length: 100 }, (_, i) => ({ op: "create", data: { i } })) }, alice.token);
+    expect(res.status).toBe(200);
+    expect(res.body.results).toHaveLength(100);
+  });
+
+  test("a malformed operation fails the batch naming its index", async () => {
+    const cases: [unknown, string][] = [
+      [{ op: "upsert", data: {} }, "upsert"],
+      [{ op: "update", data: {} }, "update"],
+      [{ op: "create" }, "create"],
+      ["create", "unknown"],
+    ];
+    for (const [op, name] of cases) {
+      const res = await batch("notes", { operations: [{ op: "create", data: { text: "k" } }, op] }, alice.token);
+      expect(res.status).toBe(400);
+      expect(res.body).toMatchObject({ code: "batch_failed", index: 1, op: name });
+      expect(res.body.error).toStartWith(`operation 1 (${name}): `);
+    }
+  });
+
+  test("an unknown collection is a 404", async () => {
+    expect((await batch("nowhere", { operations: [{ op: "create", data: {} }] }, alice.token)).status).toBe(404);
+  });
+});

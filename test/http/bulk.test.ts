@@ -1,0 +1,112 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { createTestApp, registerUser } from "../helpers/app.ts";
+
+const t = createTestApp();
+afterAll(() => t.close());
+
+const bulk = (name: string, body: unknown, token?: string) => t.req("POST", `/api/v1/${name}/bulk`, { body, token });
+const adminBulk = (name: string, body: unknown) => t.admin("POST", `/api/v1/${name}/bulk`, body);
+const columns = (name: string) =>
+  (t.ctx.sqlite.query(`PRAGMA table_info("${name}")`).all() as { name: string }[]).map((c) => c.name);
+const count = (name: string) => (t.ctx.sqlite.query(`SELECT COUNT(*) AS n FROM "${name}"`).get() as { n: number }).n;
+
+let user: { token: string; id: string };
+
+beforeAll(async () => {
+  for (const name of ["items", "ruled", "typed"])
+    expect((await t.admin("POST", "/api/v1/admin/collections", { name })).status).toBe(201);
+  await t.admin("PUT", "/api/v1/admin/collections/ruled/rules", { field_rules: [{ field: "title", required: true, min: 3 }] });
+  user = await registerUser(t, "bulk@example.com");
+});
+
+describe("POST /:collection/bulk", () => {
+  test("500 records are created in one call, in order, owned by the requester", async () => {
+    const records = Array.from({ length: 500 }, (_, i) => ({ n: i, label: `item ${i}` }));
+    const res = await bulk("items", records, user.token);
+    expect(res.status).toBe(201);
+    expect(res.body).toHaveLength(500);
+    expect(res.body[0]).toMatchObject({ n: 0, label: "item 0", _owner_id: user.id, _deleted_at: null });
+    expect(res.body[499].n).toBe(499);
+    expect(new Set(res.body.map((r: { _id: string }) => r._id)).size).toBe(500);
+    expect(count("items")).toBe(500);
+  });
+
+  test("501 records is a 400 and saves nothing", async () => {
+    const before = count("items");
+    const res = await bulk("items", Array.from({ length: 501 }, () => ({ n: 1 })), user.token);
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({ error: expect.any(String), code: "bad_request" });
+    expect(count("items")).toBe(before);
+  });
+
+  test("an empty array is a 400", async () => {
+    expect((await bulk("items", [], user.token)).status).toBe(400);
+  });
+
+  test("a body that is not an array is a 400", async () => {
+    const res = await bulk("items", { n: 1 }, user.token);
+    expect(res.status).toBe(400);
+    expect(res.body.code).toBe("bad_request");
+  });
+
+  test("an element that is not an object is a 400 naming its index", async () => {
+    const res = await bulk("items", [{ n: 1 }, "x"], user.token);
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({ error: "record 1 must be a JSON object", code: "bad_request", index: 1 });
+  });
+
+  test("the create rule applies: anonymous is 401", async () => {
+    expect((await bulk("items", [{ n: 1 }])).status).toBe(401);
+  });
+
+  test("an unknown collection is a 404", async () => {
+    expect((await adminBulk("nowhere", [{ n: 1 }])).status).toBe(404);
+  });
+
+  test("a field-rule failure is a 422 with the index on the body and every error, and nothing is saved", async () => {
+    const res = await adminBulk("ruled", [{ title: "good one" }, { title: "fine" }, { title: "no" }, { title: null }]);
+    expect(res.status).toBe(422);
+    expect(res.body).toEqual({
+      errors: [{ field: "title", rule: "min", message: '"title" must be at least 3 characters.', index: 2 }],
+      index: 2,
+    });
+    expect(count("ruled")).toBe(0);
+  });
+
+  test("a failure rolls back the columns earlier records added, in the table and in the catalog", async () => {
+    const res = await adminBulk("typed", [{ fresh: "text", other: 1 }, { other: "not a number" }]);
+    expect(res.status).toBe(422);
+    expect(res.body).toEqual({
+      errors: [{ field: "other", rule: "type", message: '"other" must be a number.', index: 1 }],
+      index: 1,
+    });
+    expect(count("typed")).toBe(0);
+    expect(columns("typed")).not.toContain("fresh");
+    expect(columns("typed")).not.toContain("other");
+    const col = await t.admin("GET", "/api/v1/admin/collections/typed");
+    expect(col.body.fields).toEqual([]);
+    // The cache holds no ghost column: the same names can now take other types.
+    const again = await t.admin("POST", "/api/v1/typed", { fresh: 5, other: "text now" });
+    expect(again.status).toBe(201);
+    expect((await t.admin("GET", "/api/v1/admin/collections/typed")).body.fields).toEqual([
+      { name: "fresh", type: "number" },
+      { name: "other", type: "text" },
+    ]);
+  });
+
+  test("records later in the batch see columns added by earlier ones", async () => {
+    const res = await adminBulk("typed", [{ a1: 1 }, { a1: 2, b1: true }, { b1: false, c1: { x: 1 } }]);
+    expect(res.status).toBe(201);
+    expect(res.body[2]).toMatchObject({ a1: null, b1: false, c1: { x: 1 } });
+  });
+
+  test("a unique violation names the index and saves nothing", async () => {
+    await t.admin("POST", "/api/v1/admin/collections", { name: "uniq" });
+    await t.admin("POST", "/api/v1/uniq", { email: "a@x.io" });
+    t.ctx.sqlite.exec(`CREATE UNIQUE INDEX "uniq_email_test" ON "uniq" ("email")`);
+    const res = await adminBulk("uniq", [{ email: "b@x.io" }, { email: "a@x.io" }]);
+    expect(res.status).toBe(409);
+    expect(res.body).toMatchObject({ code: "unique_violation", index: 1 });
+    expect(count("uniq")).toBe(1);
+  });
+});

@@ -1,0 +1,72 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { createTestApp } from "../helpers/app.ts";
+
+const t = createTestApp();
+afterAll(() => t.close());
+
+let author = "";
+let tag = "";
+
+beforeAll(async () => {
+  for (const name of ["wauthors", "wposts", "wtags"]) expect((await t.admin("POST", "/api/v1/admin/collections", { name })).status).toBe(201);
+  await t.admin("POST", "/api/v1/admin/relations", { from_col: "wposts", from_field: "author", to_col: "wauthors", type: "one" });
+  await t.admin("POST", "/api/v1/admin/relations", { from_col: "wposts", from_field: "tags", to_col: "wtags", type: "many_via" });
+  author = (await t.admin("POST", "/api/v1/wauthors", { name: "A" })).body._id;
+  tag = (await t.admin("POST", "/api/v1/wtags", { label: "t" })).body._id;
+});
+
+const count = async () => (await t.admin("GET", "/api/v1/wposts?limit=500")).body.items.length;
+
+describe("relations in bulk and batch writes", () => {
+  test("a bulk insert checks every one value and many_via id: 422 relation with the index, nothing saved", async () => {
+    const before = await count();
+    const res = await t.admin("POST", "/api/v1/wposts/bulk", [{ author }, { author: "ghost" }]);
+    expect(res.status).toBe(422);
+    expect(res.body.index).toBe(1);
+    expect(res.body.errors).toEqual([{ field: "author", rule: "relation", message: `"author" must name an existing record of "wauthors".`, index: 1 }]);
+    const bad = await t.admin("POST", "/api/v1/wposts/bulk", [{ tags: [tag] }, { tags: [tag] }, { tags: ["ghost"] }]);
+    expect(bad.status).toBe(422);
+    expect(bad.body.errors[0]).toMatchObject({ field: "tags", rule: "relation", index: 2 });
+    expect(await count()).toBe(before);
+  });
+
+  test("a bulk insert stores many_via links for every record", async () => {
+    const res = await t.admin("POST", "/api/v1/wposts/bulk", [{ author, tags: [tag] }, { tags: [] }]);
+    expect(res.status).toBe(201);
+    expect(res.body.map((r: any) => r.tags)).toEqual([[tag], []]);
+  });
+
+  test("a batch sees its own earlier operations: a record created first can be named by the next", async () => {
+    const res = await t.admin("POST", "/api/v1/wauthors/batch", { operations: [{ op: "create", data: { name: "B" } }] });
+    expect(res.status).toBe(200);
+    const fresh = res.body.results[0].record._id;
+    const ok = await t.admin("POST", "/api/v1/wposts/batch", {
+      operations: [
+        { op: "create", data: { author: fresh, tags: [tag] } },
+        { op: "create", data: { author } },
+      ],
+    });
+    expect(ok.status).toBe(200);
+    expect(ok.body.results[0].record.tags).toEqual([tag]);
+  });
+
+  test("a batch operation naming no record fails the batch and saves nothing", async () => {
+    const before = await count();
+    const res = await t.admin("POST", "/api/v1/wposts/batch", {
+      operations: [
+        { op: "create", data: { author } },
+        { op: "create", data: { author: "ghost" } },
+      ],
+    });
+    expect(res.status).toBe(400);
+    expect(res.body).toMatchObject({ code: "batch_failed", index: 1, op: "create" });
+    expect(await count()).toBe(before);
+  });
+
+  test("a batch delete blocked by restrict fails the batch", async () => {
+    const res = await t.admin("POST", "/api/v1/wauthors/batch", { operations: [{ op: "delete", id: author }] });
+    expect(res.status).toBe(400);
+    expect(res.body).toMatchObject({ code: "batch_failed", index: 0, op: "delete" });
+    expect((await t.admin("GET", `/api/v1/wauthors/${author}`)).status).toBe(200);
+  });
+});
