@@ -5,6 +5,7 @@ import { AppError, ValidationError } from "../src/errors.ts";
 import { VERSION } from "../src/version.ts";
 import { registerAdmin } from "./commands/admin.ts";
 import { registerCollections } from "./commands/collections.ts";
+import { registerIndexes } from "./commands/indexes.ts";
 import { registerRelations } from "./commands/relations.ts";
 import { registerServe } from "./commands/serve.ts";
 import { registerSettings } from "./commands/settings.ts";
@@ -35,6 +36,7 @@ Examples:
 
 registerServe(program);
 registerCollections(program);
+registerIndexes(program);
 registerRelations(program);
 registerUsers(program);
 registerSettings(program);

@@ -99,6 +99,24 @@ describe("a CI script sets up a running server through the CLI", () => {
     expect(listed.body.items[0]._expand.post.title).toBe("hello world");
   });
 
+  test("a unique index and full-text search set up by the CLI work on the server", async () => {
+    const { access_token } = await login("bob@example.com", "bob-password-1");
+    const first = await http("POST", "/api/v1/posts", { token: access_token, body: { title: "searchable banana bread", slug: "banana" } });
+    expect(first.status).toBe(201);
+    await ok(["indexes", "create", "posts", "slug", "--unique"]);
+    expect((await admin("GET", "/collections/posts/indexes")).body.items).toEqual([{ name: "idx_posts_slug", fields: ["slug"], unique: true }]);
+    const dup = await http("POST", "/api/v1/posts", { token: access_token, body: { title: "another one", slug: "banana" } });
+    expect(dup.status).toBe(409);
+    expect(dup.body.code).toBe("unique_violation");
+    expect((await http("GET", "/api/v1/posts?search=banana")).status).toBe(400);
+    const fts = await ok(["fts", "enable", "posts"]);
+    expect(fts).toMatchObject({ enabled: true, indexed_records: 2 });
+    const found = await http("GET", "/api/v1/posts?search=banana");
+    expect(found.status).toBe(200);
+    expect(found.body.items.map((p: { _id: string }) => p._id)).toEqual([first.body._id]);
+    expect((await http("DELETE", `/api/v1/posts/${first.body._id}`, { token: adminSecret })).status).toBe(200);
+  });
+
   test("a role rule is enforced, and a role granted by the CLI applies from the next login", async () => {
     const bob = await login("bob@example.com", "bob-password-1");
     const post = (await http("POST", "/api/v1/posts", { token: bob.access_token, body: { title: "bob's post" } })).body;

@@ -3,6 +3,10 @@ import { Database } from "bun:sqlite";
 import { existsSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import pkg from "../../package.json" with { type: "json" };
+import { ADMIN } from "../../src/auth/principal.ts";
+import { loadConfig } from "../../src/config.ts";
+import { closeContext, createContext } from "../../src/context.ts";
+import { createRecord } from "../../src/records/create.ts";
 import { buildBinary, runCli, tempDataDir, type CliResult } from "../helpers/cli.ts";
 
 setDefaultTimeout(30_000);
@@ -461,5 +465,75 @@ describe("relations", () => {
     const again = await cli(["relations", "delete", relId]);
     expect(again.code).toBe(1);
     expect(again.stderr).toBe("error: relation not found\n");
+  });
+});
+
+describe("indexes and fts", () => {
+  beforeAll(async () => {
+    await cli(["collections", "create", "articles"]);
+    const ctx = createContext(loadConfig({ data: dir }, {}));
+    try {
+      createRecord(ctx, "articles", { slug: "a", title: "Hello world", views: 1 }, ADMIN);
+      createRecord(ctx, "articles", { slug: "b", title: "Goodbye moon", views: 1 }, ADMIN);
+    } finally {
+      closeContext(ctx);
+    }
+  });
+
+  test("indexes create --json prints { name, fields, unique }", async () => {
+    const r = await cli(["indexes", "create", "articles", "slug", "--unique", "--json"]);
+    expect(r.code).toBe(0);
+    expect(r.json()).toEqual({ name: "idx_articles_slug", fields: ["slug"], unique: true });
+    const multi = await cli(["indexes", "create", "articles", "views", "title", "--name", "by_views", "--json"]);
+    expect(multi.json()).toEqual({ name: "by_views", fields: ["views", "title"], unique: false });
+  });
+
+  test("indexes list --json prints { items }", async () => {
+    const r = await cli(["indexes", "list", "articles", "--json"]);
+    expect(r.code).toBe(0);
+    expect(r.json()).toEqual({
+      items: [
+        { name: "idx_articles_slug", fields: ["slug"], unique: true },
+        { name: "by_views", fields: ["views", "title"], unique: false },
+      ],
+    });
+  });
+
+  test("indexes create exits 1 for an unknown field, duplicates under --unique or an unknown collection; 2 without fields", async () => {
+    const unknown = await cli(["indexes", "create", "articles", "nope"]);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toContain('unknown field "nope"');
+    const dup = await cli(["indexes", "create", "articles", "views", "--unique", "--json"]);
+    expect(dup.code).toBe(1);
+    expect(JSON.parse(dup.stderr).code).toBe("unique_violation");
+    expect((await cli(["indexes", "create", "ghosts", "slug"])).code).toBe(1);
+    expect((await cli(["indexes", "create", "articles"])).code).toBe(2);
+  });
+
+  test("indexes drop --json prints { ok: true }; an unknown index exits 1", async () => {
+    const r = await cli(["indexes", "drop", "articles", "by_views", "--json"]);
+    expect(r.code).toBe(0);
+    expect(r.json()).toEqual({ ok: true });
+    expect((await cli(["indexes", "drop", "articles", "by_views"])).code).toBe(1);
+    expect((await cli(["indexes", "list", "articles", "--json"])).json().items).toHaveLength(1);
+  });
+
+  test("fts status, enable and disable print the admin API's bodies", async () => {
+    expect((await cli(["fts", "status", "articles", "--json"])).json()).toEqual({ enabled: false, fields: [], indexed_records: 0 });
+    const on = await cli(["fts", "enable", "articles", "--json"]);
+    expect(on.code).toBe(0);
+    expect(on.json()).toEqual({ enabled: true, fields: ["slug", "title"], indexed_records: 2 });
+    expect((await cli(["fts", "enable", "articles", "--json"])).json()).toEqual({ enabled: true, fields: ["slug", "title"], indexed_records: 2 });
+    expect((await cli(["fts", "status", "articles", "--json"])).json().enabled).toBe(true);
+    const off = await cli(["fts", "disable", "articles", "--json"]);
+    expect(off.code).toBe(0);
+    expect(off.json()).toEqual({ enabled: false });
+    expect((await cli(["fts", "status", "articles"])).stdout).toContain("enabled:         false");
+  });
+
+  test("fts on an unknown collection exits 1, an unknown action 2", async () => {
+    expect((await cli(["fts", "enable", "ghosts"])).code).toBe(1);
+    expect((await cli(["fts", "rebuild", "articles"])).code).toBe(2);
+    expect((await cli(["fts", "status"])).code).toBe(2);
   });
 });

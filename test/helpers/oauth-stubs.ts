@@ -30,6 +30,10 @@ export interface ProviderStub {
   tamperClaims: ((claims: Record<string, unknown>) => void) | null;
   /** Signs the next ID token with a key the JWKS does not publish (Google stub). */
   signWithUnknownKey: boolean;
+  /** Replaces the signing key with a new one under a new key id, as a provider rotating keys (Google stub). */
+  rotateKey(): Promise<void>;
+  /** How often the JWKS was fetched. */
+  jwksHits: number;
   stop(): void;
 }
 
@@ -48,9 +52,11 @@ async function es256Key() {
 export async function startProviderStub(kind: "codehost" | "portal"): Promise<ProviderStub> {
   const codes = new Map<string, PendingCode>();
   const tokens = new Map<string, StubUser>();
-  const key = await es256Key();
+  let key = await es256Key();
+  let kid = "stub-es256";
   const otherKey = await es256Key();
-  const publicJwk = { ...(await crypto.subtle.exportKey("jwk", key.publicKey)), kid: "stub-es256", alg: "ES256", use: "sig" };
+  const jwkOf = async () => ({ ...(await crypto.subtle.exportKey("jwk", key.publicKey)), kid, alg: "ES256", use: "sig" });
+  let publicJwk = await jwkOf();
   let base = "";
   const stub: ProviderStub = {
     url: "",
@@ -60,6 +66,12 @@ export async function startProviderStub(kind: "codehost" | "portal"): Promise<Pr
     lastAuthorize: {},
     tamperClaims: null,
     signWithUnknownKey: false,
+    jwksHits: 0,
+    async rotateKey() {
+      key = await es256Key();
+      kid = `stub-es256-${crypto.randomUUID()}`;
+      publicJwk = await jwkOf();
+    },
     stop: () => server.stop(true),
   };
 
@@ -70,7 +82,7 @@ export async function startProviderStub(kind: "codehost" | "portal"): Promise<Pr
     if (first) Object.assign(claims, { email: first.email, email_verified: first.verified });
     stub.tamperClaims?.(claims);
     stub.tamperClaims = null;
-    const signing = `${b64url(JSON.stringify({ alg: "ES256", typ: "JWT", kid: "stub-es256" }))}.${b64url(JSON.stringify(claims))}`;
+    const signing = `${b64url(JSON.stringify({ alg: "ES256", typ: "JWT", kid }))}.${b64url(JSON.stringify(claims))}`;
     const k = stub.signWithUnknownKey ? otherKey.privateKey : key.privateKey;
     stub.signWithUnknownKey = false;
     const sig = await crypto.subtle.sign({ name: "ECDSA", hash: "SHA-256" }, k, new TextEncoder().encode(signing));
@@ -117,7 +129,10 @@ export async function startProviderStub(kind: "codehost" | "portal"): Promise<Pr
         return new Response(null, { status: 302, headers: { location: back.toString() } });
       }
       if (req.method === "POST" && path === (kind === "codehost" ? "/login/oauth/access_token" : "/token")) return token(req);
-      if (kind === "portal" && path === "/oauth2/v3/certs") return Response.json({ keys: [publicJwk] });
+      if (kind === "portal" && path === "/oauth2/v3/certs") {
+        stub.jwksHits++;
+        return Response.json({ keys: [publicJwk] });
+      }
       const user = userOf(req);
       if (kind === "codehost" && path === "/api/user") {
         if (!user) return Response.json({ message: "Bad credentials" }, { status: 401 });

@@ -17,6 +17,8 @@ export interface TestOidcProvider {
   accounts: Map<string, TestAccount>;
   /** The account the next login signs in as (the interaction logs in without a form). */
   loginAs: string;
+  /** How often the discovery document was fetched. */
+  discoveryHits: number;
   close(): Promise<void>;
 }
 
@@ -38,6 +40,7 @@ export async function startOidcProvider(redirectUri: string): Promise<TestOidcPr
     clientSecret: "baas-test-client-secret",
     accounts: new Map(),
     loginAs: "",
+    discoveryHits: 0,
     close: () => new Promise<void>((ok) => server.close(() => ok())),
   };
   const provider = new Provider(issuer, {
@@ -53,6 +56,7 @@ export async function startOidcProvider(redirectUri: string): Promise<TestOidcPr
     ],
     jwks: { keys: [jwk as never] },
     cookies: { keys: ["oidc-test-cookie-key"] },
+    ttl: { AccessToken: 600, AuthorizationCode: 60, Grant: 3600, IdToken: 600, Interaction: 600, Session: 3600 },
     claims: { openid: ["sub"], email: ["email", "email_verified"], profile: ["name"] },
     features: { devInteractions: { enabled: false } },
     interactions: { url: (_ctx: unknown, interaction: { uid: string }) => `/interaction/${interaction.uid}` },
@@ -64,6 +68,7 @@ export async function startOidcProvider(redirectUri: string): Promise<TestOidcPr
   });
   const callback = provider.callback();
   handler = (req, res) => {
+    if (req.url === "/.well-known/openid-configuration") out.discoveryHits++;
     if (!req.url?.startsWith("/interaction/")) return callback(req, res);
     finishInteraction(provider, req, res, out.loginAs).catch((err) => {
       res.statusCode = 500;

@@ -88,6 +88,12 @@ describe("OIDC login against a real OpenID provider", () => {
     });
   });
 
+  test("the discovery document is fetched once and then served from the cache", async () => {
+    await loginAs("alice");
+    await loginAs("alice");
+    expect(op.discoveryHits).toBe(1);
+  });
+
   test("a returning user gets the same account through the linked provider identity", async () => {
     const first = await meOf((await loginAs("alice")).params.access_token!);
     const second = await meOf((await loginAs("alice")).params.access_token!);

@@ -169,6 +169,22 @@ describe("portal (Google) login against a stub of its endpoints", () => {
     });
   }
 
+  test("after a key rotation the JWKS is fetched again, at most once per 30 seconds", async () => {
+    const user: StubUser = { id: "g-rotation", emails: verified("rotation@example.com") };
+    expect((await login(google, "portal", user)).params.access_token).toBeString();
+    const hits = google.jwksHits;
+    await google.rotateKey();
+    t.clock.advance(31_000);
+    expect((await login(google, "portal", user)).params.access_token).toBeString();
+    expect(google.jwksHits).toBe(hits + 1);
+    await google.rotateKey();
+    expect((await login(google, "portal", user)).params).toEqual({ error: "provider_error" });
+    expect(google.jwksHits).toBe(hits + 1);
+    t.clock.advance(31_000);
+    expect((await login(google, "portal", user)).params.access_token).toBeString();
+    expect(google.jwksHits).toBe(hits + 2);
+  });
+
   test("a user linked with two providers lists both and can unlink one", async () => {
     const gh = await login(github, "codehost", { id: 31337, login: "both", emails: verified("both@example.com") });
     const gg = await login(google, "portal", { id: "g-both", emails: verified("both@example.com") });
