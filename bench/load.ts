@@ -1,3 +1,4 @@
+export {};
 // Load generator, run as its own process so it does not share an event loop with the server
 // under test: `bun bench/load.ts <spec.json>` prints one JSON result line.
 //

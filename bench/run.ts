@@ -5,6 +5,7 @@ import { Database } from "bun:sqlite";
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir, totalmem } from "node:os";
 import { join, resolve } from "node:path";
+import { load, startProc, type Result } from "./harness.ts";
 
 const ROOT = resolve(import.meta.dir, "..");
 const BIN = join(ROOT, "dist/baas");
@@ -24,31 +25,6 @@ const r = rand(42);
 const words = (n: number) => Array.from({ length: n }, () => WORDS[Math.floor(r() * WORDS.length)]).join(" ");
 const record = () => ({ title: words(3), category: `c${Math.floor(r() * 20)}`, score: Math.round(r() * 10000) / 100, body: words(12) });
 
-interface Proc {
-  proc: ReturnType<typeof Bun.spawn>;
-  url: string;
-  dir: string;
-}
-
-async function startProc(cmd: string[], dir: string, env: Record<string, string> = {}): Promise<Proc> {
-  const proc = Bun.spawn(cmd, { cwd: dir, env: { ...process.env, ...env }, stdout: "ignore", stderr: "pipe" });
-  const reader = proc.stderr.getReader();
-  let text = "";
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) throw new Error(`failed to start: ${text}`);
-    text += new TextDecoder().decode(value);
-    const m = /listening on (http:\/\/[0-9.]+:\d+)/.exec(text) ?? /listening on http:\/\/[^:]+:(\d+)/.exec(text);
-    if (m) {
-      (async () => {
-        while (!(await reader.read()).done);
-      })();
-      const url = m[1].startsWith("http") ? m[1] : `http://127.0.0.1:${m[1]}`;
-      return { proc, url, dir };
-    }
-  }
-}
-
 const startBaas = (dir: string) =>
   startProc([BIN, "serve", "--port", "0", "--host", "127.0.0.1", "--data", dir], dir, { ADMIN_SECRET: SECRET });
 const startCeiling = (dir: string) => startProc([process.execPath, join(ROOT, "bench/ceiling.ts"), join(dir, "ceiling.db")], dir);
@@ -57,25 +33,6 @@ function rss(pid: number): { rss: number; peak: number } {
   const s = readFileSync(`/proc/${pid}/status`, "utf8");
   const kb = (k: string) => Number(new RegExp(`${k}:\\s+(\\d+)`).exec(s)?.[1] ?? 0) / 1024;
   return { rss: kb("VmRSS"), peak: kb("VmHWM") };
-}
-
-interface Result {
-  requests: number;
-  errors: number;
-  firstError: string;
-  rps: number;
-  p50: number;
-  p99: number;
-}
-
-async function load(base: string, requests: object[], o: { concurrency: number; durationMs?: number; total?: number; warmupMs?: number }): Promise<Result> {
-  const file = join(tmpdir(), `baas-load-${process.pid}-${Math.random().toString(36).slice(2)}.json`);
-  writeFileSync(file, JSON.stringify({ base, requests, ...o }));
-  const p = Bun.spawn([process.execPath, join(ROOT, "bench/load.ts"), file], { stdout: "pipe", stderr: "inherit" });
-  const out = await new Response(p.stdout).text();
-  await p.exited;
-  rmSync(file, { force: true });
-  return JSON.parse(out.trim().split("\n").pop()!) as Result;
 }
 
 async function json(url: string, init: RequestInit = {}) {

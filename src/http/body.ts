@@ -12,6 +12,13 @@ export async function readJson(request: Request, max: number): Promise<unknown> 
   const declared = Number(request.headers.get("content-length") ?? "NaN");
   if (Number.isFinite(declared) && declared > max) throw tooLarge(max);
   if (!request.body) return undefined;
+  if (Number.isFinite(declared) && declared <= SMALL_BODY) {
+    // Fast path for small bodies framed by Content-Length (the server reads exactly that many
+    // bytes, so this cannot buffer more than declared); the cap is still checked after reading.
+    const bytes = new Uint8Array(await request.arrayBuffer());
+    if (bytes.byteLength > max) throw tooLarge(max);
+    return parseBody(bytes);
+  }
   const chunks: Uint8Array[] = [];
   let size = 0;
   const reader = request.body.getReader();
@@ -25,8 +32,15 @@ export async function readJson(request: Request, max: number): Promise<unknown> 
     }
     chunks.push(value);
   }
-  if (size === 0) return undefined;
-  const text = new TextDecoder("utf-8", { fatal: false }).decode(Buffer.concat(chunks));
+  return parseBody(Buffer.concat(chunks));
+}
+
+/** Bodies up to this size with a Content-Length are read in one piece (no stream reader per request). */
+const SMALL_BODY = 1 << 20;
+
+function parseBody(bytes: Uint8Array): unknown {
+  if (bytes.byteLength === 0) return undefined;
+  const text = new TextDecoder("utf-8", { fatal: false }).decode(bytes);
   if (!text.trim()) return undefined;
   try {
     return JSON.parse(text);

@@ -11,7 +11,7 @@ import { prepareRelations, writeLinks } from "../relations/check.ts";
 import { attachRelationFields } from "../relations/expand.ts";
 import { checkAccess } from "../rules/access.ts";
 import { newRecordId } from "./ids.ts";
-import { asObject, encodeValue, ensureFields, fetchRecord, userFields, type RecordJson } from "./codec.ts";
+import { asObject, encodeValue, ensureFields, userFields, type RecordJson } from "./codec.ts";
 
 /** `POST /:collection`: checks the create rule, then inserts one record in its own transaction. */
 export function createRecord(ctx: AppContext, name: string, body: unknown, p: Principal): RecordJson {
@@ -54,7 +54,7 @@ export function insertRecord(ctx: AppContext, col: Collection, body: Record<stri
     .query(`INSERT INTO ${q(col.name)} (${cols.join(", ")}) VALUES (${cols.map(() => "?").join(", ")})`)
     .run(...values);
   writeLinks(ctx, relations, id);
-  const record = attachRelationFields(ctx, col, [fetchRecord(ctx, col, id)!], p)[0];
+  const record = attachRelationFields(ctx, col, [insertedRecord(col, values, clean)], p)[0];
   runHooks(ctx, col, "afterCreate", {
     collection: col.name,
     op: "create",
@@ -63,5 +63,26 @@ export function insertRecord(ctx: AppContext, col: Collection, body: Record<stri
     previous: null,
     auth: hookAuth(p),
   });
+  return record;
+}
+
+/**
+ * The record just inserted, built from what was written instead of read back (a SELECT per
+ * record would double the cost of bulk inserts): system fields, then every known field, null
+ * where the body did not set it. Stored values decode to exactly the JSON values sent.
+ */
+function insertedRecord(col: Collection, system: (string | number | null)[], clean: Record<string, unknown>): RecordJson {
+  const record: RecordJson = {
+    _id: system[0],
+    _created_at: system[1],
+    _updated_at: system[2],
+    _owner_id: system[3],
+    _deleted_at: null,
+  };
+  for (const f of col.fields) record[f.name] = null;
+  for (const [k, v] of Object.entries(clean)) {
+    const def = col.fieldMap.get(k.toLowerCase());
+    if (def && v !== undefined) record[def.name] = v;
+  }
   return record;
 }
