@@ -28,6 +28,8 @@ export interface ProviderStub {
   lastAuthorize: Record<string, string>;
   /** Changes the claims of the next ID token (Google stub). */
   tamperClaims: ((claims: Record<string, unknown>) => void) | null;
+  /** Builds the next ID token from its claims instead of signing it (Google stub). */
+  forgeIdToken: ((claims: Record<string, unknown>) => string) | null;
   /** Signs the next ID token with a key the JWKS does not publish (Google stub). */
   signWithUnknownKey: boolean;
   /** Replaces the signing key with a new one under a new key id, as a provider rotating keys (Google stub). */
@@ -65,6 +67,7 @@ export async function startProviderStub(kind: "codehost" | "portal"): Promise<Pr
     loginAs: null,
     lastAuthorize: {},
     tamperClaims: null,
+    forgeIdToken: null,
     signWithUnknownKey: false,
     jwksHits: 0,
     async rotateKey() {
@@ -82,6 +85,9 @@ export async function startProviderStub(kind: "codehost" | "portal"): Promise<Pr
     if (first) Object.assign(claims, { email: first.email, email_verified: first.verified });
     stub.tamperClaims?.(claims);
     stub.tamperClaims = null;
+    const forge = stub.forgeIdToken;
+    stub.forgeIdToken = null;
+    if (forge) return forge(claims);
     const signing = `${b64url(JSON.stringify({ alg: "ES256", typ: "JWT", kid }))}.${b64url(JSON.stringify(claims))}`;
     const k = stub.signWithUnknownKey ? otherKey.privateKey : key.privateKey;
     stub.signWithUnknownKey = false;

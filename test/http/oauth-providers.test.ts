@@ -1,3 +1,4 @@
+import { createHmac } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { createTestApp, registerUser, type TestApp } from "../helpers/app.ts";
 import { runBrowserFlow } from "../helpers/browser-flow.ts";
@@ -41,6 +42,7 @@ async function meOf(token: string | undefined) {
   return res.body;
 }
 
+const b64url = (v: unknown) => Buffer.from(JSON.stringify(v)).toString("base64url");
 const verified = (email: string) => [{ email, primary: true, verified: true }];
 
 describe("codehost (GitHub) login against a stub of its endpoints", () => {
@@ -157,11 +159,21 @@ describe("portal (Google) login against a stub of its endpoints", () => {
     ["from another issuer", (s) => void (s.tamperClaims = (c) => void (c.iss = "https://evil.example")), "wrong ID token issuer"],
     ["that has expired", (s) => void (s.tamperClaims = (c) => void (c.exp = Math.floor(Date.now() / 1000) - 3600)), "expired ID token"],
     ["with another nonce", (s) => void (s.tamperClaims = (c) => void (c.nonce = "replayed")), "wrong ID token nonce"],
+    ["with alg none", (s) => void (s.forgeIdToken = (c) => `${b64url({ alg: "none", typ: "JWT" })}.${b64url(c)}.`), "unsupported ID token algorithm none"],
+    [
+      "signed HS256 with the provider's public key as secret",
+      (s) =>
+        void (s.forgeIdToken = (c) => {
+          const signing = `${b64url({ alg: "HS256", typ: "JWT", kid: "stub-es256" })}.${b64url(c)}`;
+          return `${signing}.${createHmac("sha256", s.url).update(signing).digest("base64url")}`;
+        }),
+      "unsupported ID token algorithm HS256",
+    ],
   ];
-  for (const [what, arrange, reason] of refused) {
+  for (const [i, [what, arrange, reason]] of refused.entries()) {
     test(`an ID token ${what} ends in error=provider_error and creates no user`, async () => {
       arrange(google);
-      const email = `refused-${what.length}@example.com`;
+      const email = `refused-${i}@example.com`;
       const flow = await login(google, "portal", { id: `g-${what}`, emails: verified(email) });
       expect(flow.params).toEqual({ error: "provider_error" });
       expect(t.log.lines.at(-1)).toMatchObject({ msg: "oauth provider error", fields: { provider: "portal", reason } });
