@@ -1,8 +1,8 @@
 import type { AppContext } from "../context.ts";
-import { AppError, badRequest } from "../errors.ts";
+import { AppError, ValidationError, badRequest, type FieldError } from "../errors.ts";
 import { getSettings } from "../settings/settings.ts";
 import { checkMetadata, createUser, findUserByEmail, findUserById, userToJson, type UserJson, type UserRow } from "../users/users.ts";
-import { normalizeEmail, verifyPassword } from "./passwords.ts";
+import { checkPassword, normalizeEmail, verifyPassword } from "./passwords.ts";
 import type { Principal } from "./principal.ts";
 import { createSession, revokeSession, revokeUserApiKeys, revokeUserSessions, type ClientInfo, type SessionResponse } from "./sessions.ts";
 import { sendVerificationEmail } from "./verification.ts";
@@ -21,7 +21,18 @@ export async function register(ctx: AppContext, input: unknown, client: ClientIn
   const s = getSettings(ctx);
   if (!s.auth_password_enabled) throw methodDisabled("password registration");
   if (!s.registration_open) throw new AppError(403, "registration_closed", "registration is closed");
-  const user = await createUser(ctx, { email: b.email, password: b.password ?? null });
+  // Registration always needs a password (createUser alone allows none, for admin-made accounts).
+  const errors: FieldError[] = [];
+  for (const check of [() => normalizeEmail(b.email), () => checkPassword(b.password)]) {
+    try {
+      check();
+    } catch (err) {
+      if (!(err instanceof ValidationError)) throw err;
+      errors.push(...err.errors);
+    }
+  }
+  if (errors.length) throw new ValidationError(errors);
+  const user = await createUser(ctx, { email: b.email, password: b.password });
   sendVerificationEmail(ctx, user);
   return createSession(ctx, user, client);
 }

@@ -68,7 +68,8 @@ export function isAdminToken(ctx: AppContext, token: string): boolean {
 
 /** True for the admin secret or a live admin token. */
 export function isAdminCredential(ctx: AppContext, value: string): boolean {
-  return value.split(".").length === 3 ? isAdminToken(ctx, value) : isAdminSecret(ctx, value);
+  // An ADMIN_SECRET set by the operator may itself contain dots, so a failed token check still tries the secret.
+  return (value.split(".").length === 3 && isAdminToken(ctx, value)) || isAdminSecret(ctx, value);
 }
 
 /** `POST /admin/login`: exchanges the secret for an admin token. 10 tries a minute per IP. */

@@ -45,8 +45,8 @@ export function resolvePrincipal(ctx: AppContext, h: CredentialHeaders, opts: { 
     const m = /^Bearer\s+(.+)$/i.exec(h.authorization.trim());
     if (!m) throw invalidToken("the Authorization header must be 'Bearer <token>'");
     const token = m[1].trim();
-    if (looksLikeJwt(token)) return userFromJwt(ctx, token);
     if (isAdminSecret(ctx, token)) return ADMIN;
+    if (looksLikeJwt(token)) return userFromJwt(ctx, token);
     throw invalidToken();
   }
   if (h.apiKey) {

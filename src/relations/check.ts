@@ -40,9 +40,8 @@ export function prepareRelations(ctx: AppContext, col: Collection, data: Record<
     }
     if (rel.type === "one") {
       if (typeof value !== "string") continue; // null clears; another type is the type check's 422
-      if (!missingIds(ctx, rel, [value]).length)
-        continue;
-      errors.push({ field: key, rule: "relation", message: `"${key}" must name an existing record of "${rel.to_col}".` });
+      if (missingIds(ctx, rel, [value]).length)
+        errors.push({ field: key, rule: "relation", message: `"${key}" must name an existing record of "${rel.to_col}".` });
       continue;
     }
     delete stored[key];

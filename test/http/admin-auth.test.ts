@@ -1,0 +1,100 @@
+import { afterAll, describe, expect, test } from "bun:test";
+import { ADMIN_SECRET, createTestApp, registerUser } from "../helpers/app.ts";
+
+const t = createTestApp();
+afterAll(() => t.close());
+
+const LIST = "/api/v1/admin/collections";
+
+describe("admin credentials", () => {
+  test("the admin secret as a Bearer token opens the admin API", async () => {
+    const res = await t.req("GET", LIST, { token: ADMIN_SECRET });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ items: [] });
+  });
+
+  test("the admin secret in X-Admin-Token opens the admin API", async () => {
+    const res = await t.req("GET", LIST, { headers: { "x-admin-token": ADMIN_SECRET } });
+    expect(res.status).toBe(200);
+  });
+
+  test("POST /admin/login exchanges the secret for a 12-hour admin token usable in X-Admin-Token and as Bearer", async () => {
+    const res = await t.req("POST", "/api/v1/admin/login", { body: { secret: ADMIN_SECRET } });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ token: expect.any(String), expires_in: 43200 });
+    const viaHeader = await t.req("GET", LIST, { headers: { "x-admin-token": res.body.token } });
+    expect(viaHeader.status).toBe(200);
+    const viaBearer = await t.req("GET", LIST, { token: res.body.token });
+    expect(viaBearer.status).toBe(200);
+  });
+
+  test("an admin token stops working after 12 hours", async () => {
+    const { body } = await t.req("POST", "/api/v1/admin/login", { body: { secret: ADMIN_SECRET } });
+    t.clock.advance(12 * 3600 * 1000 + 1000);
+    const res = await t.req("GET", LIST, { headers: { "x-admin-token": body.token } });
+    expect(res.status).toBe(401);
+    expect(res.body.code).toBe("unauthorized");
+  });
+
+  test("no credentials is 401 unauthorized with WWW-Authenticate: Bearer", async () => {
+    const res = await t.req("GET", LIST);
+    expect(res.status).toBe(401);
+    expect(res.body).toEqual({ error: expect.any(String), code: "unauthorized" });
+    expect(res.headers.get("www-authenticate")).toBe("Bearer");
+  });
+
+  test.each([
+    ["a wrong Bearer secret", { authorization: "Bearer not-the-secret" }],
+    ["a wrong X-Admin-Token", { "x-admin-token": "not-the-secret" }],
+    ["a forged admin token", { "x-admin-token": "eyJhbGciOiJIUzI1NiJ9.eyJ0eXAiOiJhZG1pbiJ9.AAAA" }],
+    ["a malformed Authorization header", { authorization: "Basic abc" }],
+  ])("%s is 401 unauthorized", async (_name, headers) => {
+    const res = await t.req("GET", LIST, { headers });
+    expect(res.status).toBe(401);
+    expect(res.body.code).toBe("unauthorized");
+    expect(res.headers.get("www-authenticate")).toBe("Bearer");
+  });
+
+  test("a user's access token on the admin API is 403 forbidden", async () => {
+    const u = await registerUser(t, "plain-user@example.com");
+    const res = await t.req("GET", LIST, { token: u.token });
+    expect(res.status).toBe(403);
+    expect(res.body).toEqual({ error: expect.any(String), code: "forbidden" });
+  });
+
+  test("a wrong secret at /admin/login is 401 invalid_credentials", async () => {
+    const res = await t.req("POST", "/api/v1/admin/login", { body: { secret: "wrong" } });
+    expect(res.status).toBe(401);
+    expect(res.body).toEqual({ error: expect.any(String), code: "invalid_credentials" });
+    expect(res.headers.get("www-authenticate")).toBe("Bearer");
+  });
+
+  test("/admin/login with no body or a non-string secret is 401, malformed JSON 400", async () => {
+    expect((await t.req("POST", "/api/v1/admin/login", { body: {} })).status).toBe(401);
+    expect((await t.req("POST", "/api/v1/admin/login", { body: { secret: 42 } })).status).toBe(401);
+    const bad = await t.req("POST", "/api/v1/admin/login", { body: "{nope" });
+    expect(bad.status).toBe(400);
+    expect(bad.body.code).toBe("invalid_json");
+  });
+});
+
+describe("admin login rate limit", () => {
+  const r = createTestApp();
+  afterAll(() => r.close());
+
+  test("the 11th login try within a minute is 429 rate_limited with Retry-After, and the limit lifts after a minute", async () => {
+    for (let i = 0; i < 10; i++) {
+      const res = await r.req("POST", "/api/v1/admin/login", { body: { secret: "wrong" } });
+      expect(res.status).toBe(401);
+    }
+    const limited = await r.req("POST", "/api/v1/admin/login", { body: { secret: ADMIN_SECRET } });
+    expect(limited.status).toBe(429);
+    expect(limited.body).toEqual({ error: expect.any(String), code: "rate_limited" });
+    const retry = Number(limited.headers.get("retry-after"));
+    expect(retry).toBeGreaterThanOrEqual(1);
+    expect(retry).toBeLessThanOrEqual(60);
+    r.clock.advance(61_000);
+    const ok = await r.req("POST", "/api/v1/admin/login", { body: { secret: ADMIN_SECRET } });
+    expect(ok.status).toBe(200);
+  });
+});
