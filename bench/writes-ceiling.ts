@@ -1,5 +1,5 @@
 // The bare ceiling for the writes benchmark: Bun.serve + bun:sqlite inserting the same records
-// into the same table shape as baas (system columns plus the record's fields), with nothing else:
+// into the same table as baas (system columns, the record's fields, the owner index), with nothing else:
 // no rules, catalog, validation, hooks or full-text index. `bun bench/writes-ceiling.ts <db-file>`
 // prints "listening on http://127.0.0.1:<port>".
 import { Database } from "bun:sqlite";
@@ -7,8 +7,10 @@ import { monotonicFactory } from "ulid";
 
 const db = new Database(process.argv[2], { create: true, strict: true });
 db.exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000");
-db.exec(`CREATE TABLE IF NOT EXISTS items (_id TEXT PRIMARY KEY, _created_at INTEGER NOT NULL, _updated_at INTEGER NOT NULL,
+// The same table as baas creates for a collection: system columns, one column per field, the owner index.
+db.exec(`CREATE TABLE IF NOT EXISTS items (_id TEXT PRIMARY KEY NOT NULL, _created_at INTEGER NOT NULL, _updated_at INTEGER NOT NULL,
   _owner_id TEXT, _deleted_at INTEGER, title TEXT, category TEXT, score REAL, body TEXT)`);
+db.exec(`CREATE INDEX IF NOT EXISTS _idx_items_owner ON items (_owner_id, _id)`);
 
 const ulid = monotonicFactory();
 const insert = db.query(

@@ -42,17 +42,15 @@ export function insertRecord(ctx: AppContext, col: Collection, body: Record<stri
   if (errors.length) throw new ValidationError(errors);
   const now = ctx.clock.now();
   const id = newRecordId(now);
-  const cols = ['"_id"', '"_created_at"', '"_updated_at"', '"_owner_id"', '"_deleted_at"'];
+  const names: string[] = [];
   const values: (string | number | null)[] = [id, now, now, p.kind === "user" ? p.userId : null, null];
   for (const [k, v] of Object.entries(clean)) {
     const def = col.fieldMap.get(k.toLowerCase());
     if (!def) continue; // a null for a field never seen: nothing to store
-    cols.push(q(def.name));
+    names.push(def.name);
     values.push(encodeValue(def.type, v));
   }
-  ctx.sqlite
-    .query(`INSERT INTO ${q(col.name)} (${cols.join(", ")}) VALUES (${cols.map(() => "?").join(", ")})`)
-    .run(...values);
+  ctx.sqlite.query(insertSql(col.name, names)).run(...values);
   writeLinks(ctx, relations, id);
   const record = attachRelationFields(ctx, col, [insertedRecord(col, values, clean)], p)[0];
   runHooks(ctx, col, "afterCreate", {
@@ -85,4 +83,19 @@ function insertedRecord(col: Collection, system: (string | number | null)[], cle
     if (def && v !== undefined) record[def.name] = v;
   }
   return record;
+}
+
+const insertSqlCache = new Map<string, string>();
+
+/** The INSERT statement for a table and field list, built once per shape (bulk inserts repeat it). */
+function insertSql(table: string, fields: string[]): string {
+  const key = `${table}\u0000${fields.join("\u0000")}`;
+  let sql = insertSqlCache.get(key);
+  if (sql === undefined) {
+    const cols = ['"_id"', '"_created_at"', '"_updated_at"', '"_owner_id"', '"_deleted_at"', ...fields.map(q)];
+    sql = `INSERT INTO ${q(table)} (${cols.join(", ")}) VALUES (${cols.map(() => "?").join(", ")})`;
+    if (insertSqlCache.size > 5000) insertSqlCache.clear();
+    insertSqlCache.set(key, sql);
+  }
+  return sql;
 }

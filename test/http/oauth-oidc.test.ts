@@ -257,6 +257,22 @@ describe("OIDC routes: errors and settings", () => {
     expect(res.body).toEqual({ error: 'OAuth provider "codehost" is not configured', code: "bad_request" });
   });
 
+  test("an issuer whose discovery document cannot be read sends the browser to error=provider_error", async () => {
+    const wrong = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => Response.json({ issuer: "https://someone-else.example" }) });
+    try {
+      for (const issuer of [`http://127.0.0.1:${wrong.port}`, "http://127.0.0.1:1"]) {
+        await t.admin("PATCH", "/api/v1/admin/settings", { oauth_oidc_issuer: issuer });
+        const res = await t.req("GET", "/api/v1/auth/oauth/oidc");
+        expect(res.status).toBe(302);
+        expect(res.headers.get("location")).toBe("http://app.test/auth/callback?error=provider_error");
+      }
+    } finally {
+      wrong.stop(true);
+      await t.admin("PATCH", "/api/v1/admin/settings", { oauth_oidc_issuer: op.issuer });
+    }
+    expect((await loginAs("alice")).params.access_token).toBeString();
+  });
+
   test("the linked accounts list needs a user token", async () => {
     const res = await t.req("GET", "/api/v1/auth/oauth/accounts");
     expect(res.status).toBe(401);
