@@ -30,6 +30,13 @@ export async function startServer(config: Config, opts: ContextOptions = {}): Pr
     idleTimeout: 30,
   });
   const server = app.server!;
+  // With port 0 the OS picks the port, so the default PUBLIC_URL/APP_URL (`http://localhost:0`)
+  // are fixed up now that it is known: OAuth redirect addresses and mail links are built from them.
+  if (config.port === 0) {
+    const guessed = "http://localhost:0";
+    if (ctx.config.publicUrl === guessed) ctx.config.publicUrl = `http://localhost:${server.port}`;
+    if (ctx.config.appUrl === guessed) ctx.config.appUrl = ctx.config.publicUrl;
+  }
   let stopped = false;
   return {
     ctx,
