@@ -12,6 +12,7 @@ import { oauthRoutes } from "./routes/auth-oauth.ts";
 import { healthRoutes } from "./routes/health.ts";
 import { queryRoutes } from "./routes/query.ts";
 import { recordRoutes } from "./routes/records.ts";
+import { consoleRoutes } from "./routes/console.ts";
 import { recordWriteRoutes } from "./routes/records-write.ts";
 
 /** Builds the HTTP app over a context. It never listens; `cli/commands/serve.ts` does. */
@@ -30,6 +31,7 @@ export function createApp(ctx: AppContext) {
     )
     .onError({ as: "global" }, ({ error, code, request }) => toErrorResponse(error, code, ctx.log, request))
     .use(healthRoutes())
+    .use(consoleRoutes(ctx))
     .use(adminRoutes(ctx))
     .use(adminSearchRoutes(ctx))
     .use(adminRelationRoutes(ctx))

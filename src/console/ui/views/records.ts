@@ -1,0 +1,199 @@
+/** The records browser: filter, sort, search, cursor pages, create/edit as JSON, soft delete, restore, hard delete. */
+import { api, seg } from "../api.ts";
+import { fmtTime, fmtValue, h, replace } from "../dom.ts";
+import { badge, busy, button, checkbox, confirmDialog, field, loading, openDialog, parseJsonInput, showError, table, toast } from "../ui.ts";
+import { SYSTEM_FIELDS } from "./collection.ts";
+import type { CollectionJson } from "./collections.ts";
+
+type Rec = Record<string, unknown> & { _id: string; _deleted_at: number | null };
+interface Page {
+  items: Rec[];
+  next_cursor: string | null;
+  total: number | null;
+}
+
+const OPS = ["eq", "ne", "gt", "gte", "lt", "lte", "like", "in"];
+const MAX_COLUMNS = 8;
+
+/** Renders the Records tab of a collection. */
+export async function renderRecords(body: HTMLElement, col: CollectionJson, stale: () => boolean, onChange: () => Promise<void>): Promise<void> {
+  const base = `/${seg(col.name)}`;
+  const allFields = [...SYSTEM_FIELDS, ...col.fields.map((f) => f.name)];
+  const fieldOptions = (selected?: string) => allFields.map((f) => h("option", { value: f, selected: f === selected }, f));
+
+  const filterRows = h("div", { class: "filters" });
+  const addFilter = (fieldName = col.fields[0]?.name ?? "_id") => {
+    const fsel = h("select", { name: "filter-field", "aria-label": "Filter field" }, fieldOptions(fieldName));
+    const osel = h("select", { name: "filter-op", "aria-label": "Filter operator" }, OPS.map((o) => h("option", { value: o }, o)));
+    const val = h("input", { type: "text", name: "filter-value", "aria-label": "Filter value", placeholder: "value (null for NULL)" });
+    const row = h("div", { class: "filter-row" }, fsel, osel, val, button("×", () => row.remove(), { title: "Remove this filter" }));
+    filterRows.append(row);
+    val.focus();
+  };
+  const sortField = h("select", { name: "sort-field", "aria-label": "Sort by" }, h("option", { value: "" }, "default order"), fieldOptions());
+  const sortDir = h("select", { name: "sort-dir", "aria-label": "Sort direction" }, h("option", { value: "asc" }, "ascending"), h("option", { value: "desc" }, "descending"));
+  const search = h("input", {
+    type: "search",
+    name: "search",
+    placeholder: col.fts.enabled ? "full-text search" : "full-text search (enable it first)",
+    "aria-label": "Full-text search",
+  });
+  const includeDeleted = checkbox("Include deleted", false, { name: "include_deleted" });
+  const limit = h("select", { name: "limit", "aria-label": "Page size" }, [20, 50, 100, 500].map((n) => h("option", { value: String(n), selected: n === 20 }, `${n} per page`)));
+  const apply = h("button", { type: "submit", class: "btn primary" }, "Apply");
+  const results = h("div", { class: "results", "aria-live": "polite" });
+
+  // Cursor pages: cursors[i] is the `after` of page i+1 (null for the first page).
+  let cursors: (string | null)[] = [null];
+  let total: number | null = null;
+
+  const params = (): URLSearchParams => {
+    const p = new URLSearchParams();
+    for (const row of filterRows.querySelectorAll(".filter-row")) {
+      const [f, o] = row.querySelectorAll("select");
+      const v = row.querySelector("input")!.value;
+      p.append("filter", `${f.value}:${o.value}:${v}`);
+    }
+    if (sortField.value) p.append("sort", `${sortField.value}:${sortDir.value}`);
+    if (search.value.trim()) p.set("search", search.value.trim());
+    if (includeDeleted.input.checked) p.set("include_deleted", "true");
+    p.set("limit", limit.value);
+    return p;
+  };
+
+  const load = async (pageIndex: number) => {
+    const p = params();
+    const after = cursors[pageIndex];
+    if (after) p.set("after", after);
+    replace(results, loading());
+    let page: Page;
+    try {
+      page = await api<Page>("GET", `${base}?${p}`);
+    } catch (err) {
+      replace(results, h("p", { class: "empty" }, "Could not load records."));
+      throw err;
+    }
+    if (stale()) return;
+    if (page.total !== null) total = page.total;
+    cursors = cursors.slice(0, pageIndex + 1);
+    if (page.next_cursor) cursors.push(page.next_cursor);
+    const reload = async () => {
+      await load(pageIndex);
+      await onChange();
+    };
+    replace(results, recordTable(col, page.items, reload), pager(pageIndex, page));
+  };
+
+  const pager = (pageIndex: number, page: Page) => {
+    const prev = button("← Previous", (ev) => void busy(ev.currentTarget as HTMLButtonElement, () => load(pageIndex - 1)));
+    const next = button("Next →", (ev) => void busy(ev.currentTarget as HTMLButtonElement, () => load(pageIndex + 1)));
+    prev.disabled = pageIndex === 0;
+    next.disabled = !page.next_cursor;
+    return h("div", { class: "pager" }, prev, h("span", { class: "muted" }, `Page ${pageIndex + 1}`, total !== null ? ` · ${total} matching` : ""), next);
+  };
+
+  const form = h(
+    "form",
+    {
+      class: "toolbar card",
+      onsubmit: (ev: Event) => {
+        ev.preventDefault();
+        cursors = [null];
+        total = null;
+        void busy(apply, () => load(0));
+      },
+    },
+    h(
+      "div",
+      { class: "toolbar-row" },
+      search,
+      h("div", { class: "inline" }, sortField, sortDir),
+      limit,
+      includeDeleted.el,
+    ),
+    filterRows,
+    h(
+      "div",
+      { class: "toolbar-row" },
+      button("Add filter", () => addFilter()),
+      h("span", { class: "spacer" }),
+      button("New record", () => editRecord(col, null, async () => (await load(0), await onChange()))),
+      apply,
+    ),
+  );
+  replace(body, form, results);
+  await load(0).catch((err) => showError(err));
+}
+
+function recordTable(col: CollectionJson, items: Rec[], reload: () => Promise<void>): HTMLElement {
+  // Fields created since the collection was loaded show up too.
+  const names = new Set(col.fields.map((f) => f.name));
+  for (const r of items) for (const k of Object.keys(r)) if (!k.startsWith("_")) names.add(k);
+  const shown = [...names].slice(0, MAX_COLUMNS);
+  const path = `/${seg(col.name)}`;
+  return table(
+    ["_id", ...shown, "_updated_at", "Status", "Actions"],
+    items.map((r) => {
+      const deleted = r._deleted_at !== null && r._deleted_at !== undefined;
+      const act = (label: string, kind: string, fn: () => Promise<void>, title?: string) =>
+        button(label, (ev) => void busy(ev.currentTarget as HTMLButtonElement, fn), { kind, title });
+      return [
+        h("code", { class: "id" }, r._id),
+        ...shown.map((f) => h("span", { class: "cell", title: fmtValue(r[f], 2000) }, fmtValue(r[f]))),
+        fmtTime(r._updated_at),
+        deleted ? badge("deleted", "warn") : badge("active", "ok"),
+        h(
+          "div",
+          { class: "row-actions" },
+          deleted
+            ? act("Restore", "", async () => {
+                await api("POST", `${path}/${seg(r._id)}/restore`);
+                toast(`Record ${r._id} restored.`);
+                await reload();
+              })
+            : [
+                button("Edit", () => editRecord(col, r, reload)),
+                act("Delete", "", async () => {
+                  await api("DELETE", `${path}/${seg(r._id)}`);
+                  toast(`Record ${r._id} deleted (soft). Tick "Include deleted" to see and restore it.`);
+                  await reload();
+                }, "Soft delete: the record can be restored"),
+              ],
+          act("Hard delete", "danger", async () => {
+            const ok = await confirmDialog(`Delete record ${r._id} forever?`, "A hard delete removes the record for good; it cannot be restored.", {
+              confirmLabel: "Delete forever",
+            });
+            if (!ok) return;
+            await api("DELETE", `/admin/collections/${seg(col.name)}/records/${seg(r._id)}`);
+            toast(`Record ${r._id} deleted for good.`);
+            await reload();
+          }),
+        ),
+      ];
+    }),
+    { empty: "No records match.", rowAttrs: (i) => ({ class: items[i]._deleted_at ? "deleted" : null, "data-id": items[i]._id }) },
+  );
+}
+
+/** The create/edit dialog: the record's user fields as JSON. */
+function editRecord(col: CollectionJson, rec: Rec | null, reload: () => Promise<void>): void {
+  const data = rec ? Object.fromEntries(Object.entries(rec).filter(([k]) => !k.startsWith("_"))) : {};
+  const text = h("textarea", { name: "record", rows: 14, spellcheck: "false", class: "code" });
+  text.value = JSON.stringify(data, null, 2);
+  openDialog({
+    title: rec ? `Edit record ${rec._id}` : `New record in ${col.name}`,
+    submitLabel: rec ? "Save" : "Create",
+    wide: true,
+    body: [
+      field("Fields (JSON object)", text, "System fields (_id, _created_at, …) are set by the server. A new field name adds a field; its first value fixes its type."),
+      rec ? h("details", null, h("summary", null, "System fields"), h("pre", { class: "code" }, JSON.stringify(Object.fromEntries(Object.entries(rec).filter(([k]) => k.startsWith("_"))), null, 2))) : null,
+    ],
+    onSubmit: async () => {
+      const body = parseJsonInput(text.value, "the record");
+      if (!body || typeof body !== "object" || Array.isArray(body)) throw new Error("the record must be a JSON object");
+      const saved = await api<Rec>(rec ? "PATCH" : "POST", rec ? `/${seg(col.name)}/${seg(rec._id)}` : `/${seg(col.name)}`, body);
+      toast(rec ? `Record ${saved._id} saved.` : `Record ${saved._id} created.`);
+      await reload().catch((e) => showError(e));
+    },
+  });
+}

@@ -1,0 +1,330 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { chromium, type Browser, type Page } from "playwright-core";
+import { loadConfig } from "../../src/config.ts";
+import { memoryLogger } from "../../src/log.ts";
+import { startServer, type Running } from "../../src/server.ts";
+
+// The console is tested in a real browser: Debian's chromium, driven by playwright-core.
+const CHROMIUM = process.env.CHROMIUM_PATH || "/usr/bin/chromium";
+const SECRET = "console-test-secret-0123456789";
+const PUBLIC_URL = "https://baas.example.test";
+
+let dir: string;
+let shots: string;
+let running: Running;
+let browser: Browser;
+let page: Page;
+const pageErrors: string[] = [];
+
+/** Calls the admin API directly, to check what the console did. */
+async function adminApi(method: string, path: string, body?: unknown): Promise<any> {
+  const res = await fetch(`${running.url}/api/v1${path}`, {
+    method,
+    headers: { authorization: `Bearer ${SECRET}`, "content-type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
+  return text ? JSON.parse(text) : null;
+}
+
+async function shot(name: string): Promise<void> {
+  await page.screenshot({ path: join(shots, `${name}.png`), fullPage: true });
+}
+
+// Bun kills child processes (the browser) when a test times out, so each step gets room beyond playwright's own timeout.
+const STEP = 25_000;
+
+/** Waits for a success notice containing `text`. */
+const okNotice = (text: string) => page.locator(".flash .alert.ok", { hasText: text }).waitFor();
+/** Waits for an error, in the open dialog, on the page or on the login form, containing `text`. */
+const errorNotice = (text: string | RegExp) =>
+  page.locator("dialog[open] .alert.error, .flash .alert.error, .login .alert.error", { hasText: text }).waitFor();
+
+beforeAll(async () => {
+  // Fail loudly: a missing browser must never turn into a silently passing suite.
+  if (!existsSync(CHROMIUM)) throw new Error(`chromium not found at ${CHROMIUM}: install it (apt-get install chromium) or set CHROMIUM_PATH`);
+  dir = mkdtempSync(join(tmpdir(), "baas-console-"));
+  shots = process.env.CONSOLE_SCREENSHOTS || join(dir, "screenshots");
+  mkdirSync(shots, { recursive: true });
+  const config = loadConfig({ data: join(dir, "data"), port: 0, host: "127.0.0.1" }, { ADMIN_SECRET: SECRET, PUBLIC_URL });
+  running = await startServer(config, { log: memoryLogger() });
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    // launch() gives the browser a fresh temporary profile (its --user-data-dir) and removes it on close.
+    args: [
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+      "--disable-dev-shm-usage",
+    ],
+  });
+  page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
+  page.setDefaultTimeout(8_000);
+  page.on("pageerror", (err) => pageErrors.push(err.message));
+  page.on("console", (msg) => {
+    if (msg.type() === "error" && !/Failed to load resource/.test(msg.text())) pageErrors.push(msg.text());
+  });
+}, 60_000);
+
+afterAll(async () => {
+  await browser?.close().catch(() => {});
+  await running?.stop();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+describe("admin console in a real browser", () => {
+  test("the console loads from /_/ and asks for the admin secret", async () => {
+    const res = await page.goto(`${running.url}/_/`);
+    expect(res?.status()).toBe(200);
+    expect(res?.headers()["cache-control"]).toBe("no-cache");
+    await expect(page.getByLabel("Admin secret").isVisible()).resolves.toBe(true);
+    await shot("01-login");
+  }, STEP);
+
+  test("a wrong secret shows the server's error message", async () => {
+    await page.getByLabel("Admin secret").fill("not-the-secret");
+    await page.getByRole("button", { name: "Log in" }).click();
+    await errorNotice("wrong admin secret");
+  }, STEP);
+
+  test("logging in keeps an admin token in sessionStorage, never the secret", async () => {
+    await page.getByLabel("Admin secret").fill(SECRET);
+    await page.getByLabel("Admin secret").press("Enter");
+    await page.getByRole("heading", { name: "Collections" }).waitFor();
+    const stored = await page.evaluate(() => Object.entries(sessionStorage));
+    expect(stored.some(([k, v]) => k === "baas.admin.token" && v.split(".").length === 3)).toBe(true);
+    expect(JSON.stringify(stored)).not.toContain(SECRET);
+    const local = await page.evaluate(() => JSON.stringify(localStorage));
+    expect(local).not.toContain(SECRET);
+  }, STEP);
+
+  test("an invalid collection name shows the API's 400 message in the dialog", async () => {
+    await page.getByRole("button", { name: "New collection" }).click();
+    await page.getByLabel("Name", { exact: true }).fill("1posts");
+    await page.getByRole("button", { name: "Create" }).click();
+    await errorNotice('invalid collection name "1posts"');
+    await page.keyboard.press("Escape");
+    await page.locator("dialog").waitFor({ state: "detached" });
+  }, STEP);
+
+  test("creating a collection opens its page", async () => {
+    await page.getByRole("button", { name: "New collection" }).click();
+    await page.getByLabel("Name", { exact: true }).fill("posts");
+    await page.locator('dialog select[data-rule="create"]').selectOption("public");
+    await page.getByRole("button", { name: "Create" }).click();
+    await page.getByRole("heading", { name: "posts", exact: true }).waitFor();
+    const col = await adminApi("GET", "/admin/collections/posts");
+    expect(col.rules.create).toBe("public");
+  }, STEP);
+
+  test("an access rule is set from the rules editor", async () => {
+    await page.getByRole("link", { name: "Access rules" }).click();
+    await page.locator('select[data-rule="update"]').selectOption("role");
+    await page.getByLabel("update role name").fill("editor");
+    await page.getByRole("button", { name: "Save rules" }).click();
+    await okNotice("Access rules saved.");
+    const col = await adminApi("GET", "/admin/collections/posts");
+    expect(col.rules).toEqual({ read: "public", create: "public", update: { role: "editor" }, delete: "owner" });
+    await shot("03-rules");
+  }, STEP);
+
+  test("a field rule is set from the field rules editor", async () => {
+    await page.getByRole("link", { name: "Field rules" }).click();
+    await page.getByRole("button", { name: "Add field rule" }).click();
+    const row = page.locator("tr.field-rule").last();
+    await row.getByLabel("Field").fill("title");
+    await row.getByLabel("Required").check();
+    await row.getByLabel("min").fill("3");
+    await page.getByRole("button", { name: "Save field rules" }).click();
+    await okNotice("Field rules saved.");
+    const col = await adminApi("GET", "/admin/collections/posts");
+    expect(col.field_rules).toEqual([{ field: "title", required: true, min: 3 }]);
+  }, STEP);
+
+  test("a bad field rule shows the API's 400 message", async () => {
+    const row = page.locator("tr.field-rule").last();
+    await row.getByLabel("Regex").fill("([");
+    await page.getByRole("button", { name: "Save field rules" }).click();
+    await errorNotice(/regex|pattern/i);
+    await row.getByLabel("Regex").fill("");
+  }, STEP);
+
+  test("records are created as JSON, and a failed validation shows its message", async () => {
+    await page.getByRole("link", { name: "Records" }).click();
+    for (const rec of [{ title: "Hello world", n: 1 }, { title: "Second post", n: 2 }, { title: "Third one", n: 3 }]) {
+      await page.getByRole("button", { name: "New record" }).click();
+      await page.getByLabel("Fields (JSON object)").fill(JSON.stringify(rec));
+      await page.getByRole("button", { name: "Create" }).click();
+      await page.locator("dialog").waitFor({ state: "detached" });
+      await page.locator("td", { hasText: rec.title }).waitFor();
+    }
+    await page.getByRole("button", { name: "New record" }).click();
+    await page.getByLabel("Fields (JSON object)").fill('{"title": "ab"}');
+    await page.getByRole("button", { name: "Create" }).click();
+    await errorNotice('"title" must be at least 3 characters.');
+    await page.getByLabel("Fields (JSON object)").fill("{not json");
+    await page.getByRole("button", { name: "Create" }).click();
+    await errorNotice("not valid JSON");
+    await page.keyboard.press("Escape");
+    expect((await adminApi("GET", "/admin/collections/posts/stats")).row_count).toBe(3);
+    await shot("04-records");
+  }, STEP);
+
+  test("editing a record as JSON saves it", async () => {
+    await page.locator("tr", { hasText: "Third one" }).getByRole("button", { name: "Edit" }).click();
+    const text = page.getByLabel("Fields (JSON object)");
+    expect(JSON.parse(await text.inputValue())).toEqual({ title: "Third one", n: 3 });
+    await text.fill('{"title": "Third post", "n": 30}');
+    await page.getByRole("button", { name: "Save" }).click();
+    await page.locator("td", { hasText: "Third post" }).waitFor();
+  }, STEP);
+
+  test("soft delete hides a record, include deleted shows it, restore brings it back", async () => {
+    await page.locator("tr", { hasText: "Second post" }).getByRole("button", { name: "Delete", exact: true }).click();
+    await okNotice("deleted (soft)");
+    await page.locator("td", { hasText: "Second post" }).waitFor({ state: "detached" });
+    await page.getByLabel("Include deleted").check();
+    await page.getByRole("button", { name: "Apply" }).click();
+    const row = page.locator("tr", { hasText: "Second post" });
+    await row.locator(".badge", { hasText: "deleted" }).waitFor();
+    await shot("05-deleted");
+    await row.getByRole("button", { name: "Restore" }).click();
+    await okNotice("restored");
+    await page.locator("tr", { hasText: "Second post" }).locator(".badge", { hasText: "active" }).waitFor();
+    const list = await adminApi("GET", "/posts?include_deleted=true");
+    expect(list.items.every((r: any) => r._deleted_at === null)).toBe(true);
+  }, STEP);
+
+  test("hard delete asks for confirmation, then removes the record for good", async () => {
+    await page.locator("tr", { hasText: "Hello world" }).getByRole("button", { name: "Hard delete" }).click();
+    await page.getByRole("button", { name: "Cancel" }).click();
+    expect((await adminApi("GET", "/posts")).total).toBe(3);
+    await page.locator("tr", { hasText: "Hello world" }).getByRole("button", { name: "Hard delete" }).click();
+    await page.getByRole("button", { name: "Delete forever" }).click();
+    await page.locator("td", { hasText: "Hello world" }).waitFor({ state: "detached" });
+    const list = await adminApi("GET", "/posts?include_deleted=true");
+    expect(list.items.map((r: any) => r.title).sort()).toEqual(["Second post", "Third post"]);
+  }, STEP);
+
+  test("the collections list shows record counts", async () => {
+    await page.getByRole("link", { name: "Collections", exact: true }).first().click();
+    await page.getByRole("heading", { name: "Collections" }).waitFor();
+    await expect(page.locator('[data-count="posts"]').textContent()).resolves.toBe("2");
+    await shot("02-collections");
+  }, STEP);
+
+  test("a relation is created and deleted from the relations page", async () => {
+    await adminApi("POST", "/admin/collections", { name: "authors" });
+    await page.getByRole("link", { name: "Relations" }).click();
+    await page.getByRole("heading", { name: "Relations" }).waitFor();
+    const fillRelation = async () => {
+      await page.getByLabel("From collection").selectOption("posts");
+      await page.getByLabel("From field").fill("author");
+      await page.getByLabel("Type").selectOption("one");
+      await page.getByLabel("To collection").selectOption("authors");
+      await page.getByLabel("On delete").selectOption("cascade");
+      await page.getByRole("button", { name: "Create relation" }).click();
+    };
+    await fillRelation();
+    await okNotice("Relation created.");
+    await page.locator("tr", { hasText: "posts.author" }).waitFor();
+    const { items } = await adminApi("GET", "/admin/relations");
+    expect(items).toMatchObject([{ from_col: "posts", from_field: "author", to_col: "authors", type: "one", on_delete: "cascade" }]);
+    await fillRelation();
+    await errorNotice('a relation on "posts.author" already exists');
+    await shot("07-relations");
+    await page.locator("tr", { hasText: "posts.author" }).getByRole("button", { name: "Delete" }).click();
+    await page.locator("dialog").getByRole("button", { name: "Delete" }).click();
+    await okNotice("Relation deleted.");
+    expect((await adminApi("GET", "/admin/relations")).items).toEqual([]);
+  }, STEP);
+
+  test("a user's session is revoked from the console, and its token stops working at once", async () => {
+    const reg = await fetch(`${running.url}/api/v1/auth/register`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ email: "ann@example.com", password: "password123" }),
+    });
+    expect(reg.status).toBe(201);
+    const { access_token } = await reg.json();
+    const me = () => fetch(`${running.url}/api/v1/auth/me`, { headers: { authorization: `Bearer ${access_token}` } }).then((r) => r.status);
+    expect(await me()).toBe(200);
+    await page.getByRole("link", { name: "Users" }).click();
+    await page.getByLabel("Search users by email").fill("ann@");
+    await page.getByLabel("Search users by email").press("Enter");
+    await page.getByRole("link", { name: "ann@example.com" }).click();
+    await page.getByRole("heading", { name: "ann@example.com" }).waitFor();
+    const rows = page.locator("tr[data-session]");
+    await expect(rows.count()).resolves.toBe(1);
+    await shot("08-user");
+    await rows.first().getByRole("button", { name: "Revoke" }).click();
+    await okNotice("Session revoked");
+    await page.getByText("No active sessions.").waitFor();
+    expect(await me()).toBe(401);
+  }, STEP);
+
+  test("a user's roles, metadata and verified flag are saved; impersonation gives a working token", async () => {
+    await page.getByLabel("Roles (comma-separated)").fill("editor, staff");
+    await page.getByLabel("Email verified").check();
+    await page.getByLabel("Metadata (JSON object)").fill('{"plan": "pro"}');
+    await page.getByRole("button", { name: "Save user" }).click();
+    await okNotice("User saved.");
+    const { items } = await adminApi("GET", "/admin/users?search=ann");
+    expect(items[0]).toMatchObject({ email: "ann@example.com", is_verified: true, roles: ["editor", "staff"], metadata: { plan: "pro" } });
+    await page.getByLabel("Metadata (JSON object)").fill('{"a": {"b": {"c": {"d": 1}}}}');
+    await page.getByRole("button", { name: "Save user" }).click();
+    await errorNotice("metadata");
+    await page.getByRole("button", { name: "Impersonate" }).click();
+    const token = await page.locator('textarea[name="impersonation_token"]').inputValue();
+    const res = await fetch(`${running.url}/api/v1/auth/me`, { headers: { authorization: `Bearer ${token}` } });
+    expect(res.status).toBe(200);
+    expect((await res.json()).email).toBe("ann@example.com");
+    await page.keyboard.press("Escape");
+    await page.getByRole("button", { name: "Unlock" }).click();
+    await okNotice("unlocked");
+  }, STEP);
+
+  test("a setting is changed and the OAuth callback URLs are shown", async () => {
+    await page.getByRole("link", { name: "Settings" }).click();
+    await page.getByRole("heading", { name: "Settings" }).waitFor();
+    await expect(page.locator('[data-callback="codehost"]').textContent()).resolves.toBe(`${PUBLIC_URL}/api/v1/auth/oauth/codehost/callback`);
+    await expect(page.locator('[data-callback="oidc"]').textContent()).resolves.toBe(`${PUBLIC_URL}/api/v1/auth/oauth/oidc/callback`);
+    await page.getByLabel("Registration open").uncheck();
+    await page.getByLabel("Access token lifetime (seconds)").fill("600");
+    await page.getByRole("button", { name: "Save settings" }).click();
+    await okNotice("Settings saved");
+    const s = await adminApi("GET", "/admin/settings");
+    expect(s.registration_open).toBe(false);
+    expect(s.access_token_ttl_seconds).toBe(600);
+    await shot("06-settings");
+  }, STEP);
+
+  test("an out-of-range setting shows the API's message", async () => {
+    await page.getByLabel("Access token lifetime (seconds)").fill("1");
+    await page.getByRole("button", { name: "Save settings" }).click();
+    await errorNotice('setting "access_token_ttl_seconds" must be between');
+  }, STEP);
+
+  test("an expired or rotated admin token sends the console back to the login form", async () => {
+    await page.evaluate(() => sessionStorage.setItem("baas.admin.token", "a.b.c"));
+    await page.getByRole("link", { name: "Collections", exact: true }).first().click();
+    await page.getByLabel("Admin secret").waitFor();
+    await errorNotice("Signed out");
+    await page.getByLabel("Admin secret").fill(SECRET);
+    await page.getByRole("button", { name: "Log in" }).click();
+    await page.getByRole("heading", { name: "Collections" }).waitFor();
+  }, STEP);
+
+  test("the browser saw no script errors", () => {
+    expect(pageErrors).toEqual([]);
+  });
+});
