@@ -94,7 +94,7 @@ const listCase = {
 // 2. cursor walk over one category (about N/20 records), 50 a page, newest score first
 const bareKeyset = db.query<Row, [string, number, number, string]>(
   `SELECT ${COLS} FROM "items" WHERE "_deleted_at" IS NULL AND "category" = ?
-   AND ("score" < ? OR ("score" = ? AND "_id" > ?)) ORDER BY "score" DESC, "_id" ASC LIMIT 51`,
+   AND "score" <= ? AND ("score" < ? OR "_id" > ?) ORDER BY "score" DESC, "_id" ASC LIMIT 51`,
 );
 const walkCase = {
   name: "cursor walk, whole category, 50/page",

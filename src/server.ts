@@ -11,8 +11,13 @@ export interface Running {
   url: string;
   /** A newly generated admin secret (first start only), else null. */
   generatedSecret: string | null;
-  /** Stops accepting, waits for in-flight requests, closes the database. */
-  stop(): Promise<void>;
+  /**
+   * Stops accepting, waits for in-flight requests (at most `graceMs`, default 10 s, so a client that
+   * never finishes its request cannot hold the process), then closes the database.
+   */
+  stop(opts?: { graceMs?: number }): Promise<void>;
+  /** Closes every open connection now; an ongoing `stop()` then goes on to close the database. */
+  forceClose(): void;
 }
 
 /** Opens the data dir, prepares keys and the admin secret, and listens. */
@@ -43,12 +48,17 @@ export async function startServer(config: Config, opts: ContextOptions = {}): Pr
     server,
     url: `http://${config.host === "0.0.0.0" ? "127.0.0.1" : config.host}:${server.port}`,
     generatedSecret,
-    async stop() {
+    async stop({ graceMs = 10_000 } = {}) {
       if (stopped) return;
       stopped = true;
+      const force = setTimeout(() => void server.stop(true), graceMs);
       await server.stop(false);
-      await ctx.mailer.flush().catch(() => {});
+      clearTimeout(force);
+      await Promise.race([ctx.mailer.flush().catch(() => {}), Bun.sleep(graceMs)]);
       closeContext(ctx);
+    },
+    forceClose() {
+      void server.stop(true);
     },
   };
 }

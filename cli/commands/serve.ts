@@ -26,7 +26,12 @@ export function registerServe(program: Command): void {
       process.stderr.write(`baas listening on http://${config.host}:${running.server.port} (data: ${config.dataDir})\n`);
       let stopping = false;
       const stop = async (signal: string) => {
-        if (stopping) return;
+        if (stopping) {
+          // A second signal: drop the connections still open; the database is still closed cleanly.
+          process.stderr.write(`received ${signal} again, closing open connections now\n`);
+          running.forceClose();
+          return;
+        }
         stopping = true;
         process.stderr.write(`received ${signal}, finishing in-flight requests...\n`);
         await running.stop();

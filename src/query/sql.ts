@@ -176,7 +176,7 @@ export function orderBySql(plan: ReadPlan, terms: OrderTerm[]): string {
  * The keyset condition "comes after the cursor row" for these ORDER BY terms, given the
  * cursor row's values of each term. SQLite sorts NULL first ascending and last descending.
  */
-export function keysetWhere(plan: ReadPlan, terms: OrderTerm[], values: SqlValue[], id: string): Where {
+function keysetWhere(plan: ReadPlan, terms: OrderTerm[], values: SqlValue[], id: string): Where {
   const ors: string[] = [];
   const params: SqlValue[] = [];
   const eqSql: string[] = [];
@@ -199,6 +199,28 @@ export function keysetWhere(plan: ReadPlan, terms: OrderTerm[], values: SqlValue
   ors.push([...eqSql, `${plan.table}."_id" > ?`].join(" AND "));
   params.push(...eqParams, id);
   return { sql: `(${ors.map((o) => `(${o})`).join(" OR ")})`, params };
+}
+
+/**
+ * The records after the cursor row, as one or two conditions to read in turn (all rows of
+ * the first precede all rows of the second in the listing order). Each gives the first sort
+ * key a plain range, so an index on it serves the page without sorting every later record;
+ * the rows where that key is null (which sort at one end) are the second part when needed.
+ */
+export function keysetPhases(plan: ReadPlan, terms: OrderTerm[], values: SqlValue[], id: string): Where[] {
+  if (!terms.length) return [{ sql: `${plan.table}."_id" > ?`, params: [id] }];
+  const [first, ...more] = terms;
+  const v = values[0];
+  const rest = keysetWhere(plan, more, values.slice(1), id);
+  const e = first.expr;
+  const isNull: Where = { sql: `${e} IS NULL`, params: [] };
+  if (v === null) {
+    const sameNull: Where = { sql: `${e} IS NULL AND ${rest.sql}`, params: rest.params };
+    return first.desc ? [sameNull] : [sameNull, { sql: `${e} IS NOT NULL`, params: [] }];
+  }
+  const op = first.desc ? "<" : ">";
+  const range: Where = { sql: `${e} ${op}= ? AND (${e} ${op} ? OR ${rest.sql})`, params: [v, v, ...rest.params] };
+  return first.desc ? [range, isNull] : [range];
 }
 
 /** Runs a read; a full-text query SQLite cannot parse becomes 400, never 500. */

@@ -4,7 +4,19 @@ import { requireCollection } from "../collections/catalog.ts";
 import { SYSTEM_FIELDS, type Collection } from "../collections/types.ts";
 import { badRequest } from "../errors.ts";
 import { parseListQuery, type ListQuery } from "../query/parse.ts";
-import { column, keysetWhere, orderBySql, orderTerms, planRead, resolveField, runRead, type OrderTerm, type ReadPlan, type SqlValue } from "../query/sql.ts";
+import {
+  column,
+  keysetPhases,
+  orderBySql,
+  orderTerms,
+  planRead,
+  resolveField,
+  runRead,
+  type OrderTerm,
+  type ReadPlan,
+  type SqlValue,
+  type Where,
+} from "../query/sql.ts";
 import { finishRelations, parseExpand, relationProjection } from "../relations/expand.ts";
 import { checkAccess } from "../rules/access.ts";
 import { decodeRow, type RecordJson } from "./codec.ts";
@@ -46,26 +58,30 @@ export function runListQuery(ctx: AppContext, col: Collection, lq: ListQuery, ac
   const select = selectedFields(col, lq.fields)
     .map((f) => column(col, f))
     .join(", ");
+  const order = orderBySql(plan, terms);
+  const page = (where: Where, limit: number, offset: number) =>
+    ctx.sqlite
+      .query<Record<string, unknown>, SqlValue[]>(
+        `SELECT ${select} FROM ${plan.from} WHERE ${where.sql} ORDER BY ${order} LIMIT ?${offset ? " OFFSET ?" : ""}`,
+      )
+      .all(...where.params, limit, ...(offset ? [offset] : []));
   return runRead(plan, () => {
-    let where = plan.where;
-    if (lq.after !== null) {
+    let rows: Record<string, unknown>[] = [];
+    if (lq.after === null) rows = page(plan.where, lq.limit + 1, (lq.page - 1) * lq.limit);
+    else {
       if (lq.after.length > 64) throw badRequest("invalid cursor: no record with that id in this listing");
       const values = cursorValues(ctx, plan, terms, lq.after);
-      const ks = keysetWhere(plan, terms, values, lq.after);
-      where = { sql: `${where.sql} AND ${ks.sql}`, params: [...where.params, ...ks.params] };
+      for (const phase of keysetPhases(plan, terms, values, lq.after)) {
+        const need = lq.limit + 1 - rows.length;
+        if (need <= 0) break;
+        const where = { sql: `${plan.where.sql} AND ${phase.sql}`, params: [...plan.where.params, ...phase.params] };
+        rows.push(...page(where, need, 0));
+      }
     }
-    let sql = `SELECT ${select} FROM ${plan.from} WHERE ${where.sql} ORDER BY ${orderBySql(plan, terms)} LIMIT ?`;
-    const args: SqlValue[] = [...where.params, lq.limit + 1];
-    if (lq.after === null && lq.page > 1) {
-      sql += " OFFSET ?";
-      args.push((lq.page - 1) * lq.limit);
-    }
-    const rows = ctx.sqlite.query<Record<string, unknown>, SqlValue[]>(sql).all(...args);
     const more = rows.length > lq.limit;
     if (more) rows.pop();
     const items = rows.map((r) => decodeRow(col, r));
-    let total: number | null = null;
-    if (lq.after === null) total = countPlan(ctx, plan);
+    const total = lq.after === null ? countPlan(ctx, plan) : null;
     return { items, next_cursor: more ? (items[items.length - 1]._id as string) : null, total };
   });
 }

@@ -120,4 +120,20 @@ describe("baas serve", () => {
       await again.stop();
     },
   );
+
+  test("a request that never finishes does not hold the stop: a second SIGTERM drops it and the process still exits 0", async () => {
+    const s = await start();
+    await createCollection(s, "stuck");
+    const post = slowPost(s.port, "/api/v1/stuck", JSON.stringify({ title: "never finished" }));
+    await post.begin();
+    await Bun.sleep(100);
+    s.proc.kill("SIGTERM");
+    await Bun.sleep(500);
+    expect(s.proc.exitCode).toBeNull();
+    s.proc.kill("SIGTERM");
+    expect(await s.proc.exited).toBe(0);
+    expect(s.stderr()).toContain("received SIGTERM again");
+    const wal = join(s.dir, "baas.db-wal");
+    expect(!existsSync(wal) || statSync(wal).size === 0).toBe(true);
+  });
 });

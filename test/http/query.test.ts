@@ -193,7 +193,7 @@ describe("cursor walk", () => {
     return seen;
   }
 
-  for (const sort of ["", "sort=k", "sort=-k", "sort=s,-k", "sort=-s&sort=k&sort=-_created_at"]) {
+  for (const sort of ["", "sort=k", "sort=-k", "sort=s,-k", "sort=-s,k", "sort=k:desc,s:asc", "sort=-s&sort=k&sort=-_created_at"]) {
     test(`walking with ${sort || "no sort"} returns each record exactly once, in the offset order`, async () => {
       const full = (await t.req("GET", `/api/v1/walk?limit=500&${sort}`)).body.items.map((r: { _id: string }) => r._id);
       expect(full).toHaveLength(301);
