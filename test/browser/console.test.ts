@@ -371,6 +371,8 @@ describe("admin console in a real browser", () => {
     await page.getByRole("heading", { name: "Settings" }).waitFor();
     await expect(page.locator('[data-callback="codehost"]').textContent()).resolves.toBe(`${PUBLIC_URL}/api/v1/auth/oauth/codehost/callback`);
     await expect(page.locator('[data-callback="oidc"]').textContent()).resolves.toBe(`${PUBLIC_URL}/api/v1/auth/oauth/oidc/callback`);
+    // The read-only redirect addresses are shown, never offered as an editable field.
+    expect(await page.locator('[name="oauth_redirect_urls"]').count()).toBe(0);
     await page.getByLabel("Registration open").uncheck();
     await page.getByLabel("Access token lifetime (seconds)").fill("600");
     await page.getByRole("button", { name: "Save settings" }).click();
