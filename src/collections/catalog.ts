@@ -14,6 +14,10 @@ export interface Catalog {
   dataVersion: number;
   /** Set by every catalog write: the next read reloads from the database (also after a rollback). */
   stale: boolean;
+  /** True while `inTransaction` runs its outer write transaction. */
+  inWriteTx?: boolean;
+  /** Checked against the database during the current write transaction (see refreshCatalog). */
+  checkedInTx?: boolean;
 }
 
 interface Row {
@@ -70,6 +74,10 @@ export function reloadCatalog(ctx: AppContext): void {
 export function refreshCatalog(ctx: AppContext): void {
   const cat = ctx.catalog;
   if (cat.stale) return reloadCatalog(ctx);
+  // Inside our write transaction no other connection can commit, so one check per transaction
+  // is enough (bulk inserts would otherwise ask SQLite several times per record).
+  if (cat.checkedInTx) return;
+  if (cat.inWriteTx) cat.checkedInTx = true;
   const dv = readDataVersion(ctx.sqlite);
   if (dv === cat.dataVersion) return;
   cat.dataVersion = dv;

@@ -9,7 +9,17 @@ import { mapSqliteError } from "./sqlite-errors.ts";
 export function inTransaction<T>(ctx: AppContext, fn: () => T): T {
   try {
     if (ctx.sqlite.inTransaction) return ctx.sqlite.transaction(fn)();
-    return ctx.sqlite.transaction(fn).immediate();
+    return ctx.sqlite
+      .transaction(() => {
+        ctx.catalog.inWriteTx = true;
+        try {
+          return fn();
+        } finally {
+          ctx.catalog.inWriteTx = false;
+          ctx.catalog.checkedInTx = false;
+        }
+      })
+      .immediate();
   } catch (err) {
     ctx.catalog.stale = true;
     throw mapSqliteError(err);

@@ -35,7 +35,7 @@ export function insertRecord(ctx: AppContext, col: Collection, body: Record<stri
     previous: null,
     auth: hookAuth(p),
   });
-  const clean = userFields(data);
+  const clean = ctx.hooks.list.length ? userFields(data) : data;
   const relations = prepareRelations(ctx, col, clean);
   col = ensureFields(ctx, col, relations.stored);
   const errors = [...validateFieldRules(col, clean, "create"), ...relations.errors];
@@ -44,11 +44,11 @@ export function insertRecord(ctx: AppContext, col: Collection, body: Record<stri
   const id = newRecordId(now);
   const names: string[] = [];
   const values: (string | number | null)[] = [id, now, now, p.kind === "user" ? p.userId : null, null];
-  for (const [k, v] of Object.entries(clean)) {
+  for (const k in clean) {
     const def = col.fieldMap.get(k.toLowerCase());
     if (!def) continue; // a null for a field never seen: nothing to store
     names.push(def.name);
-    values.push(encodeValue(def.type, v));
+    values.push(encodeValue(def.type, clean[k]));
   }
   ctx.sqlite.query(insertSql(col.name, names)).run(...values);
   writeLinks(ctx, relations, id);
@@ -78,9 +78,9 @@ function insertedRecord(col: Collection, system: (string | number | null)[], cle
     _deleted_at: null,
   };
   for (const f of col.fields) record[f.name] = null;
-  for (const [k, v] of Object.entries(clean)) {
+  for (const k in clean) {
     const def = col.fieldMap.get(k.toLowerCase());
-    if (def && v !== undefined) record[def.name] = v;
+    if (def && clean[k] !== undefined) record[def.name] = clean[k];
   }
   return record;
 }

@@ -14,6 +14,8 @@ export interface TestOidcProvider {
   issuer: string;
   clientId: string;
   clientSecret: string;
+  /** A public client (no secret, PKCE only) with the same redirect address. */
+  publicClientId: string;
   accounts: Map<string, TestAccount>;
   /** The account the next login signs in as (the interaction logs in without a form). */
   loginAs: string;
@@ -37,7 +39,9 @@ export async function startOidcProvider(redirectUri: string): Promise<TestOidcPr
   const out: TestOidcProvider = {
     issuer,
     clientId: "baas-test-client",
-    clientSecret: "baas-test-client-secret",
+    // Characters that must be form-encoded in HTTP Basic client authentication (RFC 6749 2.3.1).
+    clientSecret: "baas test+client/secret%41:=",
+    publicClientId: "baas-public-client",
     accounts: new Map(),
     loginAs: "",
     discoveryHits: 0,
@@ -52,6 +56,13 @@ export async function startOidcProvider(redirectUri: string): Promise<TestOidcPr
         grant_types: ["authorization_code"],
         response_types: ["code"],
         token_endpoint_auth_method: "client_secret_basic",
+      },
+      {
+        client_id: out.publicClientId,
+        redirect_uris: [redirectUri],
+        grant_types: ["authorization_code"],
+        response_types: ["code"],
+        token_endpoint_auth_method: "none",
       },
     ],
     jwks: { keys: [jwk as never] },

@@ -207,6 +207,16 @@ describe("OIDC login against a real OpenID provider", () => {
     expect(flow.params).toEqual({ error: "provider_error" });
   });
 
+  test("a public client without a secret logs in with PKCE alone", async () => {
+    await t.admin("PATCH", "/api/v1/admin/settings", { oauth_oidc_client_id: op.publicClientId, oauth_oidc_client_secret: "" });
+    try {
+      const flow = await loginAs("alice");
+      expect((await meOf(flow.params.access_token!)).email).toBe("alice@example.com");
+    } finally {
+      await t.admin("PATCH", "/api/v1/admin/settings", { oauth_oidc_client_id: op.clientId, oauth_oidc_client_secret: op.clientSecret });
+    }
+  });
+
   test("a user with 2FA ends in totp_required with a totp_token that completes the login", async () => {
     op.accounts.set("frank", { email: "frank@example.com", email_verified: true });
     const token = (await loginAs("frank")).params.access_token!;

@@ -153,7 +153,12 @@ export async function fetchProfile(ctx: AppContext, provider: ProviderName, code
   const creds = credentialsOf(getSettings(ctx), provider);
   if (!creds) throw new ProviderError(`OAuth provider "${provider}" is not configured`);
   const ep = await endpointsOf(ctx, provider);
-  const client = new OAuth2Client(creds.clientId, creds.clientSecret, redirectUri(ctx, provider));
+  // RFC 6749 2.3.1: HTTP Basic client credentials are form-encoded before base64, which arctic
+  // leaves to the caller; without it a secret with "+", "%", ":" or spaces is refused.
+  const client =
+    creds.clientSecret === null
+      ? new OAuth2Client(creds.clientId, null, redirectUri(ctx, provider))
+      : new OAuth2Client(formEncode(creds.clientId), formEncode(creds.clientSecret), redirectUri(ctx, provider));
   let tokens: OAuth2Tokens;
   let accessToken: string;
   try {
@@ -188,6 +193,10 @@ export async function fetchProfile(ctx: AppContext, provider: ProviderName, code
     if (err instanceof IdTokenError) throw new ProviderError(err.message);
     throw new ProviderError(`reading the user failed: ${(err as Error).message}`);
   }
+}
+
+function formEncode(v: string): string {
+  return new URLSearchParams({ v }).toString().slice(2);
 }
 
 function pick(o: Record<string, unknown>, keys: string[]): Record<string, unknown> {
