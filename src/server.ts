@@ -26,7 +26,7 @@ export async function startServer(config: Config, opts: ContextOptions = {}): Pr
   ensureJwtKey(ctx);
   const generatedSecret = ensureAdminSecret(ctx);
   const app = createApp(ctx);
-    app.listen({
+  app.listen({
     port: config.port,
     hostname: config.host,
     // Bun's own limit would answer 413 with an empty body, so it is set out of reach: readJson streams
@@ -54,7 +54,9 @@ export async function startServer(config: Config, opts: ContextOptions = {}): Pr
       const force = setTimeout(() => void server.stop(true), graceMs);
       await server.stop(false);
       clearTimeout(force);
-      await Promise.race([ctx.mailer.flush().catch(() => {}), Bun.sleep(graceMs)]);
+      let giveUp: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([ctx.mailer.flush().catch(() => {}), new Promise((r) => (giveUp = setTimeout(r, graceMs)))]);
+      clearTimeout(giveUp);
       closeContext(ctx);
     },
     forceClose() {

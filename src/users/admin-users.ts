@@ -36,7 +36,7 @@ export function listUsers(ctx: AppContext, opts: { search?: unknown; limit?: unk
   const where = "WHERE email LIKE ? ESCAPE '\\'";
   const total = ctx.sqlite.query<{ n: number }, [string]>(`SELECT COUNT(*) AS n FROM _users ${where}`).get(pattern)!.n;
   const rows = ctx.sqlite
-    .query<Parameters<typeof userToJson>[0], [string, number, number]>(`SELECT * FROM _users ${where} ORDER BY id DESC LIMIT ? OFFSET ?`)
+    .query<Parameters<typeof userToJson>[0], [string, number, number]>(`SELECT * FROM _users ${where} ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?`)
     .all(pattern, limit, (page - 1) * limit);
   return { items: rows.map(userToJson), total };
 }

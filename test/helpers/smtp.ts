@@ -1,4 +1,5 @@
 import { SMTPServer } from "smtp-server";
+import { createTestApp } from "./app.ts";
 
 /** One mail as received by the capture server, decoded. */
 export interface CapturedMail {
@@ -115,5 +116,19 @@ export async function startSmtpCapture(): Promise<SmtpCapture> {
       mails.length = 0;
     },
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+/** A test app whose mail goes to a fresh capture server; `close` stops both. */
+export async function createMailTestApp(env: Record<string, string> = {}) {
+  const smtp = await startSmtpCapture();
+  const t = createTestApp({ env: { SMTP_URL: smtp.url, ...env } });
+  return {
+    t,
+    smtp,
+    async close() {
+      t.close();
+      await smtp.close();
+    },
   };
 }

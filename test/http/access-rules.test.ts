@@ -60,6 +60,12 @@ function expectStatus(res: { status: number; body: any; headers: Headers }, stat
 
 // Expected status per requester: anon, owner, other, staff, admin.
 type Row = [RuleName, number, number, number, number, number];
+const WHOS: Who[] = ["anon", "owner", "other", "staff", "admin"];
+
+/** Runs `fn` for each requester in WHOS order with what it should get. */
+async function forEachWho<T>(want: T[], fn: (who: Who, expected: T) => Promise<void>): Promise<void> {
+  for (let i = 0; i < WHOS.length; i++) await fn(WHOS[i], want[i]);
+}
 
 describe("read rule on GET /:collection/:id", () => {
   const table: Row[] = [
@@ -73,12 +79,11 @@ describe("read rule on GET /:collection/:id", () => {
     const want = [w0, w1, w2, w3, w4];
     const col = await collectionWith("read", rule);
     const id = await seed(col);
-    const whos: Who[] = ["anon", "owner", "other", "staff", "admin"];
-    for (let i = 0; i < whos.length; i++) {
-      const res = await call(whos[i], "GET", `/api/v1/${col}/${id}`);
-      expectStatus(res, want[i]);
-      if (want[i] === 200) expect(res.body._id).toBe(id);
-    }
+    await forEachWho(want, async (who, status) => {
+      const res = await call(who, "GET", `/api/v1/${col}/${id}`);
+      expectStatus(res, status);
+      if (status === 200) expect(res.body._id).toBe(id);
+    });
   });
 });
 
@@ -97,23 +102,16 @@ describe("read rule on GET /:collection (list)", () => {
     // A record of the "other" user, so owner filtering shows a difference.
     const o = await t.admin("POST", `/api/v1/${col}`, { title: "other's" });
     t.ctx.sqlite.query(`UPDATE "${col}" SET "_owner_id" = ? WHERE "_id" = ?`).run(ids.other!, o.body._id);
-    const whos: Who[] = ["anon", "owner", "other", "staff", "admin"];
-    for (let i = 0; i < whos.length; i++) {
-      const res = await call(whos[i], "GET", `/api/v1/${col}`);
-      const w = want[i];
-      if (typeof w === "number") {
-        expectStatus(res, w);
-        continue;
-      }
+    await forEachWho(want, async (who, w) => {
+      const res = await call(who, "GET", `/api/v1/${col}`);
+      if (typeof w === "number") return expectStatus(res, w);
       expect(res.status).toBe(200);
       const seen = res.body.items.map((r: { _id: string }) => r._id);
-      if (w === "all") expect(seen).toEqual([ownerRec, o.body._id]);
-      else {
-        const mine = whos[i] === "owner" ? [ownerRec] : whos[i] === "other" ? [o.body._id] : [];
-        expect(seen).toEqual(mine);
-        expect(res.body.total).toBe(mine.length);
-      }
-    }
+      if (w === "all") return void expect(seen).toEqual([ownerRec, o.body._id]);
+      const mine = who === "owner" ? [ownerRec] : who === "other" ? [o.body._id] : [];
+      expect(seen).toEqual(mine);
+      expect(res.body.total).toBe(mine.length);
+    });
   });
 });
 
@@ -128,12 +126,11 @@ describe("create rule on POST /:collection", () => {
   test.each(table)("create %s: anonymous %d, owner %d, other user %d, staff %d, admin %d", async (rule, w0, w1, w2, w3, w4) => {
     const want = [w0, w1, w2, w3, w4];
     const col = await collectionWith("create", rule);
-    const whos: Who[] = ["anon", "owner", "other", "staff", "admin"];
-    for (let i = 0; i < whos.length; i++) {
-      const res = await call(whos[i], "POST", `/api/v1/${col}`, { title: whos[i] });
-      expectStatus(res, want[i]);
-      if (want[i] === 201) expect(res.body._owner_id).toBe(whos[i] === "anon" || whos[i] === "admin" ? null : ids[whos[i]]!);
-    }
+    await forEachWho(want, async (who, status) => {
+      const res = await call(who, "POST", `/api/v1/${col}`, { title: who });
+      expectStatus(res, status);
+      if (status === 201) expect(res.body._owner_id).toBe(who === "anon" || who === "admin" ? null : ids[who]!);
+    });
     // Nothing was stored by a refused create.
     const stored = t.ctx.sqlite.query(`SELECT COUNT(*) AS n FROM "${col}"`).get() as { n: number };
     expect(stored.n).toBe(want.filter((s) => s === 201).length);
@@ -155,15 +152,13 @@ for (const op of ["update", "delete", "restore"] as const) {
       ["role", 401, 403, 403, 200, 200],
     ];
     test.each(table)(`${ruleOp} %s: anonymous %d, owner %d, other user %d, staff %d, admin %d`, async (rule, w0, w1, w2, w3, w4) => {
-    const want = [w0, w1, w2, w3, w4];
       const col = await collectionWith(ruleOp, rule);
-      const whos: Who[] = ["anon", "owner", "other", "staff", "admin"];
-      for (let i = 0; i < whos.length; i++) {
+      await forEachWho([w0, w1, w2, w3, w4], async (who, status) => {
         const id = await seed(col, op === "restore");
-        const res = await call(whos[i], method, path(col, id), body);
-        expectStatus(res, want[i]);
+        const res = await call(who, method, path(col, id), body);
+        expectStatus(res, status);
         const after = await t.admin("GET", `/api/v1/${col}/${id}?include_deleted=true`);
-        if (want[i] === 200) {
+        if (status === 200) {
           expect(res.body._id).toBe(id);
           if (op === "update") expect(after.body.title).toBe("changed");
           if (op === "delete") expect(after.body._deleted_at).toBeNumber();
@@ -172,7 +167,7 @@ for (const op of ["update", "delete", "restore"] as const) {
           expect(after.body.title).toBe("seed");
           expect(after.body._deleted_at === null).toBe(op !== "restore");
         }
-      }
+      });
     });
 
     test(`owner ${ruleOp} rule with an owner read rule: another user's record is 404, not 403`, async () => {

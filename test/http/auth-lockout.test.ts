@@ -1,6 +1,9 @@
-import { afterAll, describe, expect, test } from "bun:test";
+import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { createServer } from "node:net";
 import { createTestApp, registerUser } from "../helpers/app.ts";
+
+// Password hashing (argon2id) is slow on a loaded machine; these tests hash several times each.
+setDefaultTimeout(30_000);
 
 // A port that refuses connections: mail delivery must fail without failing the request.
 const closedPort = await new Promise<number>((resolve) => {

@@ -1,13 +1,12 @@
-import { afterAll, describe, expect, test } from "bun:test";
+import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { createTestApp, registerUser } from "../helpers/app.ts";
-import { startSmtpCapture } from "../helpers/smtp.ts";
+import { createMailTestApp } from "../helpers/smtp.ts";
 
-const smtp = await startSmtpCapture();
-const t = createTestApp({ env: { SMTP_URL: smtp.url, APP_URL: "https://app.example.test", MAIL_FROM: "auth@example.test" } });
-afterAll(async () => {
-  t.close();
-  await smtp.close();
-});
+// Password hashing (argon2id) is slow on a loaded machine; these tests hash several times each.
+setDefaultTimeout(30_000);
+
+const { t, smtp, close } = await createMailTestApp({ APP_URL: "https://app.example.test", MAIL_FROM: "auth@example.test" });
+afterAll(close);
 
 const MIN = 60_000;
 const post = (path: string, body?: unknown, token?: string) => t.req("POST", `/api/v1/auth${path}`, { body, token });
