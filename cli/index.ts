@@ -1,5 +1,5 @@
 #!/usr/bin/env bun
-import { Command, CommanderError } from "commander";
+import { Command, CommanderError, InvalidArgumentError } from "commander";
 import { ConfigError } from "../src/config.ts";
 import { AppError, ValidationError } from "../src/errors.ts";
 import { VERSION } from "../src/version.ts";
@@ -66,6 +66,8 @@ function helpToFlag(argv: string[]): string[] {
 try {
   await program.parseAsync(helpToFlag(process.argv));
 } catch (err) {
+  // Thrown by our own argument parsing inside an action: commander has not reported it.
+  if (err instanceof InvalidArgumentError) fail(2, err.message, { error: err.message, code: "usage" });
   if (err instanceof CommanderError) {
     // Help and version print and succeed; help shown because a subcommand is missing is a usage error.
     if (err.code === "commander.helpDisplayed" || err.code === "commander.version") process.exit(0);

@@ -30,6 +30,22 @@ export async function withContext<T>(cmd: Command, fn: (ctx: AppContext) => T | 
   }
 }
 
+/**
+ * The usual action: open the data directory, call one service with the command's
+ * arguments and options, print its result (JSON with --json, else `human`).
+ */
+export function serviceAction<R>(
+  call: (ctx: AppContext, args: any[], opts: any) => R | Promise<R>,
+  human: (res: Awaited<R>, args: any[]) => string,
+): (...all: unknown[]) => Promise<void> {
+  return async (...all) => {
+    const cmd = all[all.length - 1] as Command;
+    const args = all.slice(0, -2);
+    const res = await withContext(cmd, (ctx) => call(ctx, args, all[all.length - 2]));
+    output(cmd, res, () => human(res, args));
+  };
+}
+
 /** Prints a result: the JSON body with --json, else the human rendering. */
 export function output(cmd: Command, value: unknown, human: () => string): void {
   if (globalsOf(cmd).json) process.stdout.write(JSON.stringify(value, null, 2) + "\n");

@@ -8,7 +8,7 @@ import {
   updateCollectionRules,
   type CollectionJson,
 } from "../../src/collections/admin.ts";
-import { UsageError, confirmDestructive, keyValues, note, output, parseJsonArg, parseRuleArg, ruleText, table, when, withContext } from "../run.ts";
+import { UsageError, confirmDestructive, serviceAction, keyValues, output, parseJsonArg, parseRuleArg, ruleText, table, when, withContext } from "../run.ts";
 
 type RuleFlags = { read?: unknown; create?: unknown; update?: unknown; delete?: unknown };
 
@@ -73,9 +73,8 @@ Examples:
     .command("list")
     .description("list collections")
     .addHelpText("after", "\nExample:\n  $ baas collections list --json   # { items: [collection, ...] }")
-    .action(async (_opts: unknown, cmd: Command) => {
-      const res = await withContext(cmd, (ctx) => listCollectionsJson(ctx));
-      output(cmd, res, () =>
+    .action(
+      serviceAction(listCollectionsJson, (res) =>
         table(
           ["NAME", "FIELDS", "READ", "CREATE", "UPDATE", "DELETE", "FTS"],
           res.items.map((c) => [
@@ -88,17 +87,14 @@ Examples:
             c.fts.enabled ? "on" : "off",
           ]),
         ),
-      );
-    });
+      ),
+    );
 
   group
     .command("show <name>")
     .description("show one collection: rules, field rules, fields, indexes, full-text state")
     .addHelpText("after", "\nExample:\n  $ baas collections show posts --json")
-    .action(async (name: string, _opts: unknown, cmd: Command) => {
-      const res = await withContext(cmd, (ctx) => getCollectionJson(ctx, name));
-      output(cmd, res, () => showCollection(res));
-    });
+    .action(serviceAction((ctx, [name]) => getCollectionJson(ctx, name), showCollection));
 
   group
     .command("delete <name>")
@@ -115,7 +111,7 @@ Examples:
         );
         return go ? deleteCollection(ctx, name) : null;
       });
-      if (!res) return note(cmd, "cancelled, nothing deleted");
+      if (!res) throw new Error("cancelled, nothing deleted");
       output(cmd, res, () => `deleted collection ${name}`);
     });
 
@@ -145,8 +141,5 @@ Examples:
     .command("stats <collection>")
     .description("record count and time of the last write of a collection")
     .addHelpText("after", "\nExample:\n  $ baas stats posts --json   # { row_count, last_write }")
-    .action(async (name: string, _opts: unknown, cmd: Command) => {
-      const res = await withContext(cmd, (ctx) => collectionStats(ctx, name));
-      output(cmd, res, () => keyValues({ ...res, last_write: when(res.last_write) }));
-    });
+    .action(serviceAction((ctx, [name]) => collectionStats(ctx, name), (res) => keyValues({ ...res, last_write: when(res.last_write) })));
 }

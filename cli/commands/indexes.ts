@@ -3,7 +3,7 @@ import { createIndexDef, dropIndexDef, listIndexes } from "../../src/collections
 import type { IndexDef } from "../../src/collections/types.ts";
 import { disableFts, enableFts, ftsStatus, type FtsStatus } from "../../src/search/fts.ts";
 import { isInteractive, withSpinner } from "../prompts.ts";
-import { globalsOf, keyValues, output, table, withContext } from "../run.ts";
+import { globalsOf, keyValues, output, serviceAction, table, withContext } from "../run.ts";
 
 const showIndex = (i: IndexDef) => `${i.name} (${i.fields.join(", ")})${i.unique ? " unique" : ""}`;
 const showFts = (s: FtsStatus | { enabled: false }) =>
@@ -41,19 +41,18 @@ Examples:
     .command("list <collection>")
     .description("list a collection's indexes")
     .addHelpText("after", "\nExample:\n  $ baas indexes list posts --json   # { items: [{ name, fields, unique }, ...] }")
-    .action(async (collection: string, _opts: unknown, cmd: Command) => {
-      const res = await withContext(cmd, (ctx) => listIndexes(ctx, collection));
-      output(cmd, res, () => table(["NAME", "FIELDS", "UNIQUE"], res.items.map((i) => [i.name, i.fields.join(", "), i.unique ? "yes" : "no"])));
-    });
+    .action(
+      serviceAction(
+        (ctx, [collection]) => listIndexes(ctx, collection),
+        (res) => table(["NAME", "FIELDS", "UNIQUE"], res.items.map((i) => [i.name, i.fields.join(", "), i.unique ? "yes" : "no"])),
+      ),
+    );
 
   indexes
     .command("drop <collection> <index>")
     .description("drop an index by name")
     .addHelpText("after", "\nExample:\n  $ baas indexes drop posts idx_posts_slug")
-    .action(async (collection: string, index: string, _opts: unknown, cmd: Command) => {
-      const res = await withContext(cmd, (ctx) => dropIndexDef(ctx, collection, index));
-      output(cmd, res, () => `dropped index ${index}`);
-    });
+    .action(serviceAction((ctx, [collection, index]) => dropIndexDef(ctx, collection, index), (_res, [, index]) => `dropped index ${index}`));
 
   const fts = program
     .command("fts")
@@ -82,16 +81,10 @@ Examples:
   fts
     .command("status <collection>")
     .description("show whether the index is on, its fields and how many records it holds")
-    .action(async (collection: string, _opts: unknown, cmd: Command) => {
-      const res = await withContext(cmd, (ctx) => ftsStatus(ctx, collection));
-      output(cmd, res, () => showFts(res));
-    });
+    .action(serviceAction((ctx, [collection]) => ftsStatus(ctx, collection), showFts));
 
   fts
     .command("disable <collection>")
     .description("drop the full-text index")
-    .action(async (collection: string, _opts: unknown, cmd: Command) => {
-      const res = await withContext(cmd, (ctx) => disableFts(ctx, collection));
-      output(cmd, res, () => showFts(res));
-    });
+    .action(serviceAction((ctx, [collection]) => disableFts(ctx, collection), showFts));
 }

@@ -1,6 +1,6 @@
 import { Option, type Command } from "commander";
 import { ON_DELETE, RELATION_TYPES, createRelation, deleteRelation, listRelations, type Relation } from "../../src/relations/catalog.ts";
-import { UsageError, keyValues, output, table, when, withContext } from "../run.ts";
+import { UsageError, keyValues, output, serviceAction, table, when, withContext } from "../run.ts";
 
 function showRelation(r: Relation): string {
   return keyValues({ ...r, to_field: r.to_field ?? "-", created_at: when(r.created_at) });
@@ -50,22 +50,18 @@ Examples:
     .command("list")
     .description("list relations")
     .addHelpText("after", "\nExample:\n  $ baas relations list --json   # { items: [relation, ...] }")
-    .action(async (_opts: unknown, cmd: Command) => {
-      const res = await withContext(cmd, (ctx) => listRelations(ctx));
-      output(cmd, res, () =>
+    .action(
+      serviceAction(listRelations, (res) =>
         table(
           ["ID", "FROM", "TO", "TYPE", "TO_FIELD", "ON_DELETE"],
           res.items.map((r) => [r.id, `${r.from_col}.${r.from_field}`, r.to_col, r.type, r.to_field ?? "-", r.on_delete]),
         ),
-      );
-    });
+      ),
+    );
 
   group
     .command("delete <id>")
     .description("delete a relation (the id field's values stay; a many_via junction table goes)")
     .addHelpText("after", "\nExample:\n  $ baas relations delete 01HZX3ABCDEF...")
-    .action(async (id: string, _opts: unknown, cmd: Command) => {
-      const res = await withContext(cmd, (ctx) => deleteRelation(ctx, id));
-      output(cmd, res, () => `deleted relation ${id}`);
-    });
+    .action(serviceAction((ctx, [id]) => deleteRelation(ctx, id), (_res, [id]) => `deleted relation ${id}`));
 }

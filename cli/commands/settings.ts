@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { SETTING_DEFS, parseSettingString, settingsForDisplay, updateSettings } from "../../src/settings/settings.ts";
 import { badRequest } from "../../src/errors.ts";
-import { keyValues, output, withContext } from "../run.ts";
+import { keyValues, output, serviceAction, withContext } from "../run.ts";
 
 /** `baas settings list|get|set`: the same service functions as /admin/settings. */
 export function registerSettings(program: Command): void {
@@ -23,10 +23,7 @@ Examples:
   group
     .command("list")
     .description("all settings (client secrets shown as ********)")
-    .action(async (_opts: unknown, cmd: Command) => {
-      const res = await withContext(cmd, (ctx) => settingsForDisplay(ctx));
-      output(cmd, res, () => keyValues(res));
-    });
+    .action(serviceAction(settingsForDisplay, keyValues));
 
   group
     .command("get <key>")
@@ -40,8 +37,10 @@ Examples:
   group
     .command("set <key> <value>")
     .description("change one setting; the value is read by the setting's type (true/false, integers, text)")
-    .action(async (key: string, value: string, _opts: unknown, cmd: Command) => {
-      const res = await withContext(cmd, (ctx) => updateSettings(ctx, { [key]: parseSettingString(key, value) }));
-      output(cmd, res, () => `${key} = ${String(res[key])}`);
-    });
+    .action(
+      serviceAction(
+        (ctx, [key, value]) => updateSettings(ctx, { [key]: parseSettingString(key, value) }),
+        (res, [key]) => `${key} = ${String(res[key])}`,
+      ),
+    );
 }

@@ -10,7 +10,7 @@ import {
 } from "../../src/users/admin-users.ts";
 import type { UserJson } from "../../src/users/users.ts";
 import { askPassword, isInteractive } from "../prompts.ts";
-import { UsageError, collect, confirmDestructive, keyValues, note, output, parseJsonArg, table, when, withContext } from "../run.ts";
+import { UsageError, collect, confirmDestructive, keyValues, output, parseJsonArg, serviceAction, table, when, withContext } from "../run.ts";
 
 /** Human rendering of a user object. */
 export function showUser(u: UserJson): string {
@@ -95,29 +95,19 @@ Examples:
     .command("show <user>")
     .description("show one user")
     .addHelpText("after", "\nExample:\n  $ baas users show ada@example.com --json")
-    .action(async (who: string, _opts: unknown, cmd: Command) => {
-      const res = await withContext(cmd, (ctx) => getUser(ctx, who));
-      output(cmd, res, () => showUser(res));
-    });
+    .action(serviceAction((ctx, [who]) => getUser(ctx, who), showUser));
 
   group
     .command("roles <user> <role...>")
     .description("replace the user's roles (they reach the access token at the next login or refresh)")
     .addHelpText("after", "\nExample:\n  $ baas users roles ada@example.com editor admin")
-    .action(async (who: string, roles: string[], _opts: unknown, cmd: Command) => {
-      const res = await withContext(cmd, (ctx) => adminUpdateUser(ctx, who, { roles }));
-      output(cmd, res, () => showUser(res));
-    });
+    .action(serviceAction((ctx, [who, roles]) => adminUpdateUser(ctx, who, { roles }), showUser));
 
   group
     .command("metadata <user> <json>")
     .description("replace the user's metadata with a JSON object (or @file)")
     .addHelpText("after", `\nExamples:\n  $ baas users metadata ada@example.com '{"plan":"pro","team":{"id":7}}'\n  $ baas users metadata ada@example.com @meta.json`)
-    .action(async (who: string, json: string, _opts: unknown, cmd: Command) => {
-      const metadata = parseJsonArg(json);
-      const res = await withContext(cmd, (ctx) => adminUpdateUser(ctx, who, { metadata }));
-      output(cmd, res, () => showUser(res));
-    });
+    .action(serviceAction((ctx, [who, json]) => adminUpdateUser(ctx, who, { metadata: parseJsonArg(json) }), showUser));
 
   group
     .command("delete <user>")
@@ -130,7 +120,7 @@ Examples:
         const go = await confirmDestructive(opts.yes, `Delete user ${user.email}?`, `delete user ${user.email}`);
         return go ? deleteUser(ctx, user.id) : null;
       });
-      if (!res) return note(cmd, "cancelled, nothing deleted");
+      if (!res) throw new Error("cancelled, nothing deleted");
       output(cmd, res, () => `deleted user ${who} (${res.id})`);
     });
 
@@ -138,17 +128,11 @@ Examples:
     .command("revoke-sessions <user>")
     .description("sign the user out everywhere: every session and refresh token stops working at once")
     .addHelpText("after", "\nExample:\n  $ baas users revoke-sessions ada@example.com --json   # { ok, sessions_revoked }")
-    .action(async (who: string, _opts: unknown, cmd: Command) => {
-      const res = await withContext(cmd, (ctx) => revokeSessionsOfUser(ctx, who));
-      output(cmd, res, () => `revoked ${res.sessions_revoked} session(s)`);
-    });
+    .action(serviceAction((ctx, [who]) => revokeSessionsOfUser(ctx, who), (res) => `revoked ${res.sessions_revoked} session(s)`));
 
   group
     .command("unlock <user>")
     .description("clear a lockout after too many failed logins")
     .addHelpText("after", "\nExample:\n  $ baas users unlock ada@example.com")
-    .action(async (who: string, _opts: unknown, cmd: Command) => {
-      const res = await withContext(cmd, (ctx) => unlockUser(ctx, who));
-      output(cmd, res, () => `unlocked ${res.email}`);
-    });
+    .action(serviceAction((ctx, [who]) => unlockUser(ctx, who), (res) => `unlocked ${res.email}`));
 }

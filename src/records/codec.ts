@@ -70,7 +70,8 @@ export function ensureFields(ctx: AppContext, col: Collection, data: Record<stri
   col = findCollection(ctx, col.name) ?? col;
   const errors: FieldError[] = [];
   const fresh: FieldDef[] = [];
-  for (const [name, value] of Object.entries(data)) {
+  for (const name in data) {
+    const value = data[name];
     if (!isValidFieldName(name)) {
       errors.push({ field: name, rule: "name", message: `"${name}" is not a valid field name.` });
       continue;

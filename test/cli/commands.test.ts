@@ -537,3 +537,51 @@ describe("indexes and fts", () => {
     expect((await cli(["fts", "status"])).code).toBe(2);
   });
 });
+
+// On a terminal the CLI asks instead of refusing. `script` gives the binary a pseudo-terminal.
+const scriptBin = Bun.which("script");
+describe.skipIf(!scriptBin)("prompts on a terminal", () => {
+  /** Runs the binary on a pseudo-terminal, typing each input after a pause (as a person would). */
+  const onTty = async (args: string[], inputs: string[]) => {
+    const command = `stty cols 200 rows 50; ${[bin, "--data", dir, ...args].map((a) => `'${a}'`).join(" ")}`;
+    const proc = Bun.spawn([scriptBin!, "-q", "-e", "-c", command, "/dev/null"], {
+      stdin: "pipe",
+      stdout: "pipe",
+      stderr: "pipe",
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? "/tmp", TERM: "xterm" },
+    });
+    const output = new Response(proc.stdout).text();
+    for (const input of inputs) {
+      await Bun.sleep(700);
+      proc.stdin.write(input);
+      proc.stdin.flush();
+    }
+    await Bun.sleep(300);
+    proc.stdin.end();
+    const [out, code] = await Promise.all([output, proc.exited]);
+    return { code, out: out.replace(/[\r\n]/g, "").replace(/\x1b\[[0-9;?]*[A-Za-z]/g, "") };
+  };
+
+  test("collections delete asks to confirm; no keeps the collection, yes deletes it", async () => {
+    await cli(["collections", "create", "ttyposts"]);
+    const no = await onTty(["collections", "delete", "ttyposts"], ["n", "\r"]);
+    expect(no.out).toContain('Delete collection "ttyposts"');
+    expect(no.code).toBe(1);
+    expect((await cli(["collections", "show", "ttyposts"])).code).toBe(0);
+    const yes = await onTty(["collections", "delete", "ttyposts"], ["y", "\r"]);
+    expect(yes.code).toBe(0);
+    expect(yes.out).toContain("deleted collection ttyposts");
+    expect((await cli(["collections", "show", "ttyposts"])).code).toBe(1);
+  });
+
+  test("users create asks for the password without echoing it", async () => {
+    const r = await onTty(["users", "create", "tty@example.com"], ["tty-password-9", "\r"]);
+    expect(r.code).toBe(0);
+    expect(r.out).toContain("Password for tty@example.com");
+    expect(r.out).not.toContain("tty-password-9");
+    const db = new Database(join(dir, "baas.db"), { readonly: true });
+    const row = db.query<{ password_hash: string }, []>("SELECT password_hash FROM _users WHERE email = 'tty@example.com'").get()!;
+    expect(await Bun.password.verify("tty-password-9", row.password_hash)).toBe(true);
+    db.close();
+  });
+});

@@ -33,7 +33,9 @@ export async function renderSettings(main: HTMLElement, stale: () => boolean): P
   const loaded = await api<Settings>("GET", "/admin/settings");
   if (stale()) return;
   const readers = new Map<string, () => unknown>();
-  const used = new Set<string>();
+  // Read-only: the server's own callback addresses, shown per provider below, never edited.
+  const redirects = (loaded.oauth_redirect_urls ?? {}) as Record<string, string>;
+  const used = new Set<string>(["oauth_redirect_urls"]);
 
   const control = (key: string, label = LABELS[key] ?? key): Child => {
     if (!(key in loaded)) return null;
@@ -82,7 +84,7 @@ export async function renderSettings(main: HTMLElement, stale: () => boolean): P
           "p",
           { class: "callback" },
           "Callback URL to register with the provider: ",
-          h("code", { "data-callback": id }, `${publicUrl()}/api/v1/auth/oauth/${id}/callback`),
+          h("code", { "data-callback": id }, redirects[id] ?? `${publicUrl()}/api/v1/auth/oauth/${id}/callback`),
         ),
         h("div", { class: "grid2" }, keys.map((k) => control(`oauth_${id}_${k}`, k.replace("_", " ")))),
       ),
