@@ -67,7 +67,8 @@ export function userFields(body: Record<string, unknown>): Record<string, unknow
 export function ensureFields(ctx: AppContext, col: Collection, data: Record<string, unknown>): Collection {
   const errors: FieldError[] = [];
   const fresh: FieldDef[] = [];
-  for (const [name, value] of Object.entries(data)) {
+  for (const name in data) {
+    const value = data[name];
     if (!isValidFieldName(name)) {
       errors.push({ field: name, rule: "name", message: `"${name}" is not a valid field name.` });
       continue;
