@@ -28,12 +28,22 @@ export interface Page {
   total: number | null;
 }
 
-/** The columns a list returns: every field, or `_id` plus the `fields` selection. */
-function selectedFields(col: Collection, fields: string[] | null): string[] {
-  if (fields === null) return [...SYSTEM_FIELDS, ...col.fields.map((f) => f.name)];
+/** The full SELECT list of each catalog entry (entries are replaced, never changed, on a schema change). */
+const fullSelect = new WeakMap<Collection, string>();
+
+/** The SELECT list of a list: every field, or `_id` plus the `fields` selection. */
+function selectList(col: Collection, fields: string[] | null): string {
+  if (fields === null) {
+    let sql = fullSelect.get(col);
+    if (sql === undefined) {
+      sql = [...SYSTEM_FIELDS, ...col.fields.map((f) => f.name)].map((f) => column(col, f)).join(", ");
+      fullSelect.set(col, sql);
+    }
+    return sql;
+  }
   const names = new Set<string>(["_id"]);
   for (const f of fields) names.add(resolveField(col, f).name);
-  return [...names];
+  return [...names].map((f) => column(col, f)).join(", ");
 }
 
 /** The values of the ORDER BY terms on the cursor row; 400 when no such record (or, when ranking, no match). */
@@ -55,9 +65,7 @@ function cursorValues(ctx: AppContext, plan: ReadPlan, terms: OrderTerm[], after
 export function runListQuery(ctx: AppContext, col: Collection, lq: ListQuery, access: ReturnType<typeof checkAccess>, p: Principal): Page {
   const plan = planRead(ctx, col, lq, access, p);
   const terms = orderTerms(col, plan, lq.sort);
-  const select = selectedFields(col, lq.fields)
-    .map((f) => column(col, f))
-    .join(", ");
+  const select = selectList(col, lq.fields);
   const order = orderBySql(plan, terms);
   const page = (where: Where, limit: number, offset: number) =>
     ctx.sqlite

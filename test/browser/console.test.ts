@@ -188,6 +188,64 @@ describe("admin console in a real browser", () => {
     await page.locator("td", { hasText: "Third post" }).waitFor();
   }, STEP);
 
+  test("a filter narrows the records and a sort orders them", async () => {
+    await page.getByRole("button", { name: "Add filter" }).click();
+    const row = page.locator(".filter-row").last();
+    await row.getByLabel("Filter field").selectOption("n");
+    await row.getByLabel("Filter operator").selectOption("gt");
+    await row.getByLabel("Filter value").fill("1");
+    await page.getByLabel("Sort by").selectOption("n");
+    await page.getByLabel("Sort direction").selectOption("desc");
+    await page.getByRole("button", { name: "Apply" }).click();
+    await page.getByText("Page 1 · 2 matching").waitFor();
+    const titles = await page.locator("tbody tr").evaluateAll((trs) => trs.map((tr) => tr.children[1]?.textContent));
+    expect(titles).toEqual(["Third post", "Second post"]);
+    await shot("04b-filter");
+    await row.getByLabel("Filter value").fill("abc");
+    await page.getByRole("button", { name: "Apply" }).click();
+    await errorNotice(/"n"|number/);
+    await row.getByRole("button", { name: "×" }).click();
+    await page.getByLabel("Sort by").selectOption("");
+    await page.getByRole("button", { name: "Apply" }).click();
+    await page.getByText("Page 1 · 3 matching").waitFor();
+  }, STEP);
+
+  test("full-text search is enabled from its tab and then searches the records", async () => {
+    await page.getByRole("link", { name: "Full-text search" }).click();
+    await page.locator('[data-fts="disabled"]').waitFor();
+    await page.getByRole("button", { name: "Enable full-text search" }).click();
+    await okNotice("Full-text search enabled.");
+    await page.locator('[data-fts="enabled"]').waitFor();
+    expect(await adminApi("GET", "/admin/collections/posts/fts")).toMatchObject({ enabled: true, fields: ["title"], indexed_records: 3 });
+    await page.getByRole("link", { name: "Records" }).click();
+    await page.getByLabel("Full-text search").fill("third");
+    await page.getByLabel("Full-text search").press("Enter");
+    await page.getByText("Page 1 · 1 matching").waitFor();
+    await expect(page.locator("tbody tr").count()).resolves.toBe(1);
+    await page.getByLabel("Full-text search").fill("");
+    await page.getByRole("button", { name: "Apply" }).click();
+    await page.getByText("Page 1 · 3 matching").waitFor();
+  }, STEP);
+
+  test("an index is created and dropped from the indexes tab", async () => {
+    await page.getByRole("link", { name: "Indexes" }).click();
+    await page.getByLabel("Fields (comma-separated, in order)").fill("n");
+    await page.getByLabel("Unique").check();
+    await page.getByRole("button", { name: "Create index" }).click();
+    await okNotice("created");
+    const { items } = await adminApi("GET", "/admin/collections/posts/indexes");
+    expect(items).toMatchObject([{ fields: ["n"], unique: true }]);
+    await page.locator("tr", { hasText: items[0].name }).waitFor();
+    await page.getByLabel("Fields (comma-separated, in order)").fill("nope");
+    await page.getByRole("button", { name: "Create index" }).click();
+    await errorNotice("nope");
+    await page.locator("tr", { hasText: items[0].name }).getByRole("button", { name: "Drop" }).click();
+    await page.getByRole("button", { name: "Drop index" }).click();
+    await okNotice("dropped");
+    expect((await adminApi("GET", "/admin/collections/posts/indexes")).items).toEqual([]);
+    await page.getByRole("link", { name: "Records" }).click();
+  }, STEP);
+
   test("soft delete hides a record, include deleted shows it, restore brings it back", async () => {
     await page.locator("tr", { hasText: "Second post" }).getByRole("button", { name: "Delete", exact: true }).click();
     await okNotice("deleted (soft)");
@@ -215,10 +273,25 @@ describe("admin console in a real browser", () => {
     expect(list.items.map((r: any) => r.title).sort()).toEqual(["Second post", "Third post"]);
   }, STEP);
 
+  test("cursor pages move forward and back", async () => {
+    for (let i = 1; i <= 12; i++) await adminApi("POST", "/posts", { title: `Bulk ${String(i).padStart(2, "0")}`, n: 100 + i });
+    await page.getByLabel("Page size").selectOption("10");
+    await page.getByRole("button", { name: "Apply" }).click();
+    await page.getByText("Page 1 · 14 matching").waitFor();
+    await expect(page.locator("tbody tr").count()).resolves.toBe(10);
+    await page.getByRole("button", { name: "Next →" }).click();
+    await page.getByText("Page 2 · 14 matching").waitFor();
+    await expect(page.locator("tbody tr").count()).resolves.toBe(4);
+    expect(await page.getByRole("button", { name: "Next →" }).isDisabled()).toBe(true);
+    await page.getByRole("button", { name: "← Previous" }).click();
+    await page.getByText("Page 1 · 14 matching").waitFor();
+    await expect(page.locator("tbody tr").count()).resolves.toBe(10);
+  }, STEP);
+
   test("the collections list shows record counts", async () => {
     await page.getByRole("link", { name: "Collections", exact: true }).first().click();
     await page.getByRole("heading", { name: "Collections" }).waitFor();
-    await expect(page.locator('[data-count="posts"]').textContent()).resolves.toBe("2");
+    await expect(page.locator('[data-count="posts"]').textContent()).resolves.toBe("14");
     await shot("02-collections");
   }, STEP);
 

@@ -18,8 +18,8 @@ const MAX_COLUMNS = 8;
 /** Renders the Records tab of a collection. */
 export async function renderRecords(body: HTMLElement, col: CollectionJson, stale: () => boolean, onChange: () => Promise<void>): Promise<void> {
   const base = `/${seg(col.name)}`;
-  const allFields = [...SYSTEM_FIELDS, ...col.fields.map((f) => f.name)];
-  const fieldOptions = (selected?: string) => allFields.map((f) => h("option", { value: f, selected: f === selected }, f));
+  const fieldOptions = (selected?: string) =>
+    [...SYSTEM_FIELDS, ...col.fields.map((f) => f.name)].map((f) => h("option", { value: f, selected: f === selected }, f));
 
   const filterRows = h("div", { class: "filters" });
   const addFilter = (fieldName = col.fields[0]?.name ?? "_id") => {
@@ -30,7 +30,18 @@ export async function renderRecords(body: HTMLElement, col: CollectionJson, stal
     filterRows.append(row);
     val.focus();
   };
-  const sortField = h("select", { name: "sort-field", "aria-label": "Sort by" }, h("option", { value: "" }, "default order"), fieldOptions());
+  const sortField = h("select", { name: "sort-field", "aria-label": "Sort by" });
+  // A record can add fields: the pickers are rebuilt from a fresh collection after each write.
+  const fillPickers = () => {
+    replace(sortField, h("option", { value: "" }, "default order"), fieldOptions(sortField.value));
+    for (const sel of filterRows.querySelectorAll<HTMLSelectElement>('select[name="filter-field"]')) replace(sel, fieldOptions(sel.value));
+  };
+  fillPickers();
+  const afterWrite = async () => {
+    Object.assign(col, await api<CollectionJson>("GET", `/admin/collections/${seg(col.name)}`));
+    fillPickers();
+    await onChange();
+  };
   const sortDir = h("select", { name: "sort-dir", "aria-label": "Sort direction" }, h("option", { value: "asc" }, "ascending"), h("option", { value: "desc" }, "descending"));
   const search = h("input", {
     type: "search",
@@ -39,7 +50,7 @@ export async function renderRecords(body: HTMLElement, col: CollectionJson, stal
     "aria-label": "Full-text search",
   });
   const includeDeleted = checkbox("Include deleted", false, { name: "include_deleted" });
-  const limit = h("select", { name: "limit", "aria-label": "Page size" }, [20, 50, 100, 500].map((n) => h("option", { value: String(n), selected: n === 20 }, `${n} per page`)));
+  const limit = h("select", { name: "limit", "aria-label": "Page size" }, [10, 20, 50, 100, 500].map((n) => h("option", { value: String(n), selected: n === 20 }, `${n} per page`)));
   const apply = h("button", { type: "submit", class: "btn primary" }, "Apply");
   const results = h("div", { class: "results", "aria-live": "polite" });
 
@@ -79,7 +90,7 @@ export async function renderRecords(body: HTMLElement, col: CollectionJson, stal
     if (page.next_cursor) cursors.push(page.next_cursor);
     const reload = async () => {
       await load(pageIndex);
-      await onChange();
+      await afterWrite();
     };
     replace(results, recordTable(col, page.items, reload), pager(pageIndex, page));
   };
@@ -117,7 +128,7 @@ export async function renderRecords(body: HTMLElement, col: CollectionJson, stal
       { class: "toolbar-row" },
       button("Add filter", () => addFilter()),
       h("span", { class: "spacer" }),
-      button("New record", () => editRecord(col, null, async () => (await load(0), await onChange()))),
+      button("New record", () => editRecord(col, null, async () => (await load(0), await afterWrite()))),
       apply,
     ),
   );
