@@ -1,3 +1,4 @@
+import type { Database, Statement } from "bun:sqlite";
 import type { Principal } from "../auth/principal.ts";
 import type { AppContext } from "../context.ts";
 import { requireCollection } from "../collections/catalog.ts";
@@ -50,7 +51,7 @@ export function insertRecord(ctx: AppContext, col: Collection, body: Record<stri
     names.push(def.name);
     values.push(encodeValue(def.type, clean[k]));
   }
-  ctx.sqlite.query(insertSql(col.name, names)).run(...values);
+  insertStatement(ctx, col.name, names).run(...values);
   writeLinks(ctx, relations, id);
   const record = attachRelationFields(ctx, col, [insertedRecord(col, values, clean)], p)[0];
   runHooks(ctx, col, "afterCreate", {
@@ -85,17 +86,19 @@ function insertedRecord(col: Collection, system: (string | number | null)[], cle
   return record;
 }
 
-const insertSqlCache = new Map<string, string>();
+const insertStatements = new WeakMap<Database, Map<string, Statement>>();
 
-/** The INSERT statement for a table and field list, built once per shape (bulk inserts repeat it). */
-function insertSql(table: string, fields: string[]): string {
-  const key = `${table}\u0000${fields.join("\u0000")}`;
-  let sql = insertSqlCache.get(key);
-  if (sql === undefined) {
+/** The prepared INSERT for a table and field list, built once per shape and connection (bulk inserts repeat it). */
+function insertStatement(ctx: AppContext, table: string, fields: string[]): Statement {
+  let byShape = insertStatements.get(ctx.sqlite);
+  if (!byShape) insertStatements.set(ctx.sqlite, (byShape = new Map()));
+  const key = fields.length ? `${table}\u0000${fields.join("\u0000")}` : table;
+  let stmt = byShape.get(key);
+  if (stmt === undefined) {
     const cols = ['"_id"', '"_created_at"', '"_updated_at"', '"_owner_id"', '"_deleted_at"', ...fields.map(q)];
-    sql = `INSERT INTO ${q(table)} (${cols.join(", ")}) VALUES (${cols.map(() => "?").join(", ")})`;
-    if (insertSqlCache.size > 5000) insertSqlCache.clear();
-    insertSqlCache.set(key, sql);
+    stmt = ctx.sqlite.query(`INSERT INTO ${q(table)} (${cols.join(", ")}) VALUES (${cols.map(() => "?").join(", ")})`);
+    if (byShape.size > 2000) byShape.clear();
+    byShape.set(key, stmt);
   }
-  return sql;
+  return stmt;
 }

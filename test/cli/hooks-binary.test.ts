@@ -51,6 +51,15 @@ describe("the compiled binary loads TypeScript hook files from HOOKS_DIR", () =>
     expect(bad.body).toEqual({ error: "no nope posts", code: "hook_rejected", index: 1 });
   });
 
+  test("field-rule regexes run in the binary too (their checker thread starts from an embedded source)", async () => {
+    expect((await call("POST", "/admin/collections", { name: "codes" })).status).toBe(201);
+    expect((await call("PUT", "/admin/collections/codes/rules", { field_rules: [{ field: "code", regex: "^[A-Z]+$" }] })).status).toBe(200);
+    const bad = await call("POST", "/codes", { code: "abc" });
+    expect(bad.status).toBe(422);
+    expect(bad.body).toEqual({ errors: [{ field: "code", rule: "regex", message: '"code" must match the pattern ^[A-Z]+$.' }] });
+    expect((await call("POST", "/codes", { code: "ABC" })).status).toBe(201);
+  });
+
   test("a hook file that does not load stops the start with exit 1 and names the file", async () => {
     const badDir = mkdtempSync(join(tmpdir(), "baas-binbad-"));
     const dataDir = mkdtempSync(join(tmpdir(), "baas-bindata-"));
