@@ -67,9 +67,12 @@ export function isValidCollectionName(name: unknown): name is string {
   return !RESERVED.has(lower) && !lower.startsWith("sqlite_");
 }
 
+/** Names SQLite keeps for a table's row id: it refuses them as column names. */
+const ROWID_NAMES = new Set(["rowid", "oid"]);
+
 /** True when `name` may name a user field. */
 export function isValidFieldName(name: string): boolean {
-  return NAME_RE.test(name);
+  return NAME_RE.test(name) && !ROWID_NAMES.has(name.toLowerCase());
 }
 
 /** The stored type a JSON value would give a new field; null for null. */

@@ -132,7 +132,7 @@ export function planRead(ctx: AppContext, col: Collection, rq: ReadQuery, access
     if (!col.fts.enabled)
       throw badRequest(`collection "${col.name}" has no full-text index: enable it with POST /admin/collections/${col.name}/fts`);
     fts = q(ftsTable(col.name));
-    from = `${table} JOIN ${fts} ON ${fts}.rowid = ${table}.rowid`;
+    from = `${table} JOIN ${fts} ON ${fts}.rowid = ${table}._rowid_`;
     match = toMatchQuery(rq.search);
     parts.push(`${fts} MATCH ?`);
     params.push(match);

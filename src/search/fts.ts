@@ -7,7 +7,7 @@ import { inTransaction } from "../db/tx.ts";
 import { badRequest } from "../errors.ts";
 
 // Full-text search over a collection: one FTS5 table `_fts_<name>` whose rowid is the record
-// row's rowid and whose one column holds every text field joined by spaces. Triggers on the
+// row's rowid (always named `_rowid_`, which no user field can shadow) and whose one column holds every text field joined by spaces. Triggers on the
 // collection table keep it current for every write path (single, bulk, batch, cascades, the
 // CLI): insert adds, update re-indexes, soft delete removes, restore re-adds, hard delete
 // removes. A new text field only needs the triggers rebuilt, since old rows hold null there.
@@ -47,14 +47,14 @@ function createTriggers(sqlite: Database, name: string, fields: string[]): void 
   const body = bodyExpr("new.", fields);
   const watched = [...fields, "_deleted_at"].map(q).join(", ");
   sqlite.exec(`CREATE TRIGGER ${q(`${ftsTable(name)}_ai`)} AFTER INSERT ON ${t} WHEN new."_deleted_at" IS NULL BEGIN
-    INSERT INTO ${f} (rowid, body) VALUES (new.rowid, ${body});
+    INSERT INTO ${f} (rowid, body) VALUES (new._rowid_, ${body});
   END`);
   sqlite.exec(`CREATE TRIGGER ${q(`${ftsTable(name)}_au`)} AFTER UPDATE OF ${watched} ON ${t} BEGIN
-    DELETE FROM ${f} WHERE rowid = old.rowid;
-    INSERT INTO ${f} (rowid, body) SELECT new.rowid, ${body} WHERE new."_deleted_at" IS NULL;
+    DELETE FROM ${f} WHERE rowid = old._rowid_;
+    INSERT INTO ${f} (rowid, body) SELECT new._rowid_, ${body} WHERE new."_deleted_at" IS NULL;
   END`);
   sqlite.exec(`CREATE TRIGGER ${q(`${ftsTable(name)}_ad`)} AFTER DELETE ON ${t} BEGIN
-    DELETE FROM ${f} WHERE rowid = old.rowid;
+    DELETE FROM ${f} WHERE rowid = old._rowid_;
   END`);
 }
 
@@ -69,7 +69,7 @@ function buildIndex(sqlite: Database, col: Collection): string[] {
   dropFtsObjects(sqlite, col.name);
   sqlite.exec(`CREATE VIRTUAL TABLE ${q(ftsTable(col.name))} USING fts5(body, tokenize = 'porter unicode61 remove_diacritics 2')`);
   sqlite.exec(
-    `INSERT INTO ${q(ftsTable(col.name))} (rowid, body) SELECT rowid, ${bodyExpr("", fields)} FROM ${q(col.name)} WHERE "_deleted_at" IS NULL`,
+    `INSERT INTO ${q(ftsTable(col.name))} (rowid, body) SELECT _rowid_, ${bodyExpr("", fields)} FROM ${q(col.name)} WHERE "_deleted_at" IS NULL`,
   );
   createTriggers(sqlite, col.name, fields);
   return fields;

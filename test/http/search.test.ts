@@ -167,6 +167,18 @@ describe("the index stays current", () => {
     expect(await search("drop")).toEqual(["after drop"]);
   });
 
+  test("a field named rowid or oid is 422 rule name, never a 500", async () => {
+    await t.admin("POST", "/api/v1/admin/collections", { name: "odd", rules: { read: "public" } });
+    await t.admin("POST", "/api/v1/admin/collections/odd/fts");
+    for (const name of ["rowid", "OID"]) {
+      const res = await t.admin("POST", "/api/v1/odd", { [name]: 1, text: "alpha" });
+      expect(res.status).toBe(422);
+      expect(res.body.errors).toEqual([{ field: name, rule: "name", message: expect.any(String) }]);
+    }
+    expect((await t.admin("POST", "/api/v1/odd", { text: "alpha beta" })).status).toBe(201);
+    expect((await t.req("GET", "/api/v1/odd?search=alpha")).body.items.map((r: { text: string }) => r.text)).toEqual(["alpha beta"]);
+  });
+
   test("dropping the collection drops its index, and a new collection of that name starts clean", async () => {
     expect((await t.admin("DELETE", "/api/v1/admin/collections/articles")).status).toBe(200);
     const left = t.ctx.sqlite.query("SELECT name FROM sqlite_master WHERE name LIKE '_fts_articles%'").all();

@@ -5,6 +5,10 @@ import { getSettings, oauthCallbackUrl as redirectUri, type Settings } from "../
 import { fetchJson, IdTokenError, verifyIdToken } from "./jwks.ts";
 import type { OAuthStateRow } from "./state.ts";
 
+// arctic's generic OAuth2Client serves all three providers: its GitHub class sends no PKCE
+// challenge (CONTRACT §7 asks for S256), and neither its GitHub nor its Google class lets the
+// endpoints be pointed at a stand-in. The endpoints below are the same ones those classes use.
+
 /** The providers of SPEC 5.6: `codehost` (GitHub), `portal` (Google), `oidc` (any OpenID provider). */
 export const PROVIDERS = ["codehost", "portal", "oidc"] as const;
 export type ProviderName = (typeof PROVIDERS)[number];
