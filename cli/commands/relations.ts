@@ -23,7 +23,7 @@ Examples:
     );
 
   group
-    .command("create <from> <to_col>")
+    .command("create <from_col.from_field> <to_col>")
     .description("create a relation from <from_col>.<from_field> to <to_col>")
     .addOption(new Option("--type <type>", "one | many | many_via").choices(RELATION_TYPES).makeOptionMandatory())
     .option("--to-field <field>", "for many: the field of <to_col> holding this record's id (default: the one relation back)")

@@ -30,8 +30,9 @@ Examples:
     .description("one setting; --json prints { <key>: value }")
     .action(async (key: string, _opts: unknown, cmd: Command) => {
       const all = await withContext(cmd, (ctx) => settingsForDisplay(ctx));
-      if (!(key in SETTING_DEFS)) throw badRequest(`unknown setting "${key}"`);
-      output(cmd, { [key]: all[key] }, () => String(all[key]));
+      if (!Object.hasOwn(all, key)) throw badRequest(`unknown setting "${key}"`);
+      const value = all[key];
+      output(cmd, { [key]: value }, () => (typeof value === "object" ? JSON.stringify(value, null, 2) : String(value)));
     });
 
   group

@@ -61,11 +61,14 @@ export function updateCollectionRules(ctx: AppContext, name: string, input: unkn
   for (const k of Object.keys(body))
     if (k !== "rules" && k !== "field_rules" && k !== "name") throw badRequest(`unknown key "${k}": expected rules or field_rules`);
   if (body.rules === undefined && body.field_rules === undefined) throw badRequest("give rules, field_rules or both");
-  const col = requireCollection(ctx, name);
-  if (body.name !== undefined && body.name !== col.name) throw badRequest("a collection cannot be renamed");
-  const rules = mergeRules(col.rules, body.rules);
-  const fieldRules = body.field_rules === undefined ? col.fieldRules : parseFieldRules(body.field_rules);
-  inTransaction(ctx, () => saveCollectionRow(ctx, { ...col, rules, fieldRules, updatedAt: ctx.clock.now() }));
+  // Read and write in one transaction: another process's change in between is neither lost nor overwritten.
+  inTransaction(ctx, () => {
+    const col = requireCollection(ctx, name);
+    if (body.name !== undefined && body.name !== col.name) throw badRequest("a collection cannot be renamed");
+    const rules = mergeRules(col.rules, body.rules);
+    const fieldRules = body.field_rules === undefined ? col.fieldRules : parseFieldRules(body.field_rules);
+    saveCollectionRow(ctx, { ...col, rules, fieldRules, updatedAt: ctx.clock.now() });
+  });
   return collectionToJson(requireCollection(ctx, name));
 }
 

@@ -113,8 +113,22 @@ export function touchCatalog(ctx: AppContext): void {
   ctx.catalog.stale = true;
 }
 
-/** Writes a collection's stored row (insert or replace) and invalidates the cache. */
+/**
+ * Writes a collection's stored row (insert or replace) and invalidates the cache. Call it inside a
+ * write transaction. Fields only ever grow, so fields already stored but missing from `c` are kept:
+ * a caller holding a snapshot from before another process added a field must not drop it (the
+ * column would stay, and the next value for it would fail as a duplicate column).
+ */
 export function saveCollectionRow(ctx: AppContext, c: Omit<Collection, "fieldMap">): void {
+  const stored = ctx.sqlite.query<{ fields: string }, [string]>("SELECT fields FROM _collections WHERE name = ?").get(c.name);
+  if (stored) {
+    const known = JSON.parse(stored.fields) as FieldDef[];
+    const given = new Set(c.fields.map((f) => f.name.toLowerCase()));
+    if (known.some((f) => !given.has(f.name.toLowerCase()))) {
+      const knownNames = new Set(known.map((f) => f.name.toLowerCase()));
+      c = { ...c, fields: [...known, ...c.fields.filter((f) => !knownNames.has(f.name.toLowerCase()))] };
+    }
+  }
   ctx.sqlite
     .query(
       `INSERT INTO _collections (name, rules, field_rules, fields, indexes, fts, created_at, updated_at)

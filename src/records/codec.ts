@@ -65,6 +65,9 @@ export function userFields(body: Record<string, unknown>): Record<string, unknow
  * collection as it is after that. Throws 422 listing every problem.
  */
 export function ensureFields(ctx: AppContext, col: Collection, data: Record<string, unknown>): Collection {
+  // Re-read inside the write transaction: a change another process (the CLI) committed after the
+  // caller looked the collection up must be neither missed nor overwritten by the row saved below.
+  col = findCollection(ctx, col.name) ?? col;
   const errors: FieldError[] = [];
   const fresh: FieldDef[] = [];
   for (const name in data) {

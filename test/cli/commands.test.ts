@@ -253,6 +253,14 @@ describe("settings", () => {
     expect(r.json()).toEqual({ access_token_ttl_seconds: 600 });
   });
 
+  test("get shows the read-only OAuth redirect addresses; set refuses them", async () => {
+    const r = await cli(["settings", "get", "oauth_redirect_urls", "--json"]);
+    expect(r.code).toBe(0);
+    expect(r.json().oauth_redirect_urls.oidc).toMatch(/\/api\/v1\/auth\/oauth\/oidc\/callback$/);
+    expect((await cli(["settings", "set", "oauth_redirect_urls", "x"])).code).toBe(1);
+    expect((await cli(["settings", "get", "constructor"])).code).toBe(1);
+  });
+
   test("secrets read back masked", async () => {
     await cli(["settings", "set", "oauth_oidc_client_secret", "hunter2"]);
     const r = await cli(["settings", "get", "oauth_oidc_client_secret", "--json"]);

@@ -1,4 +1,9 @@
 import { afterAll, describe, expect, test } from "bun:test";
+import { updateCollectionRules } from "../../src/collections/admin.ts";
+import { requireCollection, saveCollectionRow } from "../../src/collections/catalog.ts";
+import { closeContext, createContext } from "../../src/context.ts";
+import { inTransaction } from "../../src/db/tx.ts";
+import { memoryLogger } from "../../src/log.ts";
 import { createTestApp, registerUser } from "../helpers/app.ts";
 
 const t = createTestApp();
@@ -185,6 +190,30 @@ describe("changing rules", () => {
     expect(res.status).toBe(400);
     expect(res.body.code).toBe("bad_request");
     expect((await t.admin("GET", `${C}/notes`)).body).toEqual(before);
+  });
+});
+
+describe("changes from another process", () => {
+  test("a catalog write from a snapshot older than a field another process added keeps that field", async () => {
+    await t.admin("POST", C, { name: "shared", rules: { create: "public" } });
+    // A second connection on the same data dir, as the CLI opens it, holding a snapshot without fields.
+    const other = createContext(t.config, { clock: t.clock, log: memoryLogger() });
+    const stale = requireCollection(other, "shared");
+    expect((await t.req("POST", "/api/v1/shared", { body: { added: 1 } })).status).toBe(201);
+    inTransaction(other, () => saveCollectionRow(other, { ...stale, rules: { ...stale.rules, read: "authenticated" } }));
+    closeContext(other);
+    const col = (await t.admin("GET", `${C}/shared`)).body;
+    expect(col.rules.read).toBe("authenticated");
+    expect(col.fields).toEqual([{ name: "added", type: "number" }]);
+    expect((await t.req("POST", "/api/v1/shared", { body: { added: 2 } })).status).toBe(201);
+  });
+
+  test("rules changed by another process are seen at once", async () => {
+    const other = createContext(t.config, { clock: t.clock, log: memoryLogger() });
+    updateCollectionRules(other, "shared", { rules: { create: "disabled" } });
+    closeContext(other);
+    const res = await t.req("POST", "/api/v1/shared", { body: { added: 3 } });
+    expect(res.status).toBe(403);
   });
 });
 

@@ -95,6 +95,24 @@ describe("field rules on create", () => {
   });
 });
 
+describe("rules that do not apply to a value's type", () => {
+  test("min/max skip booleans and objects, regex skips numbers, enum compares objects by value", async () => {
+    expect((await t.admin("POST", "/api/v1/admin/collections", { name: "mixed" })).status).toBe(201);
+    const set = await rules("mixed", [
+      { field: "flag", min: 5, max: 6 },
+      { field: "meta", min: 5, max: 6 },
+      { field: "num", regex: "^x$" },
+      { field: "shape", enum: [{ a: 1 }, [1, 2]] },
+    ]);
+    expect(set.status).toBe(200);
+    expect((await create("mixed", { flag: true, meta: { k: 1 }, num: 3, shape: { a: 1 } })).status).toBe(201);
+    expect((await create("mixed", { shape: [1, 2] })).status).toBe(201);
+    const bad = await create("mixed", { shape: { a: 2 } });
+    expect(bad.status).toBe(422);
+    expect(bad.body.errors).toEqual([{ field: "shape", rule: "enum", message: '"shape" must be one of: {"a":1}, [1,2].' }]);
+  });
+});
+
 describe("field rules on update", () => {
   test("required only fails on an explicit null, and other rules check present values", async () => {
     const made = await create("posts", { title: "Hello" });
