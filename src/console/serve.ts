@@ -1,10 +1,10 @@
 import { gzipSync } from "node:zlib";
-import { CONSOLE_BUNDLE } from "./assets.ts";
+import type { ConsoleBundle } from "./bundle.ts";
 
 /** The console's URL prefix. */
 export const CONSOLE_PATH = "/_/";
 
-interface Asset {
+export interface Asset {
   body: Uint8Array<ArrayBuffer>;
   /** Compressed on first use, so start-up does no compression work. */
   gzip?: Uint8Array<ArrayBuffer>;
@@ -33,8 +33,8 @@ function makeAsset(text: string, type: string, cache: string, etag: string): Ass
 }
 
 /** The console's files for one server: index.html (carrying PUBLIC_URL) and the hashed script and stylesheet. */
-export function buildConsoleAssets(publicUrl: string): Map<string, Asset> {
-  const { js, css, hash } = CONSOLE_BUNDLE;
+export function buildConsoleAssets(bundle: ConsoleBundle, publicUrl: string): Map<string, Asset> {
+  const { js, css, hash } = bundle;
   const jsName = `assets/console.${hash}.js`;
   const cssName = `assets/console.${hash}.css`;
   const html =

@@ -1,14 +1,14 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { chromium, type Browser, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import { loadConfig } from "../../src/config.ts";
 import { memoryLogger } from "../../src/log.ts";
+import { launchBrowser } from "../helpers/browser.ts";
 import { startServer, type Running } from "../../src/server.ts";
 
 // The console is tested in a real browser: Debian's chromium, driven by playwright-core.
-const CHROMIUM = process.env.CHROMIUM_PATH || "/usr/bin/chromium";
 const SECRET = "console-test-secret-0123456789";
 const PUBLIC_URL = "https://baas.example.test";
 
@@ -45,28 +45,12 @@ const errorNotice = (text: string | RegExp) =>
   page.locator("dialog[open] .alert.error, .flash .alert.error, .login .alert.error", { hasText: text }).waitFor();
 
 beforeAll(async () => {
-  // Fail loudly: a missing browser must never turn into a silently passing suite.
-  if (!existsSync(CHROMIUM)) throw new Error(`chromium not found at ${CHROMIUM}: install it (apt-get install chromium) or set CHROMIUM_PATH`);
   dir = mkdtempSync(join(tmpdir(), "baas-console-"));
   shots = process.env.CONSOLE_SCREENSHOTS || join(dir, "screenshots");
   mkdirSync(shots, { recursive: true });
   const config = loadConfig({ data: join(dir, "data"), port: 0, host: "127.0.0.1" }, { ADMIN_SECRET: SECRET, PUBLIC_URL });
   running = await startServer(config, { log: memoryLogger() });
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    // launch() gives the browser a fresh temporary profile (its --user-data-dir) and removes it on close.
-    args: [
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-      "--disable-dev-shm-usage",
-    ],
-  });
+  browser = await launchBrowser();
   page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
   page.setDefaultTimeout(8_000);
   page.on("pageerror", (err) => pageErrors.push(err.message));

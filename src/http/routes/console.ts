@@ -1,13 +1,21 @@
 import { Elysia } from "elysia";
-import { buildConsoleAssets, CONSOLE_PATH, serveConsoleFile } from "../../console/serve.ts";
+import { buildConsoleAssets, CONSOLE_PATH, serveConsoleFile, type Asset } from "../../console/serve.ts";
 import type { AppContext } from "../../context.ts";
 import { notFound } from "../../errors.ts";
 
 /** The admin console at `/_/` (CONTRACT §9): static files only; it talks to the admin API like any client. */
 export function consoleRoutes(ctx: AppContext) {
-  const assets = buildConsoleAssets(ctx.config.publicUrl);
-  const serve = (request: Request, rest: string) => {
-    const res = serveConsoleFile(assets, rest, request);
+  // Loaded on the first console request: from source the bundle is built then (not on every
+  // CLI start), and the API never waits for it.
+  let assets: Promise<Map<string, Asset>> | null = null;
+  const serve = async (request: Request, rest: string) => {
+    assets ??= import("../../console/assets.ts")
+      .then((m) => buildConsoleAssets(m.CONSOLE_BUNDLE, ctx.config.publicUrl))
+      .catch((err) => {
+        assets = null;
+        throw err;
+      });
+    const res = serveConsoleFile(await assets, rest, request);
     if (!res) throw notFound("no such console file");
     return res;
   };

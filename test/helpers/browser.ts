@@ -1,0 +1,26 @@
+import { existsSync } from "node:fs";
+import { chromium, type Browser } from "playwright-core";
+
+/** Debian's chromium unless CHROMIUM_PATH names another. */
+export const CHROMIUM = process.env.CHROMIUM_PATH || "/usr/bin/chromium";
+
+/** Launches headless chromium with a fresh temporary profile; throws (never skips) when it is not installed. */
+export async function launchBrowser(): Promise<Browser> {
+  // Fail loudly: a missing browser must never turn into a silently passing suite.
+  if (!existsSync(CHROMIUM)) throw new Error(`chromium not found at ${CHROMIUM}: install it (apt-get install chromium) or set CHROMIUM_PATH`);
+  // launch() gives the browser a fresh temporary profile (its --user-data-dir) and removes it on close.
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: [
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+      "--disable-dev-shm-usage",
+    ],
+  });
+}
