@@ -1,6 +1,7 @@
 import type { Server } from "bun";
 import { ensureAdminSecret } from "./auth/admin.ts";
 import { ensureJwtKey } from "./auth/keys.ts";
+import { prepareDummyHash } from "./auth/passwords.ts";
 import { closeContext, createContext, type AppContext, type ContextOptions } from "./context.ts";
 import type { Config } from "./config.ts";
 import { createApp } from "./http/app.ts";
@@ -25,6 +26,7 @@ export async function startServer(config: Config, opts: ContextOptions = {}): Pr
   const ctx = createContext(config, opts);
   ensureJwtKey(ctx);
   const generatedSecret = ensureAdminSecret(ctx);
+  void prepareDummyHash();
   const app = createApp(ctx);
   app.listen({
     port: config.port,

@@ -77,6 +77,9 @@ export function adminLogin(ctx: AppContext, secret: unknown, ip: string): { toke
   let loginAttempts = ctx.cache.get("admin_login_attempts") as Map<string, number[]> | undefined;
   if (!loginAttempts) ctx.cache.set("admin_login_attempts", (loginAttempts = new Map()));
   const now = ctx.clock.now();
+  // Forget IPs whose tries are all older than the window, so many clients cannot grow the map without bound.
+  if (loginAttempts.size > 1000)
+    for (const [key, times] of loginAttempts) if (times[times.length - 1] <= now - 60_000) loginAttempts.delete(key);
   const recent = (loginAttempts.get(ip) ?? []).filter((t) => t > now - 60_000);
   if (recent.length >= 10) {
     const retry = Math.max(1, Math.ceil((recent[0] + 60_000 - now) / 1000));

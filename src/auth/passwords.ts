@@ -9,11 +9,16 @@ export function hashPassword(password: string): Promise<string> {
 // "no such user" take as long as "wrong password", so timing does not reveal which emails exist.
 let dummyHash: Promise<string> | null = null;
 
+/** Computes the dummy hash ahead of the first login, so that login is not slower for an unknown email either. */
+export function prepareDummyHash(): Promise<string> {
+  dummyHash ??= hashPassword(crypto.randomUUID());
+  return dummyHash;
+}
+
 /** Checks a password against a stored hash (or against a dummy hash when there is none, in the same time). */
 export async function verifyPassword(password: string, hash: string | null | undefined): Promise<boolean> {
   if (!hash) {
-    dummyHash ??= hashPassword(crypto.randomUUID());
-    await Bun.password.verify(password, await dummyHash).catch(() => false);
+    await Bun.password.verify(password, await prepareDummyHash()).catch(() => false);
     return false;
   }
   return Bun.password.verify(password, hash).catch(() => false);

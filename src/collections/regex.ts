@@ -46,9 +46,15 @@ function getWorker(): Worker {
  * than the budget (a pattern that slow on this value is treated as a refusal, never a hang).
  */
 export function matchesPattern(source: string, value: string, budgetMs = REGEX_BUDGET_MS): boolean {
+  let w: Worker;
+  try {
+    w = getWorker();
+  } catch {
+    // No worker threads here: the static checks of parseFieldRules are the only guard left.
+    return new RegExp(source).test(value);
+  }
   const sab = new SharedArrayBuffer(4);
   const flag = new Int32Array(sab);
-  const w = getWorker();
   w.postMessage({ sab, source, value });
   // IMPORTANT: bounded waits; on time-out the worker (and its runaway regex) is killed. The
   // budget starts when the worker begins the test, so a slow start-up is not a refusal.

@@ -1,4 +1,5 @@
 import { afterAll, describe, expect, test } from "bun:test";
+import { adminLogin } from "../../src/auth/admin.ts";
 import { ADMIN_SECRET, createTestApp, registerUser } from "../helpers/app.ts";
 
 const t = createTestApp();
@@ -96,5 +97,24 @@ describe("admin login rate limit", () => {
     r.clock.advance(61_000);
     const ok = await r.req("POST", "/api/v1/admin/login", { body: { secret: ADMIN_SECRET } });
     expect(ok.status).toBe(200);
+  });
+});
+
+describe("admin login bookkeeping", () => {
+  const r = createTestApp();
+  afterAll(() => r.close());
+
+  test("tries from many addresses are forgotten once they are older than a minute, while recent ones still count", () => {
+    for (let i = 0; i < 1500; i++) expect(() => adminLogin(r.ctx, "wrong", `10.0.${i >> 8}.${i & 255}`)).toThrow("wrong admin secret");
+    r.clock.advance(30_000);
+    for (let i = 0; i < 9; i++) expect(() => adminLogin(r.ctx, "wrong", "192.0.2.1")).toThrow("wrong admin secret");
+    const attempts = r.ctx.cache.get("admin_login_attempts") as Map<string, number[]>;
+    expect(attempts.size).toBe(1501);
+    r.clock.advance(31_000);
+    // 61 s after the first batch: the next try prunes every address whose tries are all stale.
+    expect(() => adminLogin(r.ctx, "wrong", "192.0.2.2")).toThrow("wrong admin secret");
+    expect(attempts.size).toBe(2);
+    expect(() => adminLogin(r.ctx, "wrong", "192.0.2.1")).toThrow("wrong admin secret");
+    expect(() => adminLogin(r.ctx, ADMIN_SECRET, "192.0.2.1")).toThrow("too many admin login attempts");
   });
 });
