@@ -74,8 +74,9 @@ export function typedValue(field: FieldRef, raw: string): SqlValue {
     return Number(raw);
   }
   if (field.type === "boolean") {
-    if (raw === "true" || raw === "1") return 1;
-    if (raw === "false" || raw === "0") return 0;
+    const lower = raw.toLowerCase();
+    if (lower === "true" || lower === "1") return 1;
+    if (lower === "false" || lower === "0") return 0;
     throw badRequest(`"${field.name}" is a boolean field: use true or false, not "${raw.slice(0, 80)}"`);
   }
   return raw;

@@ -71,6 +71,7 @@ describe("filters", () => {
     ["flag:eq:true", (i) => i.flag === true],
     ["flag:eq:false", (i) => i.flag === false],
     ["flag:eq:1", (i) => i.flag === true],
+    ["flag:eq:TRUE", (i) => i.flag === true],
     ["flag:ne:true", (i) => i.flag !== true],
     ["flag:eq:null", (i) => i.flag === null],
     ["flag:ne:null", (i) => i.flag !== null],
