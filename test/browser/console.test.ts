@@ -373,6 +373,33 @@ describe("admin console in a real browser", () => {
     await errorNotice('setting "access_token_ttl_seconds" must be between');
   }, STEP);
 
+  test("deleting a collection asks for its name to be typed", async () => {
+    await adminApi("POST", "/admin/collections", { name: "scratch" });
+    await page.goto(`${running.url}/_/#/collections/scratch`);
+    await page.getByRole("heading", { name: "scratch", exact: true }).waitFor();
+    await page.getByRole("button", { name: "Delete collection" }).click();
+    const dialog = page.locator("dialog[open]");
+    await dialog.getByLabel("Type scratch to confirm").fill("scratc");
+    await dialog.getByRole("button", { name: "Delete collection" }).click();
+    await errorNotice("type scratch to confirm");
+    await dialog.getByLabel("Type scratch to confirm").fill("scratch");
+    await dialog.getByRole("button", { name: "Delete collection" }).click();
+    await page.getByRole("heading", { name: "Collections" }).waitFor();
+    const names = (await adminApi("GET", "/admin/collections")).items.map((c: any) => c.name);
+    expect(names).not.toContain("scratch");
+  }, STEP);
+
+  test("deleting a user asks for the email to be typed", async () => {
+    await page.getByRole("link", { name: "Users" }).click();
+    await page.getByRole("link", { name: "ann@example.com" }).click();
+    await page.getByRole("button", { name: "Delete user" }).click();
+    const dialog = page.locator("dialog[open]");
+    await dialog.getByLabel("Type ann@example.com to confirm").fill("ann@example.com");
+    await dialog.getByRole("button", { name: "Delete user" }).click();
+    await page.getByRole("heading", { name: "Users" }).waitFor();
+    expect((await adminApi("GET", "/admin/users")).total).toBe(0);
+  }, STEP);
+
   test("an expired or rotated admin token sends the console back to the login form", async () => {
     await page.evaluate(() => sessionStorage.setItem("baas.admin.token", "a.b.c"));
     await page.getByRole("link", { name: "Collections", exact: true }).first().click();

@@ -8,7 +8,7 @@ import { spawnServer, type ServerProcess } from "../helpers/server.ts";
 
 // A CI pipeline's view: the binary sets everything up on the data directory of a server that
 // keeps running, and each change is proven through that server's HTTP API, without a restart.
-setDefaultTimeout(30_000);
+setDefaultTimeout(60_000);
 
 let bin: string;
 let dir: string;

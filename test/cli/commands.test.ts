@@ -9,7 +9,7 @@ import { closeContext, createContext } from "../../src/context.ts";
 import { createRecord } from "../../src/records/create.ts";
 import { buildBinary, runCli, tempDataDir, type CliResult } from "../helpers/cli.ts";
 
-setDefaultTimeout(30_000);
+setDefaultTimeout(60_000);
 
 let bin: string;
 let dir: string;

@@ -51,6 +51,10 @@ export async function renderSettings(main: HTMLElement, stale: () => boolean): P
       readers.set(key, () => (input.value.trim() === "" ? NaN : Number(input.value)));
       return field(label, input);
     }
+    if (v !== null && typeof v === "object") {
+      // A structured value this page does not know how to edit is shown, never sent back.
+      return h("div", { class: "field" }, h("span", { class: "label" }, label), h("pre", { class: "code" }, JSON.stringify(v, null, 2)));
+    }
     const secret = /secret/.test(key);
     const input = h("input", { type: secret ? "password" : "text", name: key, value: String(v ?? ""), autocomplete: "off", spellcheck: "false" });
     readers.set(key, () => input.value);
