@@ -70,8 +70,17 @@ export async function login(ctx: AppContext, input: unknown, client: ClientInfo,
   }
   const fresh = findUserById(ctx, user.id)!;
   assertNotLocked(ctx, fresh);
-  ctx.sqlite.query("UPDATE _users SET failed_logins = 0, locked_until = NULL WHERE id = ?").run(user.id);
-  return secondFactor?.(ctx, fresh) ?? createSession(ctx, fresh, client);
+  // With 2FA the count is reset only when the second step succeeds: else a caller who knows the
+  // password could try codes forever by logging in again after every few wrong ones.
+  const second = secondFactor?.(ctx, fresh);
+  if (second) return second;
+  resetFailedLogins(ctx, user.id);
+  return createSession(ctx, fresh, client);
+}
+
+/** Clears the count of failed logins and any lockout. */
+export function resetFailedLogins(ctx: AppContext, userId: string): void {
+  ctx.sqlite.query("UPDATE _users SET failed_logins = 0, locked_until = NULL WHERE id = ?").run(userId);
 }
 
 /** 429 `account_locked` with Retry-After while a lockout runs. */

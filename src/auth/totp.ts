@@ -7,7 +7,7 @@ import { AppError, badRequest, conflict } from "../errors.ts";
 import { asObject } from "../records/codec.ts";
 import { getSetting } from "../settings/settings.ts";
 import { findUserById, type UserRow } from "../users/users.ts";
-import { methodDisabled } from "./account.ts";
+import { assertNotLocked, methodDisabled, recordFailedLogin, resetFailedLogins } from "./account.ts";
 import { issueMailToken } from "./mail-tokens.ts";
 import type { Principal } from "./principal.ts";
 import { createSession, type ClientInfo, type SessionResponse } from "./sessions.ts";
@@ -75,8 +75,8 @@ function hashRecoveryCode(ctx: AppContext, code: string): string {
  * A TOTP step accepted once is never accepted again (no replay).
  */
 function useCode(ctx: AppContext, user: UserRow, code: unknown, opts: { allowRecovery: boolean }): boolean {
-  if (typeof code !== "string" || code.length > 64) return false;
-  const c = code.trim();
+  const c = codeString(code);
+  if (c === null) return false;
   if (/^\d{6}$/.test(c)) {
     if (!user.totp_secret) return false;
     const base32 = decryptSecret(ctx, user.totp_secret);
@@ -105,9 +105,16 @@ function currentUser(ctx: AppContext, p: Principal): UserRow {
   return user;
 }
 
+/** A code as sent: a string, or a number that a client's JSON encoder made of a 6-digit code (leading zeros restored). */
+function codeString(code: unknown): string | null {
+  if (typeof code === "number" && Number.isInteger(code) && code >= 0 && code < 1_000_000) return String(code).padStart(6, "0");
+  if (typeof code !== "string" || code.length > 64) return null;
+  return code.trim();
+}
+
 function codeFrom(input: unknown): unknown {
   const code = asObject(input).code;
-  if (typeof code !== "string" || !code.trim()) throw badRequest("code is required");
+  if (!codeString(code)) throw badRequest("code is required (the 6-digit code from the authenticator app)");
   return code;
 }
 
@@ -154,7 +161,12 @@ export function disableTotp(ctx: AppContext, p: Principal, input: unknown): { en
   const user = currentUser(ctx, p);
   const code = codeFrom(input);
   if (!user.totp_enabled) throw conflict("two-factor authentication is not enabled");
-  if (!useCode(ctx, user, code, { allowRecovery: true })) throw invalidCode();
+  // Wrong codes count as failed logins, so a stolen access token cannot be used to guess codes without limit.
+  assertNotLocked(ctx, user);
+  if (!useCode(ctx, user, code, { allowRecovery: true })) {
+    recordFailedLogin(ctx, user.id);
+    throw invalidCode();
+  }
   ctx.sqlite.transaction(() => {
     ctx.sqlite
       .query("UPDATE _users SET totp_enabled = 0, totp_secret = NULL, totp_last_step = NULL, updated_at = ? WHERE id = ?")
@@ -182,7 +194,7 @@ export function verifyTotpLogin(ctx: AppContext, input: unknown, client: ClientI
   const hash = sha256(totp_token);
   const now = ctx.clock.now();
   const outcome = ctx.sqlite
-    .transaction((): UserRow | "token" | "code" => {
+    .transaction((): UserRow | "token" | "code" | { locked: UserRow } => {
       const row = ctx.sqlite
         .query<{ user_id: string; attempts: number }, [string, number]>(
           "SELECT user_id, attempts FROM _tokens WHERE hash = ? AND kind = 'totp_login' AND used_at IS NULL AND expires_at > ?",
@@ -191,7 +203,10 @@ export function verifyTotpLogin(ctx: AppContext, input: unknown, client: ClientI
       if (!row || row.attempts >= TOTP_MAX_ATTEMPTS) return "token";
       const user = findUserById(ctx, row.user_id);
       if (!user || !user.totp_enabled) return "token";
+      if (user.locked_until && user.locked_until > now) return { locked: user };
       if (!useCode(ctx, user, code, { allowRecovery: true })) {
+        // Wrong codes also count toward the account lockout, across totp_tokens.
+        recordFailedLogin(ctx, user.id);
         const attempts = row.attempts + 1;
         ctx.sqlite
           .query("UPDATE _tokens SET attempts = ?, used_at = CASE WHEN ? >= ? THEN ? ELSE used_at END WHERE hash = ?")
@@ -204,5 +219,10 @@ export function verifyTotpLogin(ctx: AppContext, input: unknown, client: ClientI
     .immediate();
   if (outcome === "token") throw badTotpToken();
   if (outcome === "code") throw new AppError(401, "invalid_code", "invalid authentication code");
+  if ("locked" in outcome) {
+    assertNotLocked(ctx, outcome.locked);
+    throw badTotpToken();
+  }
+  resetFailedLogins(ctx, outcome.id);
   return createSession(ctx, outcome, client);
 }

@@ -1,5 +1,6 @@
 import type { AppContext } from "../context.ts";
 import { AppError, badRequest, notFound } from "../errors.ts";
+import { resetFailedLogins } from "../auth/account.ts";
 import { checkPassword, hashPassword, normalizeEmail } from "../auth/passwords.ts";
 import { signAccessToken, listUserSessions, revokeSession, revokeUserSessions } from "../auth/sessions.ts";
 import { asObject } from "../records/codec.ts";
@@ -98,7 +99,7 @@ export function deleteUser(ctx: AppContext, idOrEmail: string): { ok: true; id: 
 /** Clears a lockout (and the count of failed logins). */
 export function unlockUser(ctx: AppContext, idOrEmail: string): UserJson {
   const user = requireUser(ctx, idOrEmail);
-  ctx.sqlite.query("UPDATE _users SET failed_logins = 0, locked_until = NULL WHERE id = ?").run(user.id);
+  resetFailedLogins(ctx, user.id);
   return getUser(ctx, user.id);
 }
 

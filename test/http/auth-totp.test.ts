@@ -105,6 +105,12 @@ describe("login with 2FA", () => {
     expect((await t.req("GET", "/api/v1/auth/me", { token: v.body.access_token })).status).toBe(200);
   });
 
+  test("a code sent as a JSON number is read as the 6-digit code", async () => {
+    const u = await userWith2fa("login1b@example.test");
+    const { totp_token } = (await login("login1b@example.test")).body;
+    expect((await post("/2fa/verify", { totp_token, code: Number(codeAt(u.totp, t)) })).status).toBe(200);
+  });
+
   test("a totp_token is single use", async () => {
     const u = await userWith2fa("login2@example.test");
     const { totp_token } = (await login("login2@example.test")).body;
@@ -205,6 +211,44 @@ describe("login with 2FA", () => {
     } finally {
       await t.admin("PATCH", "/api/v1/admin/settings", { auth_totp_enabled: true });
     }
+  });
+});
+
+describe("2FA and the account lockout", () => {
+  test("wrong codes count toward the lockout across totp_tokens; a new password login does not reset the count", async () => {
+    const u = await userWith2fa("guess1@example.test");
+    const wrong = codeAt(u.totp, t, 10);
+    for (let round = 0; round < 2; round++) {
+      const { totp_token } = (await login("guess1@example.test")).body;
+      for (let i = 0; i < 5; i++) expect((await post("/2fa/verify", { totp_token, code: wrong })).status).toBe(401);
+    }
+    const locked = await login("guess1@example.test");
+    expect(locked.status).toBe(429);
+    expect(locked.body.code).toBe("account_locked");
+    expect(Number(locked.headers.get("retry-after"))).toBeGreaterThan(0);
+    t.clock.advance(15 * 60_000);
+    const { totp_token } = (await login("guess1@example.test")).body;
+    expect((await post("/2fa/verify", { totp_token, code: codeAt(u.totp, t) })).status).toBe(200);
+  });
+
+  test("a totp_token issued before a lockout cannot be used while it runs", async () => {
+    const u = await userWith2fa("guess2@example.test");
+    const early = (await login("guess2@example.test")).body.totp_token;
+    for (let i = 0; i < 10; i++) await login("guess2@example.test", "wrong-password");
+    const res = await post("/2fa/verify", { totp_token: early, code: codeAt(u.totp, t) });
+    expect(res.status).toBe(429);
+    expect(res.body.code).toBe("account_locked");
+  });
+
+  test("wrong codes at 2fa/disable count too: the 11th try is 429 account_locked", async () => {
+    const u = await userWith2fa("guess3@example.test");
+    const wrong = codeAt(u.totp, t, 10);
+    for (let i = 0; i < 10; i++) {
+      expect((await t.req("DELETE", "/api/v1/auth/2fa/disable", { token: u.token, body: { code: wrong } })).status).toBe(400);
+    }
+    const res = await t.req("DELETE", "/api/v1/auth/2fa/disable", { token: u.token, body: { code: codeAt(u.totp, t) } });
+    expect(res.status).toBe(429);
+    expect(res.body.code).toBe("account_locked");
   });
 });
 
