@@ -8,7 +8,7 @@ const db = new Database(process.argv[2], { create: true, strict: true });
 db.exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000");
 db.exec(`CREATE TABLE IF NOT EXISTS items (_id TEXT PRIMARY KEY, _created_at INTEGER NOT NULL, _updated_at INTEGER NOT NULL,
   _owner_id TEXT, _deleted_at INTEGER, title TEXT, category TEXT, score REAL, body TEXT)`);
-db.exec(`CREATE INDEX IF NOT EXISTS items_cat_score ON items (category, score)`);
+db.exec(`CREATE INDEX IF NOT EXISTS items_cat_score ON items (category, score, _deleted_at)`);
 db.exec(`CREATE VIRTUAL TABLE IF NOT EXISTS items_fts USING fts5(title, body, content='items', content_rowid='rowid', tokenize='porter unicode61')`);
 db.exec(`CREATE TRIGGER IF NOT EXISTS items_ai AFTER INSERT ON items BEGIN
   INSERT INTO items_fts(rowid, title, body) VALUES (new.rowid, new.title, new.body); END`);
