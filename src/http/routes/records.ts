@@ -10,7 +10,13 @@ import { parseBool } from "../../query/parse.ts";
 import { readJson } from "../body.ts";
 import { principalOf } from "../request.ts";
 
-const searchParams = (request: Request) => new URL(request.url).searchParams;
+const NO_PARAMS = new URLSearchParams();
+
+/** The query string of a request; most reads have none, so the URL is parsed only when there is one. */
+const searchParams = (request: Request) => {
+  const i = request.url.indexOf("?");
+  return i < 0 ? NO_PARAMS : new URLSearchParams(request.url.slice(i + 1));
+};
 
 /** The data API: `/api/v1/:collection[/:id]`. */
 export function recordRoutes(ctx: AppContext) {
@@ -23,12 +29,13 @@ export function recordRoutes(ctx: AppContext) {
       set.status = 201;
       return createRecord(ctx, params.collection, body, p);
     })
-    .get("/:collection/:id", ({ request, params }) =>
-      getRecord(ctx, params.collection, params.id, principalOf(ctx, request), {
-        includeDeleted: parseBool(searchParams(request).get("include_deleted"), "include_deleted"),
-        expand: searchParams(request).getAll("expand"),
-      }),
-    )
+    .get("/:collection/:id", ({ request, params }) => {
+      const q = searchParams(request);
+      return getRecord(ctx, params.collection, params.id, principalOf(ctx, request), {
+        includeDeleted: parseBool(q.get("include_deleted"), "include_deleted"),
+        expand: q.getAll("expand"),
+      });
+    })
     .patch("/:collection/:id", async ({ request, params }) => {
       const p = principalOf(ctx, request);
       return updateRecord(ctx, params.collection, params.id, await readJson(request, max), p);
