@@ -15,7 +15,8 @@ export function checkMailLimit(ctx: AppContext, email: string): void {
   const since = now - MAIL_WINDOW_MS;
   const retryAfter = ctx.sqlite
     .transaction(() => {
-      ctx.sqlite.query("DELETE FROM _mail_log WHERE email = ? AND sent_at <= ?").run(email, since);
+      // Rows older than the window are dropped on every call, so the table holds one hour of mail at most.
+      ctx.sqlite.query("DELETE FROM _mail_log WHERE sent_at <= ?").run(since);
       const rows = ctx.sqlite
         .query<{ sent_at: number }, [string, number]>("SELECT sent_at FROM _mail_log WHERE email = ? AND sent_at > ? ORDER BY sent_at")
         .all(email, since);

@@ -177,6 +177,8 @@ describe("mail rate limit", () => {
     expect(retry).toBeLessThanOrEqual(3600);
     t.clock.advance(retry * 1000);
     expect((await post("/magic-link", { email })).status).toBe(200);
+    const rows = t.ctx.sqlite.query<{ sent_at: number }, []>("SELECT sent_at FROM _mail_log").all();
+    expect(rows.every((r) => r.sent_at > t.clock.now() - 3_600_000)).toBe(true);
   });
 
   test("magic-link and forgot-password share one limit per address, whatever the spelling", async () => {
