@@ -172,6 +172,22 @@ describe("admin console in a real browser", () => {
     await page.locator("td", { hasText: "Third post" }).waitFor();
   }, STEP);
 
+  test("editing a record with the form saves typed values", async () => {
+    await page.locator("tr", { hasText: "Third post" }).getByRole("button", { name: "Edit" }).click();
+    await page.getByRole("button", { name: "Edit as form" }).click();
+    await expect(page.getByLabel("title (text)", { exact: true }).inputValue()).resolves.toBe("Third post");
+    await page.getByLabel("n (number)", { exact: true }).fill("31");
+    await page.getByRole("button", { name: "Edit as JSON" }).click();
+    expect(JSON.parse(await page.getByLabel("Fields (JSON object)").inputValue())).toEqual({ title: "Third post", n: 31 });
+    await page.getByRole("button", { name: "Edit as form" }).click();
+    await page.getByLabel("n (number)", { exact: true }).fill("32");
+    await page.getByRole("button", { name: "Save" }).click();
+    await okNotice("saved");
+    await page.locator("tr", { hasText: "Third post" }).locator("td", { hasText: /^32$/ }).waitFor();
+    const { items } = await adminApi("GET", "/posts?filter=title:eq:Third%20post");
+    expect(items).toMatchObject([{ title: "Third post", n: 32 }]);
+  }, STEP);
+
   test("a filter narrows the records and a sort orders them", async () => {
     await page.getByRole("button", { name: "Add filter" }).click();
     const row = page.locator(".filter-row").last();

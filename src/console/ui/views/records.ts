@@ -186,22 +186,99 @@ function recordTable(col: CollectionJson, items: Rec[], reload: () => Promise<vo
   );
 }
 
-/** The create/edit dialog: the record's user fields as JSON. */
+type FieldReader = () => { present: boolean; value?: unknown };
+
+/** One form control per field, by type; empty means null where the record had the field, else absent. */
+function recordForm(col: CollectionJson, data: Record<string, unknown>): { el: HTMLElement; read(): Record<string, unknown> } {
+  const types = new Map(col.fields.map((f) => [f.name, f.type]));
+  for (const k of Object.keys(data)) if (!types.has(k)) types.set(k, typeof data[k] === "string" ? "text" : typeof data[k] === "number" ? "number" : typeof data[k] === "boolean" ? "boolean" : "json");
+  const readers: [string, FieldReader][] = [];
+  const rows = [...types].map(([name, type]) => {
+    const v = data[name];
+    const had = name in data;
+    const empty = () => (had ? { present: true, value: null } : { present: false });
+    const label = `${name} (${type})`;
+    if (type === "boolean") {
+      const sel = h("select", { name: `field-${name}` }, ["", "true", "false"].map((o) => h("option", { value: o, selected: String(v ?? "") === o }, o || "null")));
+      readers.push([name, () => (sel.value === "" ? empty() : { present: true, value: sel.value === "true" })]);
+      return field(label, sel);
+    }
+    if (type === "json") {
+      const ta = h("textarea", { name: `field-${name}`, rows: 3, spellcheck: "false", class: "code" });
+      ta.value = v === null || v === undefined ? "" : JSON.stringify(v, null, 2);
+      readers.push([name, () => (ta.value.trim() === "" ? empty() : { present: true, value: parseJsonInput(ta.value, `"${name}"`) })]);
+      return field(label, ta);
+    }
+    const input = h("input", { type: type === "number" ? "number" : "text", step: "any", name: `field-${name}`, value: v === null || v === undefined ? "" : String(v), spellcheck: "false" });
+    readers.push([
+      name,
+      () => {
+        if (input.value === "" && (type === "number" || v === null || v === undefined)) return empty();
+        if (type !== "number") return { present: true, value: input.value };
+        const n = Number(input.value);
+        if (!Number.isFinite(n)) throw new Error(`"${name}" must be a number`);
+        return { present: true, value: n };
+      },
+    ]);
+    return field(label, input);
+  });
+  return {
+    el: h("div", { class: "record-form grid2" }, rows.length ? rows : h("p", { class: "muted" }, "No fields yet: add the first ones as JSON.")),
+    read() {
+      const out: Record<string, unknown> = {};
+      for (const [name, read] of readers) {
+        const r = read();
+        if (r.present) out[name] = r.value;
+      }
+      return out;
+    },
+  };
+}
+
+/** The create/edit dialog: the record's user fields as JSON, or as a form with one control per field. */
 function editRecord(col: CollectionJson, rec: Rec | null, reload: () => Promise<void>): void {
   const data = rec ? Object.fromEntries(Object.entries(rec).filter(([k]) => !k.startsWith("_"))) : {};
   const text = h("textarea", { name: "record", rows: 14, spellcheck: "false", class: "code" });
   text.value = JSON.stringify(data, null, 2);
-  openDialog({
+  const jsonPane = field("Fields (JSON object)", text, "System fields (_id, _created_at, …) are set by the server. A new field name adds a field; its first value fixes its type.");
+  const formPane = h("div", { hidden: true });
+  let form: ReturnType<typeof recordForm> | null = null;
+  const parseText = () => {
+    const body = parseJsonInput(text.value, "the record");
+    if (!body || typeof body !== "object" || Array.isArray(body)) throw new Error("the record must be a JSON object");
+    return body as Record<string, unknown>;
+  };
+  const toggle = button("Edit as form", () => {
+    try {
+      if (form) {
+        text.value = JSON.stringify(form.read(), null, 2);
+        form = null;
+      } else {
+        form = recordForm(col, parseText());
+        replace(formPane, form.el);
+      }
+      replace(handle.error);
+    } catch (err) {
+      showError(err, handle.error);
+      return;
+    }
+    formPane.hidden = !form;
+    jsonPane.hidden = !!form;
+    toggle.textContent = form ? "Edit as JSON" : "Edit as form";
+    (form ? formPane.querySelector<HTMLElement>("input, select, textarea") : text)?.focus();
+  });
+  const handle = openDialog({
     title: rec ? `Edit record ${rec._id}` : `New record in ${col.name}`,
     submitLabel: rec ? "Save" : "Create",
     wide: true,
     body: [
-      field("Fields (JSON object)", text, "System fields (_id, _created_at, …) are set by the server. A new field name adds a field; its first value fixes its type."),
+      h("div", { class: "actions left" }, toggle),
+      jsonPane,
+      formPane,
       rec ? h("details", null, h("summary", null, "System fields"), h("pre", { class: "code" }, JSON.stringify(Object.fromEntries(Object.entries(rec).filter(([k]) => k.startsWith("_"))), null, 2))) : null,
     ],
     onSubmit: async () => {
-      const body = parseJsonInput(text.value, "the record");
-      if (!body || typeof body !== "object" || Array.isArray(body)) throw new Error("the record must be a JSON object");
+      const body = form ? form.read() : parseText();
       const saved = await api<Rec>(rec ? "PATCH" : "POST", rec ? `/${seg(col.name)}/${seg(rec._id)}` : `/${seg(col.name)}`, body);
       toast(rec ? `Record ${saved._id} saved.` : `Record ${saved._id} created.`);
       await reload().catch((e) => showError(e));
