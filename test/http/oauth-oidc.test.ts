@@ -19,6 +19,8 @@ beforeAll(async () => {
   op.accounts.set("carol", { email: "carol@example.com", email_verified: false });
   op.accounts.set("dave", { email: "dave@example.com", email_verified: true });
   op.accounts.set("erin", { email: "erin@example.com", email_verified: true });
+  op.accounts.set("frank", { email: "frank@example.com", email_verified: true });
+  op.accounts.set("gina", { email: "gina@example.com", email_verified: true });
   const res = await t.admin("PATCH", "/api/v1/admin/settings", {
     oauth_oidc_issuer: op.issuer,
     oauth_oidc_client_id: op.clientId,
@@ -109,8 +111,32 @@ describe("OIDC login against a real OpenID provider", () => {
     const me = await meOf(flow.params.access_token!);
     expect(me.id).toBe(bob.id);
     expect(me.is_verified).toBe(true);
-    const accounts = await t.req("GET", "/api/v1/auth/oauth/accounts", { token: bob.token });
+    const accounts = await t.req("GET", "/api/v1/auth/oauth/accounts", { token: flow.params.access_token });
     expect(accounts.body.accounts.map((a: { provider: string }) => a.provider)).toEqual(["oidc"]);
+  });
+
+  test("linking to an account that was never verified drops its password, sessions and API keys (a pre-registered squatter loses access)", async () => {
+    const squatter = await registerUser(t, "frank@example.com", "squatter-pass-1");
+    const key = await t.req("POST", "/api/v1/auth/api-keys", { token: squatter.token, body: { name: "k" } });
+    expect(key.status).toBe(201);
+    const flow = await loginAs("frank");
+    expect((await meOf(flow.params.access_token!)).id).toBe(squatter.id);
+    expect((await t.req("GET", "/api/v1/auth/me", { token: squatter.token })).status).toBe(401);
+    const login = await t.req("POST", "/api/v1/auth/login", { body: { email: "frank@example.com", password: "squatter-pass-1" } });
+    expect(login.status).toBe(401);
+    expect((await t.req("GET", "/api/v1/auth/oauth/accounts", { headers: { "x-api-key": key.body.key } })).status).toBe(401);
+    expect(t.ctx.sqlite.query("SELECT COUNT(*) AS n FROM _api_keys WHERE user_id = ? AND revoked_at IS NULL").get(squatter.id)).toEqual({ n: 0 });
+  });
+
+  test("linking to an already verified account keeps its password and sessions", async () => {
+    const created = await t.admin("POST", "/api/v1/admin/users", { email: "gina@example.com", password: "gina-password-1", is_verified: true });
+    expect(created.status).toBe(201);
+    const session = await t.req("POST", "/api/v1/auth/login", { body: { email: "gina@example.com", password: "gina-password-1" } });
+    expect(session.status).toBe(200);
+    const flow = await loginAs("gina");
+    expect((await meOf(flow.params.access_token!)).id).toBe(created.body.id);
+    expect((await t.req("GET", "/api/v1/auth/me", { token: session.body.access_token })).status).toBe(200);
+    expect((await t.req("POST", "/api/v1/auth/login", { body: { email: "gina@example.com", password: "gina-password-1" } })).status).toBe(200);
   });
 
   test("an existing user is not linked when the provider has not verified the email", async () => {
