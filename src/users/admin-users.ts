@@ -79,8 +79,16 @@ export async function adminUpdateUser(ctx: AppContext, idOrEmail: string, input:
   if (sets.length) {
     sets.push("updated_at = ?");
     values.push(ctx.clock.now(), user.id);
+    const emailChanged = b.email !== undefined && values[sets.indexOf("email = ?")] !== user.email;
     try {
-      ctx.sqlite.query(`UPDATE _users SET ${sets.join(", ")} WHERE id = ?`).run(...values);
+      ctx.sqlite.transaction(() => {
+        ctx.sqlite.query(`UPDATE _users SET ${sets.join(", ")} WHERE id = ?`).run(...values);
+        // Links mailed to the old address must not verify, sign in or reset the account under the new one.
+        if (emailChanged)
+          ctx.sqlite
+            .query("UPDATE _tokens SET used_at = ? WHERE user_id = ? AND kind IN ('verify_email', 'magic_link', 'reset_password') AND used_at IS NULL")
+            .run(ctx.clock.now(), user.id);
+      })();
     } catch (err) {
       if (/UNIQUE/.test(String(err))) throw new AppError(409, "conflict", "a user with this email already exists");
       throw err;

@@ -1,4 +1,5 @@
 import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { issueMailToken } from "../../src/auth/mail-tokens.ts";
 import { createTestApp, registerUser } from "../helpers/app.ts";
 
 // Password hashing (argon2id) is slow on a loaded machine; these tests hash several times each.
@@ -138,5 +139,34 @@ describe("admin user management", () => {
       expect((await t.req(m, p, { token: u.token })).status).toBe(403);
     }
     expect((await t.admin("GET", `${U}/${u.id}`)).status).toBe(200);
+  });
+});
+
+describe("admin email change", () => {
+  test("changing a user's email voids the verify, magic-link and reset links mailed to the old address", async () => {
+    const u = await registerUser(t, "before-change@example.test");
+    const verify = issueMailToken(t.ctx, u.id, "verify_email", 60_000);
+    const magic = issueMailToken(t.ctx, u.id, "magic_link", 60_000);
+    const reset = issueMailToken(t.ctx, u.id, "reset_password", 60_000);
+    const res = await t.admin("PATCH", `${U}/${u.id}`, { email: "after-change@example.test" });
+    expect(res.status).toBe(200);
+    expect(res.body.email).toBe("after-change@example.test");
+    const v = await t.req("POST", "/api/v1/auth/verify-email", { body: { token: verify } });
+    expect(v.status).toBe(400);
+    expect(v.body.code).toBe("invalid_token");
+    const m = await t.req("POST", "/api/v1/auth/magic-link/verify", { body: { token: magic } });
+    expect(m.status).toBe(401);
+    expect(m.body.code).toBe("invalid_token");
+    const r = await t.req("POST", "/api/v1/auth/reset-password", { body: { token: reset, password: "another-pass-1" } });
+    expect(r.status).toBe(400);
+    expect(r.body.code).toBe("invalid_token");
+    expect((await t.admin("GET", `${U}/${u.id}`)).body.is_verified).toBe(false);
+  });
+
+  test("a PATCH that keeps the same email leaves the mailed links working", async () => {
+    const u = await registerUser(t, "same-email@example.test");
+    const verify = issueMailToken(t.ctx, u.id, "verify_email", 60_000);
+    expect((await t.admin("PATCH", `${U}/${u.id}`, { email: "Same-Email@example.test", roles: ["x"] })).status).toBe(200);
+    expect((await t.req("POST", "/api/v1/auth/verify-email", { body: { token: verify } })).status).toBe(200);
   });
 });
