@@ -72,7 +72,7 @@ export function isAdminCredential(ctx: AppContext, value: string): boolean {
   return (value.split(".").length === 3 && isAdminToken(ctx, value)) || isAdminSecret(ctx, value);
 }
 
-/** `POST /admin/login`: exchanges the secret for an admin token. 10 tries a minute per IP. */
+/** `POST /admin/login`: exchanges the secret for an admin token. 10 wrong tries a minute per IP. */
 export function adminLogin(ctx: AppContext, secret: unknown, ip: string): { token: string; expires_in: number } {
   let loginAttempts = ctx.cache.get("admin_login_attempts") as Map<string, number[]> | undefined;
   if (!loginAttempts) ctx.cache.set("admin_login_attempts", (loginAttempts = new Map()));
@@ -85,10 +85,12 @@ export function adminLogin(ctx: AppContext, secret: unknown, ip: string): { toke
     const retry = Math.max(1, Math.ceil((recent[0] + 60_000 - now) / 1000));
     throw new AppError(429, "rate_limited", "too many admin login attempts; try again later", {}, { "Retry-After": String(retry) });
   }
-  recent.push(now);
-  loginAttempts.set(ip, recent);
   if (typeof secret !== "string" || !isAdminSecret(ctx, secret)) {
+    // Only wrong secrets count: a console or script that logs in often must not lock itself out.
+    recent.push(now);
+    loginAttempts.set(ip, recent);
     throw new AppError(401, "invalid_credentials", "wrong admin secret");
   }
+  if (recent.length) loginAttempts.set(ip, recent);
   return issueAdminToken(ctx);
 }

@@ -102,6 +102,8 @@ export function updateSettings(ctx: AppContext, patch: unknown): Record<string, 
         throw badRequest(`setting "${k}" must be between ${def.min} and ${def.max}`);
     }
     if (def.kind === "string" && (v as string).length > 4096) throw badRequest(`setting "${k}" is too long`);
+    // The app name is the TOTP issuer and the mail sender name: an empty one gives broken otpauth URLs.
+    if (k === "app_name" && (v as string).trim() === "") throw badRequest(`setting "app_name" must not be empty`);
   }
   const now = ctx.clock.now();
   const stmt = ctx.sqlite.query(

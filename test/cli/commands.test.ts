@@ -549,8 +549,13 @@ describe("indexes and fts", () => {
 // On a terminal the CLI asks instead of refusing. `script` gives the binary a pseudo-terminal.
 const scriptBin = Bun.which("script");
 describe.skipIf(!scriptBin)("prompts on a terminal", () => {
-  /** Runs the binary on a pseudo-terminal, typing each input after a pause (as a person would). */
-  const onTty = async (args: string[], inputs: string[]) => {
+  const clean = (s: string) => s.replace(/[\r\n]/g, "").replace(/\x1b\[[0-9;?]*[A-Za-z]/g, "");
+
+  /**
+   * Runs the binary on a pseudo-terminal and types each input once the screen shows its prompt
+   * text (as a person would), so a slow start never makes the keys arrive before the question.
+   */
+  const onTty = async (args: string[], steps: [waitFor: string, input: string][]) => {
     const command = `stty cols 200 rows 50; ${[bin, "--data", dir, ...args].map((a) => `'${a}'`).join(" ")}`;
     const proc = Bun.spawn([scriptBin!, "-q", "-e", "-c", command, "/dev/null"], {
       stdin: "pipe",
@@ -558,32 +563,42 @@ describe.skipIf(!scriptBin)("prompts on a terminal", () => {
       stderr: "pipe",
       env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? "/tmp", TERM: "xterm" },
     });
-    const output = new Response(proc.stdout).text();
-    for (const input of inputs) {
-      await Bun.sleep(700);
-      proc.stdin.write(input);
-      proc.stdin.flush();
+    let out = "";
+    const reading = (async () => {
+      const decoder = new TextDecoder();
+      for await (const chunk of proc.stdout) out += decoder.decode(chunk);
+    })();
+    for (const [waitFor, input] of steps) {
+      const deadline = Date.now() + 20_000;
+      while (!clean(out).includes(waitFor) && Date.now() < deadline) await Bun.sleep(20);
+      // The prompt library switches the terminal to raw mode right after drawing the question.
+      await Bun.sleep(100);
+      for (const key of input) {
+        proc.stdin.write(key);
+        proc.stdin.flush();
+        await Bun.sleep(10);
+      }
     }
-    await Bun.sleep(300);
+    const code = await proc.exited;
     proc.stdin.end();
-    const [out, code] = await Promise.all([output, proc.exited]);
-    return { code, out: out.replace(/[\r\n]/g, "").replace(/\x1b\[[0-9;?]*[A-Za-z]/g, "") };
+    await reading;
+    return { code, out: clean(out) };
   };
 
   test("collections delete asks to confirm; no keeps the collection, yes deletes it", async () => {
     await cli(["collections", "create", "ttyposts"]);
-    const no = await onTty(["collections", "delete", "ttyposts"], ["n", "\r"]);
+    const no = await onTty(["collections", "delete", "ttyposts"], [['Delete collection "ttyposts"', "n\r"]]);
     expect(no.out).toContain('Delete collection "ttyposts"');
     expect(no.code).toBe(1);
     expect((await cli(["collections", "show", "ttyposts"])).code).toBe(0);
-    const yes = await onTty(["collections", "delete", "ttyposts"], ["y", "\r"]);
+    const yes = await onTty(["collections", "delete", "ttyposts"], [['Delete collection "ttyposts"', "y\r"]]);
     expect(yes.code).toBe(0);
     expect(yes.out).toContain("deleted collection ttyposts");
     expect((await cli(["collections", "show", "ttyposts"])).code).toBe(1);
   });
 
   test("users create asks for the password without echoing it", async () => {
-    const r = await onTty(["users", "create", "tty@example.com"], ["tty-password-9", "\r"]);
+    const r = await onTty(["users", "create", "tty@example.com"], [["Password for tty@example.com", "tty-password-9\r"]]);
     expect(r.code).toBe(0);
     expect(r.out).toContain("Password for tty@example.com");
     expect(r.out).not.toContain("tty-password-9");

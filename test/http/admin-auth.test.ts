@@ -100,6 +100,26 @@ describe("admin login rate limit", () => {
   });
 });
 
+describe("admin login limit counts wrong secrets only", () => {
+  const r = createTestApp();
+  afterAll(() => r.close());
+
+  test("successful logins do not use up the 10 tries: after 15 good logins, 10 wrong ones are 401 and the 11th try is 429", async () => {
+    for (let i = 0; i < 15; i++) {
+      const res = await r.req("POST", "/api/v1/admin/login", { body: { secret: ADMIN_SECRET } });
+      expect(res.status).toBe(200);
+    }
+    for (let i = 0; i < 10; i++) {
+      const res = await r.req("POST", "/api/v1/admin/login", { body: { secret: "wrong" } });
+      expect(res.status).toBe(401);
+      expect(res.body).toEqual({ error: expect.any(String), code: "invalid_credentials" });
+    }
+    const limited = await r.req("POST", "/api/v1/admin/login", { body: { secret: ADMIN_SECRET } });
+    expect(limited.status).toBe(429);
+    expect(limited.body).toEqual({ error: expect.any(String), code: "rate_limited" });
+  });
+});
+
 describe("admin login bookkeeping", () => {
   const r = createTestApp();
   afterAll(() => r.close());

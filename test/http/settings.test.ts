@@ -65,6 +65,15 @@ describe("runtime settings", () => {
     expect((await t.admin("GET", S)).body.app_name).toBe("baas");
   });
 
+  test("an empty app_name (the TOTP issuer and mail sender name) is 400 and changes nothing", async () => {
+    for (const app_name of ["", "   "]) {
+      const res = await t.admin("PATCH", S, { app_name });
+      expect(res.status).toBe(400);
+      expect(res.body).toEqual({ error: 'setting "app_name" must not be empty', code: "bad_request" });
+    }
+    expect((await t.admin("GET", S)).body.app_name).toBe("baas");
+  });
+
   test("settings need admin credentials", async () => {
     const u = await registerUser(t, "set0@example.test");
     expect((await t.req("GET", S)).status).toBe(401);
