@@ -27,8 +27,11 @@ export async function verifyPassword(password: string, hash: string | null | und
 /** 422 unless the password is a string of 8..256 characters (CONTRACT §7). */
 export function checkPassword(password: unknown, field = "password"): string {
   if (typeof password !== "string") throw fieldError(field, "required", `"${field}" is required.`);
-  if (password.length < 8) throw fieldError(field, "min", `"${field}" must be at least 8 characters.`);
-  if (password.length > 256) throw fieldError(field, "max", `"${field}" must be at most 256 characters.`);
+  // Characters as field rules count them: an astral character (an emoji) is one, not two UTF-16 units.
+  let length = 0;
+  for (const _ of password) length++;
+  if (length < 8) throw fieldError(field, "min", `"${field}" must be at least 8 characters.`);
+  if (length > 256) throw fieldError(field, "max", `"${field}" must be at most 256 characters.`);
   return password;
 }
 

@@ -18,7 +18,8 @@ export function forgotPassword(ctx: AppContext, input: unknown): { ok: true } {
 
 /**
  * `POST /auth/reset-password {token, password}`: sets the new password, clears the lockout,
- * and revokes every session and API key (whoever knew the old password loses access).
+ * and revokes every session and API key (whoever knew the old password loses access), and every
+ * pending 2FA login step, which the old password opened.
  */
 export async function resetPassword(
   ctx: AppContext,
@@ -35,7 +36,7 @@ export async function resetPassword(
     ctx.sqlite
       .query("UPDATE _users SET password_hash = ?, failed_logins = 0, locked_until = NULL, updated_at = ? WHERE id = ?")
       .run(hash, now, userId);
-    ctx.sqlite.query("UPDATE _tokens SET used_at = ? WHERE user_id = ? AND kind = 'reset_password' AND used_at IS NULL").run(now, userId);
+    ctx.sqlite.query("UPDATE _tokens SET used_at = ? WHERE user_id = ? AND kind IN ('reset_password', 'totp_login') AND used_at IS NULL").run(now, userId);
     return { ok: true as const, sessions_revoked: revokeUserSessions(ctx, userId), api_keys_revoked: revokeUserApiKeys(ctx, userId) };
   })();
 }

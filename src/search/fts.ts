@@ -7,10 +7,12 @@ import { inTransaction } from "../db/tx.ts";
 import { badRequest } from "../errors.ts";
 
 // Full-text search over a collection: one FTS5 table `_fts_<name>` whose rowid is the record
-// row's rowid (always named `_rowid_`, which no user field can shadow) and whose one column holds every text field joined by spaces. Triggers on the
-// collection table keep it current for every write path (single, bulk, batch, cascades, the
-// CLI): insert adds, update re-indexes, soft delete removes, restore re-adds, hard delete
-// removes. A new text field only needs the triggers rebuilt, since old rows hold null there.
+// row's rowid (always named `_rowid_`, which no user field can shadow) and whose one column
+// holds every text field joined by spaces. Triggers on the collection table keep it current
+// for every write path (single, bulk, batch, cascades, the CLI): insert adds, update re-indexes,
+// hard delete removes. Soft-deleted rows stay indexed, so `search` with `include_deleted=true`
+// finds them too; without it every read already hides them.
+// A new text field only needs the triggers rebuilt, since old rows hold null there.
 
 export interface FtsStatus {
   enabled: boolean;
@@ -45,13 +47,13 @@ function createTriggers(sqlite: Database, name: string, fields: string[]): void 
   const t = q(name);
   const f = q(ftsTable(name));
   const body = bodyExpr("new.", fields);
-  const watched = [...fields, "_deleted_at"].map(q).join(", ");
-  sqlite.exec(`CREATE TRIGGER ${q(`${ftsTable(name)}_ai`)} AFTER INSERT ON ${t} WHEN new."_deleted_at" IS NULL BEGIN
+  const watched = fields.length ? fields.map(q).join(", ") : q("_id");
+  sqlite.exec(`CREATE TRIGGER ${q(`${ftsTable(name)}_ai`)} AFTER INSERT ON ${t} BEGIN
     INSERT INTO ${f} (rowid, body) VALUES (new._rowid_, ${body});
   END`);
   sqlite.exec(`CREATE TRIGGER ${q(`${ftsTable(name)}_au`)} AFTER UPDATE OF ${watched} ON ${t} BEGIN
     DELETE FROM ${f} WHERE rowid = old._rowid_;
-    INSERT INTO ${f} (rowid, body) SELECT new._rowid_, ${body} WHERE new."_deleted_at" IS NULL;
+    INSERT INTO ${f} (rowid, body) VALUES (new._rowid_, ${body});
   END`);
   sqlite.exec(`CREATE TRIGGER ${q(`${ftsTable(name)}_ad`)} AFTER DELETE ON ${t} BEGIN
     DELETE FROM ${f} WHERE rowid = old._rowid_;
@@ -69,14 +71,19 @@ function buildIndex(sqlite: Database, col: Collection): string[] {
   dropFtsObjects(sqlite, col.name);
   sqlite.exec(`CREATE VIRTUAL TABLE ${q(ftsTable(col.name))} USING fts5(body, tokenize = 'porter unicode61 remove_diacritics 2')`);
   sqlite.exec(
-    `INSERT INTO ${q(ftsTable(col.name))} (rowid, body) SELECT _rowid_, ${bodyExpr("", fields)} FROM ${q(col.name)} WHERE "_deleted_at" IS NULL`,
+    `INSERT INTO ${q(ftsTable(col.name))} (rowid, body) SELECT _rowid_, ${bodyExpr("", fields)} FROM ${q(col.name)}`,
   );
   createTriggers(sqlite, col.name, fields);
   return fields;
 }
 
+/** Active (not soft-deleted) records in the index. */
 function indexedCount(sqlite: Database, name: string): number {
-  return sqlite.query<{ n: number }, []>(`SELECT COUNT(*) AS n FROM ${q(ftsTable(name))}`).get()!.n;
+  const t = q(name);
+  const f = q(ftsTable(name));
+  return sqlite
+    .query<{ n: number }, []>(`SELECT COUNT(*) AS n FROM ${f} JOIN ${t} ON ${t}._rowid_ = ${f}.rowid WHERE ${t}."_deleted_at" IS NULL`)
+    .get()!.n;
 }
 
 /** `GET /admin/collections/:name/fts`. */
@@ -86,7 +93,7 @@ export function ftsStatus(ctx: AppContext, name: string): FtsStatus {
   return { enabled: true, fields: col.fts.fields, indexed_records: indexedCount(ctx.sqlite, col.name) };
 }
 
-/** `POST …/fts`: creates the index from every active record; `created` is false when it already existed. */
+/** `POST …/fts`: creates the index from every record; `created` is false when it already existed. */
 export function enableFts(ctx: AppContext, name: string): { status: FtsStatus; created: boolean } {
   const col = requireCollection(ctx, name);
   if (col.fts.enabled) return { status: ftsStatus(ctx, name), created: false };

@@ -64,6 +64,16 @@ describe("POST /auth/register", () => {
     expect((await t.req("POST", `${A}/register`, { body: { email: "p256@example.com", password: "y".repeat(256) } })).status).toBe(201);
   });
 
+  test("password length counts characters, an emoji once: 4 emoji are too short, 256 emoji are accepted, 257 too long", async () => {
+    const short = await t.req("POST", `${A}/register`, { body: { email: "emoji4@example.com", password: "😀".repeat(4) } });
+    expect(short.status).toBe(422);
+    expect(short.body).toEqual({ errors: [{ field: "password", rule: "min", message: '"password" must be at least 8 characters.' }] });
+    expect((await t.req("POST", `${A}/register`, { body: { email: "emoji256@example.com", password: "😀".repeat(256) } })).status).toBe(201);
+    const long = await t.req("POST", `${A}/register`, { body: { email: "emoji257@example.com", password: "😀".repeat(257) } });
+    expect(long.status).toBe(422);
+    expect(long.body).toEqual({ errors: [{ field: "password", rule: "max", message: '"password" must be at most 256 characters.' }] });
+  });
+
   test("a taken email is 409 conflict, whatever its case and spacing", async () => {
     await registerUser(t, "dup@example.com");
     const res = await t.req("POST", `${A}/register`, { body: { email: " DUP@example.com", password: "password123" } });

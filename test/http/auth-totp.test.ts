@@ -280,3 +280,21 @@ describe("2FA disable", () => {
     expect((await t.req("DELETE", "/api/v1/auth/2fa/disable", { token: u.token, body: {} })).status).toBe(400);
   });
 });
+
+describe("2FA and password reset", () => {
+  test("a password reset voids a pending 2FA login step opened with the old password", async () => {
+    const u = await userWith2fa("reset2fa@example.test");
+    const step = await login("reset2fa@example.test");
+    expect(step.body.totp_required).toBe(true);
+    await post("/forgot-password", { email: "reset2fa@example.test" });
+    await t.ctx.mailer.flush();
+    const reset = await post("/reset-password", { token: smtp.lastToken("reset2fa@example.test"), password: "new-password-9" });
+    expect(reset.status).toBe(200);
+    const res = await post("/2fa/verify", { totp_token: step.body.totp_token, code: codeAt(u.totp, t) });
+    expect(res.status).toBe(401);
+    expect(res.body).toEqual({ error: "invalid or expired totp_token", code: "invalid_token" });
+    const fresh = await login("reset2fa@example.test", "new-password-9");
+    expect(fresh.body.totp_required).toBe(true);
+    expect((await post("/2fa/verify", { totp_token: fresh.body.totp_token, code: codeAt(u.totp, t) })).status).toBe(200);
+  });
+});

@@ -134,10 +134,13 @@ describe("the index stays current", () => {
     expect(await search("salmon")).toEqual(["Cooking"]);
   });
 
-  test("soft delete removes it, restore brings it back, hard delete removes it for good", async () => {
+  test("soft delete hides it unless include_deleted=true, restore brings it back, hard delete removes it for good", async () => {
     const id = ids["Dog training"];
     expect((await t.admin("DELETE", `/api/v1/articles/${id}`)).status).toBe(200);
     expect(await search("tricks")).toEqual([]);
+    expect(await search("tricks", "&include_deleted=true")).toEqual(["Dog training"]);
+    expect((await t.req("GET", `/api/v1/articles/count?search=tricks&include_deleted=true`)).body).toEqual({ total: 1 });
+    expect((await t.req("GET", `/api/v1/articles/count?search=tricks`)).body).toEqual({ total: 0 });
     expect((await t.admin("GET", "/api/v1/admin/collections/articles/fts")).body.indexed_records).toBe(5);
     expect((await t.admin("POST", `/api/v1/articles/${id}/restore`)).status).toBe(200);
     expect(await search("tricks")).toEqual(["Dog training"]);
