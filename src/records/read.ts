@@ -2,6 +2,7 @@ import type { Principal } from "../auth/principal.ts";
 import type { AppContext } from "../context.ts";
 import { requireCollection } from "../collections/catalog.ts";
 import { attachRelationFields, expandRecords, parseExpand } from "../relations/expand.ts";
+import { badRequest } from "../errors.ts";
 import { checkAccess, ownsRecord, recordNotFound } from "../rules/access.ts";
 import { fetchRecord, type RecordJson } from "./codec.ts";
 
@@ -11,7 +12,7 @@ export function getRecord(
   name: string,
   id: string,
   p: Principal,
-  opts: { includeDeleted?: boolean; expand?: string[] } = {},
+  opts: { includeDeleted?: boolean; expand?: string[]; fields?: string | null } = {},
 ): RecordJson {
   const col = requireCollection(ctx, name);
   const access = checkAccess(col, "read", p);
@@ -21,5 +22,18 @@ export function getRecord(
   if (access === "own" && !ownsRecord(p, record)) throw recordNotFound();
   attachRelationFields(ctx, col, [record], p);
   expandRecords(ctx, col, [record], expand, p);
-  return record;
+  return opts.fields ? pickFields(col.name, record, opts.fields) : record;
+}
+
+/** `fields=a,b` on a single record, as on a list: `_id` plus the named fields (and `_expand`); an unknown name is 400. */
+function pickFields(collection: string, record: RecordJson, fields: string): RecordJson {
+  const names = fields.split(",").map((f) => f.trim()).filter(Boolean);
+  if (!names.length) return record;
+  const out: RecordJson = { _id: record._id };
+  for (const f of names) {
+    if (!Object.hasOwn(record, f) || f === "_expand") throw badRequest(`unknown field "${f}" in collection "${collection}"`);
+    out[f] = record[f];
+  }
+  if (Object.hasOwn(record, "_expand")) out._expand = record._expand;
+  return out;
 }

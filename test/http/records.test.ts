@@ -184,6 +184,16 @@ describe("GET /:collection/:id", () => {
     expect(res.body).toEqual(rec.body);
   });
 
+  test("fields picks the named fields plus _id, as on a list; an unknown field is 400", async () => {
+    const rec = await create({ title: "pick me", extra: 7 }, user.token);
+    const res = await t.req("GET", `/api/v1/items/${rec.body._id}?fields=title,extra`);
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ _id: rec.body._id, title: "pick me", extra: 7 });
+    const bad = await t.req("GET", `/api/v1/items/${rec.body._id}?fields=title,nope`);
+    expect(bad.status).toBe(400);
+    expect(bad.body).toEqual({ error: 'unknown field "nope" in collection "items"', code: "bad_request" });
+  });
+
   test("an unknown id is 404 not_found, an unknown collection too", async () => {
     const res = await t.req("GET", "/api/v1/items/01ARZ3NDEKTSV4RRFFQ69G5FAV");
     expect(res.status).toBe(404);

@@ -34,6 +34,7 @@ export function recordRoutes(ctx: AppContext) {
       return getRecord(ctx, params.collection, params.id, principalOf(ctx, request), {
         includeDeleted: parseBool(q.get("include_deleted"), "include_deleted"),
         expand: q.getAll("expand"),
+        fields: q.get("fields"),
       });
     })
     .patch("/:collection/:id", async ({ request, params }) => {
