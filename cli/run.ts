@@ -2,6 +2,7 @@ import { InvalidArgumentError, type Command } from "commander";
 import { readFileSync } from "node:fs";
 import { loadConfig } from "../src/config.ts";
 import { closeContext, createContext, type AppContext } from "../src/context.ts";
+import { getMeta, PUBLIC_URL_META } from "../src/db/meta.ts";
 import { confirm, isInteractive } from "./prompts.ts";
 
 /** Options every command accepts (declared once on the program). */
@@ -22,6 +23,12 @@ export function globalsOf(cmd: Command): GlobalOptions {
 export async function withContext<T>(cmd: Command, fn: (ctx: AppContext) => T | Promise<T>): Promise<T> {
   const config = loadConfig({ data: globalsOf(cmd).data });
   const ctx = createContext(config);
+  // Without PUBLIC_URL of its own, the CLI takes the one of the server started on this data
+  // directory, so addresses it shows (OAuth redirect URLs) are the ones the server uses.
+  if (!process.env.PUBLIC_URL) {
+    const served = getMeta(ctx.sqlite, PUBLIC_URL_META);
+    if (served) ctx.config.publicUrl = served;
+  }
   try {
     return await fn(ctx);
   } finally {

@@ -4,6 +4,7 @@ import { ensureJwtKey } from "./auth/keys.ts";
 import { prepareDummyHash } from "./auth/passwords.ts";
 import { closeContext, createContext, type AppContext, type ContextOptions } from "./context.ts";
 import type { Config } from "./config.ts";
+import { PUBLIC_URL_META, setMeta } from "./db/meta.ts";
 import { createApp } from "./http/app.ts";
 
 export interface Running {
@@ -44,6 +45,9 @@ export async function startServer(config: Config, opts: ContextOptions = {}): Pr
     if (ctx.config.publicUrl === guessed) ctx.config.publicUrl = `http://localhost:${server.port}`;
     if (ctx.config.appUrl === guessed) ctx.config.appUrl = ctx.config.publicUrl;
   }
+  // Kept for the CLI, which works on the same data directory without knowing the server's port:
+  // `baas settings list` shows the same OAuth redirect addresses as GET /admin/settings.
+  setMeta(ctx.sqlite, PUBLIC_URL_META, ctx.config.publicUrl);
   let stopped = false;
   return {
     ctx,

@@ -12,3 +12,6 @@ export function setMeta(sqlite: Database, key: string, value: string): void {
     .query("INSERT INTO _meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value")
     .run(key, value);
 }
+
+/** `_meta` key of the public URL of the last server started on this data directory. */
+export const PUBLIC_URL_META = "public_url";

@@ -145,6 +145,12 @@ describe("a CI script sets up a running server through the CLI", () => {
     expect((await admin("GET", "/settings")).body).toMatchObject({ registration_open: false, access_token_ttl_seconds: 600 });
   });
 
+  test("settings list --json is the body of GET /admin/settings, OAuth redirect addresses included", async () => {
+    const api = (await admin("GET", "/settings")).body;
+    expect(api.oauth_redirect_urls.oidc).toBe(`http://localhost:${new URL(server.url).port}/api/v1/auth/oauth/oidc/callback`);
+    expect(await ok(["settings", "list"])).toEqual(api);
+  });
+
   test("revoke-sessions signs a user out of the running server at once", async () => {
     const ada = await login("ada@example.com", "ada-password-1");
     expect((await http("GET", "/api/v1/auth/me", { token: ada.access_token })).status).toBe(200);
