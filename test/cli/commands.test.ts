@@ -566,7 +566,12 @@ describe.skipIf(!scriptBin)("prompts on a terminal", () => {
     let out = "";
     const reading = (async () => {
       const decoder = new TextDecoder();
-      for await (const chunk of proc.stdout) out += decoder.decode(chunk);
+      const reader = proc.stdout.getReader();
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        out += decoder.decode(value);
+      }
     })();
     for (const [waitFor, input] of steps) {
       const deadline = Date.now() + 20_000;
