@@ -4,7 +4,10 @@ import { rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 
-const ROOT = resolve(import.meta.dir, "..");
+/** The repository root, the compiled binary and the admin secret the benchmarks start it with. */
+export const ROOT = resolve(import.meta.dir, "..");
+export const BIN = join(ROOT, "dist/baas");
+export const SECRET = "bench-admin-secret-0123456789";
 
 export interface Proc {
   proc: ReturnType<typeof Bun.spawn>;

@@ -4,12 +4,9 @@
 import { Database } from "bun:sqlite";
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir, totalmem } from "node:os";
-import { join, resolve } from "node:path";
-import { load, startProc, type Result } from "./harness.ts";
+import { join } from "node:path";
+import { BIN, ROOT, SECRET, load, startProc, type Result } from "./harness.ts";
 
-const ROOT = resolve(import.meta.dir, "..");
-const BIN = join(ROOT, "dist/baas");
-const SECRET = "bench-admin-secret-0123456789";
 const args = process.argv.slice(2);
 const SECONDS = Number(args[args.indexOf("--seconds") + 1]) || 5;
 const RECORDS = 100_000;

@@ -7,12 +7,9 @@
 // "Writes" section of bench/RESULTS.md.
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
-import { join, resolve } from "node:path";
-import { load, startProc, type Result } from "./harness.ts";
+import { join } from "node:path";
+import { BIN, ROOT, SECRET, load, startProc, type Result } from "./harness.ts";
 
-const ROOT = resolve(import.meta.dir, "..");
-const BIN = join(ROOT, "dist/baas");
-const SECRET = "bench-admin-secret-0123456789";
 const args = process.argv.slice(2);
 const ROUNDS = Number(args[args.indexOf("--rounds") + 1]) || 3;
 const RECORDS = 100_000;
