@@ -140,8 +140,7 @@ describe("PUT …/rules validates field rules strictly", () => {
     ["a non-array enum", [{ field: "a", enum: "x" }]],
     ["a rule that is not an object", ["a"]],
     ["field_rules that is not an array", { field: "a" }],
-    ["a nested quantifier (catastrophic backtracking)", [{ field: "a", regex: "^(a+)+$" }]],
-    ["an overlapping alternation under a quantifier", [{ field: "a", regex: "^(a|aa)*$" }]],
+    ["a lookahead (the RE2 engine has none)", [{ field: "a", regex: "^(?=a)a$" }]],
     ["a backreference", [{ field: "a", regex: "^(a)\\1$" }]],
     ["a pattern over 256 characters", [{ field: "a", regex: "a".repeat(257) }]],
   ];
