@@ -30,6 +30,8 @@ export interface ReadPlan {
   table: string;
   from: string;
   where: Where;
+  /** The part of `where` that decides which records the requester may see at all (soft delete, owner). */
+  visible: Where;
   /** The quoted FTS5 table joined in for `search`, else null. */
   fts: string | null;
   /** The FTS5 MATCH expression bound for `search`, else null. */
@@ -138,11 +140,18 @@ export function planRead(ctx: AppContext, col: Collection, rq: ReadQuery, access
     parts.push(`${fts} MATCH ?`);
     params.push(match);
   }
-  if (!rq.includeDeleted) parts.push(`${table}."_deleted_at" IS NULL`);
+  const visible: Where = { sql: "1", params: [] };
+  const seen: string[] = [];
+  if (!rq.includeDeleted) seen.push(`${table}."_deleted_at" IS NULL`);
   if (access === "own") {
     // SECURITY: an `owner` read rule shows a user only their own records, in every read.
-    parts.push(`${table}."_owner_id" = ?`);
-    params.push(p.kind === "user" ? p.userId : "");
+    seen.push(`${table}."_owner_id" = ?`);
+    visible.params.push(p.kind === "user" ? p.userId : "");
+  }
+  if (seen.length) {
+    visible.sql = seen.join(" AND ");
+    parts.push(visible.sql);
+    params.push(...visible.params);
   }
   for (const cond of rq.filters) {
     let w: Where | undefined;
@@ -151,7 +160,7 @@ export function planRead(ctx: AppContext, col: Collection, rq: ReadQuery, access
     parts.push(w.sql);
     params.push(...w.params);
   }
-  return { table, from, where: { sql: parts.length ? parts.join(" AND ") : "1", params }, fts, match };
+  return { table, from, where: { sql: parts.length ? parts.join(" AND ") : "1", params }, visible, fts, match };
 }
 
 /** One ORDER BY term. */

@@ -46,15 +46,20 @@ function selectList(col: Collection, fields: string[] | null): string {
   return [...names].map((f) => column(col, f)).join(", ");
 }
 
-/** The values of the ORDER BY terms on the cursor row; 400 when no such record (or, when ranking, no match). */
+/**
+ * The values of the ORDER BY terms on the cursor row; 400 when the requester cannot see such a
+ * record (or, when ranking, it does not match).
+ */
 function cursorValues(ctx: AppContext, plan: ReadPlan, terms: OrderTerm[], after: string): SqlValue[] {
   const select = terms.length ? terms.map((t, i) => `${t.expr} AS "k${i}"`).join(", ") : "1 AS k";
-  let sql = `SELECT ${select} FROM ${plan.table} WHERE ${plan.table}."_id" = ?`;
-  let params: SqlValue[] = [after];
+  // SECURITY: the cursor row is read under the same visibility as the page (soft delete, owner
+  // rule); else a hidden record's id would page from its position and leak its sort values.
+  let sql = `SELECT ${select} FROM ${plan.table} WHERE ${plan.table}."_id" = ? AND ${plan.visible.sql}`;
+  let params: SqlValue[] = [after, ...plan.visible.params];
   if (terms.some((t) => t.rank)) {
     // The rank of the cursor row exists only for this search: take it from the same MATCH.
-    sql = `SELECT ${select} FROM ${plan.from} WHERE ${plan.table}."_id" = ? AND ${plan.fts} MATCH ?`;
-    params = [after, plan.match];
+    sql = `SELECT ${select} FROM ${plan.from} WHERE ${plan.table}."_id" = ? AND ${plan.visible.sql} AND ${plan.fts} MATCH ?`;
+    params = [after, ...plan.visible.params, plan.match];
   }
   const row = ctx.sqlite.query<Record<string, SqlValue>, SqlValue[]>(sql).get(...params);
   if (!row) throw badRequest("invalid cursor: no record with that id in this listing");
