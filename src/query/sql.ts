@@ -41,9 +41,10 @@ export interface ReadPlan {
 /**
  * A filter on a field the plain column rules do not cover (e.g. a relation's "linked to"
  * filter): returns the condition, or undefined to leave the field to the default rules.
- * `table` is the quoted, qualified name of the collection table for correlated subqueries.
+ * `table` is the quoted, qualified name of the collection table for correlated subqueries; `p`
+ * the requester, whose read rules apply to whatever other collection the condition looks at.
  */
-export type FilterExtension = (ctx: AppContext, col: Collection, cond: FilterCond, table: string) => Where | undefined;
+export type FilterExtension = (ctx: AppContext, col: Collection, cond: FilterCond, table: string, p: Principal) => Where | undefined;
 
 const filterExtensions: FilterExtension[] = [];
 
@@ -155,7 +156,7 @@ export function planRead(ctx: AppContext, col: Collection, rq: ReadQuery, access
   }
   for (const cond of rq.filters) {
     let w: Where | undefined;
-    for (const ext of filterExtensions) if ((w = ext(ctx, col, cond, table))) break;
+    for (const ext of filterExtensions) if ((w = ext(ctx, col, cond, table, p))) break;
     w ??= compileFilter(col, cond);
     parts.push(w.sql);
     params.push(...w.params);

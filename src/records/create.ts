@@ -37,7 +37,7 @@ export function insertRecord(ctx: AppContext, col: Collection, body: Record<stri
     auth: hookAuth(p),
   });
   const clean = ctx.hooks.list.length ? userFields(data) : data;
-  const relations = prepareRelations(ctx, col, clean);
+  const relations = prepareRelations(ctx, col, clean, p);
   col = ensureFields(ctx, col, relations.stored);
   const errors = [...validateFieldRules(col, clean, "create"), ...relations.errors];
   if (errors.length) throw new ValidationError(errors);

@@ -44,7 +44,7 @@ export function patchRecord(
     auth: hookAuth(p),
   });
   const clean = userFields(data);
-  const relations = prepareRelations(ctx, col, clean);
+  const relations = prepareRelations(ctx, col, clean, p);
   col = ensureFields(ctx, col, relations.stored);
   const errors = [...validateFieldRules(col, clean, "update"), ...relations.errors];
   if (errors.length) throw new ValidationError(errors);

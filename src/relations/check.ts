@@ -1,15 +1,20 @@
+import type { Principal } from "../auth/principal.ts";
 import type { AppContext } from "../context.ts";
 import { findCollection } from "../collections/catalog.ts";
 import { q } from "../collections/ddl.ts";
 import type { Collection } from "../collections/types.ts";
 import type { FieldError } from "../errors.ts";
 import { junctionTable, relationsFrom, type Relation } from "./catalog.ts";
+import { readFilter } from "./read-filter.ts";
 
 /** What a create or update body means for the relations of its collection. */
 export interface RelationWrite {
   /** The body without virtual fields (many, many_via): what may become columns. */
   stored: Record<string, unknown>;
-  /** 422 errors: a `one` value or a `many_via` id naming no active record, a `many_via` value that is no id list. */
+  /**
+   * 422 errors: a `one` value or a `many_via` id naming no active record the writer may read, a
+   * `many_via` value that is no id list.
+   */
   errors: FieldError[];
   /** many_via fields present in the body: the new id list (null clears it). */
   links: { rel: Relation; ids: string[] }[];
@@ -19,11 +24,11 @@ const MAX_LINKS = 10_000;
 
 /**
  * Splits a create/update body into stored fields and relation links, and checks that every
- * `one` value and `many_via` id names an active record of the target collection
- * (CONTRACT §6). Runs inside the caller's transaction, so records written earlier in the
- * same bulk or batch count.
+ * `one` value and `many_via` id names an active record of the target collection that the
+ * writer `p` may read (CONTRACT §6, §8c). Runs inside the caller's transaction, so records
+ * written earlier in the same bulk or batch count.
  */
-export function prepareRelations(ctx: AppContext, col: Collection, data: Record<string, unknown>): RelationWrite {
+export function prepareRelations(ctx: AppContext, col: Collection, data: Record<string, unknown>, p: Principal): RelationWrite {
   const rels = relationsFrom(ctx, col.name);
   if (!rels.length) return { stored: data, errors: [], links: [] };
   const stored = { ...data };
@@ -40,7 +45,7 @@ export function prepareRelations(ctx: AppContext, col: Collection, data: Record<
     }
     if (rel.type === "one") {
       if (typeof value !== "string") continue; // null clears; another type is the type check's 422
-      if (missingIds(ctx, rel, [value]).length)
+      if (missingIds(ctx, rel, [value], p).length)
         errors.push({ field: key, rule: "relation", message: `"${key}" must name an existing record of "${rel.to_col}".` });
       continue;
     }
@@ -54,7 +59,7 @@ export function prepareRelations(ctx: AppContext, col: Collection, data: Record<
       continue;
     }
     const ids = [...new Set(value as string[])];
-    const missing = missingIds(ctx, rel, ids);
+    const missing = missingIds(ctx, rel, ids, p);
     if (missing.length) {
       const shown = missing.slice(0, 5).map((m) => JSON.stringify(m.slice(0, 64)));
       errors.push({
@@ -69,17 +74,22 @@ export function prepareRelations(ctx: AppContext, col: Collection, data: Record<
   return { stored, errors, links };
 }
 
-/** The ids among `ids` that name no active record of the relation's target collection (one query). */
-function missingIds(ctx: AppContext, rel: Relation, ids: string[]): string[] {
+/**
+ * The ids among `ids` that name no active record of the relation's target collection readable
+ * by `p` (one query). IMPORTANT: a hidden record answers like a missing one, else a write would
+ * reveal that it exists (and, with `restrict`, let anyone block its deletion).
+ */
+function missingIds(ctx: AppContext, rel: Relation, ids: string[], p: Principal): string[] {
   if (!ids.length) return [];
   const target = findCollection(ctx, rel.to_col);
-  if (!target) return ids;
+  const visible = target && readFilter(target, p);
+  if (!target || !visible) return ids;
   const found = new Set(
     ctx.sqlite
-      .query<{ _id: string }, [string]>(
-        `SELECT "_id" FROM ${q(target.name)} WHERE "_id" IN (SELECT value FROM json_each(?)) AND "_deleted_at" IS NULL`,
+      .query<{ _id: string }, string[]>(
+        `SELECT "_id" FROM ${q(target.name)} WHERE "_id" IN (SELECT value FROM json_each(?)) AND ${visible.sql}`,
       )
-      .all(JSON.stringify(ids))
+      .all(JSON.stringify(ids), ...visible.params)
       .map((r) => r._id),
   );
   return ids.filter((id) => !found.has(id));

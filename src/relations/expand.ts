@@ -5,27 +5,11 @@ import { q } from "../collections/ddl.ts";
 import { SYSTEM_FIELDS, type Collection } from "../collections/types.ts";
 import { badRequest } from "../errors.ts";
 import { decodeRow, type RecordJson } from "../records/codec.ts";
-import { checkAccess } from "../rules/access.ts";
 import { junctionTable, relationsFrom, type Relation } from "./catalog.ts";
 import "./filter.ts";
+import { readFilter, type TargetFilter } from "./read-filter.ts";
 
 type Row = Record<string, unknown>;
-
-/**
- * How the requester may read a target collection: null when its read rule hides it
- * entirely, else an extra SQL condition (owner rule) with its bound value.
- */
-function readFilter(target: Collection, p: Principal, alias = ""): { sql: string; params: string[] } | null {
-  let access;
-  try {
-    access = checkAccess(target, "read", p);
-  } catch {
-    return null;
-  }
-  const deleted = `${alias}"_deleted_at" IS NULL`;
-  if (access === "all") return { sql: deleted, params: [] };
-  return { sql: `${deleted} AND ${alias}"_owner_id" = ?`, params: [p.kind === "user" ? p.userId : ""] };
-}
 
 function idsOf(records: RecordJson[]): string {
   return JSON.stringify(records.map((r) => r._id));
@@ -98,7 +82,7 @@ function manyRows(
   rel: Relation,
   target: Collection,
   records: RecordJson[],
-  filter: { sql: string; params: string[] },
+  filter: TargetFilter,
   columns: string,
 ): Row[] {
   const field = q(target.fieldMap.get(rel.to_field!.toLowerCase())!.name);
