@@ -138,6 +138,8 @@ export function parseSort(params: URLSearchParams): SortKey[] {
 export function parseReadQuery(params: URLSearchParams): ReadQuery {
   const search = one(params, "search");
   if (search !== null && search.length > MAX_SEARCH_CHARS) throw badRequest(`search is at most ${MAX_SEARCH_CHARS} characters`);
+  // A NUL ends the query text inside SQLite's FTS5 parser, which then fails: refuse it plainly.
+  if (search?.includes("\u0000")) throw badRequest("search must not contain a NUL character");
   return {
     filters: parseFilters(params),
     search: search && search.trim() ? search : null,
