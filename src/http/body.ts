@@ -1,4 +1,7 @@
-import { AppError } from "../errors.ts";
+import { AppError, badRequest } from "../errors.ts";
+
+/** Deepest nesting of objects and arrays a JSON body may have (`{"a":{"b":1}}` is 2 levels). */
+export const MAX_JSON_DEPTH = 64;
 
 const tooLarge = (max: number) =>
   new AppError(413, "payload_too_large", `the request body is larger than ${Math.floor(max / 1048576)} MiB`);
@@ -42,9 +45,30 @@ function parseBody(bytes: Uint8Array): unknown {
   if (bytes.byteLength === 0) return undefined;
   const text = new TextDecoder("utf-8", { fatal: false }).decode(bytes);
   if (!text.trim()) return undefined;
+  checkDepth(text);
   try {
     return JSON.parse(text);
   } catch (err) {
     throw new AppError(400, "invalid_json", `malformed JSON body: ${(err as Error).message}`);
+  }
+}
+
+/**
+ * Refuses a body nested deeper than MAX_JSON_DEPTH before it is parsed. IMPORTANT: one flat scan
+ * of the text, no recursion: a body of 100,000 open brackets must cost a loop, not a stack overflow
+ * in the parser or in any later walk of the value (JSON.stringify, field checks).
+ */
+function checkDepth(text: string): void {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 92) i++; // backslash: the next character is escaped
+      else if (c === 34) inString = false;
+    } else if (c === 34) inString = true;
+    else if (c === 123 || c === 91) {
+      if (++depth > MAX_JSON_DEPTH) throw badRequest(`the JSON body is nested deeper than ${MAX_JSON_DEPTH} levels`);
+    } else if (c === 125 || c === 93) depth--;
   }
 }
