@@ -7,6 +7,9 @@ import { parseAggregateQuery } from "../query/parse.ts";
 import { column, planRead, resolveField, runRead, type SqlValue } from "../query/sql.ts";
 import { checkAccess } from "../rules/access.ts";
 
+/** Most groups one `group_by` answer carries; more is 400 (an anonymous client could ask for millions). */
+export const MAX_GROUPS = 1000;
+
 export type AggregateResult = { value: unknown } | { groups: { group: unknown; value: unknown }[] };
 
 /** A stored value back as JSON by its field's type. */
@@ -25,7 +28,7 @@ function decodeValue(type: FieldType, v: SqlValue): unknown {
 
 /**
  * `GET /:collection/aggregate`: `fn` of `field` over the matching records, optionally per
- * `group_by` value (groups ascending). `sum`/`count` of nothing are 0, the others null.
+ * `group_by` value (groups ascending, at most MAX_GROUPS). `sum`/`count` of nothing are 0, the others null.
  */
 export function aggregateRecords(ctx: AppContext, name: string, params: URLSearchParams, p: Principal): AggregateResult {
   const col = requireCollection(ctx, name);
@@ -55,9 +58,13 @@ export function aggregateRecords(ctx: AppContext, name: string, params: URLSearc
     const g = column(col, group.name);
     const rows = ctx.sqlite
       .query<{ g: SqlValue; value: SqlValue }, SqlValue[]>(
-        `SELECT ${g} AS g, ${expr} AS value FROM ${plan.from} WHERE ${plan.where.sql} GROUP BY ${g} ORDER BY ${g} ASC`,
+        `SELECT ${g} AS g, ${expr} AS value FROM ${plan.from} WHERE ${plan.where.sql} GROUP BY ${g} ORDER BY ${g} ASC LIMIT ?`,
       )
-      .all(...plan.where.params);
+      .all(...plan.where.params, MAX_GROUPS + 1);
+    if (rows.length > MAX_GROUPS)
+      throw badRequest(
+        `group_by "${group.name}" gives more than ${MAX_GROUPS} groups: narrow the records with a filter (or search) first`,
+      );
     return { groups: rows.map((r) => ({ group: decodeValue(group.type, r.g), value: decodeValue(valueType, r.value) })) };
   });
 }

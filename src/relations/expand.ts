@@ -11,6 +11,12 @@ import { readFilter, type TargetFilter } from "./read-filter.ts";
 
 type Row = Record<string, unknown>;
 
+/**
+ * Most target records a `many`/`many_via` expand embeds per record, and most ids a `many` field
+ * lists: one record with 20,000 children must not make every read of it megabytes long.
+ */
+export const MAX_MANY_PER_RECORD = 100;
+
 function idsOf(records: RecordJson[]): string {
   return JSON.stringify(records.map((r) => r._id));
 }
@@ -33,8 +39,9 @@ function columnsOf(col: Collection, alias: string): string {
 
 /**
  * Adds the virtual relation fields to records of `col`: a many_via field is its list of
- * linked ids; a many field the ids of the active target records the requester may read
- * (null when the target's read rule hides it). One query per relation for the whole page.
+ * linked ids; a many field the ids of the active target records the requester may read, the
+ * first MAX_MANY_PER_RECORD by `_id` (null when the target's read rule hides it). One query per
+ * relation for the whole page.
  */
 export function attachRelationFields(
   ctx: AppContext,
@@ -77,6 +84,10 @@ export function attachRelationFields(
   return records;
 }
 
+/**
+ * The readable target rows of a `many` relation for a page of records: the first MAX_MANY_PER_RECORD
+ * of each record by `_id` (the rest are paged through the list API, see docs).
+ */
 function manyRows(
   ctx: AppContext,
   rel: Relation,
@@ -87,10 +98,10 @@ function manyRows(
 ): Row[] {
   const field = q(target.fieldMap.get(rel.to_field!.toLowerCase())!.name);
   return ctx.sqlite
-    .query<Row, string[]>(
-      `SELECT ${field} AS "__rel_from", ${columns} FROM ${q(target.name)} WHERE ${field} IN (SELECT value FROM json_each(?)) AND ${filter.sql} ORDER BY "_id"`,
+    .query<Row, (string | number)[]>(
+      `SELECT "__rel_from", ${columns} FROM (SELECT ${field} AS "__rel_from", ${columns}, ROW_NUMBER() OVER (PARTITION BY ${field} ORDER BY "_id") AS "__rel_n" FROM ${q(target.name)} WHERE ${field} IN (SELECT value FROM json_each(?)) AND ${filter.sql}) WHERE "__rel_n" <= ? ORDER BY "_id"`,
     )
-    .all(idsOf(records), ...filter.params);
+    .all(idsOf(records), ...filter.params, MAX_MANY_PER_RECORD);
 }
 
 /** Parses `expand=a,b` (repeatable) into relations of `col`; 400 for a name that is no relation field of it. */
@@ -113,7 +124,8 @@ export function parseExpand(ctx: AppContext, col: Collection, raw: string[] | st
 /**
  * Embeds related records under `_expand` (CONTRACT §4, §6): `one` gives the target or null
  * (missing, deleted or hidden by the target's read rule), `many` and `many_via` the readable
- * active targets, null when the target's read rule hides the whole collection. Exactly one
+ * active targets (at most MAX_MANY_PER_RECORD each), null when the target's read rule hides the
+ * whole collection. Exactly one
  * query per expanded field for the whole page, never one per record.
  */
 export function expandRecords(ctx: AppContext, col: Collection, records: RecordJson[], rels: Relation[], p: Principal): void {
@@ -148,11 +160,12 @@ export function expandRecords(ctx: AppContext, col: Collection, records: RecordJ
       records.forEach((r, i) => (out[i][rel.from_field] = (byFrom.get(r._id as string) ?? []).map((t) => decodeRow(target, t))));
     } else {
       const tf = readFilter(target, p, "t.")!;
+      // The first MAX_MANY_PER_RECORD readable linked records of each record, in link order.
       const rows = ctx.sqlite
-        .query<Row, string[]>(
-          `SELECT j."from_id" AS "__rel_from", ${columnsOf(target, "t.")} FROM ${q(junctionTable(rel))} AS j JOIN ${q(target.name)} AS t ON t."_id" = j."to_id" WHERE j."from_id" IN (SELECT value FROM json_each(?)) AND ${tf.sql} ORDER BY j."from_id", j."pos"`,
+        .query<Row, (string | number)[]>(
+          `SELECT "__rel_from", ${columnsOf(target, "")} FROM (SELECT j."from_id" AS "__rel_from", j."pos" AS "__rel_pos", ${columnsOf(target, "t.")}, ROW_NUMBER() OVER (PARTITION BY j."from_id" ORDER BY j."pos") AS "__rel_n" FROM ${q(junctionTable(rel))} AS j JOIN ${q(target.name)} AS t ON t."_id" = j."to_id" WHERE j."from_id" IN (SELECT value FROM json_each(?)) AND ${tf.sql}) WHERE "__rel_n" <= ? ORDER BY "__rel_from", "__rel_pos"`,
         )
-        .all(idsOf(records), ...tf.params);
+        .all(idsOf(records), ...tf.params, MAX_MANY_PER_RECORD);
       const byFrom = groupBy(rows, "__rel_from");
       records.forEach((r, i) => (out[i][rel.from_field] = (byFrom.get(r._id as string) ?? []).map((t) => decodeRow(target, t))));
     }
