@@ -51,7 +51,7 @@ describe("the compiled binary loads TypeScript hook files from HOOKS_DIR", () =>
     expect(bad.body).toEqual({ error: "no nope posts", code: "hook_rejected", index: 1 });
   });
 
-  test("field-rule regexes run in the binary too (their checker thread starts from an embedded source)", async () => {
+  test("field-rule regexes run in the binary too (the RE2 engine is bundled into it)", async () => {
     expect((await call("POST", "/admin/collections", { name: "codes" })).status).toBe(201);
     expect((await call("PUT", "/admin/collections/codes/rules", { field_rules: [{ field: "code", regex: "^[A-Z]+$" }] })).status).toBe(200);
     const bad = await call("POST", "/codes", { code: "abc" });

@@ -194,7 +194,7 @@ function renderFieldRules(body: HTMLElement, col: CollectionJson): void {
       h(
         "p",
         { class: "muted" },
-        "Checked on create and update. min/max bound numbers, string lengths and array sizes; regex applies to strings; enum lists the allowed values as a JSON array.",
+        "Checked on create and update. min/max bound numbers, string lengths and array sizes; regex applies to strings (RE2 syntax: no backreferences or lookaround; values up to 10,000 characters); enum lists the allowed values as a JSON array.",
       ),
       h("datalist", { id: "known-fields" }, names.map((n) => h("option", { value: n }))),
       h(
