@@ -33,6 +33,12 @@ async function snapshot(name: string) {
   return res.body.items;
 }
 
+/** CONTRACT §4's failure body for operation `index`. */
+function expectBatchFailed(res: { status: number; body: unknown }, index: number, op: string, reason: string) {
+  expect(res.status).toBe(400);
+  expect(res.body).toEqual({ error: `operation ${index} (${op}): ${reason}`, code: "batch_failed", index, op });
+}
+
 const cases: { name: string; rules: Record<string, unknown>; status: string; reason: (col: string) => string }[] = [
   {
     name: "owner rule, record readable by the caller",
@@ -80,8 +86,7 @@ describe("a batch that deletes a record the caller may not delete", () => {
         { op: "create", data: { title: "never reached" } },
       ];
       const res = await t.req("POST", `/api/v1/${col}/batch`, { token: ann.token, body: { operations: ops } });
-      expect(res.status).toBe(400);
-      expect(res.body).toEqual({ error: `operation 2 (delete): ${c.reason(col)}`, code: "batch_failed", index: 2, op: "delete" });
+      expectBatchFailed(res, 2, "delete", c.reason(col));
       expect(await snapshot(col)).toEqual(before);
       const other = await t.req("GET", `/api/v1/${col}/${theirs}`, { token: bob.token });
       expect(other.status).toBe(200);
@@ -98,8 +103,7 @@ describe("a batch that deletes a record the caller may not delete", () => {
       token: ann.token,
       body: { operations: [{ op: "delete", id: mine }, { op: "delete", id: theirs }] },
     });
-    expect(res.status).toBe(400);
-    expect(res.body).toEqual({ error: "operation 1 (delete): only the owner may delete this record", code: "batch_failed", index: 1, op: "delete" });
+    expectBatchFailed(res, 1, "delete", "only the owner may delete this record");
     expect(await snapshot("notes")).toEqual(before);
     expect((await t.req("GET", `/api/v1/notes/${mine}`, { token: ann.token })).body._deleted_at).toBeNull();
   });
@@ -111,13 +115,7 @@ describe("a batch that deletes a record the caller may not delete", () => {
     const res = await t.req("POST", "/api/v1/notes/batch", {
       body: { operations: [{ op: "create", data: { title: "anon" } }, { op: "delete", id: theirs }] },
     });
-    expect(res.status).toBe(400);
-    expect(res.body).toEqual({
-      error: 'operation 1 (delete): "delete" on collection "notes" requires authentication',
-      code: "batch_failed",
-      index: 1,
-      op: "delete",
-    });
+    expectBatchFailed(res, 1, "delete", '"delete" on collection "notes" requires authentication');
     expect(await snapshot("notes")).toEqual(before);
   });
 
