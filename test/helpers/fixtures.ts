@@ -78,3 +78,17 @@ export function expectUnauthorized(res: TestResponse, what = ""): void {
   expect(res.body).toEqual({ error: expect.any(String), code: "unauthorized" });
   expect(res.headers.get("www-authenticate")).toStartWith("Bearer");
 }
+
+/**
+ * `posts` (full-text indexed) with a relation of each kind: `author` (one → authors),
+ * `comments` (many ← comments.post, cascade) and `tags` (many_via → tags).
+ */
+export async function makeBlog(t: TestApp, rules: { posts: Rules; targets: Rules }): Promise<void> {
+  await makeCollection(t, "posts", rules.posts);
+  for (const name of ["authors", "comments", "tags"]) await makeCollection(t, name, rules.targets);
+  expect((await t.admin("POST", "/api/v1/admin/collections/posts/fts")).status).toBe(201);
+  await makeRelation(t, "posts.author", "authors", "one");
+  await makeRelation(t, "comments.post", "posts", "one", { on_delete: "cascade" });
+  await makeRelation(t, "posts.comments", "comments", "many");
+  await makeRelation(t, "posts.tags", "tags", "many_via");
+}

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createTestApp, type TestApp } from "../helpers/app.ts";
-import { makeCollection, makeRecord, makeRelation, makeUser, setRules, type Rules, type TestUser } from "../helpers/fixtures.ts";
+import { makeBlog, makeRecord, makeUser, setRules, type Rules, type TestUser } from "../helpers/fixtures.ts";
 
 // `expand` embeds only the related records the requester may read under the target
 // collection's read rule (CONTRACT §6, docs "expand"): an owner-only target shows each user
@@ -23,12 +23,10 @@ async function setup() {
   bob = await makeUser(t, "bob@example.com");
   cy = await makeUser(t, "cy@example.com");
   ed = await makeUser(t, "ed@example.com", ["editor"]);
-  await makeCollection(t, "posts", { read: "authenticated", create: "authenticated", update: "authenticated" });
-  for (const name of ["authors", "comments", "tags"]) await makeCollection(t, name, { read: "owner", create: "authenticated" });
-  await makeRelation(t, "posts.author", "authors", "one");
-  await makeRelation(t, "comments.post", "posts", "one");
-  await makeRelation(t, "posts.comments", "comments", "many");
-  await makeRelation(t, "posts.tags", "tags", "many_via");
+  await makeBlog(t, {
+    posts: { read: "authenticated", create: "authenticated", update: "authenticated" },
+    targets: { read: "owner", create: "authenticated" },
+  });
   post = await makeRecord(t, "posts", { title: "shared" }, ann.token);
   for (const u of [ann, bob])
     mine[u.email] = {

@@ -4,9 +4,8 @@ import {
   expectUnauthorized,
   login,
   makeApiKey,
-  makeCollection,
+  makeBlog,
   makeRecord,
-  makeRelation,
   makeUser,
   sessionIdOf,
   type TestUser,
@@ -62,13 +61,10 @@ function send(t: TestApp, cred: Cred, method: string, path: string, body?: unkno
  * linked to an author, a comment and a tag; a soft-deleted post (restore); a post to delete.
  */
 async function buildWorld(t: TestApp, owner: TestUser): Promise<World> {
-  await makeCollection(t, "posts", { read: "owner", create: "authenticated", update: "owner", delete: "owner" });
-  for (const name of ["authors", "comments", "tags"]) await makeCollection(t, name, { read: "owner", create: "authenticated" });
-  expect((await t.admin("POST", "/api/v1/admin/collections/posts/fts")).status).toBe(201);
-  await makeRelation(t, "posts.author", "authors", "one");
-  await makeRelation(t, "comments.post", "posts", "one", { on_delete: "cascade" });
-  await makeRelation(t, "posts.comments", "comments", "many");
-  await makeRelation(t, "posts.tags", "tags", "many_via");
+  await makeBlog(t, {
+    posts: { read: "owner", create: "authenticated", update: "owner", delete: "owner" },
+    targets: { read: "owner", create: "authenticated" },
+  });
   const author = await makeRecord(t, "authors", { name: "Ann" }, owner.token);
   const tag = await makeRecord(t, "tags", { label: "news" }, owner.token);
   const post = await makeRecord(t, "posts", { title: "hello world", author, tags: [tag] }, owner.token);
