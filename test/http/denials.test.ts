@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createTestApp, type TestApp, type TestResponse } from "../helpers/app.ts";
-import { makeBlog, makeRecord, makeUser, setRules, type Rule, type TestUser } from "../helpers/fixtures.ts";
+import { makeApiKey, makeBlog, makeRecord, makeUser, setRules, type Rule, type TestUser } from "../helpers/fixtures.ts";
 
 // The denial matrix: every path that reads or writes records, under each rule that can deny,
 // answers a denied caller with the exact status and body of CONTRACT §1/§4 and docs "Access
@@ -21,6 +21,9 @@ let ann: TestUser;
 let bob: TestUser;
 let ed: TestUser;
 let ids: Ids;
+/** API keys of Ann and Ed: a key acts as its user, with the roles the user has now. */
+let annKey: string;
+let edKey: string;
 
 /** Posts of Ann and Bob (one active, one soft-deleted each), linked to an author, a comment and a tag. */
 async function setup() {
@@ -28,6 +31,8 @@ async function setup() {
   ann = await makeUser(t, "ann@example.com");
   bob = await makeUser(t, "bob@example.com");
   ed = await makeUser(t, "ed@example.com", ["editor"]);
+  annKey = await makeApiKey(t, ann.token);
+  edKey = await makeApiKey(t, ed.token);
   await makeBlog(t, { posts: { read: "public", create: "public", update: "public", delete: "public" }, targets: { read: "public", create: "public" } });
   const author = await makeRecord(t, "authors", { name: "Ann" });
   const tag = await makeRecord(t, "tags", { label: "news" });
@@ -40,10 +45,13 @@ async function setup() {
   ids = { annPost: await post(ann, false), bobPost: await post(bob, false), annDeleted: await post(ann, true), bobDeleted: await post(bob, true) };
 }
 
-/** A call on `posts` as `token` (anonymous when null), against the records of `target`. */
-type Call = (token: string | null, target: { post: string; deleted: string }) => Promise<TestResponse>;
+/** A call on `posts` with `cred`, an access token or an API key (anonymous when null), against the records of `target`. */
+type Call = (cred: string | null, target: { post: string; deleted: string }) => Promise<TestResponse>;
 
-const send = (token: string | null, method: string, path: string, body?: unknown) => t.req(method, `/api/v1${path}`, { token, body });
+const send = (cred: string | null, method: string, path: string, body?: unknown) =>
+  cred?.startsWith("baas_")
+    ? t.req(method, `/api/v1${path}`, { headers: { "x-api-key": cred }, body })
+    : t.req(method, `/api/v1${path}`, { token: cred, body });
 
 /** Each path, the rule it answers to, and (for a batch) the op it carries. */
 const PATHS: { name: string; op: Op; batch?: string; call: Call }[] = [
@@ -104,14 +112,16 @@ describe("a rule that denies the caller outright", () => {
   beforeAll(setup);
   afterAll(() => t.close());
 
-  const callers: { rule: Rule; who: string; user: () => TestUser | null; status: number; code: string; message: (op: Op) => string }[] = [
-    { rule: "authenticated", who: "anonymous", user: () => null, status: 401, code: "unauthorized", message: (op) => `"${op}" on collection "posts" requires authentication` },
-    { rule: "owner", who: "anonymous", user: () => null, status: 401, code: "unauthorized", message: (op) => `"${op}" on collection "posts" requires authentication` },
-    { rule: { role: "editor" }, who: "anonymous", user: () => null, status: 401, code: "unauthorized", message: (op) => `"${op}" on collection "posts" requires authentication` },
-    { rule: { role: "editor" }, who: "a user without the role", user: () => ann, status: 403, code: "forbidden", message: (op) => `"${op}" on collection "posts" requires the role "editor"` },
-    { rule: "disabled", who: "anonymous", user: () => null, status: 403, code: "forbidden", message: (op) => `"${op}" is disabled on collection "posts"` },
-    { rule: "disabled", who: "a user", user: () => ann, status: 403, code: "forbidden", message: (op) => `"${op}" is disabled on collection "posts"` },
-    { rule: "disabled", who: "a user with a role", user: () => ed, status: 403, code: "forbidden", message: (op) => `"${op}" is disabled on collection "posts"` },
+  const callers: { rule: Rule; who: string; cred: () => string | null; status: number; code: string; message: (op: Op) => string }[] = [
+    { rule: "authenticated", who: "anonymous", cred: () => null, status: 401, code: "unauthorized", message: (op) => `"${op}" on collection "posts" requires authentication` },
+    { rule: "owner", who: "anonymous", cred: () => null, status: 401, code: "unauthorized", message: (op) => `"${op}" on collection "posts" requires authentication` },
+    { rule: { role: "editor" }, who: "anonymous", cred: () => null, status: 401, code: "unauthorized", message: (op) => `"${op}" on collection "posts" requires authentication` },
+    { rule: { role: "editor" }, who: "a user without the role", cred: () => ann.token, status: 403, code: "forbidden", message: (op) => `"${op}" on collection "posts" requires the role "editor"` },
+    { rule: "disabled", who: "anonymous", cred: () => null, status: 403, code: "forbidden", message: (op) => `"${op}" is disabled on collection "posts"` },
+    { rule: "disabled", who: "a user", cred: () => ann.token, status: 403, code: "forbidden", message: (op) => `"${op}" is disabled on collection "posts"` },
+    { rule: "disabled", who: "a user with a role", cred: () => ed.token, status: 403, code: "forbidden", message: (op) => `"${op}" is disabled on collection "posts"` },
+    { rule: { role: "editor" }, who: "the API key of a user without the role", cred: () => annKey, status: 403, code: "forbidden", message: (op) => `"${op}" on collection "posts" requires the role "editor"` },
+    { rule: "disabled", who: "the API key of a user with a role", cred: () => edKey, status: 403, code: "forbidden", message: (op) => `"${op}" is disabled on collection "posts"` },
   ];
 
   for (const c of callers)
@@ -120,19 +130,21 @@ describe("a rule that denies the caller outright", () => {
         // Only the rule under test closes anything; every other operation is public.
         await setRules(t, "posts", { read: "public", create: "public", update: "public", delete: "public", [p.op]: c.rule });
         const before = await snapshot();
-        const res = await p.call(c.user()?.token ?? null, { post: ids.annPost, deleted: ids.annDeleted });
+        const res = await p.call(c.cred(), { post: ids.annPost, deleted: ids.annDeleted });
         expectDenied(res, p, c.status, c.code, c.message(p.op));
         expect(await snapshot()).toEqual(before);
       });
 
   for (const p of PATHS)
-    test(`${p.name} under ${p.op} rule {"role":"editor"}: a user with the role is let through`, async () => {
+    test(`${p.name} under ${p.op} rule {"role":"editor"}: a user with the role is let through, by token and by API key`, async () => {
       await setRules(t, "posts", { read: "public", create: "public", update: "public", delete: "public", [p.op]: { role: "editor" } });
-      const res = await p.call(ed.token, { post: ids.annPost, deleted: ids.annDeleted });
-      expect(res.status).toBeLessThan(300);
-      // Put back what an allowed write changed, for the tests after this one.
-      await t.admin("POST", `/api/v1/posts/${ids.annPost}/restore`);
-      if (p.name === "restore") expect((await t.admin("DELETE", `/api/v1/posts/${ids.annDeleted}`)).status).toBe(200);
+      for (const cred of [ed.token, edKey]) {
+        const res = await p.call(cred, { post: ids.annPost, deleted: ids.annDeleted });
+        expect(res.status).toBeLessThan(300);
+        // Put back what an allowed write changed, for the next call and the tests after this one.
+        await t.admin("POST", `/api/v1/posts/${ids.annPost}/restore`);
+        if (p.name === "restore") expect((await t.admin("DELETE", `/api/v1/posts/${ids.annDeleted}`)).status).toBe(200);
+      }
     });
 });
 
@@ -147,12 +159,14 @@ describe("an owner rule and another user's record", () => {
     // A record hidden by the read rule is 404 (its existence is not revealed); a readable one 403.
     const hidden = readRule === "owner";
     for (const p of PATHS.filter((x) => x.op === "update" || x.op === "delete" || (hidden && x.name === "get") || (hidden && x.name === "expand one")))
-      test(`${p.name} of Bob's record by Ann, read rule ${readRule}: ${p.batch ? 400 : hidden ? 404 : 403}`, async () => {
+      test(`${p.name} of Bob's record by Ann (token and API key), read rule ${readRule}: ${p.batch ? 400 : hidden ? 404 : 403}`, async () => {
         await setRules(t, "posts", { ...owner, read: readRule });
         const before = await snapshot();
-        const res = await p.call(ann.token, bobs());
-        if (hidden) expectDenied(res, p, 404, "not_found", "record not found");
-        else expectDenied(res, p, 403, "forbidden", `only the owner may ${p.op} this record`);
+        for (const cred of [ann.token, annKey]) {
+          const res = await p.call(cred, bobs());
+          if (hidden) expectDenied(res, p, 404, "not_found", "record not found");
+          else expectDenied(res, p, 403, "forbidden", `only the owner may ${p.op} this record`);
+        }
         expect(await snapshot()).toEqual(before);
       });
   }
@@ -172,10 +186,12 @@ describe("an owner rule and another user's record", () => {
     { name: "search aggregate", path: "/posts/aggregate?fn=count&search=hello", expected: (r) => expect(r.body).toEqual({ value: 1 }) },
   ];
   for (const r of reads)
-    test(`${r.name} shows Ann only her own records`, async () => {
+    test(`${r.name} shows Ann only her own records (token and API key)`, async () => {
       await setRules(t, "posts", owner);
-      const res = await t.req("GET", `/api/v1${r.path.replace("BOB", bob.id)}`, { token: ann.token });
-      expect(res.status).toBe(200);
-      r.expected(res);
+      for (const cred of [ann.token, annKey]) {
+        const res = await send(cred, "GET", r.path.replace("BOB", bob.id));
+        expect(res.status).toBe(200);
+        r.expected(res);
+      }
     });
 });
