@@ -5,6 +5,7 @@ import {
   login,
   makeApiKey,
   makeBlog,
+  makeCollection,
   makeRecord,
   makeUser,
   sessionIdOf,
@@ -162,5 +163,23 @@ describe("revoked credentials are refused on every path that reads or writes rec
     const fresh = await t.req("POST", "/api/v1/auth/login", { body: { email: ann.email, password: "a-new-password-1" } });
     expect(fresh.status).toBe(200);
     await expectAllowed(t, world, { key: await makeApiKey(t, fresh.body.access_token, "new") }, "key made after reset");
+  });
+
+  test("a role taken away: API keys lose it at once, an access token at its next refresh", async () => {
+    await makeCollection(t, "drafts", { read: { role: "editor" } });
+    const ed = await makeUser(t, "ed@example.com", ["editor"]);
+    const key = await makeApiKey(t, ed.token);
+    expect((await send(t, { key }, "GET", "/drafts")).status).toBe(200);
+    expect((await t.admin("PATCH", `/api/v1/admin/users/${ed.id}`, { roles: [] })).status).toBe(200);
+    const denied = await send(t, { key }, "GET", "/drafts");
+    expect({ status: denied.status, body: denied.body }).toEqual({
+      status: 403,
+      body: { error: '"read" on collection "drafts" requires the role "editor"', code: "forbidden" },
+    });
+    // Roles are carried in the access token (CONTRACT §8b): it keeps the role until refreshed.
+    expect((await send(t, { token: ed.token }, "GET", "/drafts")).status).toBe(200);
+    const refreshed = await t.req("POST", "/api/v1/auth/refresh", { body: { refresh_token: ed.refresh } });
+    expect(refreshed.status).toBe(200);
+    expect((await send(t, { token: refreshed.body.access_token }, "GET", "/drafts")).status).toBe(403);
   });
 });
