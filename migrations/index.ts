@@ -1,9 +1,11 @@
 // Each migration is imported as text, so `bun build --compile` embeds it in the binary.
 import init from "./0000_init.sql" with { type: "text" };
 import relations from "./0005_relations.sql" with { type: "text" };
+import loginAttempts from "./0006_login_attempts.sql" with { type: "text" };
 
 /** Migrations in the order they apply. Names are stable: they are recorded in `_migrations`. */
 export const migrations: { name: string; sql: string }[] = [
   { name: "0000_init", sql: init },
   { name: "0005_relations", sql: relations },
+  { name: "0006_login_attempts", sql: loginAttempts },
 ];

@@ -6,8 +6,10 @@ export class AppError extends Error {
     message: string,
     public extra: Record<string, unknown> = {},
     public headers: Record<string, string> = {},
+    opts: { cause?: unknown } = {},
   ) {
-    super(message);
+    // The cause (an underlying error) is for the log only; it never reaches the response body.
+    super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
     this.name = "AppError";
   }
 
@@ -44,6 +46,8 @@ export const forbidden = (message: string) => new AppError(403, "forbidden", mes
 export const unauthorized = (message = "authentication required") =>
   new AppError(401, "unauthorized", message);
 export const conflict = (message: string) => new AppError(409, "conflict", message);
+/** 403 `method_disabled`: an auth method switched off in the settings. */
+export const methodDisabled = (what: string) => new AppError(403, "method_disabled", `${what} is disabled on this server`);
 
 /** Builds a 422 for one field. */
 export const fieldError = (field: string, rule: string, message: string) =>

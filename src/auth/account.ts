@@ -1,13 +1,14 @@
 import type { AppContext } from "../context.ts";
-import { AppError, ValidationError, badRequest, type FieldError } from "../errors.ts";
+import { AppError, ValidationError, badRequest, methodDisabled, type FieldError } from "../errors.ts";
 import { getSettings } from "../settings/settings.ts";
-import { checkMetadata, createUser, findUserByEmail, findUserById, userToJson, type UserJson, type UserRow } from "../users/users.ts";
+import { checkMetadata, createUser, findUserByEmail, findUserById, userToJson, type UserJson } from "../users/users.ts";
+import { releaseLoginAttempt, takeLoginAttempt } from "./lockout.ts";
 import { checkPassword, normalizeEmail, verifyPassword } from "./passwords.ts";
 import type { Principal } from "./principal.ts";
 import { createSession, revokeSession, revokeUserApiKeys, revokeUserSessions, type ClientInfo, type SessionResponse } from "./sessions.ts";
+import { finishLogin, type LoginResult } from "./totp.ts";
 import { sendVerificationEmail } from "./verification.ts";
 
-export const methodDisabled = (what: string) => new AppError(403, "method_disabled", `${what} is disabled on this server`);
 const invalidCredentials = () => new AppError(401, "invalid_credentials", "invalid email or password");
 
 function body(input: unknown): Record<string, unknown> {
@@ -37,17 +38,12 @@ export async function register(ctx: AppContext, input: unknown, client: ClientIn
   return createSession(ctx, user, client);
 }
 
-/** What a password login answers: a session, or the second step when 2FA is on. */
-export type LoginResult = SessionResponse | { totp_required: true; totp_token: string };
-
-/** A step a 2FA-enabled user must take after the password (set by the TOTP module). */
-export type SecondFactor = (ctx: AppContext, user: UserRow) => LoginResult | null;
-
 /**
  * `POST /auth/login`. Unknown email and wrong password give the same 401 in the same time.
- * A locked account gets 429 with Retry-After even with the right password.
+ * A locked account gets 429 with Retry-After even with the right password. The second factor
+ * is part of the flow (`finishLogin`), so no caller can hand out a session without it.
  */
-export async function login(ctx: AppContext, input: unknown, client: ClientInfo, secondFactor?: SecondFactor): Promise<LoginResult> {
+export async function login(ctx: AppContext, input: unknown, client: ClientInfo): Promise<LoginResult> {
   const b = body(input);
   if (!getSettings(ctx).auth_password_enabled) throw methodDisabled("password login");
   if (typeof b.email !== "string" || typeof b.password !== "string") {
@@ -61,53 +57,18 @@ export async function login(ctx: AppContext, input: unknown, client: ClientInfo,
     await verifyPassword(b.password, null);
     throw invalidCredentials();
   }
+  // IMPORTANT: the guess is counted before the slow hash, in one statement, else parallel
+  // requests all pass the lock check before any failure is recorded (a lockout bypass).
+  takeLoginAttempt(ctx, email);
   const user = findUserByEmail(ctx, email);
-  if (user) assertNotLocked(ctx, user);
   const ok = await verifyPassword(b.password, user?.password_hash);
-  if (!user || !ok) {
-    if (user) recordFailedLogin(ctx, user.id);
-    throw invalidCredentials();
-  }
-  const fresh = findUserById(ctx, user.id)!;
-  assertNotLocked(ctx, fresh);
-  // With 2FA the count is reset only when the second step succeeds: else a caller who knows the
-  // password could try codes forever by logging in again after every few wrong ones.
-  const second = secondFactor?.(ctx, fresh);
-  if (second) return second;
-  resetFailedLogins(ctx, user.id);
-  return createSession(ctx, fresh, client);
-}
-
-/** Clears the count of failed logins and any lockout. */
-export function resetFailedLogins(ctx: AppContext, userId: string): void {
-  ctx.sqlite.query("UPDATE _users SET failed_logins = 0, locked_until = NULL WHERE id = ?").run(userId);
-}
-
-/** 429 `account_locked` with Retry-After while a lockout runs. */
-export function assertNotLocked(ctx: AppContext, user: UserRow): void {
-  const now = ctx.clock.now();
-  if (user.locked_until && user.locked_until > now) {
-    const retry = Math.max(1, Math.ceil((user.locked_until - now) / 1000));
-    throw new AppError(429, "account_locked", "too many failed logins; the account is locked for now", {}, { "Retry-After": String(retry) });
-  }
-}
-
-/** Counts a failed login; the LOCKOUT_MAX_ATTEMPTS-th locks the account for LOCKOUT_DURATION_MS. */
-export function recordFailedLogin(ctx: AppContext, userId: string): void {
-  const now = ctx.clock.now();
-  const { lockoutMaxAttempts, lockoutDurationMs } = ctx.config;
-  ctx.sqlite.transaction(() => {
-    const u = ctx.sqlite
-      .query<{ failed_logins: number; locked_until: number | null }, [string]>("SELECT failed_logins, locked_until FROM _users WHERE id = ?")
-      .get(userId);
-    if (!u) return;
-    const count = (u.locked_until && u.locked_until <= now ? 0 : u.failed_logins) + 1;
-    if (count >= lockoutMaxAttempts) {
-      ctx.sqlite.query("UPDATE _users SET failed_logins = 0, locked_until = ? WHERE id = ?").run(now + lockoutDurationMs, userId);
-    } else {
-      ctx.sqlite.query("UPDATE _users SET failed_logins = ?, locked_until = NULL WHERE id = ?").run(count, userId);
-    }
-  })();
+  // The row is read again: a password reset or 2FA change may have landed during the hash.
+  const fresh = user && ok ? findUserById(ctx, user.id) : null;
+  if (!fresh || fresh.password_hash !== user?.password_hash) throw invalidCredentials();
+  const result = finishLogin(ctx, fresh, client);
+  // A right password is no failure: with 2FA on its slot is given back, and each code takes its own.
+  if ("totp_required" in result) releaseLoginAttempt(ctx, email);
+  return result;
 }
 
 function requireUserPrincipal(p: Principal): Extract<Principal, { kind: "user" }> {

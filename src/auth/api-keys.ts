@@ -1,10 +1,9 @@
 import { ulid } from "ulid";
 import type { AppContext } from "../context.ts";
 import { randomToken, sha256 } from "../crypto.ts";
-import { AppError, badRequest, notFound } from "../errors.ts";
+import { AppError, badRequest, methodDisabled, notFound } from "../errors.ts";
 import { asObject } from "../records/codec.ts";
 import { getSetting } from "../settings/settings.ts";
-import { methodDisabled } from "./account.ts";
 import type { Principal } from "./principal.ts";
 
 export interface ApiKeyJson {

@@ -1,13 +1,12 @@
 import type { AppContext } from "../context.ts";
-import { AppError } from "../errors.ts";
+import { AppError, methodDisabled } from "../errors.ts";
 import { asObject } from "../records/codec.ts";
 import { getSetting } from "../settings/settings.ts";
 import { findUserById } from "../users/users.ts";
-import { methodDisabled, type LoginResult } from "./account.ts";
 import { consumeMailToken } from "./mail-tokens.ts";
-import { createSession, type ClientInfo } from "./sessions.ts";
-import { secondFactorFor } from "./totp.ts";
-import { mailLinkIfAccount } from "./verification.ts";
+import type { ClientInfo } from "./sessions.ts";
+import { finishLogin, type LoginResult } from "./totp.ts";
+import { claimUnverifiedAccount, mailLinkIfAccount } from "./verification.ts";
 
 export const MAGIC_LINK_TTL_MS = 30 * 60 * 1000;
 
@@ -17,13 +16,16 @@ export function requestMagicLink(ctx: AppContext, input: unknown): { ok: true } 
   return mailLinkIfAccount(ctx, input, "magic_link", MAGIC_LINK_TTL_MS);
 }
 
-/** `POST /auth/magic-link/verify {token}`: marks the email verified, then a session (or the 2FA step); 401 for a bad token. */
+/**
+ * `POST /auth/magic-link/verify {token}`: proves the address (on a never-verified account this drops
+ * what a pre-registration could have set up), then a session or the 2FA step; 401 for a bad token.
+ */
 export function verifyMagicLink(ctx: AppContext, input: unknown, client: ClientInfo): LoginResult {
   if (!getSetting(ctx, "auth_magic_link_enabled")) throw methodDisabled("magic-link login");
   const userId = consumeMailToken(ctx, asObject(input).token, "magic_link");
   if (!userId) throw new AppError(401, "invalid_token", "invalid or expired magic-link token");
-  ctx.sqlite.query("UPDATE _users SET is_verified = 1, updated_at = ? WHERE id = ? AND is_verified = 0").run(ctx.clock.now(), userId);
+  claimUnverifiedAccount(ctx, userId);
   const user = findUserById(ctx, userId);
   if (!user) throw new AppError(401, "invalid_token", "invalid or expired magic-link token");
-  return secondFactorFor(ctx, user) ?? createSession(ctx, user, client);
+  return finishLogin(ctx, user, client);
 }

@@ -80,6 +80,14 @@ function userFromJwt(ctx: AppContext, token: string): Principal {
   throw invalidToken();
 }
 
+/** True when `authorization` carries a live admin impersonation token (signed here, `imp`, no session). */
+export function isImpersonationToken(ctx: AppContext, authorization: string | null): boolean {
+  const token = authorization ? /^Bearer\s+(.+)$/i.exec(authorization.trim())?.[1].trim() : undefined;
+  if (!token || !looksLikeJwt(token)) return false;
+  const claims = verifyJwt(jwtKey(ctx), token, ctx.clock.now());
+  return claims?.imp === true;
+}
+
 function userFromApiKey(ctx: AppContext, key: string): Principal {
   if (!key.startsWith("baas_") || key.length > 200) throw invalidToken("invalid API key");
   const row = ctx.sqlite

@@ -1,11 +1,12 @@
 import type { AppContext } from "../context.ts";
-import { AppError, badRequest } from "../errors.ts";
+import { AppError, badRequest, methodDisabled } from "../errors.ts";
 import { asObject } from "../records/codec.ts";
 import { getSetting } from "../settings/settings.ts";
-import { methodDisabled } from "./account.ts";
 import { consumeMailToken } from "./mail-tokens.ts";
 import { checkPassword, hashPassword } from "./passwords.ts";
+import { clearLoginAttempts } from "./lockout.ts";
 import { revokeUserApiKeys, revokeUserSessions } from "./sessions.ts";
+import { removeTotp } from "./totp.ts";
 import { mailLinkIfAccount } from "./verification.ts";
 
 export const RESET_TTL_MS = 60 * 60 * 1000;
@@ -33,9 +34,16 @@ export async function resetPassword(
   if (!userId) throw new AppError(400, "invalid_token", "invalid or expired reset token");
   const now = ctx.clock.now();
   return ctx.sqlite.transaction(() => {
-    ctx.sqlite
-      .query("UPDATE _users SET password_hash = ?, failed_logins = 0, locked_until = NULL, updated_at = ? WHERE id = ?")
-      .run(hash, now, userId);
+    const user = ctx.sqlite
+      .query<{ email: string; is_verified: number }, [string, number, string]>(
+        "UPDATE _users SET password_hash = ?, updated_at = ? WHERE id = ? RETURNING email, is_verified",
+      )
+      .get(hash, now, userId);
+    if (!user) throw new AppError(400, "invalid_token", "invalid or expired reset token");
+    clearLoginAttempts(ctx, user.email);
+    // IMPORTANT: on a never-verified account the 2FA may have been set up by whoever registered the
+    // address in advance; a reset proves the address, so that second factor must not survive it.
+    if (!user.is_verified) removeTotp(ctx, userId);
     ctx.sqlite.query("UPDATE _tokens SET used_at = ? WHERE user_id = ? AND kind IN ('reset_password', 'totp_login') AND used_at IS NULL").run(now, userId);
     return { ok: true as const, sessions_revoked: revokeUserSessions(ctx, userId), api_keys_revoked: revokeUserApiKeys(ctx, userId) };
   })();

@@ -3,11 +3,11 @@ import { Secret, TOTP } from "otpauth";
 import type { AppContext } from "../context.ts";
 import { hmacSha256, randomToken, sha256 } from "../crypto.ts";
 import { getMeta } from "../db/meta.ts";
-import { AppError, badRequest, conflict } from "../errors.ts";
+import { AppError, badRequest, conflict, methodDisabled } from "../errors.ts";
 import { asObject } from "../records/codec.ts";
 import { getSetting } from "../settings/settings.ts";
 import { findUserById, type UserRow } from "../users/users.ts";
-import { assertNotLocked, methodDisabled, recordFailedLogin, resetFailedLogins } from "./account.ts";
+import { clearLoginAttempts, takeLoginAttempt } from "./lockout.ts";
 import { issueMailToken } from "./mail-tokens.ts";
 import type { Principal } from "./principal.ts";
 import { createSession, type ClientInfo, type SessionResponse } from "./sessions.ts";
@@ -161,30 +161,43 @@ export function disableTotp(ctx: AppContext, p: Principal, input: unknown): { en
   const user = currentUser(ctx, p);
   const code = codeFrom(input);
   if (!user.totp_enabled) throw conflict("two-factor authentication is not enabled");
-  // Wrong codes count as failed logins, so a stolen access token cannot be used to guess codes without limit.
-  assertNotLocked(ctx, user);
-  if (!useCode(ctx, user, code, { allowRecovery: true })) {
-    recordFailedLogin(ctx, user.id);
-    throw invalidCode();
-  }
+  // Codes count as login attempts, so a stolen access token cannot be used to guess codes without limit.
+  takeLoginAttempt(ctx, user.email);
+  if (!useCode(ctx, user, code, { allowRecovery: true })) throw invalidCode();
   ctx.sqlite.transaction(() => {
-    ctx.sqlite
-      .query("UPDATE _users SET totp_enabled = 0, totp_secret = NULL, totp_last_step = NULL, updated_at = ? WHERE id = ?")
-      .run(ctx.clock.now(), user.id);
-    ctx.sqlite.query("DELETE FROM _recovery_codes WHERE user_id = ?").run(user.id);
-    ctx.sqlite.query("UPDATE _tokens SET used_at = ? WHERE user_id = ? AND kind = 'totp_login' AND used_at IS NULL").run(ctx.clock.now(), user.id);
+    clearLoginAttempts(ctx, user.email);
+    removeTotp(ctx, user.id);
   })();
   return { enabled: false };
 }
 
+/** Turns 2FA off for a user: drops the TOTP secret, the recovery codes and every pending 2FA login step. */
+export function removeTotp(ctx: AppContext, userId: string): void {
+  const now = ctx.clock.now();
+  ctx.sqlite.transaction(() => {
+    ctx.sqlite
+      .query("UPDATE _users SET totp_enabled = 0, totp_secret = NULL, totp_last_step = NULL, updated_at = ? WHERE id = ?")
+      .run(now, userId);
+    ctx.sqlite.query("DELETE FROM _recovery_codes WHERE user_id = ?").run(userId);
+    ctx.sqlite.query("UPDATE _tokens SET used_at = ? WHERE user_id = ? AND kind = 'totp_login' AND used_at IS NULL").run(now, userId);
+  })();
+}
+
+/** What a login answers: a session, or the second step when 2FA is on. */
+export type LoginResult = SessionResponse | { totp_required: true; totp_token: string };
+
 /**
- * The second login step for a user with 2FA on (password, magic link, OAuth), or null when
- * 2FA is off. The `totp_token` is single use, lives 5 minutes and dies after 5 wrong codes.
- * It applies even while the TOTP method is disabled: a user who has 2FA keeps needing it.
+ * The end of every first-factor login (password, magic link, OAuth). A user with 2FA on gets
+ * the second step: a `totp_token` (single use, 5 minutes, dead after 5 wrong codes), which
+ * applies even while the TOTP method is disabled, since a user who has 2FA keeps needing it.
+ * Anyone else gets a session, and their count of failed logins is cleared.
  */
-export function secondFactorFor(ctx: AppContext, user: UserRow): { totp_required: true; totp_token: string } | null {
-  if (!user.totp_enabled) return null;
-  return { totp_required: true, totp_token: issueMailToken(ctx, user.id, "totp_login", TOTP_TOKEN_TTL_MS) };
+export function finishLogin(ctx: AppContext, user: UserRow, client: ClientInfo): LoginResult {
+  // With 2FA the count is cleared only when the second step succeeds: else a caller who knows the
+  // password could try codes forever by logging in again after every few wrong ones.
+  if (user.totp_enabled) return { totp_required: true, totp_token: issueMailToken(ctx, user.id, "totp_login", TOTP_TOKEN_TTL_MS) };
+  clearLoginAttempts(ctx, user.email);
+  return createSession(ctx, user, client);
 }
 
 /** `POST /auth/2fa/verify {totp_token, code}`: the session for a valid token and code; 401 otherwise. */
@@ -194,7 +207,7 @@ export function verifyTotpLogin(ctx: AppContext, input: unknown, client: ClientI
   const hash = sha256(totp_token);
   const now = ctx.clock.now();
   const outcome = ctx.sqlite
-    .transaction((): UserRow | "token" | "code" | { locked: UserRow } => {
+    .transaction((): UserRow | "token" | "code" => {
       const row = ctx.sqlite
         .query<{ user_id: string; attempts: number }, [string, number]>(
           "SELECT user_id, attempts FROM _tokens WHERE hash = ? AND kind = 'totp_login' AND used_at IS NULL AND expires_at > ?",
@@ -203,10 +216,9 @@ export function verifyTotpLogin(ctx: AppContext, input: unknown, client: ClientI
       if (!row || row.attempts >= TOTP_MAX_ATTEMPTS) return "token";
       const user = findUserById(ctx, row.user_id);
       if (!user || !user.totp_enabled) return "token";
-      if (user.locked_until && user.locked_until > now) return { locked: user };
+      // The same counter as passwords, taken before the code is checked: 429 while the account is locked.
+      takeLoginAttempt(ctx, user.email);
       if (!useCode(ctx, user, code, { allowRecovery: true })) {
-        // Wrong codes also count toward the account lockout, across totp_tokens.
-        recordFailedLogin(ctx, user.id);
         const attempts = row.attempts + 1;
         ctx.sqlite
           .query("UPDATE _tokens SET attempts = ?, used_at = CASE WHEN ? >= ? THEN ? ELSE used_at END WHERE hash = ?")
@@ -214,15 +226,11 @@ export function verifyTotpLogin(ctx: AppContext, input: unknown, client: ClientI
         return "code";
       }
       ctx.sqlite.query("UPDATE _tokens SET used_at = ? WHERE hash = ?").run(now, hash);
+      clearLoginAttempts(ctx, user.email);
       return user;
     })
     .immediate();
   if (outcome === "token") throw badTotpToken();
   if (outcome === "code") throw new AppError(401, "invalid_code", "invalid authentication code");
-  if ("locked" in outcome) {
-    assertNotLocked(ctx, outcome.locked);
-    throw badTotpToken();
-  }
-  resetFailedLogins(ctx, outcome.id);
   return createSession(ctx, outcome, client);
 }

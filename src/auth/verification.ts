@@ -8,6 +8,8 @@ import { checkMailLimit } from "./mail-limit.ts";
 import { consumeMailToken, issueMailToken } from "./mail-tokens.ts";
 import { normalizeEmail } from "./passwords.ts";
 import type { Principal } from "./principal.ts";
+import { revokeUserApiKeys, revokeUserSessions } from "./sessions.ts";
+import { removeTotp } from "./totp.ts";
 
 export const VERIFY_EMAIL_TTL_MS = 24 * 60 * 60 * 1000;
 
@@ -60,4 +62,23 @@ export function resendVerification(ctx: AppContext, p: Principal): { ok: true } 
   checkMailLimit(ctx, user.email);
   sendVerificationEmail(ctx, user);
   return { ok: true };
+}
+
+/**
+ * The first proof of an address (a magic link, or OAuth with a provider-verified email) on an
+ * account whose email was never verified. IMPORTANT: such an account may have been registered in
+ * advance by someone else (a pre-registration takeover), so everything that person could have set
+ * up is dropped: password, sessions, API keys, TOTP secret and recovery codes. Only the owner of
+ * the address keeps access. Marks the account verified. A verified account is left alone.
+ */
+export function claimUnverifiedAccount(ctx: AppContext, userId: string): void {
+  ctx.sqlite.transaction(() => {
+    const claimed = ctx.sqlite
+      .query("UPDATE _users SET is_verified = 1, password_hash = NULL, updated_at = ? WHERE id = ? AND is_verified = 0")
+      .run(ctx.clock.now(), userId);
+    if (claimed.changes === 0) return;
+    removeTotp(ctx, userId);
+    revokeUserSessions(ctx, userId);
+    revokeUserApiKeys(ctx, userId);
+  })();
 }

@@ -34,8 +34,6 @@ export const users = sqliteTable("_users", {
   totpSecret: text("totp_secret"),
   totpEnabled: integer("totp_enabled", { mode: "boolean" }).notNull().default(false),
   totpLastStep: integer("totp_last_step"),
-  failedLogins: integer("failed_logins").notNull().default(0),
-  lockedUntil: integer("locked_until"),
   createdAt: integer("created_at").notNull(),
   updatedAt: integer("updated_at").notNull(),
 });
@@ -93,6 +91,20 @@ export const recoveryCodes = sqliteTable(
 export const mailLog = sqliteTable("_mail_log", {
   email: text("email").notNull(),
   sentAt: integer("sent_at").notNull(),
+});
+
+/** Failed logins per normalised email, whether or not an account exists (see auth/lockout.ts). */
+export const loginAttempts = sqliteTable("_login_attempts", {
+  email: text("email").primaryKey(),
+  attempts: integer("attempts").notNull(),
+  lastAt: integer("last_at").notNull(),
+  lockedUntil: integer("locked_until"),
+});
+
+/** Wrong admin credentials, one row per try, per client address (see auth/admin-limit.ts). */
+export const adminAttempts = sqliteTable("_admin_attempts", {
+  ip: text("ip").notNull(),
+  at: integer("at").notNull(),
 });
 
 export const relations = sqliteTable("_relations", {

@@ -16,13 +16,13 @@ export function mapSqliteError(err: unknown): unknown {
     });
   }
   if (code === "SQLITE_BUSY" || /database is locked/.test(msg)) {
-    return new AppError(503, "busy", "the database is busy, try again", {}, { "Retry-After": "1" });
+    return new AppError(503, "busy", "the database is busy, try again", {}, { "Retry-After": "1" }, { cause: err });
   }
   if (code === "SQLITE_FULL" || /database or disk is full/.test(msg)) {
-    return new AppError(507, "storage_full", "the disk is full; the write was not saved");
+    return new AppError(507, "storage_full", "the disk is full; the write was not saved", {}, {}, { cause: err });
   }
   if (code === "SQLITE_READONLY" || /readonly database/.test(msg)) {
-    return new AppError(503, "read_only", "the data directory is read-only; the write was not saved");
+    return new AppError(503, "read_only", "the data directory is read-only; the write was not saved", {}, {}, { cause: err });
   }
   return err;
 }

@@ -1,8 +1,8 @@
 import type { Server } from "bun";
-import { resolvePrincipal, type Principal } from "../auth/principal.ts";
+import { isImpersonationToken, resolvePrincipal, type Principal } from "../auth/principal.ts";
 import type { ClientInfo } from "../auth/sessions.ts";
 import type { AppContext } from "../context.ts";
-import { AppError } from "../errors.ts";
+import { AppError, forbidden } from "../errors.ts";
 
 /** The principal of a request from its headers. API keys act only outside `/auth/*`. */
 export function principalOf(ctx: AppContext, request: Request, opts: { allowApiKey?: boolean } = {}): Principal {
@@ -31,4 +31,21 @@ export function clientInfo(request: Request, server: Server<unknown> | null | un
     ip = server?.requestIP(request)?.address ?? null;
   } catch {}
   return { ip, userAgent: request.headers.get("user-agent") };
+}
+
+/**
+ * An admin impersonation token acts on the data API and `GET /auth/me` only. IMPORTANT: on any
+ * other `/auth/*` call it is refused (403), else whoever holds the 5-minute token could make it
+ * permanent (an API key), set up 2FA, change the user or log them out everywhere.
+ */
+export function refuseImpersonationOnAuth(ctx: AppContext, request: Request): void {
+  let path = new URL(request.url).pathname;
+  try {
+    path = decodeURIComponent(path);
+  } catch {}
+  path = path.replace(/\/+/g, "/").replace(/\/$/, "").toLowerCase();
+  if (path !== "/api/v1/auth" && !path.startsWith("/api/v1/auth/")) return;
+  if (request.method === "GET" && path === "/api/v1/auth/me") return;
+  if (isImpersonationToken(ctx, request.headers.get("authorization")))
+    throw forbidden("an impersonation token acts only on the data API and GET /auth/me");
 }

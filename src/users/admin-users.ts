@@ -1,6 +1,6 @@
 import type { AppContext } from "../context.ts";
 import { AppError, badRequest, notFound } from "../errors.ts";
-import { resetFailedLogins } from "../auth/account.ts";
+import { clearLoginAttempts } from "../auth/lockout.ts";
 import { checkPassword, hashPassword, normalizeEmail } from "../auth/passwords.ts";
 import { signAccessToken, listUserSessions, revokeSession, revokeUserSessions } from "../auth/sessions.ts";
 import { asObject } from "../records/codec.ts";
@@ -107,7 +107,7 @@ export function deleteUser(ctx: AppContext, idOrEmail: string): { ok: true; id: 
 /** Clears a lockout (and the count of failed logins). */
 export function unlockUser(ctx: AppContext, idOrEmail: string): UserJson {
   const user = requireUser(ctx, idOrEmail);
-  resetFailedLogins(ctx, user.id);
+  clearLoginAttempts(ctx, user.email);
   return getUser(ctx, user.id);
 }
 

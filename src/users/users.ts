@@ -14,8 +14,6 @@ export interface UserRow {
   totp_secret: string | null;
   totp_enabled: number;
   totp_last_step: number | null;
-  failed_logins: number;
-  locked_until: number | null;
   created_at: number;
   updated_at: number;
 }

@@ -401,13 +401,13 @@ describe("users", () => {
 
   test("unlock clears a lockout and prints the user", async () => {
     const db = new Database(join(dir, "baas.db"));
-    db.query("UPDATE _users SET failed_logins = 9, locked_until = ? WHERE id = ?").run(Date.now() + 60_000, adaId);
+    db.query("INSERT INTO _login_attempts (email, attempts, last_at, locked_until) VALUES ('ada@example.com', 10, ?, ?)").run(Date.now(), Date.now() + 60_000);
     db.close();
     const r = await cli(["users", "unlock", "ada@example.com", "--json"]);
     expect(r.code).toBe(0);
     expect(r.json().email).toBe("ada@example.com");
     const check = new Database(join(dir, "baas.db"), { readonly: true });
-    expect(check.query("SELECT failed_logins, locked_until FROM _users WHERE id = ?").get(adaId)).toEqual({ failed_logins: 0, locked_until: null });
+    expect(check.query("SELECT 1 FROM _login_attempts WHERE email = 'ada@example.com'").get()).toBeNull();
     check.close();
   });
 

@@ -1,7 +1,7 @@
 import type { AppContext } from "../../context.ts";
 import { getSetting } from "../../settings/settings.ts";
-import { createSession, type ClientInfo } from "../sessions.ts";
-import { secondFactorFor } from "../totp.ts";
+import type { ClientInfo } from "../sessions.ts";
+import { finishLogin } from "../totp.ts";
 import { matchOAuthUser, OAuthLoginError } from "./matching.ts";
 import { assertOAuthEnabled, authorizationUrl, fetchProfile, ProviderError, requireCredentials, requireProvider } from "./providers.ts";
 import { consumeOAuthState, createOAuthState } from "./state.ts";
@@ -62,9 +62,8 @@ export async function finishOAuthLogin(
     const profile = await fetchProfile(ctx, provider, query.code, st);
     const user = await matchOAuthUser(ctx, provider, profile);
     // A 2FA user gets the second step instead of a session (CONTRACT §7).
-    const second = secondFactorFor(ctx, user);
-    if (second) return { location: appCallbackUrl(ctx, { totp_required: "true", totp_token: second.totp_token }), cookie: null };
-    const s = createSession(ctx, user, client);
+    const s = finishLogin(ctx, user, client);
+    if ("totp_required" in s) return { location: appCallbackUrl(ctx, { totp_required: "true", totp_token: s.totp_token }), cookie: null };
     return {
       location: appCallbackUrl(ctx, { access_token: s.access_token, refresh_token: s.refresh_token, expires_in: String(s.expires_in) }),
       cookie: null,

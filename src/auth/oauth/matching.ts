@@ -3,7 +3,7 @@ import { AppError } from "../../errors.ts";
 import { getSetting } from "../../settings/settings.ts";
 import { createUser, findUserByEmail, findUserById, type UserRow } from "../../users/users.ts";
 import { normalizeEmail } from "../passwords.ts";
-import { revokeUserApiKeys, revokeUserSessions } from "../sessions.ts";
+import { claimUnverifiedAccount } from "../verification.ts";
 import type { ProviderName, ProviderProfile } from "./providers.ts";
 
 /** The `error=` reasons of an OAuth callback (SPEC 5.6, CONTRACT §7). */
@@ -78,16 +78,9 @@ export async function matchOAuthUser(ctx: AppContext, provider: ProviderName, pr
 function linkExisting(ctx: AppContext, provider: ProviderName, profile: ProviderProfile, user: UserRow, email: string): UserRow {
   ctx.sqlite.transaction(() => {
     linkAccount(ctx, provider, profile, user.id, email);
-    // The provider has just proven the address belongs to this person. IMPORTANT: an account that
-    // was never verified may have been registered by someone else in advance (a pre-hijack), so
-    // its password, sessions and API keys are dropped: only the address's owner keeps access.
-    if (!user.is_verified) {
-      ctx.sqlite
-        .query("UPDATE _users SET is_verified = 1, password_hash = NULL, updated_at = ? WHERE id = ?")
-        .run(ctx.clock.now(), user.id);
-      revokeUserSessions(ctx, user.id);
-      revokeUserApiKeys(ctx, user.id);
-    }
+    // The provider has just proven the address belongs to this person: on a never-verified
+    // account this drops whatever a pre-registration could have set up.
+    claimUnverifiedAccount(ctx, user.id);
   })();
   return findUserById(ctx, user.id)!;
 }

@@ -18,11 +18,16 @@ export function toErrorResponse(error: unknown, code: string | number, log: Logg
   if (code === "VALIDATION") return errorResponse(new AppError(400, "bad_request", "invalid request"));
   if (code === "INVALID_COOKIE_SIGNATURE") return errorResponse(new AppError(400, "bad_request", "invalid cookie"));
   const mapped = mapSqliteError(error);
-  if (mapped instanceof AppError) return errorResponse(mapped);
-  log.error("unhandled error", {
-    method: request?.method,
-    path: request ? new URL(request.url).pathname : undefined,
-    error: error instanceof Error ? { message: error.message, stack: error.stack } : String(error),
-  });
+  const where = { method: request?.method, path: request ? new URL(request.url).pathname : undefined };
+  if (mapped instanceof AppError) {
+    // A server-side failure the client is told about (busy, disk full): its cause goes to the log, never to the body.
+    if (mapped.status >= 500 && mapped.cause !== undefined) log.warn(mapped.message, { ...where, cause: describe(mapped.cause) });
+    return errorResponse(mapped);
+  }
+  log.error("unhandled error", { ...where, error: describe(error) });
   return errorResponse(new AppError(500, "internal", "internal error"));
+}
+
+function describe(error: unknown): unknown {
+  return error instanceof Error ? { message: error.message, stack: error.stack } : String(error);
 }

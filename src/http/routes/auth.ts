@@ -1,7 +1,6 @@
 import { Elysia } from "elysia";
 import { login, logout, logoutAll, me, register, updateMe } from "../../auth/account.ts";
 import { refreshSession } from "../../auth/sessions.ts";
-import { secondFactorFor } from "../../auth/totp.ts";
 import type { AppContext } from "../../context.ts";
 import { asObject } from "../../records/codec.ts";
 import { readJson } from "../body.ts";
@@ -17,7 +16,7 @@ export function authRoutes(ctx: AppContext) {
       set.status = 201;
       return res;
     })
-    .post("/login", async ({ request, server }) => login(ctx, await readJson(request, max), clientInfo(request, server), secondFactorFor))
+    .post("/login", async ({ request, server }) => login(ctx, await readJson(request, max), clientInfo(request, server)))
     .post("/refresh", async ({ request }) => {
       const body = asObject(await readJson(request, max));
       return refreshSession(ctx, body.refresh_token);
