@@ -19,7 +19,8 @@ export function registerAdmin(program: Command): void {
       `
 The new secret is the only line on stdout (--json: { "secret": "..." }); only its hash is stored.
 A server running on the same data directory accepts only the new secret from its next request.
-If the server is started with ADMIN_SECRET set, that value becomes the secret again at its next start.
+While ADMIN_SECRET is set (here, or for the server last started on this data directory) it is the
+secret, and this command refuses: change ADMIN_SECRET and restart the server instead.
 
 Example:
   $ NEW=$(baas admin rotate-secret)`,

@@ -1,6 +1,17 @@
 import type { Command } from "commander";
 import { loadConfig } from "../../src/config.ts";
+import type { AdminSecretState } from "../../src/auth/admin.ts";
 import { startServer } from "../../src/server.ts";
+
+/** Says where the admin secret comes from (never the secret itself). */
+function secretSourceLine(s: AdminSecretState): string {
+  if (s.source === "env")
+    return s.replacedStored
+      ? "admin secret: from ADMIN_SECRET, which replaces the different secret stored in the data directory (admin tokens issued before no longer work)"
+      : "admin secret: from ADMIN_SECRET (rotate it by changing ADMIN_SECRET and restarting)";
+  if (s.source === "generated") return "admin secret: generated at this first start (printed above, only its hash is stored)";
+  return "admin secret: the one stored in the data directory (ADMIN_SECRET is not set; change it with 'baas admin rotate-secret')";
+}
 
 /** `baas serve`: runs the HTTP server until SIGINT/SIGTERM, then stops gracefully. */
 export function registerServe(program: Command): void {
@@ -17,12 +28,14 @@ export function registerServe(program: Command): void {
       const { loadHooks } = await import("../../src/hooks/load.ts");
       const hooks = await loadHooks(config.hooksDir);
       const running = await startServer(config, { hooks });
-      if (running.generatedSecret) {
+      const { secret } = running;
+      if (secret.generated) {
         process.stderr.write(
-          `\n  Admin secret (shown once, store it now):\n\n    ${running.generatedSecret}\n\n` +
+          `\n  Admin secret (shown once, store it now):\n\n    ${secret.generated}\n\n` +
             `  Use it as 'Authorization: Bearer <secret>' on /api/v1/admin, or log in at ${config.publicUrl}/_/\n\n`,
         );
       }
+      process.stderr.write(secretSourceLine(secret) + "\n");
       process.stderr.write(`baas listening on http://${config.host}:${running.server.port} (data: ${config.dataDir})\n`);
       let stopping = false;
       const stop = async (signal: string) => {
