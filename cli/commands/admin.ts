@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import { rotateAdminSecret } from "../../src/auth/admin.ts";
 import { backupDatabase } from "../../src/db/backup.ts";
 import { isInteractive, withSpinner } from "../prompts.ts";
-import { globalsOf, note, output, withContext } from "../run.ts";
+import { globalsOf, humanBytes, note, output, withContext } from "../run.ts";
 
 /** `baas admin rotate-secret` and `baas backup <file>`. */
 export function registerAdmin(program: Command): void {
@@ -50,6 +50,6 @@ Examples:
       const res = await withContext(cmd, (ctx) =>
         withSpinner(spin, `Backing up to ${file}`, () => backupDatabase(ctx, file, { overwrite: opts.force })),
       );
-      output(cmd, res, () => `backup written: ${res.file} (${res.bytes} bytes)`);
+      output(cmd, res, () => `backup written: ${res.file} (${humanBytes(res.bytes)})`);
     });
 }
