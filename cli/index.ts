@@ -26,7 +26,19 @@ program
     "after",
     `
 Exit codes: 0 ok, 1 error (message on stderr), 2 usage (unknown command, missing argument, bad option).
-Every command works on the data directory directly, also while a server runs on it.
+Every command works on the data directory directly, also while a server runs on it. Only serve
+creates a data directory; other commands exit 1 when it does not exist.
+
+Environment (flags win):
+  DATA_DIR              data directory (default ./baas_data)
+  PORT, HOST            serve: port (default 8090) and interface (default 0.0.0.0)
+  SQLITE_SYNC           serve: normal|full
+  ADMIN_SECRET          when set, it is the admin secret (else one is generated at the first start)
+  PUBLIC_URL, APP_URL   the server's public address and the frontend's (links in mails)
+  SMTP_URL, MAIL_FROM   mail delivery (without SMTP_URL, mails go to the server log)
+  LOG_FORMAT, LOG_LEVEL serve: text|json, error|warn|info|debug (default text, info)
+  CORS_ORIGINS          allowed browser origins, comma-separated (default *)
+  LOCKOUT_MAX_ATTEMPTS, LOCKOUT_DURATION_MS, HOOKS_DIR  see docs/CLI.md
 
 Examples:
   $ baas serve --port 8090 --data ./baas_data

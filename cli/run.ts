@@ -1,8 +1,9 @@
 import { InvalidArgumentError, type Command } from "commander";
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { loadConfig } from "../src/config.ts";
 import { closeContext, createContext, type AppContext } from "../src/context.ts";
 import { getMeta, PUBLIC_URL_META } from "../src/db/meta.ts";
+import { AppError } from "../src/errors.ts";
 import { confirm, isInteractive } from "./prompts.ts";
 
 /** Options every command accepts (declared once on the program). */
@@ -19,9 +20,13 @@ export function globalsOf(cmd: Command): GlobalOptions {
   return cmd.optsWithGlobals() as GlobalOptions;
 }
 
-/** Opens the data directory (as `serve` would), runs `fn`, and closes it whatever happens. */
+/**
+ * Opens an existing data directory, runs `fn`, and closes it whatever happens. Only `serve` creates a
+ * data directory: a mistyped --data must fail here instead of quietly making a new, empty database.
+ */
 export async function withContext<T>(cmd: Command, fn: (ctx: AppContext) => T | Promise<T>): Promise<T> {
   const config = loadConfig({ data: globalsOf(cmd).data });
+  if (!existsSync(config.dataDir)) throw new AppError(404, "not_found", `no baas data directory at ${config.dataDir}`);
   const ctx = createContext(config);
   // Without PUBLIC_URL of its own, the CLI takes the one of the server started on this data
   // directory, so addresses it shows (OAuth redirect URLs) are the ones the server uses.
@@ -132,4 +137,17 @@ export function ruleText(rule: unknown): string {
 /** A Unix-ms timestamp as an ISO date, or "-". */
 export function when(ms: number | null | undefined): string {
   return typeof ms === "number" ? new Date(ms).toISOString() : "-";
+}
+
+/** A byte count for people: 512 B, 1.5 KiB, 12.3 MiB, 2.0 GiB. */
+export function humanBytes(n: number): string {
+  if (n < 1024) return `${n} B`;
+  const units = ["KiB", "MiB", "GiB", "TiB"];
+  let v = n / 1024;
+  let i = 0;
+  while (v >= 1024 && i < units.length - 1) {
+    v /= 1024;
+    i++;
+  }
+  return `${v.toFixed(1)} ${units[i]}`;
 }

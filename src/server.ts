@@ -1,5 +1,5 @@
 import type { Server } from "bun";
-import { ensureAdminSecret } from "./auth/admin.ts";
+import { ensureAdminSecret, type AdminSecretState } from "./auth/admin.ts";
 import { ensureJwtKey } from "./auth/keys.ts";
 import { prepareDummyHash } from "./auth/passwords.ts";
 import { closeContext, createContext, type AppContext, type ContextOptions } from "./context.ts";
@@ -11,8 +11,8 @@ export interface Running {
   ctx: AppContext;
   server: Server<unknown>;
   url: string;
-  /** A newly generated admin secret (first start only), else null. */
-  generatedSecret: string | null;
+  /** Where the admin secret comes from, and the secret itself when it was generated at this (first) start. */
+  secret: AdminSecretState;
   /**
    * Stops accepting, waits for in-flight requests (at most `graceMs`, default 10 s, so a client that
    * never finishes its request cannot hold the process), then closes the database.
@@ -22,21 +22,39 @@ export interface Running {
   forceClose(): void;
 }
 
+/** A server already listens on the port asked for. */
+export class PortInUseError extends Error {
+  constructor(port: number) {
+    super(`port ${port} is already in use`);
+  }
+}
+
 /** Opens the data dir, prepares keys and the admin secret, and listens. */
 export async function startServer(config: Config, opts: ContextOptions = {}): Promise<Running> {
   const ctx = createContext(config, opts);
   ensureJwtKey(ctx);
-  const generatedSecret = ensureAdminSecret(ctx);
-  void prepareDummyHash();
   const app = createApp(ctx);
-  app.listen({
-    port: config.port,
-    hostname: config.host,
-    // Bun's own limit would answer 413 with an empty body, so it is set out of reach: readJson streams
-    // each body with a 16 MiB cap and answers 413 with CONTRACT's JSON, without buffering what it refuses.
-    maxRequestBodySize: 2 ** 40,
-    idleTimeout: 30,
-  });
+  try {
+    app.listen({
+      port: config.port,
+      hostname: config.host,
+      // IMPORTANT: Elysia turns SO_REUSEPORT on by default; with it a second server on the same port starts
+      // too and the kernel splits requests between two databases. Off, the second one fails here instead.
+      reusePort: false,
+      // Bun's own limit would answer 413 with an empty body, so it is set out of reach: readJson streams
+      // each body with a 16 MiB cap and answers 413 with CONTRACT's JSON, without buffering what it refuses.
+      maxRequestBodySize: 2 ** 40,
+      idleTimeout: 30,
+    });
+  } catch (err) {
+    closeContext(ctx);
+    if ((err as { code?: string }).code === "EADDRINUSE") throw new PortInUseError(config.port);
+    throw err;
+  }
+  // After listening, in the same synchronous turn (no request is handled before it ends): a start that
+  // fails on a taken port must not generate, store and never show a first admin secret.
+  const secret = ensureAdminSecret(ctx);
+  void prepareDummyHash();
   const server = app.server!;
   // With port 0 the OS picks the port, so the default PUBLIC_URL/APP_URL (`http://localhost:0`)
   // are fixed up now that it is known: OAuth redirect addresses and mail links are built from them.
@@ -53,7 +71,7 @@ export async function startServer(config: Config, opts: ContextOptions = {}): Pr
     ctx,
     server,
     url: `http://${config.host === "0.0.0.0" ? "127.0.0.1" : config.host}:${server.port}`,
-    generatedSecret,
+    secret,
     async stop({ graceMs = 10_000 } = {}) {
       if (stopped) return;
       stopped = true;

@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import { rotateAdminSecret } from "../../src/auth/admin.ts";
 import { backupDatabase } from "../../src/db/backup.ts";
 import { isInteractive, withSpinner } from "../prompts.ts";
-import { globalsOf, note, output, withContext } from "../run.ts";
+import { globalsOf, humanBytes, note, output, withContext } from "../run.ts";
 
 /** `baas admin rotate-secret` and `baas backup <file>`. */
 export function registerAdmin(program: Command): void {
@@ -19,7 +19,8 @@ export function registerAdmin(program: Command): void {
       `
 The new secret is the only line on stdout (--json: { "secret": "..." }); only its hash is stored.
 A server running on the same data directory accepts only the new secret from its next request.
-If the server is started with ADMIN_SECRET set, that value becomes the secret again at its next start.
+While ADMIN_SECRET is set (here, or for the server last started on this data directory) it is the
+secret, and this command refuses: change ADMIN_SECRET and restart the server instead.
 
 Example:
   $ NEW=$(baas admin rotate-secret)`,
@@ -49,6 +50,6 @@ Examples:
       const res = await withContext(cmd, (ctx) =>
         withSpinner(spin, `Backing up to ${file}`, () => backupDatabase(ctx, file, { overwrite: opts.force })),
       );
-      output(cmd, res, () => `backup written: ${res.file} (${res.bytes} bytes)`);
+      output(cmd, res, () => `backup written: ${res.file} (${humanBytes(res.bytes)})`);
     });
 }

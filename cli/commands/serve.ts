@@ -1,6 +1,18 @@
 import type { Command } from "commander";
 import { loadConfig } from "../../src/config.ts";
+import type { AdminSecretState } from "../../src/auth/admin.ts";
 import { startServer } from "../../src/server.ts";
+import { UsageError } from "../run.ts";
+
+/** Says where the admin secret comes from (never the secret itself). */
+function secretSourceLine(s: AdminSecretState): string {
+  if (s.source === "env")
+    return s.replacedStored
+      ? "admin secret: from ADMIN_SECRET, which replaces the different secret stored in the data directory (admin tokens issued before no longer work)"
+      : "admin secret: from ADMIN_SECRET (rotate it by changing ADMIN_SECRET and restarting)";
+  if (s.source === "generated") return "admin secret: generated at this first start (printed above, only its hash is stored)";
+  return "admin secret: the one stored in the data directory (ADMIN_SECRET is not set; change it with 'baas admin rotate-secret')";
+}
 
 /** `baas serve`: runs the HTTP server until SIGINT/SIGTERM, then stops gracefully. */
 export function registerServe(program: Command): void {
@@ -9,20 +21,37 @@ export function registerServe(program: Command): void {
     .description("start the HTTP server")
     .option("--port <n>", "port to listen on (env PORT, default 8090)")
     .option("--host <h>", "interface to bind (env HOST, default 0.0.0.0)")
-    .option("--data <dir>", "data directory (env DATA_DIR, default ./baas_data)")
+    .option("--data <dir>", "data directory, created if missing (env DATA_DIR, default ./baas_data)")
     .option("--sync <mode>", "normal|full: full makes each commit power-loss durable (env SQLITE_SYNC)")
-    .action(async (opts: { port?: string; host?: string; data?: string; sync?: string }) => {
-      const globalData = program.opts().data as string | undefined;
+    .option("--log-format <format>", "text|json: format of the request log on stderr (env LOG_FORMAT, default text)")
+    // The program's --data is serve's own --data here, and its --json prints nothing for a server: not listed.
+    .configureHelp({ showGlobalOptions: false })
+    .addHelpText(
+      "after",
+      `
+Also read from the environment: ADMIN_SECRET, PUBLIC_URL, APP_URL, SMTP_URL, MAIL_FROM, LOG_LEVEL
+(error|warn|info|debug, default info), CORS_ORIGINS, LOCKOUT_MAX_ATTEMPTS, LOCKOUT_DURATION_MS, HOOKS_DIR.
+A port already in use is an error (exit 1).
+
+Examples:
+  $ baas serve --port 8090 --data ./baas_data
+  $ LOG_LEVEL=warn baas serve --log-format json`,
+    )
+    .action(async (opts: { port?: string; host?: string; data?: string; sync?: string; logFormat?: string }) => {
+      const { data: globalData, json } = program.opts() as { data?: string; json?: boolean };
+      if (json) throw new UsageError("serve has no --json output (for a JSON request log use --log-format json)");
       const config = loadConfig({ ...opts, data: opts.data ?? globalData });
       const { loadHooks } = await import("../../src/hooks/load.ts");
       const hooks = await loadHooks(config.hooksDir);
       const running = await startServer(config, { hooks });
-      if (running.generatedSecret) {
+      const { secret } = running;
+      if (secret.generated) {
         process.stderr.write(
-          `\n  Admin secret (shown once, store it now):\n\n    ${running.generatedSecret}\n\n` +
+          `\n  Admin secret (shown once, store it now):\n\n    ${secret.generated}\n\n` +
             `  Use it as 'Authorization: Bearer <secret>' on /api/v1/admin, or log in at ${config.publicUrl}/_/\n\n`,
         );
       }
+      process.stderr.write(secretSourceLine(secret) + "\n");
       process.stderr.write(`baas listening on http://${config.host}:${running.server.port} (data: ${config.dataDir})\n`);
       let stopping = false;
       const stop = async (signal: string) => {

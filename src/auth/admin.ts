@@ -1,31 +1,48 @@
 import type { AppContext } from "../context.ts";
 import { randomToken, safeEqual, sha256 } from "../crypto.ts";
 import { getMeta, setMeta } from "../db/meta.ts";
-import { AppError } from "../errors.ts";
+import { AppError, conflict } from "../errors.ts";
 import { signJwt, verifyJwt } from "./jwt.ts";
 import { jwtKey } from "./keys.ts";
 
 export const ADMIN_TOKEN_TTL_SECONDS = 12 * 60 * 60;
 
+/** Where the admin secret in effect comes from: the environment, the data directory, or generated just now. */
+export type AdminSecretSource = "env" | "stored" | "generated";
+
+export interface AdminSecretState {
+  source: AdminSecretSource;
+  /** The secret when it was just generated (first start, to print once), else null. */
+  generated: string | null;
+  /** True when ADMIN_SECRET differs from the stored secret and has replaced it (admin tokens issued before end). */
+  replacedStored: boolean;
+}
+
+/** Meta key remembering whether the last server start on this data directory had ADMIN_SECRET set. */
+const SOURCE_META = "admin_secret_source";
+
 /**
- * Makes sure an admin secret exists. ADMIN_SECRET from the environment wins; otherwise the
- * first start generates one. Only its hash is stored. Returns the secret when it was just
- * generated (to print once), else null.
+ * Settles the admin secret at server start. One rule: when ADMIN_SECRET is set it IS the secret (its hash
+ * replaces a different stored one, which the caller reports); otherwise the stored secret is used, and the
+ * first start generates one. Only hashes are stored.
  */
-export function ensureAdminSecret(ctx: AppContext): string | null {
+export function ensureAdminSecret(ctx: AppContext): AdminSecretState {
   const stored = getMeta(ctx.sqlite, "admin_secret_hash");
   if (ctx.config.adminSecret) {
     const hash = sha256(ctx.config.adminSecret);
-    if (stored !== hash) {
-      ctx.sqlite.transaction(() => {
+    const replacedStored = stored !== null && stored !== hash;
+    ctx.sqlite.transaction(() => {
+      if (stored !== hash) {
         setMeta(ctx.sqlite, "admin_secret_hash", hash);
         bumpAdminEpoch(ctx);
-      })();
-    }
-    return null;
+      }
+      setMeta(ctx.sqlite, SOURCE_META, "env");
+    })();
+    return { source: "env", generated: null, replacedStored };
   }
-  if (stored) return null;
-  return rotateAdminSecret(ctx);
+  setMeta(ctx.sqlite, SOURCE_META, "stored");
+  if (stored) return { source: "stored", generated: null, replacedStored: false };
+  return { source: "generated", generated: storeNewSecret(ctx), replacedStored: false };
 }
 
 function bumpAdminEpoch(ctx: AppContext): void {
@@ -33,14 +50,32 @@ function bumpAdminEpoch(ctx: AppContext): void {
   setMeta(ctx.sqlite, "admin_epoch", String(epoch));
 }
 
-/** Generates a new admin secret, stores its hash, and invalidates every admin token issued before. */
-export function rotateAdminSecret(ctx: AppContext): string {
+function storeNewSecret(ctx: AppContext): string {
   const secret = `baas_admin_${randomToken(24)}`;
   ctx.sqlite.transaction(() => {
     setMeta(ctx.sqlite, "admin_secret_hash", sha256(secret));
     bumpAdminEpoch(ctx);
   })();
   return secret;
+}
+
+/**
+ * Generates a new admin secret, stores its hash, and invalidates every admin token issued before.
+ * Refused (409) while ADMIN_SECRET is the secret, here or for the server of this data directory:
+ * the server would put ADMIN_SECRET back at its next start and the rotated secret would silently stop working.
+ */
+export function rotateAdminSecret(ctx: AppContext): string {
+  const why = ctx.config.adminSecret
+    ? "ADMIN_SECRET is set"
+    : getMeta(ctx.sqlite, SOURCE_META) === "env"
+      ? "ADMIN_SECRET is set for the server of this data directory (it was last started with it)"
+      : null;
+  if (why)
+    throw conflict(
+      `${why}, so it is the admin secret and cannot be rotated: change ADMIN_SECRET and restart the server, ` +
+        "or start the server without ADMIN_SECRET to use a stored secret that rotate-secret can replace",
+    );
+  return storeNewSecret(ctx);
 }
 
 /** True when `candidate` is the admin secret. Re-reads the database so a CLI rotation applies at once. */

@@ -1,0 +1,90 @@
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { existsSync, mkdirSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { buildBinary, runCli, tempDataDir } from "../helpers/cli.ts";
+
+// Only `serve` creates a data directory; help says what each command really takes; sizes are for people.
+
+setDefaultTimeout(60_000);
+
+let bin: string;
+const root = tempDataDir();
+beforeAll(async () => {
+  bin = await buildBinary();
+});
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+describe("a missing data directory", () => {
+  const commands = [
+    ["collections", "list"],
+    ["collections", "create", "posts"],
+    ["users", "list"],
+    ["settings", "list"],
+    ["stats", "posts"],
+    ["fts", "status", "posts"],
+    ["indexes", "list", "posts"],
+    ["relations", "list"],
+    ["admin", "rotate-secret"],
+    ["backup", "copy.db"],
+  ];
+  for (const args of commands) {
+    test(`'${args.join(" ")}' exits 1 with "no baas data directory at <path>" and creates nothing`, async () => {
+      const missing = join(root, "typo", "data");
+      const r = await runCli(bin, ["--data", missing, ...args], { cwd: root });
+      expect(r.code).toBe(1);
+      expect(r.stdout).toBe("");
+      expect(r.stderr).toBe(`error: no baas data directory at ${missing}\n`);
+      expect(existsSync(join(root, "typo"))).toBe(false);
+    });
+  }
+
+  test("DATA_DIR naming a missing directory is refused the same way, with --json as the API's error body", async () => {
+    const missing = join(root, "nowhere");
+    const r = await runCli(bin, ["users", "list", "--json"], { env: { DATA_DIR: missing } });
+    expect(r.code).toBe(1);
+    expect(JSON.parse(r.stderr)).toEqual({ error: `no baas data directory at ${missing}`, code: "not_found" });
+    expect(existsSync(missing)).toBe(false);
+  });
+
+  test("an existing directory without a database is one: the command creates the database in it", async () => {
+    const dir = join(root, "fresh");
+    mkdirSync(dir);
+    const r = await runCli(bin, ["--data", dir, "collections", "list", "--json"]);
+    expect(r.code).toBe(0);
+    expect(r.json()).toEqual({ items: [] });
+  });
+});
+
+describe("help", () => {
+  test("help serve lists --data once and offers no --json; serve --json is a usage error", async () => {
+    const r = await runCli(bin, ["help", "serve"]);
+    expect(r.code).toBe(0);
+    expect(r.stdout.match(/^\s+--data <dir>/gm)?.length).toBe(1);
+    expect(r.stdout).not.toContain("--json");
+    expect(r.stdout).toContain("--log-format <format>");
+    const json = await runCli(bin, ["serve", "--json", "--port", "0", "--data", join(root, "never")]);
+    expect(json.code).toBe(2);
+    expect(json.stderr).toContain("serve has no --json output");
+    expect(existsSync(join(root, "never"))).toBe(false);
+  });
+
+  test("baas --help lists the environment variables", async () => {
+    const r = await runCli(bin, ["--help"]);
+    expect(r.code).toBe(0);
+    for (const name of ["DATA_DIR", "PORT", "HOST", "SQLITE_SYNC", "ADMIN_SECRET", "PUBLIC_URL", "APP_URL", "SMTP_URL", "MAIL_FROM", "LOG_FORMAT", "LOG_LEVEL", "CORS_ORIGINS", "LOCKOUT_MAX_ATTEMPTS", "LOCKOUT_DURATION_MS", "HOOKS_DIR"])
+      expect(r.stdout).toContain(name);
+  });
+});
+
+test("backup prints a human size and keeps the byte count in --json", async () => {
+  const dir = join(root, "backed");
+  mkdirSync(dir);
+  const human = await runCli(bin, ["--data", dir, "backup", join(root, "one.db")]);
+  expect(human.code).toBe(0);
+  expect(human.stdout).toMatch(/^backup written: \S+one\.db \(\d+\.\d (KiB|MiB)\)\n$/);
+  const json = await runCli(bin, ["--data", dir, "backup", join(root, "two.db"), "--json"]);
+  expect(json.code).toBe(0);
+  expect(json.json()).toMatchObject({ ok: true, file: join(root, "two.db") });
+  expect(Number.isInteger(json.json().bytes)).toBe(true);
+  expect(json.json().bytes).toBeGreaterThan(1024);
+});
