@@ -167,14 +167,21 @@ export function disableTotp(ctx: AppContext, p: Principal, input: unknown): { en
     recordFailedLogin(ctx, user.id);
     throw invalidCode();
   }
-  ctx.sqlite.transaction(() => {
-    ctx.sqlite
-      .query("UPDATE _users SET totp_enabled = 0, totp_secret = NULL, totp_last_step = NULL, updated_at = ? WHERE id = ?")
-      .run(ctx.clock.now(), user.id);
-    ctx.sqlite.query("DELETE FROM _recovery_codes WHERE user_id = ?").run(user.id);
-    ctx.sqlite.query("UPDATE _tokens SET used_at = ? WHERE user_id = ? AND kind = 'totp_login' AND used_at IS NULL").run(ctx.clock.now(), user.id);
-  })();
+  clearTotp(ctx, user.id);
   return { enabled: false };
+}
+
+/**
+ * Turns 2FA off: drops the secret and recovery codes, and kills pending second login steps
+ * (a `totp_token` issued before would otherwise still ask for a code).
+ */
+export function clearTotp(ctx: AppContext, userId: string): void {
+  const now = ctx.clock.now();
+  ctx.sqlite.transaction(() => {
+    ctx.sqlite.query("UPDATE _users SET totp_enabled = 0, totp_secret = NULL, totp_last_step = NULL, updated_at = ? WHERE id = ?").run(now, userId);
+    ctx.sqlite.query("DELETE FROM _recovery_codes WHERE user_id = ?").run(userId);
+    ctx.sqlite.query("UPDATE _tokens SET used_at = ? WHERE user_id = ? AND kind = 'totp_login' AND used_at IS NULL").run(now, userId);
+  })();
 }
 
 /**
