@@ -47,7 +47,7 @@ db.transaction(() => {
     insert.run(newRecordId(now + i), now + i, now + i, sentence(3), sentence(12), `c${i % 20}`, Math.round(rand() * 1e6) / 1e3, i);
 })();
 createIndexDef(ctx, "items", { fields: ["category", "score"] });
-enableFts(ctx, "items");
+await enableFts(ctx, "items");
 db.exec("ANALYZE");
 const seedMs = performance.now() - t0;
 

@@ -31,3 +31,30 @@ export async function withSpinner<T>(show: boolean, label: string, work: () => T
     throw err;
   }
 }
+
+/** A progress callback `(done, total)` for `work`; on a terminal it draws a bar labelled `label`, else it does nothing. */
+export async function withProgressBar<T>(
+  show: boolean,
+  label: string,
+  work: (report: (done: number, total: number) => void) => Promise<T>,
+): Promise<T> {
+  if (!show) return await work(() => {});
+  let bar: ReturnType<typeof clack.progress> | null = null;
+  let shown = 0;
+  const report = (done: number, total: number) => {
+    if (!bar) {
+      bar = clack.progress({ max: Math.max(total, 1) });
+      bar.start(`${label}: 0 of ${total}`);
+    }
+    if (done > shown) bar.advance(done - shown, `${label}: ${done} of ${total}`);
+    shown = Math.max(shown, done);
+  };
+  try {
+    const result = await work(report);
+    (bar as ReturnType<typeof clack.progress> | null)?.stop(`${label}: done`);
+    return result;
+  } catch (err) {
+    (bar as ReturnType<typeof clack.progress> | null)?.stop(`${label}: failed`);
+    throw err;
+  }
+}

@@ -6,6 +6,7 @@ import { closeContext, createContext, type AppContext, type ContextOptions } fro
 import type { Config } from "./config.ts";
 import { PUBLIC_URL_META, setMeta } from "./db/meta.ts";
 import { createApp } from "./http/app.ts";
+import { resumeFtsBuilds } from "./search/fts.ts";
 
 export interface Running {
   ctx: AppContext;
@@ -66,6 +67,7 @@ export async function startServer(config: Config, opts: ContextOptions = {}): Pr
   // Kept for the CLI, which works on the same data directory without knowing the server's port:
   // `baas settings list` shows the same OAuth redirect addresses as GET /admin/settings.
   setMeta(ctx.sqlite, PUBLIC_URL_META, ctx.config.publicUrl);
+  resumeFtsBuilds(ctx);
   let stopped = false;
   return {
     ctx,

@@ -2,12 +2,12 @@ import type { Command } from "commander";
 import { createIndexDef, dropIndexDef, listIndexes } from "../../src/collections/indexes.ts";
 import type { IndexDef } from "../../src/collections/types.ts";
 import { disableFts, enableFts, ftsStatus, type FtsStatus } from "../../src/search/fts.ts";
-import { isInteractive, withSpinner } from "../prompts.ts";
+import { isInteractive, withProgressBar } from "../prompts.ts";
 import { globalsOf, keyValues, output, serviceAction, table, withContext } from "../run.ts";
 
 const showIndex = (i: IndexDef) => `${i.name} (${i.fields.join(", ")})${i.unique ? " unique" : ""}`;
 const showFts = (s: FtsStatus | { enabled: false }) =>
-  "fields" in s ? keyValues({ enabled: s.enabled, fields: s.fields.join(", ") || "-", indexed_records: s.indexed_records }) : "enabled: false";
+  "fields" in s ? keyValues({ enabled: s.enabled, state: s.state, fields: s.fields.join(", ") || "-", indexed_records: s.indexed_records }) : "enabled: false";
 
 /** `baas indexes …` and `baas fts …`: the same service functions as /admin/collections/:name/indexes and /fts. */
 export function registerIndexes(program: Command): void {
@@ -62,7 +62,7 @@ Examples:
       `
 Examples:
   $ baas fts enable posts
-  $ baas fts status posts --json   # { enabled, fields, indexed_records }
+  $ baas fts status posts --json   # { enabled, fields, indexed_records, state }
   $ baas fts disable posts`,
     );
 
@@ -71,9 +71,12 @@ Examples:
     .description("build the full-text index over every text field (also text fields added later)")
     .addHelpText("after", "\nExample:\n  $ baas fts enable posts && curl 'http://localhost:8090/api/v1/posts?search=hello'")
     .action(async (collection: string, _opts: unknown, cmd: Command) => {
-      const spin = isInteractive() && !globalsOf(cmd).json;
+      const show = isInteractive() && !globalsOf(cmd).json;
       const res = await withContext(cmd, (ctx) =>
-        withSpinner(spin, `Indexing ${collection}`, () => enableFts(ctx, collection).status),
+        withProgressBar(show, `Indexing ${collection}`, async (report) => {
+          const { status } = await enableFts(ctx, collection, { onProgress: (p) => report(p.done, p.total) });
+          return status;
+        }),
       );
       output(cmd, res, () => showFts(res));
     });

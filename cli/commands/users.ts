@@ -4,9 +4,12 @@ import {
   adminUpdateUser,
   deleteUser,
   getUser,
+  getUserSecurity,
   listUsers,
+  resetUserTotp,
   revokeSessionsOfUser,
   unlockUser,
+  type UserSecurityJson,
 } from "../../src/users/admin-users.ts";
 import type { UserJson } from "../../src/users/users.ts";
 import { askPassword, isInteractive } from "../prompts.ts";
@@ -40,6 +43,8 @@ Examples:
   $ baas users metadata ada@example.com '{"plan":"pro"}'
   $ baas users revoke-sessions ada@example.com
   $ baas users unlock ada@example.com
+  $ baas users reset-2fa ada@example.com
+  $ baas users security ada@example.com
   $ baas users delete ada@example.com --yes`,
     );
 
@@ -135,4 +140,26 @@ Examples:
     .description("clear a lockout after too many failed logins")
     .addHelpText("after", "\nExample:\n  $ baas users unlock ada@example.com")
     .action(serviceAction((ctx, [who]) => unlockUser(ctx, who), (res) => `unlocked ${res.email}`));
+
+  group
+    .command("reset-2fa <user>")
+    .description("turn two-factor authentication off for a user who lost their authenticator (secret and recovery codes are dropped)")
+    .addHelpText("after", "\nExample:\n  $ baas users reset-2fa ada@example.com --json   # { id, email, totp_enabled: false, ... }")
+    .action(serviceAction((ctx, [who]) => resetUserTotp(ctx, who), (res) => `two-factor authentication is off for ${res.email}`));
+
+  group
+    .command("security <user>")
+    .description("show 2FA on/off, lockout, linked OAuth accounts and API keys of a user")
+    .addHelpText("after", "\nExample:\n  $ baas users security ada@example.com --json")
+    .action(serviceAction((ctx, [who]) => getUserSecurity(ctx, who), showSecurity));
+}
+
+function showSecurity(s: UserSecurityJson): string {
+  return keyValues({
+    email: s.email,
+    two_factor: s.totp_enabled ? "on" : "off",
+    locked_until: s.locked_until === null ? "not locked" : when(s.locked_until),
+    oauth_accounts: s.oauth_accounts.map((a) => `${a.provider} (${a.email ?? "no email"})`).join(", ") || "(none)",
+    api_keys: s.api_keys.map((k) => `${k.name} [${k.id}]`).join(", ") || "(none)",
+  });
 }

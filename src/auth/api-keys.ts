@@ -37,21 +37,28 @@ export function createApiKey(ctx: AppContext, p: Principal, input: unknown): { i
 
 /** `GET /auth/api-keys`: the user's active keys, oldest first, never their values. */
 export function listApiKeys(ctx: AppContext, p: Principal): { items: ApiKeyJson[] } {
-  const userId = userIdOf(p);
-  const items = ctx.sqlite
+  return { items: activeApiKeysOf(ctx, userIdOf(p)) };
+}
+
+/** A user's active keys, oldest first, never their values (also what an admin sees). */
+export function activeApiKeysOf(ctx: AppContext, userId: string): ApiKeyJson[] {
+  return ctx.sqlite
     .query<ApiKeyJson, [string]>(
       "SELECT id, name, created_at, last_used_at FROM _api_keys WHERE user_id = ? AND revoked_at IS NULL ORDER BY id",
     )
     .all(userId);
-  return { items };
 }
 
 /** `DELETE /auth/api-keys/:id`: revokes one of the user's keys; another user's key is 404. */
 export function revokeApiKey(ctx: AppContext, p: Principal, id: string): { ok: true } {
-  const userId = userIdOf(p);
+  revokeApiKeyOf(ctx, userIdOf(p), id);
+  return { ok: true };
+}
+
+/** Revokes one active key of that user; 404 when the user has none of that id (another user's key included). */
+export function revokeApiKeyOf(ctx: AppContext, userId: string, id: string): void {
   const r = ctx.sqlite
     .query("UPDATE _api_keys SET revoked_at = ? WHERE id = ? AND user_id = ? AND revoked_at IS NULL")
     .run(ctx.clock.now(), id, userId);
   if (r.changes === 0) throw notFound("API key not found");
-  return { ok: true };
 }

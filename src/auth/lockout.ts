@@ -69,3 +69,13 @@ export function releaseLoginAttempt(ctx: AppContext, email: string): void {
     )
     .run(email, ctx.config.lockoutMaxAttempts);
 }
+
+/** Unix ms until which logins of `email` are refused, or null when no lock runs. */
+export function lockedUntil(ctx: AppContext, email: string): number | null {
+  const row = ctx.sqlite
+    .query<{ locked_until: number | null }, [string, number]>(
+      "SELECT locked_until FROM _login_attempts WHERE email = ? AND locked_until > ?",
+    )
+    .get(email, ctx.clock.now());
+  return row?.locked_until ?? null;
+}

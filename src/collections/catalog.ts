@@ -157,7 +157,7 @@ export function collectionToJson(c: Collection) {
     field_rules: c.fieldRules,
     fields: c.fields.map((f) => ({ name: f.name, type: f.type })),
     indexes: c.indexes,
-    fts: c.fts,
+    fts: { enabled: c.fts.enabled, fields: c.fts.fields },
     created_at: c.createdAt,
     updated_at: c.updatedAt,
   };

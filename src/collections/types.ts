@@ -28,6 +28,8 @@ export interface IndexDef {
 export interface FtsState {
   enabled: boolean;
   fields: string[];
+  /** True from enabling until every row that existed then is indexed (kept in the row, so a restart resumes). */
+  building?: boolean;
 }
 
 /** A collection as held in the in-memory catalog. */

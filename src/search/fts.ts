@@ -1,6 +1,6 @@
 import type { Database } from "bun:sqlite";
 import type { AppContext } from "../context.ts";
-import { requireCollection, saveCollectionRow } from "../collections/catalog.ts";
+import { findCollection, listCollections, requireCollection, saveCollectionRow } from "../collections/catalog.ts";
 import { q } from "../collections/ddl.ts";
 import type { Collection, FieldDef, FtsState } from "../collections/types.ts";
 import { inTransaction } from "../db/tx.ts";
@@ -10,7 +10,9 @@ import { badRequest } from "../errors.ts";
 // row's rowid (always named `_rowid_`, which no user field can shadow) and whose one column
 // holds every text field joined by spaces. Triggers on the collection table keep it current
 // for every write path (single, bulk, batch, cascades, the CLI): insert adds, update re-indexes,
-// hard delete removes. Soft-deleted rows stay indexed, so `search` with `include_deleted=true`
+// hard delete removes. Enabling creates the empty index and its triggers at once, then adds the
+// rows that already existed in small steps (see buildIndex), so a large collection never stops
+// the server. Soft-deleted rows stay indexed, so `search` with `include_deleted=true`
 // finds them too; without it every read already hides them.
 // A new text field only needs the triggers rebuilt, since old rows hold null there.
 
@@ -18,7 +20,18 @@ export interface FtsStatus {
   enabled: boolean;
   fields: string[];
   indexed_records: number;
+  /** `disabled`, `building` (records written before enabling are still being added) or `ready`. */
+  state: "disabled" | "building" | "ready";
 }
+
+/** Progress of a build: rows of the collection table visited so far, of `total` when it started. */
+export interface FtsProgress {
+  done: number;
+  total: number;
+}
+
+/** Rows indexed per step of a build; between steps the event loop serves requests. */
+export const FTS_BUILD_CHUNK = 1000;
 
 /** The FTS5 table of a collection. Collection names start with a letter, so no user table can clash. */
 export function ftsTable(name: string): string {
@@ -66,13 +79,11 @@ export function dropFtsObjects(sqlite: Database, name: string): void {
   sqlite.exec(`DROP TABLE IF EXISTS ${q(ftsTable(name))}`);
 }
 
-function buildIndex(sqlite: Database, col: Collection): string[] {
+/** Creates the empty index and its triggers: from here on every write keeps the index current. */
+function createIndexObjects(sqlite: Database, col: Collection): string[] {
   const fields = textFields(col.fields);
   dropFtsObjects(sqlite, col.name);
   sqlite.exec(`CREATE VIRTUAL TABLE ${q(ftsTable(col.name))} USING fts5(body, tokenize = 'porter unicode61 remove_diacritics 2')`);
-  sqlite.exec(
-    `INSERT INTO ${q(ftsTable(col.name))} (rowid, body) SELECT _rowid_, ${bodyExpr("", fields)} FROM ${q(col.name)}`,
-  );
   createTriggers(sqlite, col.name, fields);
   return fields;
 }
@@ -89,22 +100,112 @@ function indexedCount(sqlite: Database, name: string): number {
 /** `GET /admin/collections/:name/fts`. */
 export function ftsStatus(ctx: AppContext, name: string): FtsStatus {
   const col = requireCollection(ctx, name);
-  if (!col.fts.enabled) return { enabled: false, fields: [], indexed_records: 0 };
-  return { enabled: true, fields: col.fts.fields, indexed_records: indexedCount(ctx.sqlite, col.name) };
+  if (!col.fts.enabled) return { enabled: false, fields: [], indexed_records: 0, state: "disabled" };
+  return {
+    enabled: true,
+    fields: col.fts.fields,
+    indexed_records: indexedCount(ctx.sqlite, col.name),
+    state: col.fts.building ? "building" : "ready",
+  };
 }
 
-/** `POST …/fts`: creates the index from every record; `created` is false when it already existed. */
-export function enableFts(ctx: AppContext, name: string): { status: FtsStatus; created: boolean } {
+/** Builds under way in this process, per context and collection, so a second enable waits for the first. */
+const builds = new WeakMap<AppContext, Map<string, Promise<void>>>();
+
+const nextTick = () => new Promise<void>((resolve) => setTimeout(resolve, 0));
+
+/**
+ * Adds the rows that existed when the index was created, FTS_BUILD_CHUNK at a time, each step its own
+ * short transaction with a turn of the event loop in between, so requests (and other writers) go on
+ * while a large collection is indexed. Rows written meanwhile are indexed by the triggers; a step
+ * re-reads each row, and `INSERT OR REPLACE` makes a row the triggers already indexed harmless.
+ * Stops quietly when the index is disabled or the collection dropped meanwhile.
+ */
+async function buildIndex(ctx: AppContext, name: string, onProgress?: (p: FtsProgress) => void): Promise<void> {
+  const table = q(name);
+  const { last, total } = ctx.sqlite
+    .query<{ last: number | null; total: number }, []>(`SELECT max(_rowid_) AS last, count(*) AS total FROM ${table}`)
+    .get()!;
+  let after = 0;
+  let done = 0;
+  onProgress?.({ done, total });
+  for (;;) {
+    const step = inTransaction(ctx, () => {
+      const col = findCollection(ctx, name);
+      if (!col?.fts.enabled || !col.fts.building) return "stopped";
+      const bound = ctx.sqlite
+        .query<{ upto: number | null; n: number }, [number, number, number]>(
+          `SELECT max(r) AS upto, count(*) AS n FROM (SELECT _rowid_ AS r FROM ${table} WHERE _rowid_ > ? AND _rowid_ <= ? ORDER BY _rowid_ LIMIT ?)`,
+        )
+        .get(after, last ?? 0, FTS_BUILD_CHUNK)!;
+      if (bound.upto === null) {
+        saveCollectionRow(ctx, { ...col, fts: { enabled: true, fields: col.fts.fields }, updatedAt: ctx.clock.now() });
+        return "finished";
+      }
+      ctx.sqlite
+        .query(
+          `INSERT OR REPLACE INTO ${q(ftsTable(name))} (rowid, body) SELECT _rowid_, ${bodyExpr("", col.fts.fields)} FROM ${table} WHERE _rowid_ > ? AND _rowid_ <= ?`,
+        )
+        .run(after, bound.upto);
+      after = bound.upto;
+      done += bound.n;
+      return "more";
+    });
+    if (step !== "more") {
+      if (step === "finished") onProgress?.({ done: total, total });
+      return;
+    }
+    onProgress?.({ done: Math.min(done, total), total });
+    await nextTick();
+  }
+}
+
+/** Runs (or joins) the build of `name` in this process. */
+function runBuild(ctx: AppContext, name: string, onProgress?: (p: FtsProgress) => void): Promise<void> {
+  let mine = builds.get(ctx);
+  if (!mine) builds.set(ctx, (mine = new Map()));
+  const key = name.toLowerCase();
+  const running = mine.get(key);
+  if (running) return running;
+  const build = buildIndex(ctx, name, onProgress).finally(() => mine.delete(key));
+  mine.set(key, build);
+  return build;
+}
+
+/**
+ * `POST …/fts`: creates the index and fills it from every record, in steps that leave the server
+ * responsive; resolves when the index is ready. `created` is false when it already existed (a
+ * build still under way, here or left by a stopped process, is joined or resumed).
+ */
+export async function enableFts(
+  ctx: AppContext,
+  name: string,
+  opts: { onProgress?: (p: FtsProgress) => void } = {},
+): Promise<{ status: FtsStatus; created: boolean }> {
   const col = requireCollection(ctx, name);
-  if (col.fts.enabled) return { status: ftsStatus(ctx, name), created: false };
-  inTransaction(ctx, () => {
-    const fields = buildIndex(ctx.sqlite, col);
-    saveCollectionRow(ctx, { ...col, fts: { enabled: true, fields }, updatedAt: ctx.clock.now() });
-  });
-  return { status: ftsStatus(ctx, name), created: true };
+  let created = false;
+  if (!col.fts.enabled) {
+    created = inTransaction(ctx, () => {
+      const now = requireCollection(ctx, name);
+      if (now.fts.enabled) return false;
+      const fields = createIndexObjects(ctx.sqlite, now);
+      saveCollectionRow(ctx, { ...now, fts: { enabled: true, fields, building: true }, updatedAt: ctx.clock.now() });
+      return true;
+    });
+  }
+  if (created || requireCollection(ctx, name).fts.building) await runBuild(ctx, col.name, opts.onProgress);
+  return { status: ftsStatus(ctx, name), created };
 }
 
-/** `DELETE …/fts`: drops the index and its triggers. */
+/** Resumes, in the background, the builds a stopped process left unfinished (called when a server starts). */
+export function resumeFtsBuilds(ctx: AppContext): void {
+  for (const col of listCollections(ctx)) {
+    if (!col.fts.enabled || !col.fts.building) continue;
+    runBuild(ctx, col.name).catch((err) => ctx.log.error(`full-text index of "${col.name}": build stopped`, { err }));
+  }
+}
+
+/** `DELETE …/fts`: drops the index and its triggers (a build under way stops at its next step). */
 export function disableFts(ctx: AppContext, name: string): { enabled: false } {
   const col = requireCollection(ctx, name);
   inTransaction(ctx, () => {
@@ -123,7 +224,7 @@ export function ftsAfterNewFields(ctx: AppContext, col: Collection, fields: Fiel
   const text = textFields(fields);
   if (text.length === col.fts.fields.length) return col.fts;
   createTriggers(ctx.sqlite, col.name, text);
-  return { enabled: true, fields: text };
+  return { ...col.fts, fields: text };
 }
 
 const BAREWORD_RE = /^[\p{L}\p{N}_]+$/u;

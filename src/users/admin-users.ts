@@ -3,6 +3,10 @@ import { AppError, badRequest, notFound } from "../errors.ts";
 import { clearLoginAttempts } from "../auth/lockout.ts";
 import { checkPassword, hashPassword, normalizeEmail } from "../auth/passwords.ts";
 import { signAccessToken, listUserSessions, revokeSession, revokeUserSessions } from "../auth/sessions.ts";
+import { listLinkedAccounts, type LinkedAccountJson } from "../auth/oauth/matching.ts";
+import { activeApiKeysOf, revokeApiKeyOf, type ApiKeyJson } from "../auth/api-keys.ts";
+import { removeTotp } from "../auth/totp.ts";
+import { lockedUntil } from "../auth/lockout.ts";
 import { asObject } from "../records/codec.ts";
 import { checkMetadata, checkRoles, createUser, findUserByEmail, requireUser, userToJson, type UserJson } from "./users.ts";
 
@@ -134,4 +138,49 @@ export function impersonateUser(ctx: AppContext, idOrEmail: string): { access_to
   const user = requireUser(ctx, idOrEmail);
   const { token } = signAccessToken(ctx, user, null, IMPERSONATION_TTL_SECONDS);
   return { access_token: token, expires_in: IMPERSONATION_TTL_SECONDS };
+}
+
+/** What an admin sees of a user's sign-in state (`GET /admin/users/:id/security`). */
+export interface UserSecurityJson {
+  id: string;
+  email: string;
+  totp_enabled: boolean;
+  /** Unix ms until which logins are refused, or null when not locked (an expired lock reads null). */
+  locked_until: number | null;
+  oauth_accounts: LinkedAccountJson[];
+  api_keys: ApiKeyJson[];
+}
+
+/** A user's 2FA state, lockout, linked OAuth accounts and active API keys. */
+export function getUserSecurity(ctx: AppContext, idOrEmail: string): UserSecurityJson {
+  const user = requireUser(ctx, idOrEmail);
+  return {
+    id: user.id,
+    email: user.email,
+    totp_enabled: !!user.totp_enabled,
+    locked_until: lockedUntil(ctx, user.email),
+    oauth_accounts: listLinkedAccounts(ctx, user.id).accounts,
+    api_keys: activeApiKeysOf(ctx, user.id),
+  };
+}
+
+/**
+ * Turns a user's 2FA off for a user who lost their authenticator: the secret and recovery codes
+ * are dropped, and pending second login steps die. Sessions stay. A no-op when 2FA is off.
+ */
+export function resetUserTotp(ctx: AppContext, idOrEmail: string): UserSecurityJson {
+  const user = requireUser(ctx, idOrEmail);
+  removeTotp(ctx, user.id);
+  return getUserSecurity(ctx, user.id);
+}
+
+/** A user's active API keys: `{ items: [{ id, name, created_at, last_used_at }] }`. */
+export function listApiKeysOfUser(ctx: AppContext, idOrEmail: string): { items: ApiKeyJson[] } {
+  return { items: activeApiKeysOf(ctx, requireUser(ctx, idOrEmail).id) };
+}
+
+/** Revokes one API key of a user; 404 when the user has no active key of that id. */
+export function adminRevokeApiKey(ctx: AppContext, idOrEmail: string, keyId: string): { ok: true; id: string } {
+  revokeApiKeyOf(ctx, requireUser(ctx, idOrEmail).id, keyId);
+  return { ok: true, id: keyId };
 }

@@ -527,11 +527,11 @@ describe("indexes and fts", () => {
   });
 
   test("fts status, enable and disable print the admin API's bodies", async () => {
-    expect((await cli(["fts", "status", "articles", "--json"])).json()).toEqual({ enabled: false, fields: [], indexed_records: 0 });
+    expect((await cli(["fts", "status", "articles", "--json"])).json()).toEqual({ enabled: false, fields: [], indexed_records: 0, state: "disabled" });
     const on = await cli(["fts", "enable", "articles", "--json"]);
     expect(on.code).toBe(0);
-    expect(on.json()).toEqual({ enabled: true, fields: ["slug", "title"], indexed_records: 2 });
-    expect((await cli(["fts", "enable", "articles", "--json"])).json()).toEqual({ enabled: true, fields: ["slug", "title"], indexed_records: 2 });
+    expect(on.json()).toEqual({ enabled: true, fields: ["slug", "title"], indexed_records: 2, state: "ready" });
+    expect((await cli(["fts", "enable", "articles", "--json"])).json()).toEqual({ enabled: true, fields: ["slug", "title"], indexed_records: 2, state: "ready" });
     expect((await cli(["fts", "status", "articles", "--json"])).json().enabled).toBe(true);
     const off = await cli(["fts", "disable", "articles", "--json"]);
     expect(off.code).toBe(0);

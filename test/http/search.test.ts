@@ -31,6 +31,7 @@ describe("full-text index admin API", () => {
       enabled: false,
       fields: [],
       indexed_records: 0,
+      state: "disabled",
     });
     const res = await t.req("GET", "/api/v1/articles?search=fox");
     expect(res.status).toBe(400);
@@ -40,7 +41,7 @@ describe("full-text index admin API", () => {
   test("POST creates the index over existing records with 201, then 200 when already enabled", async () => {
     const first = await t.admin("POST", "/api/v1/admin/collections/articles/fts");
     expect(first.status).toBe(201);
-    expect(first.body).toEqual({ enabled: true, fields: ["title", "body"], indexed_records: 3 });
+    expect(first.body).toEqual({ enabled: true, fields: ["title", "body"], indexed_records: 3, state: "ready" });
     const again = await t.admin("POST", "/api/v1/admin/collections/articles/fts");
     expect(again.status).toBe(200);
     expect(again.body).toEqual(first.body);
@@ -192,6 +193,7 @@ describe("the index stays current", () => {
       enabled: true,
       fields: ["title"],
       indexed_records: 1,
+      state: "ready",
     });
   });
 });

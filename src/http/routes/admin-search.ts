@@ -13,9 +13,9 @@ export function adminSearchRoutes(ctx: AppContext) {
       requireAdmin(ctx, request);
       return ftsStatus(ctx, params.name);
     })
-    .post("/fts", ({ request, params, set }) => {
+    .post("/fts", async ({ request, params, set }) => {
       requireAdmin(ctx, request);
-      const { status, created } = enableFts(ctx, params.name);
+      const { status, created } = await enableFts(ctx, params.name);
       set.status = created ? 201 : 200;
       return status;
     })

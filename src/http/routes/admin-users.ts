@@ -2,13 +2,17 @@ import { Elysia } from "elysia";
 import type { AppContext } from "../../context.ts";
 import {
   adminCreateUser,
+  adminRevokeApiKey,
   adminRevokeSession,
   adminUpdateUser,
   deleteUser,
   getUser,
+  getUserSecurity,
   impersonateUser,
+  listApiKeysOfUser,
   listSessionsOfUser,
   listUsers,
+  resetUserTotp,
   revokeSessionsOfUser,
   unlockUser,
 } from "../../users/admin-users.ts";
@@ -38,5 +42,9 @@ export function adminUserRoutes(ctx: AppContext) {
     .delete("/users/:id/sessions", ({ params }) => revokeSessionsOfUser(ctx, params.id))
     .post("/users/:id/impersonate", ({ params }) => impersonateUser(ctx, params.id))
     .post("/users/:id/unlock", ({ params }) => unlockUser(ctx, params.id))
+    .get("/users/:id/security", ({ params }) => getUserSecurity(ctx, params.id))
+    .post("/users/:id/reset-2fa", ({ params }) => resetUserTotp(ctx, params.id))
+    .get("/users/:id/api-keys", ({ params }) => listApiKeysOfUser(ctx, params.id))
+    .delete("/users/:id/api-keys/:key", ({ params }) => adminRevokeApiKey(ctx, params.id, params.key))
     .delete("/sessions/:sid", ({ params }) => adminRevokeSession(ctx, params.sid));
 }

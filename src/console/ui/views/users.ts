@@ -1,5 +1,6 @@
 /** Users: search, create; one user's roles, metadata, verified flag, sessions, impersonation, unlock, delete. */
 import { api, seg } from "../api.ts";
+import { providerLabel } from "../providers.ts";
 import { fmtTime, fmtValue, h, replace } from "../dom.ts";
 import { badge, busy, button, checkbox, confirmDialog, field, openDialog, parseJsonInput, showError, table, toast } from "../ui.ts";
 
@@ -11,6 +12,12 @@ interface User {
   metadata: Record<string, unknown>;
   created_at: number;
   [k: string]: unknown;
+}
+interface Security {
+  totp_enabled: boolean;
+  locked_until: number | null;
+  oauth_accounts: { provider: string; email: string | null; name: string | null; created_at: number }[];
+  api_keys: { id: string; name: string; created_at: number; last_used_at: number | null }[];
 }
 interface Session {
   id: string;
@@ -103,9 +110,10 @@ const KNOWN = new Set(["id", "email", "is_verified", "roles", "metadata", "creat
 /** Renders `#/users/:id`. */
 export async function renderUser(main: HTMLElement, id: string, stale: () => boolean): Promise<void> {
   const path = `/admin/users/${seg(id)}`;
-  const [user, sessions] = await Promise.all([
+  const [user, sessions, security] = await Promise.all([
     api<User>("GET", path),
     api<{ items: Session[] }>("GET", `${path}/sessions`).catch((err) => (showError(err), null)),
+    api<Security>("GET", `${path}/security`).catch((err) => (showError(err), null)),
   ]);
   if (stale()) return;
   const reload = () => renderUser(main, id, stale).catch((e) => showError(e));
@@ -148,6 +156,7 @@ export async function renderUser(main: HTMLElement, id: string, stale: () => boo
       h("dd", null, fmtTime(user.created_at)),
       extra.map(([k, v]) => [h("dt", null, k), h("dd", null, k.endsWith("_at") ? fmtTime(v) : fmtValue(v, 200))]),
     ),
+    security ? securityCard(user, security, reload) : null,
     h(
       "form",
       {
@@ -219,6 +228,70 @@ export async function renderUser(main: HTMLElement, id: string, stale: () => boo
             { empty: "No active sessions.", rowAttrs: (i) => ({ "data-session": sessions.items[i].id }) },
           )
         : h("p", { class: "empty" }, "Sessions could not be loaded."),
+    ),
+  );
+}
+
+/** 2FA (with reset), lockout, linked OAuth accounts and API keys (with revoke) of one user. */
+function securityCard(user: User, sec: Security, reload: () => Promise<void>): HTMLElement {
+  const path = `/admin/users/${seg(user.id)}`;
+  const resetTotp = async (btn: HTMLButtonElement) => {
+    const ok = await confirmDialog(
+      `Turn off 2FA for ${user.email}?`,
+      "Their authenticator secret and recovery codes are deleted; they sign in with their password alone until they set up 2FA again.",
+      { confirmLabel: "Reset 2FA" },
+    );
+    if (!ok) return;
+    await busy(btn, async () => {
+      await api("POST", `${path}/reset-2fa`);
+      toast(`Two-factor authentication is off for ${user.email}.`);
+      await reload();
+    });
+  };
+  return h(
+    "div",
+    { class: "card", "data-security": "" },
+    h("h2", null, "Sign-in security"),
+    h(
+      "dl",
+      { class: "facts" },
+      h("dt", null, "Two-factor"),
+      h(
+        "dd",
+        { "data-totp": sec.totp_enabled ? "on" : "off" },
+        sec.totp_enabled ? badge("on", "ok") : badge("off"),
+        sec.totp_enabled ? [" ", button("Reset 2FA", (ev) => void resetTotp(ev.currentTarget as HTMLButtonElement), { kind: "danger" })] : null,
+      ),
+      h("dt", null, "Locked until"),
+      h("dd", { "data-locked": sec.locked_until === null ? "no" : "yes" }, sec.locked_until === null ? "not locked" : fmtTime(sec.locked_until)),
+      h("dt", null, "Linked accounts"),
+      h(
+        "dd",
+        null,
+        sec.oauth_accounts.length
+          ? sec.oauth_accounts.map((a) => badge(`${providerLabel(a.provider)}${a.email ? `: ${a.email}` : ""}`, "info"))
+          : h("span", { class: "muted" }, "none"),
+      ),
+    ),
+    h("h3", null, "API keys"),
+    table(
+      ["Name", "Created", "Last used", ""],
+      sec.api_keys.map((k) => [
+        k.name,
+        fmtTime(k.created_at),
+        fmtTime(k.last_used_at),
+        button(
+          "Revoke",
+          (ev) =>
+            void busy(ev.currentTarget as HTMLButtonElement, async () => {
+              await api("DELETE", `${path}/api-keys/${seg(k.id)}`);
+              toast(`API key "${k.name}" revoked.`);
+              await reload();
+            }),
+          { kind: "danger" },
+        ),
+      ]),
+      { empty: "No API keys.", rowAttrs: (i) => ({ "data-api-key": sec.api_keys[i].id }) },
     ),
   );
 }
