@@ -84,13 +84,17 @@ export async function registerUser(t: TestApp, email: string, password = "passwo
 
 /**
  * A fresh app for every test of the enclosing scope (the file, or the `describe` it is called in):
- * made in a `beforeEach`, then `setup` runs on it, and it is closed after the test. The returned
+ * made in a `beforeEach` (`opts` may be a function, read then), then `setup` runs on it, and it is
+ * closed after the test. The returned
  * object forwards to the current test's app, so tests use it like the result of createTestApp.
  */
-export function appPerTest(setup?: (t: TestApp) => unknown, opts: Parameters<typeof createTestApp>[0] = {}): TestApp {
+export function appPerTest(
+  setup?: (t: TestApp) => unknown,
+  opts: Parameters<typeof createTestApp>[0] | (() => Parameters<typeof createTestApp>[0]) = {},
+): TestApp {
   let current: TestApp | null = null;
   beforeEach(async () => {
-    current = createTestApp(opts);
+    current = createTestApp(typeof opts === "function" ? opts() : opts);
     await setup?.(current);
   });
   afterEach(() => {
