@@ -115,3 +115,10 @@ export async function createCollection(t: TestApp, name: string, rules?: Record<
   if (res.status !== 201) throw new Error(`create collection ${name} failed: ${res.status} ${res.text}`);
   return res.body;
 }
+
+/** Changes server settings as admin and fails loudly if that is refused. */
+export async function patchSettings(t: TestApp, settings: Record<string, unknown>) {
+  const res = await t.admin("PATCH", "/api/v1/admin/settings", settings);
+  if (res.status !== 200) throw new Error(`PATCH settings failed: ${res.status} ${res.text}`);
+  return res.body;
+}

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { URI, type TOTP } from "otpauth";
 import { sha256 } from "../../src/crypto.ts";
-import { appPerTest, registerUser } from "../helpers/app.ts";
+import { appPerTest, patchSettings, registerUser } from "../helpers/app.ts";
 import { CookieJar, runBrowserFlow } from "../helpers/browser-flow.ts";
 import { startOidcProvider, type TestOidcProvider } from "../helpers/oidc-provider.ts";
 
@@ -27,14 +27,7 @@ afterAll(async () => {
 });
 
 const t = appPerTest(
-  async (t) => {
-    const res = await t.admin("PATCH", "/api/v1/admin/settings", {
-      oauth_oidc_issuer: op.issuer,
-      oauth_oidc_client_id: op.clientId,
-      oauth_oidc_client_secret: op.clientSecret,
-    });
-    expect(res.status).toBe(200);
-  },
+  (t) => patchSettings(t, { oauth_oidc_issuer: op.issuer, oauth_oidc_client_id: op.clientId, oauth_oidc_client_secret: op.clientSecret }),
   { env: { PUBLIC_URL: "http://localhost", APP_URL: "http://app.test" } },
 );
 

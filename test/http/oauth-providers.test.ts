@@ -1,6 +1,6 @@
 import { createHmac } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { appPerTest, registerUser } from "../helpers/app.ts";
+import { appPerTest, patchSettings, registerUser } from "../helpers/app.ts";
 import { runBrowserFlow } from "../helpers/browser-flow.ts";
 import { startProviderStub, type ProviderStub, type StubUser } from "../helpers/oauth-stubs.ts";
 
@@ -21,15 +21,13 @@ afterAll(() => {
 
 // Every test gets its own app, configured for both stubs (which are shared: they keep no state between logins).
 const t = appPerTest(
-  async (t) => {
-    const res = await t.admin("PATCH", "/api/v1/admin/settings", {
+  (t) =>
+    patchSettings(t, {
       oauth_codehost_client_id: github.clientId,
       oauth_codehost_client_secret: github.clientSecret,
       oauth_portal_client_id: google.clientId,
       oauth_portal_client_secret: google.clientSecret,
-    });
-    expect(res.status).toBe(200);
-  },
+    }),
   () => ({
     env: { PUBLIC_URL: "http://localhost", APP_URL: "http://app.test", OAUTH_CODEHOST_BASE_URL: github.url, OAUTH_PORTAL_BASE_URL: google.url },
   }),
