@@ -1,3 +1,4 @@
+import { afterEach, beforeEach } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -79,4 +80,45 @@ export async function registerUser(t: TestApp, email: string, password = "passwo
   const res = await t.req("POST", "/api/v1/auth/register", { body: { email, password } });
   if (res.status !== 201) throw new Error(`register failed: ${res.status} ${res.text}`);
   return { token: res.body.access_token as string, refresh: res.body.refresh_token as string, id: res.body.user.id as string, body: res.body };
+}
+
+/**
+ * A fresh app for every test of the enclosing scope (the file, or the `describe` it is called in):
+ * made in a `beforeEach` (`opts` may be a function, read then), then `setup` runs on it, and it is
+ * closed after the test. The returned
+ * object forwards to the current test's app, so tests use it like the result of createTestApp.
+ */
+export function appPerTest(
+  setup?: (t: TestApp) => unknown,
+  opts: Parameters<typeof createTestApp>[0] | (() => Parameters<typeof createTestApp>[0]) = {},
+): TestApp {
+  let current: TestApp | null = null;
+  beforeEach(async () => {
+    current = createTestApp(typeof opts === "function" ? opts() : opts);
+    await setup?.(current);
+  });
+  afterEach(() => {
+    current?.close();
+    current = null;
+  });
+  return new Proxy({} as TestApp, {
+    get(_target, key) {
+      if (!current) throw new Error("the per-test app is used outside a test");
+      return Reflect.get(current, key);
+    },
+  });
+}
+
+/** Creates a collection as admin (rules optional, defaults for the rest) and fails loudly if that is refused. */
+export async function createCollection(t: TestApp, name: string, rules?: Record<string, unknown>, extra: Record<string, unknown> = {}) {
+  const res = await t.admin("POST", "/api/v1/admin/collections", { name, ...(rules ? { rules } : {}), ...extra });
+  if (res.status !== 201) throw new Error(`create collection ${name} failed: ${res.status} ${res.text}`);
+  return res.body;
+}
+
+/** Changes server settings as admin and fails loudly if that is refused. */
+export async function patchSettings(t: TestApp, settings: Record<string, unknown>) {
+  const res = await t.admin("PATCH", "/api/v1/admin/settings", settings);
+  if (res.status !== 200) throw new Error(`PATCH settings failed: ${res.status} ${res.text}`);
+  return res.body;
 }

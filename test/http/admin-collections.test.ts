@@ -1,13 +1,13 @@
-import { afterAll, describe, expect, test } from "bun:test";
+import { beforeEach, describe, expect, test } from "bun:test";
 import { updateCollectionRules } from "../../src/collections/admin.ts";
 import { requireCollection, saveCollectionRow } from "../../src/collections/catalog.ts";
 import { closeContext, createContext } from "../../src/context.ts";
 import { inTransaction } from "../../src/db/tx.ts";
 import { memoryLogger } from "../../src/log.ts";
-import { createTestApp, registerUser } from "../helpers/app.ts";
+import { appPerTest, createCollection, registerUser } from "../helpers/app.ts";
 
-const t = createTestApp();
-afterAll(() => t.close());
+// Every test gets its own app; each block creates the collections its tests use.
+const t = appPerTest();
 
 const C = "/api/v1/admin/collections";
 const DEFAULTS = { read: "public", create: "authenticated", update: "owner", delete: "owner" };
@@ -37,7 +37,8 @@ describe("POST /admin/collections", () => {
     expect(role.body.rules).toEqual({ ...DEFAULTS, create: { role: "staff" }, delete: "disabled" });
   });
 
-  test("the new collection's table exists in the database", () => {
+  test("the new collection's table exists in the database", async () => {
+    await createCollection(t, "posts");
     const row = t.ctx.sqlite.query("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'posts'").get();
     expect(row).toEqual({ name: "posts" });
   });
@@ -84,6 +85,7 @@ describe("POST /admin/collections", () => {
   });
 
   test("a taken name is 409 conflict, also in another letter case", async () => {
+    await createCollection(t, "posts");
     for (const name of ["posts", "POSTS", "Posts"]) {
       const res = await t.admin("POST", C, { name });
       expect(res.status).toBe(409);
@@ -100,6 +102,11 @@ describe("POST /admin/collections", () => {
 });
 
 describe("reading collections", () => {
+  beforeEach(async () => {
+    await createCollection(t, "posts", { read: "authenticated" });
+    await createCollection(t, "notes");
+  });
+
   test("GET /admin/collections lists every collection as { items }", async () => {
     const res = await t.admin("GET", C);
     expect(res.status).toBe(200);
@@ -148,6 +155,10 @@ describe("reading collections", () => {
 });
 
 describe("changing rules", () => {
+  beforeEach(() => createCollection(t, "notes"));
+  const updateByAuthenticated = async () =>
+    expect((await t.admin("PUT", `${C}/notes/rules`, { rules: { update: "authenticated" } })).status).toBe(200);
+
   test("PUT …/rules with partial rules replaces only the given keys and bumps updated_at", async () => {
     t.clock.advance(1000);
     const res = await t.admin("PUT", `${C}/notes/rules`, { rules: { update: "authenticated", delete: { role: "mod" } } });
@@ -159,6 +170,7 @@ describe("changing rules", () => {
   });
 
   test("PUT …/rules with field_rules replaces the list and keeps the rules", async () => {
+    await updateByAuthenticated();
     const fr = [{ field: "title", required: true, min: 3 }];
     const res = await t.admin("PUT", `${C}/notes/rules`, { field_rules: fr });
     expect(res.status).toBe(200);
@@ -169,6 +181,7 @@ describe("changing rules", () => {
   });
 
   test("PATCH /admin/collections/:name changes rules the same way", async () => {
+    await updateByAuthenticated();
     const res = await t.admin("PATCH", `${C}/notes`, { rules: { read: "owner" } });
     expect(res.status).toBe(200);
     expect(res.body.rules.read).toBe("owner");
@@ -194,8 +207,9 @@ describe("changing rules", () => {
 });
 
 describe("changes from another process", () => {
+  beforeEach(() => createCollection(t, "shared", { create: "public" }));
+
   test("a catalog write from a snapshot older than a field another process added keeps that field", async () => {
-    await t.admin("POST", C, { name: "shared", rules: { create: "public" } });
     // A second connection on the same data dir, as the CLI opens it, holding a snapshot without fields.
     const other = createContext(t.config, { clock: t.clock, log: memoryLogger() });
     const stale = requireCollection(other, "shared");
@@ -218,8 +232,9 @@ describe("changes from another process", () => {
 });
 
 describe("stats and deletion", () => {
+  beforeEach(() => createCollection(t, "counted"));
+
   test("stats count non-deleted records and give the latest write among them", async () => {
-    await t.admin("POST", C, { name: "counted" });
     const empty = await t.admin("GET", `${C}/counted/stats`);
     expect(empty.status).toBe(200);
     expect(empty.body).toEqual({ row_count: 0, last_write: null });
@@ -272,6 +287,8 @@ describe("stats and deletion", () => {
   });
 
   test("a deleted collection's name can be used again, starting empty", async () => {
+    expect((await t.admin("POST", "/api/v1/counted", { n: 1 })).status).toBe(201);
+    expect((await t.admin("DELETE", `${C}/counted`)).status).toBe(200);
     const res = await t.admin("POST", C, { name: "counted" });
     expect(res.status).toBe(201);
     expect(res.body.fields).toEqual([]);

@@ -1,23 +1,20 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { createTestApp, registerUser } from "../helpers/app.ts";
+import { describe, expect, test } from "bun:test";
+import { appPerTest, createCollection, registerUser } from "../helpers/app.ts";
 
-const t = createTestApp();
-afterAll(() => t.close());
+let user: { token: string; id: string };
+
+// Every test gets its own app with three collections and a signed-in user.
+const t = appPerTest(async (t) => {
+  for (const name of ["items", "ruled", "typed"]) await createCollection(t, name);
+  await t.admin("PUT", "/api/v1/admin/collections/ruled/rules", { field_rules: [{ field: "title", required: true, min: 3 }] });
+  user = await registerUser(t, "bulk@example.com");
+});
 
 const bulk = (name: string, body: unknown, token?: string) => t.req("POST", `/api/v1/${name}/bulk`, { body, token });
 const adminBulk = (name: string, body: unknown) => t.admin("POST", `/api/v1/${name}/bulk`, body);
 const columns = (name: string) =>
   (t.ctx.sqlite.query(`PRAGMA table_info("${name}")`).all() as { name: string }[]).map((c) => c.name);
 const count = (name: string) => (t.ctx.sqlite.query(`SELECT COUNT(*) AS n FROM "${name}"`).get() as { n: number }).n;
-
-let user: { token: string; id: string };
-
-beforeAll(async () => {
-  for (const name of ["items", "ruled", "typed"])
-    expect((await t.admin("POST", "/api/v1/admin/collections", { name })).status).toBe(201);
-  await t.admin("PUT", "/api/v1/admin/collections/ruled/rules", { field_rules: [{ field: "title", required: true, min: 3 }] });
-  user = await registerUser(t, "bulk@example.com");
-});
 
 describe("POST /:collection/bulk", () => {
   test("500 records are created in one call, in order, owned by the requester", async () => {

@@ -3,7 +3,7 @@ import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadHooks } from "../../src/hooks/load.ts";
-import { createTestApp, type TestApp } from "../helpers/app.ts";
+import { appPerTest, createCollection } from "../helpers/app.ts";
 
 const hooksDir = mkdtempSync(join(tmpdir(), "baas-hooks-"));
 
@@ -38,20 +38,23 @@ writeFileSync(
   `export default { collection: "*", afterUpdate(e) { globalThis.__baasHookLog?.push(e.collection + ":" + e.op); } };\n`,
 );
 
-let t: TestApp;
+let hooks: Awaited<ReturnType<typeof loadHooks>>;
 const log: string[] = [];
-const count = (name: string) => (t.ctx.sqlite.query(`SELECT COUNT(*) AS n FROM "${name}"`).get() as { n: number }).n;
-
 beforeAll(async () => {
   (globalThis as { __baasHookLog?: string[] }).__baasHookLog = log;
-  t = createTestApp({ context: { hooks: await loadHooks(hooksDir) } });
-  for (const name of ["posts", "other"])
-    expect((await t.admin("POST", "/api/v1/admin/collections", { name })).status).toBe(201);
+  hooks = await loadHooks(hooksDir);
 });
-afterAll(() => {
-  t.close();
-  rmSync(hooksDir, { recursive: true, force: true });
-});
+afterAll(() => rmSync(hooksDir, { recursive: true, force: true }));
+
+// Every test gets its own app (with the hooks loaded once) with "posts" and "other", and an empty hook log.
+const t = appPerTest(
+  async (t) => {
+    log.length = 0;
+    for (const name of ["posts", "other"]) await createCollection(t, name);
+  },
+  () => ({ context: { hooks } }),
+);
+const count = (name: string) => (t.ctx.sqlite.query(`SELECT COUNT(*) AS n FROM "${name}"`).get() as { n: number }).n;
 
 describe("lifecycle hooks on single operations", () => {
   test("beforeCreate mutates the data that is stored", async () => {

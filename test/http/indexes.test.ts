@@ -1,16 +1,21 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { createTestApp } from "../helpers/app.ts";
-
-const t = createTestApp();
-afterAll(() => t.close());
+import { describe, expect, test } from "bun:test";
+import { appPerTest, createCollection } from "../helpers/app.ts";
 
 const base = "/api/v1/admin/collections/posts/indexes";
 
-beforeAll(async () => {
-  await t.admin("POST", "/api/v1/admin/collections", { name: "posts", rules: { read: "public" } });
+// Every test gets its own app with two posts and no index yet.
+const t = appPerTest(async (t) => {
+  await createCollection(t, "posts", { read: "public" });
   await t.admin("POST", "/api/v1/posts", { slug: "a", author: "x", n: 1 });
   await t.admin("POST", "/api/v1/posts", { slug: "b", author: "x", n: 2 });
 });
+
+/** Creates indexes in order, each must answer 201. */
+async function addIndexes(...bodies: { fields: string[]; unique?: boolean }[]) {
+  for (const body of bodies) expect((await t.admin("POST", base, body)).status).toBe(201);
+}
+const SLUG_UNIQUE = { fields: ["slug"], unique: true };
+const AUTHOR_N = { fields: ["author", "n"] };
 
 describe("indexes admin API", () => {
   test("an empty collection has no indexes", async () => {
@@ -26,6 +31,7 @@ describe("indexes admin API", () => {
   });
 
   test("a multi-field index defaults to non-unique and both show in the list and the collection object", async () => {
+    await addIndexes(SLUG_UNIQUE);
     const res = await t.admin("POST", base, { fields: ["author", "n"] });
     expect(res.status).toBe(201);
     expect(res.body.unique).toBe(false);
@@ -36,6 +42,7 @@ describe("indexes admin API", () => {
   });
 
   test("a write that breaks a unique index is 409 unique_violation, on create and on update", async () => {
+    await addIndexes(SLUG_UNIQUE);
     const dup = await t.admin("POST", "/api/v1/posts", { slug: "a" });
     expect(dup.status).toBe(409);
     expect(dup.body.code).toBe("unique_violation");
@@ -47,6 +54,7 @@ describe("indexes admin API", () => {
   });
 
   test("a unique index over existing duplicates is refused with 409 and leaves nothing behind", async () => {
+    await addIndexes(SLUG_UNIQUE, AUTHOR_N);
     const res = await t.admin("POST", base, { fields: ["author"], unique: true });
     expect(res.status).toBe(409);
     expect(res.body.code).toBe("unique_violation");
@@ -71,6 +79,7 @@ describe("indexes admin API", () => {
   }
 
   test("the same index twice is 409 conflict; unknown collection 404; no admin 401", async () => {
+    await addIndexes(AUTHOR_N);
     expect((await t.admin("POST", base, { fields: ["author", "n"] })).status).toBe(409);
     expect((await t.admin("POST", "/api/v1/admin/collections/nothing/indexes", { fields: ["n"] })).status).toBe(404);
     expect((await t.req("GET", base)).status).toBe(401);
@@ -78,6 +87,7 @@ describe("indexes admin API", () => {
   });
 
   test("DELETE drops the index: 200 { ok: true }; the unique rule stops applying; unknown index 404", async () => {
+    await addIndexes(SLUG_UNIQUE, AUTHOR_N);
     const slugIndex = (await t.admin("GET", base)).body.items[0].name;
     const res = await t.admin("DELETE", `${base}/${slugIndex}`);
     expect(res.status).toBe(200);
@@ -90,6 +100,7 @@ describe("indexes admin API", () => {
   });
 
   test("a query on an indexed field uses the index", async () => {
+    await addIndexes(AUTHOR_N);
     const name = (await t.admin("GET", base)).body.items[0].name;
     const plan = t.ctx.sqlite.query(`EXPLAIN QUERY PLAN SELECT * FROM "posts" WHERE "author" = ? ORDER BY "n"`).all("x") as {
       detail: string;

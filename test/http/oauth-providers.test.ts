@@ -1,6 +1,6 @@
 import { createHmac } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { createTestApp, registerUser, type TestApp } from "../helpers/app.ts";
+import { appPerTest, patchSettings, registerUser } from "../helpers/app.ts";
 import { runBrowserFlow } from "../helpers/browser-flow.ts";
 import { startProviderStub, type ProviderStub, type StubUser } from "../helpers/oauth-stubs.ts";
 
@@ -9,27 +9,29 @@ setDefaultTimeout(30_000);
 
 let github: ProviderStub;
 let google: ProviderStub;
-let t: TestApp;
 
 beforeAll(async () => {
   github = await startProviderStub("codehost");
   google = await startProviderStub("portal");
-  t = createTestApp({
-    env: { PUBLIC_URL: "http://localhost", APP_URL: "http://app.test", OAUTH_CODEHOST_BASE_URL: github.url, OAUTH_PORTAL_BASE_URL: google.url },
-  });
-  const res = await t.admin("PATCH", "/api/v1/admin/settings", {
-    oauth_codehost_client_id: github.clientId,
-    oauth_codehost_client_secret: github.clientSecret,
-    oauth_portal_client_id: google.clientId,
-    oauth_portal_client_secret: google.clientSecret,
-  });
-  expect(res.status).toBe(200);
 });
 afterAll(() => {
   github?.stop();
   google?.stop();
-  t?.close();
 });
+
+// Every test gets its own app, configured for both stubs (which are shared: they keep no state between logins).
+const t = appPerTest(
+  (t) =>
+    patchSettings(t, {
+      oauth_codehost_client_id: github.clientId,
+      oauth_codehost_client_secret: github.clientSecret,
+      oauth_portal_client_id: google.clientId,
+      oauth_portal_client_secret: google.clientSecret,
+    }),
+  () => ({
+    env: { PUBLIC_URL: "http://localhost", APP_URL: "http://app.test", OAUTH_CODEHOST_BASE_URL: github.url, OAUTH_PORTAL_BASE_URL: google.url },
+  }),
+);
 
 function login(stub: ProviderStub, provider: "codehost" | "portal", user: StubUser, beforeHop?: (u: URL) => URL | void) {
   stub.loginAs = user;

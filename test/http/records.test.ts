@@ -1,21 +1,17 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { createTestApp, registerUser } from "../helpers/app.ts";
+import { beforeEach, describe, expect, test } from "bun:test";
+import { appPerTest, createCollection, registerUser } from "../helpers/app.ts";
 
-const t = createTestApp();
-afterAll(() => t.close());
+// Every test gets its own app with an "items" collection; tests that need a signed-in owner register one.
+const t = appPerTest((t) => createCollection(t, "items", { create: "public", update: "public", delete: "public" }));
+const owner = () => registerUser(t, "owner@example.com");
 
 const ID_RE = /^[0-9A-HJKMNP-TV-Z]{26}$/;
-let user: Awaited<ReturnType<typeof registerUser>>;
-
-beforeAll(async () => {
-  await t.admin("POST", "/api/v1/admin/collections", { name: "items", rules: { create: "public", update: "public", delete: "public" } });
-  user = await registerUser(t, "owner@example.com");
-});
 
 const create = async (body: unknown, token?: string) => t.req("POST", "/api/v1/items", { body, token });
 
 describe("POST /:collection", () => {
   test("creates a record: 201 with its system fields and values", async () => {
+    const user = await owner();
     const now = t.clock.now();
     const res = await create({ title: "hello", n: 3, done: false, tags: ["a"], meta: { k: 1 } }, user.token);
     expect(res.status).toBe(201);
@@ -34,6 +30,7 @@ describe("POST /:collection", () => {
   });
 
   test("an anonymous create under a public rule has _owner_id null, and fields it did not set are null", async () => {
+    await create({ title: "first", n: 1, tags: ["a"] });
     const res = await create({ title: "anon" });
     expect(res.status).toBe(201);
     expect(res.body._owner_id).toBeNull();
@@ -42,6 +39,7 @@ describe("POST /:collection", () => {
   });
 
   test("system fields in the body are ignored", async () => {
+    const user = await owner();
     const res = await create(
       { _id: "MYID", _created_at: 1, _updated_at: 2, _owner_id: "someone", _deleted_at: 3, _other: "x", title: "sys" },
       user.token,
@@ -62,6 +60,7 @@ describe("POST /:collection", () => {
   });
 
   test("an empty object creates a record with only system fields set", async () => {
+    await create({ title: "first" });
     const res = await create({});
     expect(res.status).toBe(201);
     expect(res.body.title).toBeNull();
@@ -93,7 +92,7 @@ describe("POST /:collection", () => {
 });
 
 describe("types", () => {
-  beforeAll(async () => {
+  beforeEach(async () => {
     await t.admin("POST", "/api/v1/admin/collections", { name: "typed", rules: { create: "public", update: "public" } });
     await t.req("POST", "/api/v1/typed", { body: { n: 1, s: "a", b: true, j: { x: 1 }, later: null } });
   });
@@ -178,6 +177,7 @@ describe("types", () => {
 
 describe("GET /:collection/:id", () => {
   test("returns the record", async () => {
+    const user = await owner();
     const rec = await create({ title: "read me" }, user.token);
     const res = await t.req("GET", `/api/v1/items/${rec.body._id}`);
     expect(res.status).toBe(200);
@@ -185,6 +185,7 @@ describe("GET /:collection/:id", () => {
   });
 
   test("fields picks the named fields plus _id, as on a list; an unknown field is 400", async () => {
+    const user = await owner();
     const rec = await create({ title: "pick me", extra: 7 }, user.token);
     const res = await t.req("GET", `/api/v1/items/${rec.body._id}?fields=title,extra`);
     expect(res.status).toBe(200);
@@ -213,6 +214,7 @@ describe("GET /:collection/:id", () => {
 
 describe("PATCH /:collection/:id", () => {
   test("changes only the given fields, null clears one, and answers the whole record", async () => {
+    const user = await owner();
     const rec = await create({ title: "t", n: 1, done: true }, user.token);
     t.clock.advance(1000);
     const res = await t.req("PATCH", `/api/v1/items/${rec.body._id}`, { body: { n: 2, done: null } });
@@ -229,6 +231,7 @@ describe("PATCH /:collection/:id", () => {
   });
 
   test("system fields in a patch are ignored", async () => {
+    const user = await owner();
     const rec = await create({ title: "t" }, user.token);
     const res = await t.req("PATCH", `/api/v1/items/${rec.body._id}`, {
       body: { _id: "X", _owner_id: "other", _created_at: 5, _deleted_at: 5, title: "u" },
@@ -295,7 +298,7 @@ describe("DELETE and restore", () => {
 
 describe("GET /:collection (plain list)", () => {
   let ids: string[] = [];
-  beforeAll(async () => {
+  beforeEach(async () => {
     await t.admin("POST", "/api/v1/admin/collections", { name: "listed", rules: { create: "public", delete: "public" } });
     ids = [];
     for (let i = 0; i < 7; i++) ids.push((await t.req("POST", "/api/v1/listed", { body: { i } })).body._id);
@@ -355,6 +358,7 @@ describe("GET /:collection (plain list)", () => {
 
 describe("hostile input is handled safely", () => {
   test("SQL-looking values are stored and returned verbatim", async () => {
+    await owner();
     const evil = ["'; DROP TABLE items; --", '" OR 1=1 --', "Robert'); DELETE FROM _users;--", "\u0000nul", "😀 ünïcode"];
     for (const v of evil) {
       const res = await create({ title: v });

@@ -1,20 +1,24 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { createTestApp } from "../helpers/app.ts";
+import { describe, expect, test } from "bun:test";
+import { appPerTest, createCollection } from "../helpers/app.ts";
 
-const t = createTestApp();
-afterAll(() => t.close());
-
-beforeAll(async () => {
-  for (const name of ["users2", "posts", "tags", "comments"]) expect((await t.admin("POST", "/api/v1/admin/collections", { name })).status).toBe(201);
+// Every test gets its own app with four collections and no relation yet.
+const t = appPerTest(async (t) => {
+  for (const name of ["users2", "posts", "tags", "comments"]) await createCollection(t, name);
   // posts.score becomes a number field
   expect((await t.admin("POST", "/api/v1/posts", { title: "x", score: 1 })).status).toBe(201);
 });
 
+/** Creates a relation that must answer 201, and returns it. */
+async function relate(body: Record<string, unknown>) {
+  const res = await t.admin("POST", "/api/v1/admin/relations", body);
+  expect(res.status).toBe(201);
+  return res.body;
+}
+const POST_AUTHOR = { from_col: "posts", from_field: "author", to_col: "users2", type: "one" };
+
 const REL_KEYS = ["created_at", "from_col", "from_field", "id", "on_delete", "to_col", "to_field", "type"];
 
 describe("admin relations API", () => {
-  let oneId = "";
-
   test("creating a one relation answers 201 with the stored relation and on_delete restrict by default", async () => {
     const res = await t.admin("POST", "/api/v1/admin/relations", { from_col: "posts", from_field: "author", to_col: "users2", type: "one" });
     expect(res.status).toBe(201);
@@ -22,21 +26,24 @@ describe("admin relations API", () => {
     expect(res.body).toMatchObject({ from_col: "posts", from_field: "author", to_col: "users2", to_field: null, type: "one", on_delete: "restrict" });
     expect(typeof res.body.id).toBe("string");
     expect(res.body.created_at).toBe(t.clock.now());
-    oneId = res.body.id;
   });
 
   test("a one relation gives its collection a text field at once", async () => {
+    await relate(POST_AUTHOR);
     const col = (await t.admin("GET", "/api/v1/admin/collections/posts")).body;
     expect(col.fields).toContainEqual({ name: "author", type: "text" });
   });
 
   test("listing relations answers { items } with every relation", async () => {
+    const one = await relate(POST_AUTHOR);
+    const via = await relate({ from_col: "posts", from_field: "tags", to_col: "tags", type: "many_via" });
     const res = await t.admin("GET", "/api/v1/admin/relations");
     expect(res.status).toBe(200);
-    expect(res.body.items.map((r: any) => r.id)).toEqual([oneId]);
+    expect(res.body.items.map((r: any) => r.id).sort()).toEqual([one.id, via.id].sort());
   });
 
   test("a second relation on the same field is 409 conflict", async () => {
+    await relate(POST_AUTHOR);
     const res = await t.admin("POST", "/api/v1/admin/relations", { from_col: "posts", from_field: "author", to_col: "tags", type: "one" });
     expect(res.status).toBe(409);
     expect(res.body.code).toBe("conflict");
@@ -89,6 +96,7 @@ describe("admin relations API", () => {
   });
 
   test("deleting a relation answers { ok: true } and it is gone from the list", async () => {
+    const oneId = (await relate(POST_AUTHOR)).id;
     const res = await t.admin("DELETE", `/api/v1/admin/relations/${oneId}`);
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ ok: true });
@@ -97,6 +105,10 @@ describe("admin relations API", () => {
   });
 
   test("deleting a collection removes its relations and their junction tables", async () => {
+    await relate(POST_AUTHOR);
+    await relate({ from_col: "comments", from_field: "post", to_col: "posts", type: "one", on_delete: "cascade" });
+    await relate({ from_col: "posts", from_field: "comments", to_col: "comments", type: "many" });
+    await relate({ from_col: "posts", from_field: "tags", to_col: "tags", type: "many_via" });
     const before = (await t.admin("GET", "/api/v1/admin/relations")).body.items;
     const via = before.find((r: any) => r.type === "many_via");
     expect(via).toBeDefined();

@@ -1,14 +1,12 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { createTestApp } from "../helpers/app.ts";
-
-const t = createTestApp();
-afterAll(() => t.close());
+import { describe, expect, test } from "bun:test";
+import { appPerTest, createCollection } from "../helpers/app.ts";
 
 let author = "";
 let tag = "";
 
-beforeAll(async () => {
-  for (const name of ["wauthors", "wposts", "wtags"]) expect((await t.admin("POST", "/api/v1/admin/collections", { name })).status).toBe(201);
+// Every test gets its own app: posts with a one relation to authors and a many_via to tags, one author, one tag.
+const t = appPerTest(async (t) => {
+  for (const name of ["wauthors", "wposts", "wtags"]) await createCollection(t, name);
   await t.admin("POST", "/api/v1/admin/relations", { from_col: "wposts", from_field: "author", to_col: "wauthors", type: "one" });
   await t.admin("POST", "/api/v1/admin/relations", { from_col: "wposts", from_field: "tags", to_col: "wtags", type: "many_via" });
   author = (await t.admin("POST", "/api/v1/wauthors", { name: "A" })).body._id;
@@ -64,6 +62,7 @@ describe("relations in bulk and batch writes", () => {
   });
 
   test("a batch delete blocked by restrict fails the batch", async () => {
+    expect((await t.admin("POST", "/api/v1/wposts", { author })).status).toBe(201);
     const res = await t.admin("POST", "/api/v1/wauthors/batch", { operations: [{ op: "delete", id: author }] });
     expect(res.status).toBe(400);
     expect(res.body).toMatchObject({ code: "batch_failed", index: 0, op: "delete" });
