@@ -124,6 +124,14 @@ describe("regex rules in the app", () => {
       expect(res.body.error).toStartWith('field_rules[0]: "regex" does not compile on the RE2 engine (no backreferences or lookaround): ');
     });
 
+  test("a pattern whose RE2 program is too large is refused (worst-case cost grows with the program)", async () => {
+    const res = await setPattern("(?:a?){1000}a{1000}");
+    expect(res.status).toBe(400);
+    expect(res.body.error).toContain("pattern too large: it compiles to");
+    expect(res.body.error).toContain("at most 300");
+    expect((await setPattern("^[A-Z]{2,50}$")).status).toBe(200);
+  });
+
   test("patterns a backtracking engine chokes on are fine on RE2 and still match correctly", async () => {
     expect((await setPattern("^(a+)+$")).status).toBe(200);
     expect((await t.req("POST", "/api/v1/codes", { body: { v: "aaaa" } })).status).toBe(201);
