@@ -9,28 +9,43 @@ import { RE2JS } from "re2js";
 /** Longest string value a `regex` rule is run on; a longer one fails the rule without being matched. */
 export const MAX_REGEX_VALUE_LENGTH = 10_000;
 
+/**
+ * Largest compiled program (RE2's instruction count) a pattern may have. Matching is linear in the
+ * value but also proportional to the program in the worst case, so a huge program (`.{1,1000}`) on a
+ * 10,000-character value could cost up to a second; 300 keeps the worst case near ten milliseconds
+ * while common patterns (an e-mail shape, a UUID, `^[A-Z]{2,50}$`) stay well under it.
+ */
+export const MAX_PROGRAM_SIZE = 300;
+
 const MAX_CACHED = 1000;
 const compiled = new Map<string, RE2JS | null>();
 
-/** The compile error of `source` under RE2, or null when it compiles. */
-export function patternError(source: string): string | null {
+/** `source` compiled for a field rule, or the reason it is refused. */
+function compilePattern(source: string): RE2JS | string {
+  let re: RE2JS;
   try {
-    RE2JS.compile(source);
-    return null;
+    re = RE2JS.compile(source);
   } catch (err) {
     return (err as Error).message;
   }
+  const size = re.programSize();
+  if (size > MAX_PROGRAM_SIZE)
+    return `pattern too large: it compiles to ${size} instructions, at most ${MAX_PROGRAM_SIZE} (long bounded repeats such as {1,500} count once per repetition: bound the length with min/max instead)`;
+  return re;
+}
+
+/** Why RE2 refuses `source` for a field rule (syntax it lacks, or too large), or null when it is fine. */
+export function patternError(source: string): string | null {
+  const re = compilePattern(source);
+  return typeof re === "string" ? re : null;
 }
 
 function compileCached(source: string): RE2JS | null {
   let re = compiled.get(source);
   if (re === undefined) {
-    try {
-      re = RE2JS.compile(source);
-    } catch {
-      // A rule stored before patterns were checked with RE2: nothing matches it.
-      re = null;
-    }
+    const made = compilePattern(source);
+    // A rule stored before patterns were checked this way and refused now: nothing matches it.
+    re = typeof made === "string" ? null : made;
     if (compiled.size >= MAX_CACHED) compiled.clear();
     compiled.set(source, re);
   }
