@@ -10,6 +10,7 @@ import { stderrLogger, type Logger } from "./log.ts";
 import { createMailer, type Mailer } from "./mail/mailer.ts";
 import { getSetting } from "./settings/settings.ts";
 import type { HookSet } from "./hooks/types.ts";
+import { createEventBus, type EventBus } from "./events/bus.ts";
 
 /** Everything a service needs, passed explicitly. Tests build their own. */
 export interface AppContext {
@@ -23,6 +24,8 @@ export interface AppContext {
   hooks: HookSet;
   /** In-process caches that hold no authority (safe to lose). */
   cache: Map<string, unknown>;
+  /** Change events of committed record writes (CONTRACT §5, §10). */
+  events: EventBus;
 }
 
 export interface ContextOptions {
@@ -47,6 +50,9 @@ export function createContext(config: Config, opts: ContextOptions = {}): AppCon
     mailer: null as unknown as Mailer,
     hooks: opts.hooks ?? { list: [] },
     cache: new Map(),
+    events: createEventBus((err, event) =>
+      log.error("change listener failed", { collection: event.collection, action: event.action, error: err }),
+    ),
   };
   ctx.mailer =
     opts.mailer ??

@@ -3,13 +3,16 @@ import { mapSqliteError } from "./sqlite-errors.ts";
 
 /**
  * Runs `fn` in one write transaction (a savepoint when already inside one).
+ * Change events staged inside are published when the outermost transaction commits
+ * and dropped with a rolled-back savepoint or transaction.
  * On failure the catalog cache is invalidated, so no column a rolled-back
  * transaction added stays in memory.
  */
 export function inTransaction<T>(ctx: AppContext, fn: () => T): T {
+  const mark = ctx.events.mark();
   try {
     if (ctx.sqlite.inTransaction) return ctx.sqlite.transaction(fn)();
-    return ctx.sqlite
+    const result = ctx.sqlite
       .transaction(() => {
         ctx.catalog.inWriteTx = true;
         try {
@@ -20,7 +23,11 @@ export function inTransaction<T>(ctx: AppContext, fn: () => T): T {
         }
       })
       .immediate();
+    // Committed: the staged change events go out, in commit order.
+    ctx.events.commit();
+    return result;
   } catch (err) {
+    ctx.events.rollbackTo(mark);
     ctx.catalog.stale = true;
     throw mapSqliteError(err);
   }

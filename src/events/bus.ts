@@ -1,0 +1,69 @@
+/**
+ * Change events (CONTRACT §5, §10): one per committed change of a record, in commit order.
+ * Writers `stage` events inside their transaction; `inTransaction` publishes them when the
+ * outermost transaction commits and drops them when it (or the savepoint that staged them)
+ * rolls back, so a subscriber never sees a change that did not happen.
+ */
+
+export type ChangeAction = "create" | "update" | "delete" | "restore" | "hard_delete";
+
+export interface ChangeEvent {
+  collection: string;
+  action: ChangeAction;
+  /** The record as stored after the change (for `hard_delete`, as it was before). */
+  record: Record<string, unknown>;
+  /** The record before the change (update, delete, restore, hard_delete). */
+  previous?: Record<string, unknown>;
+  /** Unix ms of the change. */
+  at: number;
+  /** Who made it: a user id, "admin", or null (anonymous, CLI, system). */
+  by: string | null;
+}
+
+export type ChangeListener = (event: ChangeEvent) => void;
+
+export interface EventBus {
+  /** Queues an event of the running transaction. */
+  stage(event: ChangeEvent): void;
+  /** Position of the queue, taken when a savepoint opens. */
+  mark(): number;
+  /** Drops what was staged after `mark` (a rolled-back savepoint or transaction). */
+  rollbackTo(mark: number): void;
+  /** Delivers the staged events to every listener, in order, and empties the queue. */
+  commit(): void;
+  /** Adds a listener; returns the function that removes it. */
+  subscribe(listener: ChangeListener): () => void;
+}
+
+/** A listener that throws is reported to `onError` and never stops the others. */
+export function createEventBus(onError: (err: unknown, event: ChangeEvent) => void): EventBus {
+  let staged: ChangeEvent[] = [];
+  const listeners = new Set<ChangeListener>();
+  return {
+    stage(event) {
+      staged.push(event);
+    },
+    mark: () => staged.length,
+    rollbackTo(mark) {
+      staged.length = Math.min(staged.length, mark);
+    },
+    commit() {
+      if (staged.length === 0) return;
+      const events = staged;
+      staged = [];
+      for (const event of events) {
+        for (const listener of listeners) {
+          try {
+            listener(event);
+          } catch (err) {
+            onError(err, event);
+          }
+        }
+      }
+    },
+    subscribe(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+  };
+}
