@@ -1,5 +1,5 @@
 import type { Server } from "bun";
-import { ensureAdminSecret, type AdminSecretState } from "./auth/admin.ts";
+import { ensureAdminSecret, MIN_ADMIN_SECRET_LENGTH, type AdminSecretState } from "./auth/admin.ts";
 import { ensureJwtKey } from "./auth/keys.ts";
 import { prepareDummyHash } from "./auth/passwords.ts";
 import { closeContext, createContext, type AppContext, type ContextOptions } from "./context.ts";
@@ -32,6 +32,12 @@ export class PortInUseError extends Error {
 
 /** Opens the data dir, prepares keys and the admin secret, and listens. */
 export async function startServer(config: Config, opts: ContextOptions = {}): Promise<Running> {
+  // IMPORTANT: a short secret can be guessed (even at 10 tries a minute), and it opens everything.
+  if (config.adminSecret !== null && config.adminSecret.length < MIN_ADMIN_SECRET_LENGTH)
+    throw new Error(
+      `ADMIN_SECRET is too short (${config.adminSecret.length} characters): it must be at least ${MIN_ADMIN_SECRET_LENGTH}. ` +
+        "Use a long random value (e.g. 'openssl rand -base64 32'), or leave ADMIN_SECRET unset and one is generated.",
+    );
   const ctx = createContext(config, opts);
   ensureJwtKey(ctx);
   const app = createApp(ctx);

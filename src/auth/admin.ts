@@ -6,6 +6,8 @@ import { signJwt, verifyJwt } from "./jwt.ts";
 import { jwtKey } from "./keys.ts";
 
 export const ADMIN_TOKEN_TTL_SECONDS = 12 * 60 * 60;
+/** The shortest ADMIN_SECRET the server starts with (CONTRACT §8c). */
+export const MIN_ADMIN_SECRET_LENGTH = 16;
 
 /** Where the admin secret in effect comes from: the environment, the data directory, or generated just now. */
 export type AdminSecretSource = "env" | "stored" | "generated";
@@ -78,13 +80,51 @@ export function rotateAdminSecret(ctx: AppContext): string {
   return storeNewSecret(ctx);
 }
 
+/** Wrong admin credentials allowed per client address per window (CONTRACT §8b, §8c). */
+export const ADMIN_GUESS_LIMIT = 10;
+export const ADMIN_GUESS_WINDOW_MS = 60_000;
+
 /** True when `candidate` is the admin secret. Re-reads the database so a CLI rotation applies at once. */
-export function isAdminSecret(ctx: AppContext, candidate: string): boolean {
+function isAdminSecret(ctx: AppContext, candidate: string): boolean {
   const stored = getMeta(ctx.sqlite, "admin_secret_hash");
   if (!stored) return false;
   // IMPORTANT: constant-time compare of the hashes, else the secret's hash leaks through timing.
   return safeEqual(sha256(candidate), stored);
 }
+
+/**
+ * Compares a guess with the admin secret, wherever one is presented (`/admin/login`, a Bearer or
+ * `X-Admin-Token` value on any route). IMPORTANT: wrong guesses are counted per client address in
+ * the database, and once an address has ADMIN_GUESS_LIMIT in the window it gets 429 `rate_limited`
+ * without any comparison, so the secret cannot be guessed at speed, from one process or several.
+ * Only wrong guesses count: a console or script that presents the secret often is never limited.
+ */
+export function checkAdminSecretGuess(ctx: AppContext, candidate: string, ip: string): boolean {
+  const now = ctx.clock.now();
+  const since = now - ADMIN_GUESS_WINDOW_MS;
+  // IMMEDIATE: count, compare and record hold the write lock together, so parallel guesses cannot overshoot.
+  return ctx.sqlite
+    .transaction(() => {
+      const recent = ctx.sqlite
+        .query<{ n: number; first: number | null }, [string, number]>(
+          "SELECT COUNT(*) AS n, MIN(at) AS first FROM _admin_attempts WHERE ip = ? AND at > ?",
+        )
+        .get(ip, since)!;
+      if (recent.n >= ADMIN_GUESS_LIMIT) {
+        const retry = Math.max(1, Math.ceil(((recent.first ?? now) + ADMIN_GUESS_WINDOW_MS - now) / 1000));
+        throw new AppError(429, "rate_limited", "too many admin login attempts; try again later", {}, { "Retry-After": String(retry) });
+      }
+      if (isAdminSecret(ctx, candidate)) return true;
+      // Tries older than the window are dropped as new ones come, so many addresses cannot grow the table without bound.
+      ctx.sqlite.query("DELETE FROM _admin_attempts WHERE at <= ?").run(since);
+      ctx.sqlite.query("INSERT INTO _admin_attempts (ip, at) VALUES (?, ?)").run(ip, now);
+      return false;
+    })
+    .immediate();
+}
+
+/** 401 for a wrong admin secret or admin token. */
+export const invalidAdminCredentials = (code = "unauthorized") => new AppError(401, code, "invalid admin credentials");
 
 /** Issues an admin token (12 h) bound to the current admin epoch. */
 export function issueAdminToken(ctx: AppContext): { token: string; expires_in: number } {
@@ -101,31 +141,8 @@ export function isAdminToken(ctx: AppContext, token: string): boolean {
   return claims.epoch === Number(getMeta(ctx.sqlite, "admin_epoch") ?? "1");
 }
 
-/** True for the admin secret or a live admin token. */
-export function isAdminCredential(ctx: AppContext, value: string): boolean {
-  // An ADMIN_SECRET set by the operator may itself contain dots, so a failed token check still tries the secret.
-  return (value.split(".").length === 3 && isAdminToken(ctx, value)) || isAdminSecret(ctx, value);
-}
-
 /** `POST /admin/login`: exchanges the secret for an admin token. 10 wrong tries a minute per IP. */
 export function adminLogin(ctx: AppContext, secret: unknown, ip: string): { token: string; expires_in: number } {
-  let loginAttempts = ctx.cache.get("admin_login_attempts") as Map<string, number[]> | undefined;
-  if (!loginAttempts) ctx.cache.set("admin_login_attempts", (loginAttempts = new Map()));
-  const now = ctx.clock.now();
-  // Forget IPs whose tries are all older than the window, so many clients cannot grow the map without bound.
-  if (loginAttempts.size > 1000)
-    for (const [key, times] of loginAttempts) if (times[times.length - 1] <= now - 60_000) loginAttempts.delete(key);
-  const recent = (loginAttempts.get(ip) ?? []).filter((t) => t > now - 60_000);
-  if (recent.length >= 10) {
-    const retry = Math.max(1, Math.ceil((recent[0] + 60_000 - now) / 1000));
-    throw new AppError(429, "rate_limited", "too many admin login attempts; try again later", {}, { "Retry-After": String(retry) });
-  }
-  if (typeof secret !== "string" || !isAdminSecret(ctx, secret)) {
-    // Only wrong secrets count: a console or script that logs in often must not lock itself out.
-    recent.push(now);
-    loginAttempts.set(ip, recent);
-    throw new AppError(401, "invalid_credentials", "wrong admin secret");
-  }
-  if (recent.length) loginAttempts.set(ip, recent);
+  if (!checkAdminSecretGuess(ctx, typeof secret === "string" ? secret : "", ip)) throw invalidAdminCredentials("invalid_credentials");
   return issueAdminToken(ctx);
 }

@@ -9,13 +9,18 @@ export function signJwt(key: string, claims: Record<string, unknown>): string {
   return `${data}.${hmacSha256(key, data)}`;
 }
 
+/** True when `token` is an HS256 JWT signed with `key`, expired or not. */
+export function isSignedJwt(key: string, token: string): boolean {
+  const parts = token.split(".");
+  if (parts.length !== 3 || parts[0] !== HEADER) return false;
+  // IMPORTANT: constant-time compare of the signature, else a valid MAC can be found byte by byte.
+  return safeEqual(hmacSha256(key, `${parts[0]}.${parts[1]}`), parts[2]);
+}
+
 /** Verifies an HS256 JWT's signature and `exp` (seconds); returns its claims or null. */
 export function verifyJwt(key: string, token: string, nowMs: number): Record<string, unknown> | null {
+  if (!isSignedJwt(key, token)) return null;
   const parts = token.split(".");
-  if (parts.length !== 3 || parts[0] !== HEADER) return null;
-  const data = `${parts[0]}.${parts[1]}`;
-  // IMPORTANT: constant-time compare of the signature, else a valid MAC can be found byte by byte.
-  if (!safeEqual(hmacSha256(key, data), parts[2])) return null;
   let claims: unknown;
   try {
     claims = JSON.parse(Buffer.from(parts[1], "base64url").toString("utf8"));

@@ -1,8 +1,8 @@
 import type { AppContext } from "../context.ts";
 import { sha256 } from "../crypto.ts";
 import { AppError } from "../errors.ts";
-import { isAdminCredential, isAdminSecret } from "./admin.ts";
-import { looksLikeJwt, verifyJwt } from "./jwt.ts";
+import { checkAdminSecretGuess, invalidAdminCredentials, isAdminToken } from "./admin.ts";
+import { isSignedJwt, looksLikeJwt, verifyJwt } from "./jwt.ts";
 import { jwtKey } from "./keys.ts";
 import { isSessionActive } from "./sessions.ts";
 
@@ -34,20 +34,29 @@ export interface CredentialHeaders {
 /**
  * Resolves the credentials of a request. Credentials that are present but wrong are a 401,
  * also on public routes: a client holding an expired token must learn to refresh it.
- * `allowApiKey` is false on `/auth/*`, where API keys do not act.
+ * `allowApiKey` is false on `/auth/*`, where API keys do not act. `ip` is the client address:
+ * a value that could only be a guess at the admin secret counts toward its limit.
  */
-export function resolvePrincipal(ctx: AppContext, h: CredentialHeaders, opts: { allowApiKey: boolean }): Principal {
+export function resolvePrincipal(ctx: AppContext, h: CredentialHeaders, opts: { allowApiKey: boolean; ip: string }): Principal {
   if (h.adminToken) {
-    if (isAdminCredential(ctx, h.adminToken.trim())) return ADMIN;
-    throw invalidToken("invalid admin token");
+    const value = h.adminToken.trim();
+    // A token signed with this server's key (an admin token, or a user's sent to the wrong header) is no guess at the secret.
+    if (isSignedJwt(jwtKey(ctx), value)) {
+      if (isAdminToken(ctx, value)) return ADMIN;
+      throw invalidToken("invalid or expired admin token");
+    }
+    if (checkAdminSecretGuess(ctx, value, opts.ip)) return ADMIN;
+    throw invalidAdminCredentials();
   }
   if (h.authorization) {
     const m = /^Bearer\s+(.+)$/i.exec(h.authorization.trim());
     if (!m) throw invalidToken("the Authorization header must be 'Bearer <token>'");
     const token = m[1].trim();
-    if (isAdminSecret(ctx, token)) return ADMIN;
-    if (looksLikeJwt(token)) return userFromJwt(ctx, token);
-    throw invalidToken();
+    if (isSignedJwt(jwtKey(ctx), token)) return fromSignedJwt(ctx, token);
+    // A user's API key in the wrong header is a mistake, not a guess at the admin secret.
+    if (findApiKey(ctx, token)) throw invalidToken("send API keys in the X-API-Key header");
+    if (checkAdminSecretGuess(ctx, token, opts.ip)) return ADMIN;
+    throw invalidAdminCredentials();
   }
   if (h.apiKey) {
     if (!opts.allowApiKey) throw invalidToken("API keys are not accepted on /auth endpoints");
@@ -56,12 +65,13 @@ export function resolvePrincipal(ctx: AppContext, h: CredentialHeaders, opts: { 
   return ANONYMOUS;
 }
 
-function userFromJwt(ctx: AppContext, token: string): Principal {
+/** A JWT signed with this server's key: a user's access token (session or impersonation) or an admin token. */
+function fromSignedJwt(ctx: AppContext, token: string): Principal {
   const claims = verifyJwt(jwtKey(ctx), token, ctx.clock.now());
   if (!claims) throw invalidToken();
   if (claims.typ === "admin") {
-    if (isAdminCredential(ctx, token)) return ADMIN;
-    throw invalidToken();
+    if (isAdminToken(ctx, token)) return ADMIN;
+    throw invalidToken("invalid or expired admin token");
   }
   const sub = claims.sub;
   const roles = Array.isArray(claims.roles) ? claims.roles.filter((r): r is string => typeof r === "string") : [];
@@ -88,14 +98,26 @@ export function isImpersonationToken(ctx: AppContext, authorization: string | nu
   return claims?.imp === true;
 }
 
-function userFromApiKey(ctx: AppContext, key: string): Principal {
-  if (!key.startsWith("baas_") || key.length > 200) throw invalidToken("invalid API key");
-  const row = ctx.sqlite
-    .query<{ id: string; user_id: string; roles: string; last_used_at: number | null }, [string]>(
+interface ApiKeyRow {
+  id: string;
+  user_id: string;
+  roles: string;
+  last_used_at: number | null;
+}
+
+/** The live API key `key` with its user's roles, or null. */
+function findApiKey(ctx: AppContext, key: string): ApiKeyRow | null {
+  if (!key.startsWith("baas_") || key.length > 200) return null;
+  return ctx.sqlite
+    .query<ApiKeyRow, [string]>(
       `SELECT k.id, k.user_id, u.roles, k.last_used_at FROM _api_keys k JOIN _users u ON u.id = k.user_id
        WHERE k.key_hash = ? AND k.revoked_at IS NULL`,
     )
     .get(sha256(key));
+}
+
+function userFromApiKey(ctx: AppContext, key: string): Principal {
+  const row = findApiKey(ctx, key);
   if (!row) throw invalidToken("invalid API key");
   const now = ctx.clock.now();
   if (!row.last_used_at || now - row.last_used_at > 60_000)

@@ -2,7 +2,7 @@ import { cors } from "@elysiajs/cors";
 import { Elysia } from "elysia";
 import type { AppContext } from "../context.ts";
 import { toErrorResponse } from "./plugins/errors.ts";
-import { refuseImpersonationOnAuth } from "./request.ts";
+import { refuseImpersonationOnAuth, rememberClientIp } from "./request.ts";
 import { adminSearchRoutes } from "./routes/admin-search.ts";
 import { adminRoutes } from "./routes/admin.ts";
 import { adminRelationRoutes } from "./routes/admin-relations.ts";
@@ -31,7 +31,10 @@ export function createApp(ctx: AppContext) {
       }),
     )
     .onError({ as: "global" }, ({ error, code, request }) => toErrorResponse(error, code, ctx.log, request))
-    .onRequest(({ request }) => refuseImpersonationOnAuth(ctx, request))
+    .onRequest(({ request, server }) => {
+      rememberClientIp(request, server);
+      refuseImpersonationOnAuth(ctx, request);
+    })
     .use(healthRoutes())
     .use(consoleRoutes(ctx))
     .use(adminRoutes(ctx))

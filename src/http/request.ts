@@ -4,13 +4,21 @@ import type { ClientInfo } from "../auth/sessions.ts";
 import type { AppContext } from "../context.ts";
 import { AppError, forbidden } from "../errors.ts";
 
+// The client address of each request in flight, noted when it arrives (routes see only the Request).
+const clientIps = new WeakMap<Request, string>();
+
+/** Notes the client address of a request (the app's first request hook), for limits keyed by address. */
+export function rememberClientIp(request: Request, server: Server<unknown> | null | undefined): void {
+  clientIps.set(request, clientInfo(request, server).ip ?? "unknown");
+}
+
 /** The principal of a request from its headers. API keys act only outside `/auth/*`. */
 export function principalOf(ctx: AppContext, request: Request, opts: { allowApiKey?: boolean } = {}): Principal {
   const h = request.headers;
   return resolvePrincipal(
     ctx,
     { authorization: h.get("authorization"), adminToken: h.get("x-admin-token"), apiKey: h.get("x-api-key") },
-    { allowApiKey: opts.allowApiKey ?? true },
+    { allowApiKey: opts.allowApiKey ?? true, ip: clientIps.get(request) ?? "unknown" },
   );
 }
 

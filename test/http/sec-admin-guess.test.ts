@@ -1,0 +1,110 @@
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { ADMIN_SECRET, createTestApp, registerUser, type TestApp } from "../helpers/app.ts";
+
+setDefaultTimeout(30_000);
+
+const RULES = { read: "public", create: "public" };
+
+/** A fresh app with a public collection, so wrong credentials are the only thing that can fail. */
+async function freshApp(dir?: string): Promise<TestApp> {
+  const t = createTestApp(dir ? { dir } : {});
+  if (!dir) expect((await t.admin("POST", "/api/v1/admin/collections", { name: "notes", rules: RULES })).status).toBe(201);
+  return t;
+}
+
+const adminList = (t: TestApp, headers: Record<string, string>) => t.req("GET", "/api/v1/admin/collections", { headers });
+
+describe("wrong admin credentials are limited on every route", () => {
+  let t: TestApp;
+  beforeAll(async () => (t = await freshApp()));
+  afterAll(() => t.close());
+
+  test("10 wrong Bearer values on the data API are 401 'invalid admin credentials'; the 11th try, even the right secret, is 429 rate_limited", async () => {
+    for (let i = 0; i < 10; i++) {
+      const res = await t.req("GET", "/api/v1/notes", { token: `guess-${i}` });
+      expect(res.status).toBe(401);
+      expect(res.body).toEqual({ error: "invalid admin credentials", code: "unauthorized" });
+      expect(res.headers.get("www-authenticate")).toBe("Bearer");
+    }
+    const limited = await t.req("GET", "/api/v1/notes", { token: "guess-10" });
+    expect(limited.status).toBe(429);
+    expect(limited.body).toEqual({ error: expect.any(String), code: "rate_limited" });
+    expect(Number(limited.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+    expect(Number(limited.headers.get("retry-after"))).toBeLessThanOrEqual(60);
+    expect((await adminList(t, { authorization: `Bearer ${ADMIN_SECRET}` })).status).toBe(429);
+    expect((await adminList(t, { "x-admin-token": ADMIN_SECRET })).status).toBe(429);
+    expect((await t.req("POST", "/api/v1/admin/login", { body: { secret: ADMIN_SECRET } })).status).toBe(429);
+    // Anonymous and user requests are not affected.
+    expect((await t.req("GET", "/api/v1/notes")).status).toBe(200);
+    t.clock.advance(61_000);
+    expect((await adminList(t, { authorization: `Bearer ${ADMIN_SECRET}` })).status).toBe(200);
+  });
+});
+
+describe("one count for /admin/login, X-Admin-Token and Bearer", () => {
+  test("wrong tries through the three doors add up to the same limit", async () => {
+    const t = await freshApp();
+    try {
+      const doors = [
+        () => t.req("POST", "/api/v1/admin/login", { body: { secret: "nope" } }),
+        () => adminList(t, { "x-admin-token": "nope" }),
+        () => t.req("POST", "/api/v1/notes", { token: "nope", body: { a: 1 } }),
+        () => adminList(t, { "x-admin-token": "eyJhbGciOiJIUzI1NiJ9.eyJ0eXAiOiJhZG1pbiJ9.AAAA" }),
+      ];
+      const statuses: number[] = [];
+      for (let i = 0; i < 12; i++) statuses.push((await doors[i % doors.length]()).status);
+      expect(statuses).toEqual([...Array(10).fill(401), 429, 429]);
+    } finally {
+      t.close();
+    }
+  });
+
+  test("300 concurrent guesses: exactly 10 are compared (401), the rest are 429", async () => {
+    const t = await freshApp();
+    try {
+      const res = await Promise.all(Array.from({ length: 300 }, (_, i) => t.req("GET", "/api/v1/notes", { token: `burst-${i}` })));
+      const statuses = res.map((r) => r.status);
+      expect(statuses.filter((s) => s === 401)).toHaveLength(10);
+      expect(statuses.filter((s) => s === 429)).toHaveLength(290);
+    } finally {
+      t.close();
+    }
+  });
+});
+
+describe("a user's credentials are not admin guesses", () => {
+  let t: TestApp;
+  beforeAll(async () => (t = await freshApp()));
+  afterAll(() => t.close());
+
+  test("expired and revoked access tokens, a token in X-Admin-Token and an API key as Bearer are 401 but never count", async () => {
+    const u = await registerUser(t, "not-a-guess@example.test");
+    const key = await t.req("POST", "/api/v1/auth/api-keys", { token: u.token, body: { name: "k" } });
+    expect(key.status).toBe(201);
+    const revoked = await registerUser(t, "revoked@example.test");
+    expect((await t.req("POST", "/api/v1/auth/logout", { token: revoked.token })).status).toBe(200);
+    for (let i = 0; i < 12; i++) {
+      expect((await t.req("GET", "/api/v1/notes", { token: revoked.token })).status).toBe(401);
+      expect((await t.req("GET", "/api/v1/notes", { token: key.body.key })).status).toBe(401);
+      expect((await adminList(t, { "x-admin-token": u.token })).status).toBe(401);
+    }
+    t.clock.advance(3600_000);
+    for (let i = 0; i < 12; i++) expect((await t.req("GET", "/api/v1/notes", { token: u.token })).status).toBe(401);
+    expect((await adminList(t, { authorization: `Bearer ${ADMIN_SECRET}` })).status).toBe(200);
+  });
+});
+
+describe("the count lives in the database", () => {
+  test("a second process on the same data directory sees the limit reached through the first", async () => {
+    const a = await freshApp();
+    const b = await freshApp(a.dir);
+    try {
+      for (let i = 0; i < 10; i++) expect((await a.req("GET", "/api/v1/notes", { token: `guess-${i}` })).status).toBe(401);
+      expect((await b.req("GET", "/api/v1/notes", { token: "one-more" })).status).toBe(429);
+      expect((await b.req("POST", "/api/v1/admin/login", { body: { secret: ADMIN_SECRET } })).status).toBe(429);
+    } finally {
+      b.close();
+      a.close();
+    }
+  });
+});
