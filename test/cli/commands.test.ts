@@ -1,6 +1,6 @@
 import { afterEach, beforeAll, beforeEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { Database } from "bun:sqlite";
-import { existsSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import pkg from "../../package.json" with { type: "json" };
 import { ADMIN } from "../../src/auth/principal.ts";
@@ -8,6 +8,7 @@ import { loadConfig } from "../../src/config.ts";
 import { closeContext, createContext } from "../../src/context.ts";
 import { createRecord } from "../../src/records/create.ts";
 import { buildBinary, runCli, tempDataDir, type CliResult } from "../helpers/cli.ts";
+import { waitFor } from "../helpers/wait.ts";
 
 setDefaultTimeout(60_000);
 
@@ -616,10 +617,13 @@ describe.skipIf(!scriptBin)("prompts on a terminal", () => {
 
   /**
    * Runs the binary on a pseudo-terminal and types each input once the screen shows its prompt
-   * text (as a person would), so a slow start never makes the keys arrive before the question.
+   * text and the program has put the terminal in raw mode to read keys (as a person would), so a
+   * slow start never makes the keys arrive before the question, nor echoed by the terminal.
    */
   const onTty = async (args: string[], steps: [waitFor: string, input: string][]) => {
-    const command = `stty cols 200 rows 50; ${[bin, "--data", dir, ...args].map((a) => `'${a}'`).join(" ")}`;
+    // The shell records which terminal it got, so the test can read that terminal's mode.
+    const ttyFile = join(dir, "tty-name");
+    const command = `stty cols 200 rows 50; tty > '${ttyFile}'; exec ${[bin, "--data", dir, ...args].map((a) => `'${a}'`).join(" ")}`;
     const proc = Bun.spawn([scriptBin!, "-q", "-e", "-c", command, "/dev/null"], {
       stdin: "pipe",
       stdout: "pipe",
@@ -636,14 +640,19 @@ describe.skipIf(!scriptBin)("prompts on a terminal", () => {
         out += decoder.decode(value);
       }
     })();
-    for (const [waitFor, input] of steps) {
-      const deadline = Date.now() + 20_000;
-      while (!clean(out).includes(waitFor) && Date.now() < deadline) await Bun.sleep(20);
-      // The prompt library switches the terminal to raw mode right after drawing the question.
-      await Bun.sleep(100);
+    /** The terminal is in raw mode (no line editing, no echo): the prompt library reads single keys now. */
+    const rawMode = () => {
+      const tty = existsSync(ttyFile) ? readFileSync(ttyFile, "utf8").trim() : "";
+      if (!tty.startsWith("/dev/")) return false;
+      const mode = Bun.spawnSync(["stty", "-F", tty, "-a"]).stdout.toString();
+      return / -icanon\b/.test(mode) && / -echo\b/.test(mode);
+    };
+    for (const [prompt, input] of steps) {
+      await waitFor(() => clean(out).includes(prompt) && rawMode(), { timeoutMs: 20_000, what: `the prompt "${prompt}" in raw mode` });
       for (const key of input) {
         proc.stdin.write(key);
         proc.stdin.flush();
+        // Keystroke pacing: one key at a time, as typed.
         await Bun.sleep(10);
       }
     }
