@@ -1,8 +1,8 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from "bun:test";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Browser, Page } from "playwright-core";
+import type { Browser, BrowserContext, Page } from "playwright-core";
 import { loadConfig } from "../../src/config.ts";
 import { memoryLogger } from "../../src/log.ts";
 import { launchBrowser } from "../helpers/browser.ts";
@@ -12,12 +12,15 @@ import { startServer, type Running } from "../../src/server.ts";
 const SECRET = "console-test-secret-0123456789";
 const PUBLIC_URL = "https://baas.example.test";
 
-let dir: string;
+// One browser for the file; every test gets its own server on a fresh data dir and its own browser context and page.
+let shotsDir: string;
 let shots: string;
-let running: Running;
 let browser: Browser;
+let dir: string;
+let running: Running;
+let context: BrowserContext;
 let page: Page;
-const pageErrors: string[] = [];
+let pageErrors: string[] = [];
 
 /** Calls the admin API directly, to check what the console did. */
 async function adminApi(method: string, path: string, body?: unknown): Promise<any> {
@@ -45,25 +48,81 @@ const errorNotice = (text: string | RegExp) =>
   page.locator("dialog[open] .alert.error, .flash .alert.error, .login .alert.error", { hasText: text }).waitFor();
 
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), "baas-console-"));
-  shots = process.env.CONSOLE_SCREENSHOTS || join(dir, "screenshots");
+  shotsDir = mkdtempSync(join(tmpdir(), "baas-console-shots-"));
+  shots = process.env.CONSOLE_SCREENSHOTS || shotsDir;
   mkdirSync(shots, { recursive: true });
-  const config = loadConfig({ data: join(dir, "data"), port: 0, host: "127.0.0.1" }, { ADMIN_SECRET: SECRET, PUBLIC_URL });
-  running = await startServer(config, { log: memoryLogger() });
   browser = await launchBrowser();
-  page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
-  page.setDefaultTimeout(8_000);
-  page.on("pageerror", (err) => pageErrors.push(err.message));
-  page.on("console", (msg) => {
-    if (msg.type() === "error" && !/Failed to load resource/.test(msg.text())) pageErrors.push(msg.text());
-  });
 }, 60_000);
 
 afterAll(async () => {
   await browser?.close().catch(() => {});
-  await running?.stop();
-  if (dir) rmSync(dir, { recursive: true, force: true });
+  if (shotsDir) rmSync(shotsDir, { recursive: true, force: true });
 });
+
+beforeEach(async () => {
+  dir = mkdtempSync(join(tmpdir(), "baas-console-"));
+  const config = loadConfig({ data: join(dir, "data"), port: 0, host: "127.0.0.1" }, { ADMIN_SECRET: SECRET, PUBLIC_URL });
+  running = await startServer(config, { log: memoryLogger() });
+  context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+  page = await context.newPage();
+  page.setDefaultTimeout(8_000);
+  pageErrors = [];
+  page.on("pageerror", (err) => pageErrors.push(err.message));
+  page.on("console", (msg) => {
+    if (msg.type() === "error" && !/Failed to load resource/.test(msg.text())) pageErrors.push(msg.text());
+  });
+});
+
+afterEach(async () => {
+  await context?.close().catch(() => {});
+  await running?.stop();
+  rmSync(dir, { recursive: true, force: true });
+  // Every test's page must have run without script errors.
+  expect(pageErrors).toEqual([]);
+});
+
+/** Opens the console at `route` (a hash such as "#/users"), logs in with the secret and stays on that route. */
+async function loginAt(route = "#/collections") {
+  await page.goto(`${running.url}/_/${route}`);
+  await page.getByLabel("Admin secret").fill(SECRET);
+  await page.getByLabel("Admin secret").press("Enter");
+  await page.locator("header.topbar").waitFor();
+}
+
+const RECORDS = [
+  { title: "Hello world", n: 1 },
+  { title: "Second post", n: 2 },
+  { title: "Third post", n: 30 },
+];
+const TITLE_RULE = [{ field: "title", required: true, min: 3 }];
+/** The posts collection (public create, by default a required title of at least 3 characters) with `records`, opened in the console. */
+async function openPosts(records = RECORDS, fieldRules: unknown[] = TITLE_RULE) {
+  await adminApi("POST", "/admin/collections", { name: "posts", rules: { create: "public" } });
+  await adminApi("PUT", "/admin/collections/posts/rules", { field_rules: fieldRules });
+  for (const rec of records) await adminApi("POST", "/posts", rec);
+  await loginAt("#/collections/posts");
+  await page.getByRole("heading", { name: "posts", exact: true }).waitFor();
+}
+
+/** Registers ann@example.com through the API and returns her access token. */
+async function registerAnn(): Promise<string> {
+  const reg = await fetch(`${running.url}/api/v1/auth/register`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ email: "ann@example.com", password: "password123" }),
+  });
+  expect(reg.status).toBe(201);
+  return (await reg.json()).access_token;
+}
+
+/** Opens ann's user page in the console. */
+async function openAnn() {
+  await loginAt("#/users");
+  await page.getByLabel("Search users by email").fill("ann@");
+  await page.getByLabel("Search users by email").press("Enter");
+  await page.getByRole("link", { name: "ann@example.com" }).click();
+  await page.getByRole("heading", { name: "ann@example.com" }).waitFor();
+}
 
 describe("admin console in a real browser", () => {
   test("the console loads from /_/ and asks for the admin secret", async () => {
@@ -75,12 +134,14 @@ describe("admin console in a real browser", () => {
   }, STEP);
 
   test("a wrong secret shows the server's error message", async () => {
+    await page.goto(`${running.url}/_/`);
     await page.getByLabel("Admin secret").fill("not-the-secret");
     await page.getByRole("button", { name: "Log in" }).click();
     await errorNotice("wrong admin secret");
   }, STEP);
 
   test("logging in keeps an admin token in sessionStorage, never the secret", async () => {
+    await page.goto(`${running.url}/_/`);
     await page.getByLabel("Admin secret").fill(SECRET);
     await page.getByLabel("Admin secret").press("Enter");
     await page.getByRole("heading", { name: "Collections" }).waitFor();
@@ -92,6 +153,7 @@ describe("admin console in a real browser", () => {
   }, STEP);
 
   test("an invalid collection name shows the API's 400 message in the dialog", async () => {
+    await loginAt();
     await page.getByRole("button", { name: "New collection" }).click();
     await page.getByLabel("Name", { exact: true }).fill("1posts");
     await page.getByRole("button", { name: "Create" }).click();
@@ -101,6 +163,7 @@ describe("admin console in a real browser", () => {
   }, STEP);
 
   test("creating a collection opens its page", async () => {
+    await loginAt();
     await page.getByRole("button", { name: "New collection" }).click();
     await page.getByLabel("Name", { exact: true }).fill("posts");
     await page.locator('dialog select[data-rule="create"]').selectOption("public");
@@ -111,6 +174,7 @@ describe("admin console in a real browser", () => {
   }, STEP);
 
   test("an access rule is set from the rules editor", async () => {
+    await openPosts();
     await page.getByRole("link", { name: "Access rules" }).click();
     await page.locator('select[data-rule="update"]').selectOption("role");
     await page.getByLabel("update role name").fill("editor");
@@ -122,6 +186,7 @@ describe("admin console in a real browser", () => {
   }, STEP);
 
   test("a field rule is set from the field rules editor", async () => {
+    await openPosts([], []);
     await page.getByRole("link", { name: "Field rules" }).click();
     await page.getByRole("button", { name: "Add field rule" }).click();
     const row = page.locator("tr.field-rule").last();
@@ -135,7 +200,11 @@ describe("admin console in a real browser", () => {
   }, STEP);
 
   test("a bad field rule shows the API's 400 message", async () => {
+    await openPosts([]);
+    await page.getByRole("link", { name: "Field rules" }).click();
+    await page.getByRole("button", { name: "Add field rule" }).click();
     const row = page.locator("tr.field-rule").last();
+    await row.getByLabel("Field").fill("body");
     await row.getByLabel("Regex").fill("([");
     await page.getByRole("button", { name: "Save field rules" }).click();
     await errorNotice(/regex|pattern/i);
@@ -143,6 +212,7 @@ describe("admin console in a real browser", () => {
   }, STEP);
 
   test("records are created as JSON, and a failed validation shows its message", async () => {
+    await openPosts([]);
     await page.getByRole("link", { name: "Records" }).click();
     for (const rec of [{ title: "Hello world", n: 1 }, { title: "Second post", n: 2 }, { title: "Third one", n: 3 }]) {
       await page.getByRole("button", { name: "New record" }).click();
@@ -164,15 +234,19 @@ describe("admin console in a real browser", () => {
   }, STEP);
 
   test("editing a record as JSON saves it", async () => {
-    await page.locator("tr", { hasText: "Third one" }).getByRole("button", { name: "Edit" }).click();
+    await openPosts();
+    await page.locator("tr", { hasText: "Third post" }).getByRole("button", { name: "Edit" }).click();
     const text = page.getByLabel("Fields (JSON object)");
-    expect(JSON.parse(await text.inputValue())).toEqual({ title: "Third one", n: 3 });
-    await text.fill('{"title": "Third post", "n": 30}');
+    expect(JSON.parse(await text.inputValue())).toEqual({ title: "Third post", n: 30 });
+    await text.fill('{"title": "Third one", "n": 3}');
     await page.getByRole("button", { name: "Save" }).click();
-    await page.locator("td", { hasText: "Third post" }).waitFor();
+    await page.locator("td", { hasText: "Third one" }).waitFor();
+    const { items } = await adminApi("GET", "/posts?filter=title:eq:Third%20one");
+    expect(items).toMatchObject([{ title: "Third one", n: 3 }]);
   }, STEP);
 
   test("editing a record with the form saves typed values", async () => {
+    await openPosts();
     await page.locator("tr", { hasText: "Third post" }).getByRole("button", { name: "Edit" }).click();
     await page.getByRole("button", { name: "Edit as form" }).click();
     await expect(page.getByLabel("title (text)", { exact: true }).inputValue()).resolves.toBe("Third post");
@@ -189,6 +263,7 @@ describe("admin console in a real browser", () => {
   }, STEP);
 
   test("a filter narrows the records and a sort orders them", async () => {
+    await openPosts();
     await page.getByRole("button", { name: "Add filter" }).click();
     const row = page.locator(".filter-row").last();
     await row.getByLabel("Filter field").selectOption("n");
@@ -211,6 +286,7 @@ describe("admin console in a real browser", () => {
   }, STEP);
 
   test("full-text search is enabled from its tab and then searches the records", async () => {
+    await openPosts();
     await page.getByRole("link", { name: "Full-text search" }).click();
     await page.locator('[data-fts="disabled"]').waitFor();
     await page.getByRole("button", { name: "Enable full-text search" }).click();
@@ -228,6 +304,7 @@ describe("admin console in a real browser", () => {
   }, STEP);
 
   test("an index is created and dropped from the indexes tab", async () => {
+    await openPosts();
     await page.getByRole("link", { name: "Indexes" }).click();
     await page.getByLabel("Fields (comma-separated, in order)").fill("n");
     await page.getByLabel("Unique").check();
@@ -247,6 +324,7 @@ describe("admin console in a real browser", () => {
   }, STEP);
 
   test("soft delete hides a record, include deleted shows it, restore brings it back", async () => {
+    await openPosts();
     await page.locator("tr", { hasText: "Second post" }).getByRole("button", { name: "Delete", exact: true }).click();
     await okNotice("deleted (soft)");
     await page.locator("td", { hasText: "Second post" }).waitFor({ state: "detached" });
@@ -263,6 +341,7 @@ describe("admin console in a real browser", () => {
   }, STEP);
 
   test("hard delete asks for confirmation, then removes the record for good", async () => {
+    await openPosts();
     await page.locator("tr", { hasText: "Hello world" }).getByRole("button", { name: "Hard delete" }).click();
     await page.getByRole("button", { name: "Cancel" }).click();
     expect((await adminApi("GET", "/posts")).total).toBe(3);
@@ -274,28 +353,31 @@ describe("admin console in a real browser", () => {
   }, STEP);
 
   test("cursor pages move forward and back", async () => {
+    await openPosts();
     for (let i = 1; i <= 12; i++) await adminApi("POST", "/posts", { title: `Bulk ${String(i).padStart(2, "0")}`, n: 100 + i });
     await page.getByLabel("Page size").selectOption("10");
     await page.getByRole("button", { name: "Apply" }).click();
-    await page.getByText("Page 1 · 14 matching").waitFor();
+    await page.getByText("Page 1 · 15 matching").waitFor();
     await expect(page.locator("tbody tr").count()).resolves.toBe(10);
     await page.getByRole("button", { name: "Next →" }).click();
-    await page.getByText("Page 2 · 14 matching").waitFor();
-    await expect(page.locator("tbody tr").count()).resolves.toBe(4);
+    await page.getByText("Page 2 · 15 matching").waitFor();
+    await expect(page.locator("tbody tr").count()).resolves.toBe(5);
     expect(await page.getByRole("button", { name: "Next →" }).isDisabled()).toBe(true);
     await page.getByRole("button", { name: "← Previous" }).click();
-    await page.getByText("Page 1 · 14 matching").waitFor();
+    await page.getByText("Page 1 · 15 matching").waitFor();
     await expect(page.locator("tbody tr").count()).resolves.toBe(10);
   }, STEP);
 
   test("the collections list shows record counts", async () => {
+    await openPosts();
     await page.getByRole("link", { name: "Collections", exact: true }).first().click();
     await page.getByRole("heading", { name: "Collections" }).waitFor();
-    await expect(page.locator('[data-count="posts"]').textContent()).resolves.toBe("14");
+    await expect(page.locator('[data-count="posts"]').textContent()).resolves.toBe("3");
     await shot("02-collections");
   }, STEP);
 
   test("a relation is created and deleted from the relations page", async () => {
+    await openPosts([]);
     await adminApi("POST", "/admin/collections", { name: "authors" });
     await page.getByRole("link", { name: "Relations" }).click();
     await page.getByRole("heading", { name: "Relations" }).waitFor();
@@ -322,20 +404,10 @@ describe("admin console in a real browser", () => {
   }, STEP);
 
   test("a user's session is revoked from the console, and its token stops working at once", async () => {
-    const reg = await fetch(`${running.url}/api/v1/auth/register`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ email: "ann@example.com", password: "password123" }),
-    });
-    expect(reg.status).toBe(201);
-    const { access_token } = await reg.json();
+    const access_token = await registerAnn();
     const me = () => fetch(`${running.url}/api/v1/auth/me`, { headers: { authorization: `Bearer ${access_token}` } }).then((r) => r.status);
     expect(await me()).toBe(200);
-    await page.getByRole("link", { name: "Users" }).click();
-    await page.getByLabel("Search users by email").fill("ann@");
-    await page.getByLabel("Search users by email").press("Enter");
-    await page.getByRole("link", { name: "ann@example.com" }).click();
-    await page.getByRole("heading", { name: "ann@example.com" }).waitFor();
+    await openAnn();
     const rows = page.locator("tr[data-session]");
     await expect(rows.count()).resolves.toBe(1);
     await shot("08-user");
@@ -346,6 +418,8 @@ describe("admin console in a real browser", () => {
   }, STEP);
 
   test("a user's roles, metadata and verified flag are saved; impersonation gives a working token", async () => {
+    await registerAnn();
+    await openAnn();
     await page.getByLabel("Roles (comma-separated)").fill("editor, staff");
     await page.getByLabel("Email verified").check();
     await page.getByLabel("Metadata (JSON object)").fill('{"plan": "pro"}');
@@ -367,6 +441,7 @@ describe("admin console in a real browser", () => {
   }, STEP);
 
   test("a setting is changed and the OAuth callback URLs are shown", async () => {
+    await loginAt();
     await page.getByRole("link", { name: "Settings" }).click();
     await page.getByRole("heading", { name: "Settings" }).waitFor();
     await expect(page.locator('[data-callback="codehost"]').textContent()).resolves.toBe(`${PUBLIC_URL}/api/v1/auth/oauth/codehost/callback`);
@@ -384,6 +459,8 @@ describe("admin console in a real browser", () => {
   }, STEP);
 
   test("an out-of-range setting shows the API's message", async () => {
+    await loginAt("#/settings");
+    await page.getByRole("heading", { name: "Settings" }).waitFor();
     await page.getByLabel("Access token lifetime (seconds)").fill("1");
     await page.getByRole("button", { name: "Save settings" }).click();
     await errorNotice('setting "access_token_ttl_seconds" must be between');
@@ -391,7 +468,7 @@ describe("admin console in a real browser", () => {
 
   test("deleting a collection asks for its name to be typed", async () => {
     await adminApi("POST", "/admin/collections", { name: "scratch" });
-    await page.goto(`${running.url}/_/#/collections/scratch`);
+    await loginAt("#/collections/scratch");
     await page.getByRole("heading", { name: "scratch", exact: true }).waitFor();
     await page.getByRole("button", { name: "Delete collection" }).click();
     const dialog = page.locator("dialog[open]");
@@ -406,7 +483,8 @@ describe("admin console in a real browser", () => {
   }, STEP);
 
   test("deleting a user asks for the email to be typed", async () => {
-    await page.getByRole("link", { name: "Users" }).click();
+    await registerAnn();
+    await loginAt("#/users");
     await page.getByRole("link", { name: "ann@example.com" }).click();
     await page.getByRole("button", { name: "Delete user" }).click();
     const dialog = page.locator("dialog[open]");
@@ -417,6 +495,8 @@ describe("admin console in a real browser", () => {
   }, STEP);
 
   test("an expired or rotated admin token sends the console back to the login form", async () => {
+    await loginAt("#/settings");
+    await page.getByRole("heading", { name: "Settings" }).waitFor();
     await page.evaluate(() => sessionStorage.setItem("baas.admin.token", "a.b.c"));
     await page.getByRole("link", { name: "Collections", exact: true }).first().click();
     await page.getByLabel("Admin secret").waitFor();
@@ -425,8 +505,4 @@ describe("admin console in a real browser", () => {
     await page.getByRole("button", { name: "Log in" }).click();
     await page.getByRole("heading", { name: "Collections" }).waitFor();
   }, STEP);
-
-  test("the browser saw no script errors", () => {
-    expect(pageErrors).toEqual([]);
-  });
 });

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { afterEach, beforeAll, beforeEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { Database } from "bun:sqlite";
 import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -8,6 +8,7 @@ import { spawnServer, type ServerProcess } from "../helpers/server.ts";
 
 // A CI pipeline's view: the binary sets everything up on the data directory of a server that
 // keeps running, and each change is proven through that server's HTTP API, without a restart.
+// Every test has its own data directory and server (the binary is built once) and sets up what it needs.
 setDefaultTimeout(60_000);
 
 let bin: string;
@@ -43,17 +44,41 @@ const login = async (email: string, password: string) => {
 
 beforeAll(async () => {
   bin = await buildBinary();
+});
+beforeEach(async () => {
+  adminSecret = ADMIN_SECRET;
   dir = tempDataDir();
   server = await spawnServer({ dir, cmd: [bin], env: { LOCKOUT_MAX_ATTEMPTS: "3" } });
 });
-afterAll(async () => {
+afterEach(async () => {
   await server?.cleanup();
   rmSync(dir, { recursive: true, force: true });
 });
 
+/** The posts collection as the CLI creates it: public read, signed-in create, owner update, moderator delete. */
+const createPosts = () =>
+  ok(["collections", "create", "posts", "--read", "public", "--create", "authenticated", "--update", "owner", "--delete", "role:moderator"]);
+/** ada (a verified moderator) or bob (a plain user), created by the CLI. */
+const createUser = (who: "ada" | "bob") =>
+  who === "ada"
+    ? ok(["users", "create", "ada@example.com", "--password-stdin", "--role", "moderator", "--verified"], { stdin: "ada-password-1\n" })
+    : ok(["users", "create", "bob@example.com", "--password-stdin"], { stdin: "bob-password-1" });
+/** A post by bob through the server. */
+async function postByBob(body: Record<string, unknown>) {
+  const { access_token } = await login("bob@example.com", "bob-password-1");
+  const res = await http("POST", "/api/v1/posts", { token: access_token, body });
+  expect(res.status).toBe(201);
+  return res.body;
+}
+/** comments.post, a one relation to posts with cascade, made by the CLI. */
+async function createComments() {
+  await ok(["collections", "create", "comments", "--read", "public", "--create", "authenticated"]);
+  return ok(["relations", "create", "comments.post", "posts", "--type", "one", "--on-delete", "cascade"]);
+}
+
 describe("a CI script sets up a running server through the CLI", () => {
   test("collections and rules created by the CLI are served at once", async () => {
-    await ok(["collections", "create", "posts", "--read", "public", "--create", "authenticated", "--update", "owner", "--delete", "role:moderator"]);
+    await createPosts();
     const r = await admin("GET", "/collections/posts");
     expect(r.status).toBe(200);
     expect(r.body.rules).toEqual({ read: "public", create: "authenticated", update: "owner", delete: { role: "moderator" } });
@@ -62,9 +87,9 @@ describe("a CI script sets up a running server through the CLI", () => {
   });
 
   test("users with roles created by the CLI can log in and carry their roles", async () => {
-    const ada = await ok(["users", "create", "ada@example.com", "--password-stdin", "--role", "moderator", "--verified"], { stdin: "ada-password-1\n" });
+    const ada = await createUser("ada");
     expect(ada).toMatchObject({ email: "ada@example.com", roles: ["moderator"], is_verified: true });
-    await ok(["users", "create", "bob@example.com", "--password-stdin"], { stdin: "bob-password-1" });
+    await createUser("bob");
     const s = await login("ada@example.com", "ada-password-1");
     expect(s.user.roles).toEqual(["moderator"]);
     const listed = await admin("GET", "/users?search=example.com");
@@ -72,6 +97,8 @@ describe("a CI script sets up a running server through the CLI", () => {
   });
 
   test("field rules set by the CLI validate records on the server", async () => {
+    await createPosts();
+    await createUser("bob");
     const rulesFile = join(dir, "field-rules.json");
     writeFileSync(rulesFile, JSON.stringify([{ field: "title", required: true, min: 3 }]));
     await ok(["collections", "rules", "posts", "--field-rules", `@${rulesFile}`]);
@@ -85,11 +112,12 @@ describe("a CI script sets up a running server through the CLI", () => {
   });
 
   test("a relation created by the CLI is checked and expanded by the server", async () => {
-    await ok(["collections", "create", "comments", "--read", "public", "--create", "authenticated"]);
-    const rel = await ok(["relations", "create", "comments.post", "posts", "--type", "one", "--on-delete", "cascade"]);
+    await createPosts();
+    await createUser("bob");
+    const post = await postByBob({ title: "hello world" });
+    const rel = await createComments();
     expect((await admin("GET", "/relations")).body.items).toEqual([rel]);
     const { access_token } = await login("bob@example.com", "bob-password-1");
-    const post = (await http("GET", "/api/v1/posts")).body.items[0];
     const dangling = await http("POST", "/api/v1/comments", { token: access_token, body: { text: "hi", post: "no-such-post" } });
     expect(dangling.status).toBe(422);
     expect(dangling.body.errors[0]).toMatchObject({ field: "post", rule: "relation" });
@@ -100,6 +128,9 @@ describe("a CI script sets up a running server through the CLI", () => {
   });
 
   test("a unique index and full-text search set up by the CLI work on the server", async () => {
+    await createPosts();
+    await createUser("bob");
+    await postByBob({ title: "hello world" });
     const { access_token } = await login("bob@example.com", "bob-password-1");
     const first = await http("POST", "/api/v1/posts", { token: access_token, body: { title: "searchable banana bread", slug: "banana" } });
     expect(first.status).toBe(201);
@@ -118,6 +149,8 @@ describe("a CI script sets up a running server through the CLI", () => {
   });
 
   test("a role rule is enforced, and a role granted by the CLI applies from the next login", async () => {
+    await createPosts();
+    await createUser("bob");
     const bob = await login("bob@example.com", "bob-password-1");
     const post = (await http("POST", "/api/v1/posts", { token: bob.access_token, body: { title: "bob's post" } })).body;
     expect((await http("DELETE", `/api/v1/posts/${post._id}`, { token: bob.access_token })).status).toBe(403);
@@ -129,6 +162,7 @@ describe("a CI script sets up a running server through the CLI", () => {
   });
 
   test("metadata set by the CLI is what the user sees", async () => {
+    await createUser("bob");
     await ok(["users", "metadata", "bob@example.com", '{"plan":"pro","team":{"id":7}}']);
     const bob = await login("bob@example.com", "bob-password-1");
     const me = await http("GET", "/api/v1/auth/me", { token: bob.access_token });
@@ -136,6 +170,7 @@ describe("a CI script sets up a running server through the CLI", () => {
   });
 
   test("settings changed by the CLI apply to the running server", async () => {
+    await createUser("ada");
     await ok(["settings", "set", "registration_open", "false"]);
     const reg = await http("POST", "/api/v1/auth/register", { body: { email: "carol@example.com", password: "carol-password-1" } });
     expect(reg.status).toBe(403);
@@ -152,6 +187,7 @@ describe("a CI script sets up a running server through the CLI", () => {
   });
 
   test("revoke-sessions signs a user out of the running server at once", async () => {
+    await createUser("ada");
     const ada = await login("ada@example.com", "ada-password-1");
     expect((await http("GET", "/api/v1/auth/me", { token: ada.access_token })).status).toBe(200);
     const r = await ok(["users", "revoke-sessions", "ada@example.com"]);
@@ -162,6 +198,7 @@ describe("a CI script sets up a running server through the CLI", () => {
   });
 
   test("unlock lifts a lockout the server imposed", async () => {
+    await createUser("bob");
     for (let i = 0; i < 3; i++) await http("POST", "/api/v1/auth/login", { body: { email: "bob@example.com", password: "wrong-password" } });
     const locked = await http("POST", "/api/v1/auth/login", { body: { email: "bob@example.com", password: "bob-password-1" } });
     expect(locked.status).toBe(429);
@@ -171,6 +208,11 @@ describe("a CI script sets up a running server through the CLI", () => {
   });
 
   test("a backup taken while the server runs is a consistent copy", async () => {
+    await createPosts();
+    await createUser("bob");
+    await postByBob({ title: "kept" });
+    const gone = await postByBob({ title: "deleted" });
+    expect((await http("DELETE", `/api/v1/posts/${gone._id}`, { token: adminSecret })).status).toBe(200);
     const file = join(dir, "backup.db");
     await ok(["backup", file]);
     const copy = new Database(file, { readonly: true });
@@ -188,6 +230,9 @@ describe("a CI script sets up a running server through the CLI", () => {
   });
 
   test("deleting a user and a collection through the CLI is seen by the server", async () => {
+    await createPosts();
+    await createUser("bob");
+    await createComments();
     await ok(["users", "delete", "bob@example.com", "--yes"]);
     const r = await http("POST", "/api/v1/auth/login", { body: { email: "bob@example.com", password: "bob-password-1" } });
     expect(r.status).toBe(401);

@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { afterEach, beforeAll, beforeEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { Database } from "bun:sqlite";
-import { existsSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import pkg from "../../package.json" with { type: "json" };
 import { ADMIN } from "../../src/auth/principal.ts";
@@ -8,6 +8,7 @@ import { loadConfig } from "../../src/config.ts";
 import { closeContext, createContext } from "../../src/context.ts";
 import { createRecord } from "../../src/records/create.ts";
 import { buildBinary, runCli, tempDataDir, type CliResult } from "../helpers/cli.ts";
+import { waitFor } from "../helpers/wait.ts";
 
 setDefaultTimeout(60_000);
 
@@ -15,11 +16,21 @@ let bin: string;
 let dir: string;
 const cli = (args: string[], opts: { stdin?: string } = {}): Promise<CliResult> => runCli(bin, ["--data", dir, ...args], opts);
 
+/** Runs a set-up command that must succeed. */
+const must = async (args: string[], opts: { stdin?: string } = {}): Promise<CliResult> => {
+  const r = await cli(args, opts);
+  if (r.code !== 0) throw new Error(`baas ${args.join(" ")} exited ${r.code}: ${r.stderr}`);
+  return r;
+};
+
+// The binary is built once; every test runs it on its own fresh data directory and sets up what it needs.
 beforeAll(async () => {
   bin = await buildBinary();
+});
+beforeEach(() => {
   dir = tempDataDir();
 });
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
 describe("program", () => {
   test("--version prints the package version and exits 0", async () => {
@@ -81,13 +92,19 @@ describe("program", () => {
   });
 });
 
+/** posts (public read, editor update, no delete) and notes (default rules). */
+async function seedCollections() {
+  await must(["collections", "create", "posts", "--read", "public", "--update", "role:editor", "--delete", "disabled"]);
+  await must(["collections", "create", "notes"]);
+}
+
 describe("collections", () => {
   test("create --json prints the collection object with the given and default rules", async () => {
-    const r = await cli(["collections", "create", "posts", "--read", "public", "--update", "role:editor", "--delete", "disabled", "--json"]);
+    const r = await cli(["collections", "create", "drafts", "--read", "public", "--update", "role:editor", "--delete", "disabled", "--json"]);
     expect(r.code).toBe(0);
     const c = r.json();
     expect(c).toMatchObject({
-      name: "posts",
+      name: "drafts",
       rules: { read: "public", create: "authenticated", update: { role: "editor" }, delete: "disabled" },
       field_rules: [],
       fields: [],
@@ -105,12 +122,14 @@ describe("collections", () => {
   });
 
   test("a taken name exits 1 with the service's message", async () => {
+    await seedCollections();
     const r = await cli(["collections", "create", "posts"]);
     expect(r.code).toBe(1);
     expect(r.stderr).toBe('error: collection "posts" already exists\n');
   });
 
   test("with --json an error is the admin API's error body on stderr", async () => {
+    await seedCollections();
     const r = await cli(["collections", "create", "posts", "--json"]);
     expect(r.code).toBe(1);
     expect(JSON.parse(r.stderr)).toEqual({ error: 'collection "posts" already exists', code: "conflict" });
@@ -139,18 +158,21 @@ describe("collections", () => {
   });
 
   test("list --json prints { items } sorted by name", async () => {
+    await seedCollections();
     const r = await cli(["collections", "list", "--json"]);
     expect(r.code).toBe(0);
     expect(r.json().items.map((c: { name: string }) => c.name)).toEqual(["notes", "posts"]);
   });
 
   test("list without --json prints a table", async () => {
+    await seedCollections();
     const r = await cli(["collections", "list"]);
     expect(r.stdout.split("\n")[0]).toMatch(/^NAME\s+FIELDS\s+READ/);
     expect(r.stdout).toContain("role:editor");
   });
 
   test("show --json prints the collection object; an unknown one exits 1", async () => {
+    await seedCollections();
     const r = await cli(["collections", "show", "posts", "--json"]);
     expect(r.code).toBe(0);
     expect(r.json().name).toBe("posts");
@@ -160,12 +182,14 @@ describe("collections", () => {
   });
 
   test("rules replaces the given rules and keeps the others", async () => {
+    await seedCollections();
     const r = await cli(["collections", "rules", "posts", "--create", "role:writer", "--json"]);
     expect(r.code).toBe(0);
     expect(r.json().rules).toEqual({ read: "public", create: { role: "writer" }, update: { role: "editor" }, delete: "disabled" });
   });
 
   test("rules --field-rules takes inline JSON or @file and replaces the list", async () => {
+    await seedCollections();
     const inline = await cli(["collections", "rules", "posts", "--field-rules", '[{"field":"title","required":true,"min":3}]', "--json"]);
     expect(inline.code).toBe(0);
     expect(inline.json().field_rules).toEqual([{ field: "title", required: true, min: 3 }]);
@@ -177,6 +201,7 @@ describe("collections", () => {
   });
 
   test("rules with malformed JSON or a missing @file exits 2; a rule the service rejects exits 1", async () => {
+    await seedCollections();
     const bad = await cli(["collections", "rules", "posts", "--field-rules", "[{"]);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain("not valid JSON");
@@ -188,12 +213,14 @@ describe("collections", () => {
   });
 
   test("rules without any rule option exits 2", async () => {
+    await seedCollections();
     const r = await cli(["collections", "rules", "posts"]);
     expect(r.code).toBe(2);
     expect(r.stderr).toContain("give at least one of");
   });
 
   test("delete without --yes and without a terminal refuses and keeps the collection", async () => {
+    await seedCollections();
     const r = await cli(["collections", "delete", "notes"]);
     expect(r.code).toBe(2);
     expect(r.stderr).toContain("without --yes");
@@ -201,6 +228,7 @@ describe("collections", () => {
   });
 
   test("delete --yes --json prints { ok: true } and drops the table", async () => {
+    await seedCollections();
     const r = await cli(["collections", "delete", "notes", "--yes", "--json"]);
     expect(r.code).toBe(0);
     expect(r.json()).toEqual({ ok: true });
@@ -219,6 +247,7 @@ describe("collections", () => {
 
 describe("stats", () => {
   test("stats --json prints { row_count, last_write }", async () => {
+    await must(["collections", "create", "posts"]);
     const r = await cli(["stats", "posts", "--json"]);
     expect(r.code).toBe(0);
     expect(r.json()).toEqual({ row_count: 0, last_write: null });
@@ -248,6 +277,8 @@ describe("settings", () => {
   });
 
   test("get prints the value, or { key: value } with --json", async () => {
+    await must(["settings", "set", "registration_open", "false"]);
+    await must(["settings", "set", "access_token_ttl_seconds", "600"]);
     expect((await cli(["settings", "get", "registration_open"])).stdout.trim()).toBe("false");
     const r = await cli(["settings", "get", "access_token_ttl_seconds", "--json"]);
     expect(r.json()).toEqual({ access_token_ttl_seconds: 600 });
@@ -268,6 +299,7 @@ describe("settings", () => {
   });
 
   test("an unknown key or a wrongly typed value exits 1 and changes nothing", async () => {
+    await must(["settings", "set", "access_token_ttl_seconds", "600"]);
     const unknown = await cli(["settings", "set", "colour", "red"]);
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toBe('error: unknown setting "colour"\n');
@@ -292,6 +324,7 @@ describe("admin and backup", () => {
   });
 
   test("backup writes a consistent SQLite copy and --json prints { ok, file, bytes }", async () => {
+    await must(["collections", "create", "posts"]);
     const file = join(dir, "copy.db");
     const r = await cli(["backup", file, "--json"]);
     expect(r.code).toBe(0);
@@ -305,6 +338,7 @@ describe("admin and backup", () => {
   });
 
   test("backup refuses to overwrite an existing file unless --force", async () => {
+    await must(["backup", join(dir, "copy.db")]);
     const file = join(dir, "copy.db");
     const r = await cli(["backup", file]);
     expect(r.code).toBe(1);
@@ -323,6 +357,10 @@ describe("admin and backup", () => {
 
 describe("users", () => {
   let adaId = "";
+  /** ada, made without a password (no terminal, no --password-stdin) to keep the set-up quick. */
+  const createAda = async () => {
+    adaId = (await must(["users", "create", "ada@example.com", "--json"])).json().id;
+  };
 
   test("create --password-stdin --role --verified --json prints the user object", async () => {
     const r = await cli(["users", "create", " Ada@Example.com ", "--password-stdin", "--role", "editor", "--role", "admin", "--verified", "--json"], {
@@ -347,6 +385,7 @@ describe("users", () => {
   });
 
   test("create exits 1 for a taken email, a bad email or a short password", async () => {
+    await createAda();
     const taken = await cli(["users", "create", "ada@example.com"]);
     expect(taken.code).toBe(1);
     expect(taken.stderr).toBe("error: a user with this email already exists\n");
@@ -359,6 +398,8 @@ describe("users", () => {
   });
 
   test("list --json prints { items, total }, newest first, and --search filters on the email", async () => {
+    await createAda();
+    await must(["users", "create", "bob@example.com"]);
     const all = await cli(["users", "list", "--json"]);
     expect(all.code).toBe(0);
     expect(all.json().total).toBe(2);
@@ -369,6 +410,7 @@ describe("users", () => {
   });
 
   test("show finds a user by email or by id; an unknown one exits 1", async () => {
+    await createAda();
     expect((await cli(["users", "show", "ada@example.com", "--json"])).json().id).toBe(adaId);
     expect((await cli(["users", "show", adaId, "--json"])).json().email).toBe("ada@example.com");
     const missing = await cli(["users", "show", "nobody@example.com"]);
@@ -377,6 +419,7 @@ describe("users", () => {
   });
 
   test("roles replaces the roles; a bad role name exits 1", async () => {
+    await createAda();
     const r = await cli(["users", "roles", "ada@example.com", "viewer", "viewer", "ops", "--json"]);
     expect(r.code).toBe(0);
     expect(r.json().roles).toEqual(["viewer", "ops"]);
@@ -385,6 +428,7 @@ describe("users", () => {
   });
 
   test("metadata replaces the metadata; a non-object, malformed JSON or too deep metadata is refused", async () => {
+    await createAda();
     const r = await cli(["users", "metadata", adaId, '{"plan":"pro","a":{"b":{"c":1}}}', "--json"]);
     expect(r.code).toBe(0);
     expect(r.json().metadata).toEqual({ plan: "pro", a: { b: { c: 1 } } });
@@ -394,12 +438,14 @@ describe("users", () => {
   });
 
   test("revoke-sessions --json prints { ok, sessions_revoked }", async () => {
+    await createAda();
     const r = await cli(["users", "revoke-sessions", "ada@example.com", "--json"]);
     expect(r.code).toBe(0);
     expect(r.json()).toEqual({ ok: true, sessions_revoked: 0 });
   });
 
   test("unlock clears a lockout and prints the user", async () => {
+    await createAda();
     const db = new Database(join(dir, "baas.db"));
     db.query("INSERT INTO _login_attempts (email, attempts, last_at, locked_until) VALUES ('ada@example.com', 10, ?, ?)").run(Date.now(), Date.now() + 60_000);
     db.close();
@@ -412,6 +458,7 @@ describe("users", () => {
   });
 
   test("delete refuses without --yes, and with --yes prints { ok, id }", async () => {
+    await must(["users", "create", "bob@example.com"]);
     const refused = await cli(["users", "delete", "bob@example.com"]);
     expect(refused.code).toBe(2);
     expect(refused.stderr).toContain("without --yes");
@@ -426,6 +473,13 @@ describe("users", () => {
 
 describe("relations", () => {
   let relId = "";
+  /** authors and books, books.author (one, cascade) and authors.books (many). */
+  const seedRelations = async () => {
+    await must(["collections", "create", "authors"]);
+    await must(["collections", "create", "books"]);
+    relId = (await must(["relations", "create", "books.author", "authors", "--type", "one", "--on-delete", "cascade", "--json"])).json().id;
+    await must(["relations", "create", "authors.books", "books", "--type", "many"]);
+  };
 
   test("create --json prints the relation object", async () => {
     await cli(["collections", "create", "authors"]);
@@ -443,12 +497,14 @@ describe("relations", () => {
   });
 
   test("list --json prints { items }", async () => {
+    await seedRelations();
     const r = await cli(["relations", "list", "--json"]);
     expect(r.code).toBe(0);
     expect(r.json().items.map((x: { from_field: string }) => x.from_field).sort()).toEqual(["author", "books"]);
   });
 
   test("a missing --type, a bad choice or a first argument without a dot exits 2", async () => {
+    await seedRelations();
     expect((await cli(["relations", "create", "books.editor", "authors"])).code).toBe(2);
     const bad = await cli(["relations", "create", "books.editor", "authors", "--type", "several"]);
     expect(bad.code).toBe(2);
@@ -460,6 +516,7 @@ describe("relations", () => {
   });
 
   test("a field that already has a relation or an unknown collection exits 1", async () => {
+    await seedRelations();
     const dup = await cli(["relations", "create", "books.author", "authors", "--type", "one"]);
     expect(dup.code).toBe(1);
     expect(dup.stderr).toContain("already exists");
@@ -467,6 +524,7 @@ describe("relations", () => {
   });
 
   test("delete --json prints { ok: true }; an unknown id exits 1", async () => {
+    await seedRelations();
     const r = await cli(["relations", "delete", relId, "--json"]);
     expect(r.code).toBe(0);
     expect(r.json()).toEqual({ ok: true });
@@ -477,7 +535,11 @@ describe("relations", () => {
 });
 
 describe("indexes and fts", () => {
-  beforeAll(async () => {
+  const createIndexes = async () => {
+    await must(["indexes", "create", "articles", "slug", "--unique"]);
+    await must(["indexes", "create", "articles", "views", "title", "--name", "by_views"]);
+  };
+  beforeEach(async () => {
     await cli(["collections", "create", "articles"]);
     const ctx = createContext(loadConfig({ data: dir }, {}));
     try {
@@ -497,6 +559,7 @@ describe("indexes and fts", () => {
   });
 
   test("indexes list --json prints { items }", async () => {
+    await createIndexes();
     const r = await cli(["indexes", "list", "articles", "--json"]);
     expect(r.code).toBe(0);
     expect(r.json()).toEqual({
@@ -519,6 +582,7 @@ describe("indexes and fts", () => {
   });
 
   test("indexes drop --json prints { ok: true }; an unknown index exits 1", async () => {
+    await createIndexes();
     const r = await cli(["indexes", "drop", "articles", "by_views", "--json"]);
     expect(r.code).toBe(0);
     expect(r.json()).toEqual({ ok: true });
@@ -553,10 +617,13 @@ describe.skipIf(!scriptBin)("prompts on a terminal", () => {
 
   /**
    * Runs the binary on a pseudo-terminal and types each input once the screen shows its prompt
-   * text (as a person would), so a slow start never makes the keys arrive before the question.
+   * text and the program has put the terminal in raw mode to read keys (as a person would), so a
+   * slow start never makes the keys arrive before the question, nor echoed by the terminal.
    */
   const onTty = async (args: string[], steps: [waitFor: string, input: string][]) => {
-    const command = `stty cols 200 rows 50; ${[bin, "--data", dir, ...args].map((a) => `'${a}'`).join(" ")}`;
+    // The shell records which terminal it got, so the test can read that terminal's mode.
+    const ttyFile = join(dir, "tty-name");
+    const command = `stty cols 200 rows 50; tty > '${ttyFile}'; exec ${[bin, "--data", dir, ...args].map((a) => `'${a}'`).join(" ")}`;
     const proc = Bun.spawn([scriptBin!, "-q", "-e", "-c", command, "/dev/null"], {
       stdin: "pipe",
       stdout: "pipe",
@@ -573,14 +640,19 @@ describe.skipIf(!scriptBin)("prompts on a terminal", () => {
         out += decoder.decode(value);
       }
     })();
-    for (const [waitFor, input] of steps) {
-      const deadline = Date.now() + 20_000;
-      while (!clean(out).includes(waitFor) && Date.now() < deadline) await Bun.sleep(20);
-      // The prompt library switches the terminal to raw mode right after drawing the question.
-      await Bun.sleep(100);
+    /** The terminal is in raw mode (no line editing, no echo): the prompt library reads single keys now. */
+    const rawMode = () => {
+      const tty = existsSync(ttyFile) ? readFileSync(ttyFile, "utf8").trim() : "";
+      if (!tty.startsWith("/dev/")) return false;
+      const mode = Bun.spawnSync(["stty", "-F", tty, "-a"]).stdout.toString();
+      return / -icanon\b/.test(mode) && / -echo\b/.test(mode);
+    };
+    for (const [prompt, input] of steps) {
+      await waitFor(() => clean(out).includes(prompt) && rawMode(), { timeoutMs: 20_000, what: `the prompt "${prompt}" in raw mode` });
       for (const key of input) {
         proc.stdin.write(key);
         proc.stdin.flush();
+        // Keystroke pacing: one key at a time, as typed.
         await Bun.sleep(10);
       }
     }

@@ -3,6 +3,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { ADMIN_SECRET } from "../helpers/app.ts";
 import { spawnServer, type ServerProcess } from "../helpers/server.ts";
+import { waitFor } from "../helpers/wait.ts";
 
 const servers: ServerProcess[] = [];
 afterAll(async () => {
@@ -39,7 +40,7 @@ describe("crash safety", () => {
       }
     };
     const writers = Array.from({ length: 16 }, (_, w) => writer(w));
-    while (acked.length < 300) await Bun.sleep(10);
+    await waitFor(() => acked.length >= 300, { timeoutMs: 60_000, what: "300 acknowledged writes" });
     await s.kill9();
     stop = true;
     await Promise.all(writers);
