@@ -1,6 +1,7 @@
 import { AppError } from "../../errors.ts";
 import type { Logger } from "../../log.ts";
 import { mapSqliteError } from "../../db/sqlite-errors.ts";
+import { requestIdOf } from "./request-log.ts";
 
 const JSON_HEADERS = { "content-type": "application/json; charset=utf-8" };
 
@@ -22,6 +23,7 @@ export function toErrorResponse(error: unknown, code: string | number, log: Logg
   log.error("unhandled error", {
     method: request?.method,
     path: request ? new URL(request.url).pathname : undefined,
+    request_id: request ? requestIdOf(request) : undefined,
     error: error instanceof Error ? { message: error.message, stack: error.stack } : String(error),
   });
   return errorResponse(new AppError(500, "internal", "internal error"));
