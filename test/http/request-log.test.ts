@@ -115,6 +115,32 @@ describe("request log", () => {
     expect(requestLines(t).at(-1)).toMatchObject({ level: "error", fields: { status: 500, request_id: id } });
   });
 
+  test("a 5xx the code answers on purpose (here a hook's 503) is logged with its cause too", async () => {
+    const t = app({
+      context: {
+        hooks: {
+          list: [
+            {
+              collection: "jobs",
+              beforeCreate: () => {
+                throw Object.assign(new Error("the queue is down"), { status: 503 });
+              },
+            },
+          ],
+        },
+      },
+    });
+    expect((await t.admin("POST", "/api/v1/admin/collections", { name: "jobs", rules: { create: "public" } })).status).toBe(201);
+    const res = await t.req("POST", "/api/v1/jobs", { body: { n: 1 } });
+    expect(res.status).toBe(503);
+    const id = res.headers.get("x-request-id");
+    expect(t.log.lines.find((l) => l.msg === "server error")).toMatchObject({
+      level: "error",
+      fields: { method: "POST", path: "/api/v1/jobs", request_id: id, status: 503, code: "hook_rejected", error: "the queue is down" },
+    });
+    expect(requestLines(t).at(-1)).toMatchObject({ level: "error", fields: { status: 503, request_id: id } });
+  });
+
   test("the request log can be left out (the test apps do), the X-Request-Id header with it", async () => {
     const t = app({ requestLog: false });
     const res = await t.req("GET", "/health");

@@ -19,12 +19,16 @@ export function toErrorResponse(error: unknown, code: string | number, log: Logg
   if (code === "VALIDATION") return errorResponse(new AppError(400, "bad_request", "invalid request"));
   if (code === "INVALID_COOKIE_SIGNATURE") return errorResponse(new AppError(400, "bad_request", "invalid cookie"));
   const mapped = mapSqliteError(error);
-  if (mapped instanceof AppError) return errorResponse(mapped);
-  log.error("unhandled error", {
+  const where = {
     method: request?.method,
     path: request ? new URL(request.url).pathname : undefined,
     request_id: request ? requestIdOf(request) : undefined,
-    error: error instanceof Error ? { message: error.message, stack: error.stack } : String(error),
-  });
+  };
+  if (mapped instanceof AppError) {
+    // A 5xx the code foresaw (busy or full database, a hook's own status) still gets its cause in the log.
+    if (mapped.status >= 500) log.error("server error", { ...where, status: mapped.status, code: mapped.code, error: (error as Error).message });
+    return errorResponse(mapped);
+  }
+  log.error("unhandled error", { ...where, error: error instanceof Error ? { message: error.message, stack: error.stack } : String(error) });
   return errorResponse(new AppError(500, "internal", "internal error"));
 }
