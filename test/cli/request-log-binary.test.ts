@@ -59,7 +59,7 @@ test("with --log-format json every stderr line is JSON; requests carrying secret
     expect(out).not.toContain(secret);
 });
 
-test("LOG_LEVEL=warn keeps request lines out (the start lines stay); text is the default format", async () => {
+test("LOG_LEVEL=warn keeps request lines out (the start lines stay), debug adds why a 4xx was answered; text is the default format", async () => {
   const bin = await buildBinary();
   const s = await spawnServer({ cmd: [bin], env: { LOG_LEVEL: "warn" } });
   cleanups.push(() => s.cleanup());
@@ -73,6 +73,13 @@ test("LOG_LEVEL=warn keeps request lines out (the start lines stay); text is the
   await fetch(`${info.url}/api/v1/nothing-here?limit=1`);
   const text = await until(info.stderr, (e) => e.includes("nothing-here"));
   expect(text).toMatch(/Z INFO request method=GET path=\/api\/v1\/nothing-here\?limit=1 status=404 duration_ms=[\d.]+ request_id=[0-9a-f-]{36}\n/);
+  expect(text).not.toContain("request refused");
+
+  const debug = await spawnServer({ cmd: [bin], env: { LOG_LEVEL: "debug" } });
+  cleanups.push(() => debug.cleanup());
+  await fetch(`${debug.url}/api/v1/nothing-here`);
+  const verbose = await until(debug.stderr, (e) => e.includes("INFO request"));
+  expect(verbose).toMatch(/Z DEBUG request refused method=GET path=\/api\/v1\/nothing-here request_id=\S+ status=404 code=not_found error="collection \\"nothing-here\\" not found"\n/);
 });
 
 test("a bad LOG_FORMAT, --log-format or LOG_LEVEL is a usage error (exit 2)", async () => {

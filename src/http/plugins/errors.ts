@@ -12,23 +12,35 @@ export function errorResponse(err: AppError): Response {
   return new Response(JSON.stringify(err.body()), { status: err.status, headers });
 }
 
-/** Turns anything thrown into a response: AppErrors as themselves, the rest as a logged 500 without details. */
-export function toErrorResponse(error: unknown, code: string | number, log: Logger, request?: Request): Response {
-  if (code === "NOT_FOUND") return errorResponse(new AppError(404, "not_found", "no such endpoint"));
-  if (code === "PARSE") return errorResponse(new AppError(400, "invalid_json", "malformed JSON body"));
-  if (code === "VALIDATION") return errorResponse(new AppError(400, "bad_request", "invalid request"));
-  if (code === "INVALID_COOKIE_SIGNATURE") return errorResponse(new AppError(400, "bad_request", "invalid cookie"));
-  const mapped = mapSqliteError(error);
-  const where = {
+function whereOf(request?: Request) {
+  return {
     method: request?.method,
     path: request ? new URL(request.url).pathname : undefined,
     request_id: request ? requestIdOf(request) : undefined,
   };
-  if (mapped instanceof AppError) {
-    // A 5xx the code foresaw (busy or full database, a hook's own status) still gets its cause in the log.
-    if (mapped.status >= 500) log.error("server error", { ...where, status: mapped.status, code: mapped.code, error: (error as Error).message });
-    return errorResponse(mapped);
+}
+
+/** The error answer Elysia's own failures get (unknown route, unreadable body, failed schema, bad cookie). */
+function frameworkError(code: string | number): AppError | null {
+  if (code === "NOT_FOUND") return new AppError(404, "not_found", "no such endpoint");
+  if (code === "PARSE") return new AppError(400, "invalid_json", "malformed JSON body");
+  if (code === "VALIDATION") return new AppError(400, "bad_request", "invalid request");
+  if (code === "INVALID_COOKIE_SIGNATURE") return new AppError(400, "bad_request", "invalid cookie");
+  return null;
+}
+
+/**
+ * Turns anything thrown into a response: AppErrors as themselves, the rest as a 500 without details. The log
+ * gets the cause of every 5xx at error level (stack included when unforeseen) and, at debug level, why a 4xx was answered.
+ */
+export function toErrorResponse(error: unknown, code: string | number, log: Logger, request?: Request): Response {
+  const mapped = frameworkError(code) ?? mapSqliteError(error);
+  if (!(mapped instanceof AppError)) {
+    log.error("unhandled error", { ...whereOf(request), error: error instanceof Error ? { message: error.message, stack: error.stack } : String(error) });
+    return errorResponse(new AppError(500, "internal", "internal error"));
   }
-  log.error("unhandled error", { ...where, error: error instanceof Error ? { message: error.message, stack: error.stack } : String(error) });
-  return errorResponse(new AppError(500, "internal", "internal error"));
+  // A 5xx the code foresaw (busy or full database, a hook's own status) still gets its cause in the log.
+  if (mapped.status >= 500) log.error("server error", { ...whereOf(request), status: mapped.status, code: mapped.code, error: (error as Error).message });
+  else log.debug("request refused", { ...whereOf(request), status: mapped.status, code: mapped.code, error: mapped.message });
+  return errorResponse(mapped);
 }
