@@ -25,11 +25,14 @@ function safeJson(v: unknown): string {
   }
 }
 
-/** `key=value` pairs; values with spaces, quotes or structure are JSON, so a line stays one line. */
+/**
+ * `key=value` pairs. A value that is not plain printable ASCII (spaces, quotes, control characters, structure)
+ * is written as JSON, so a line stays one line and a client's text cannot forge another one.
+ */
 function textFields(fields: Record<string, unknown>): string {
   return Object.entries(fields)
     .filter(([, v]) => v !== undefined)
-    .map(([k, v]) => `${k}=${typeof v === "string" && /^[^\s"]+$/.test(v) ? v : safeJson(v)}`)
+    .map(([k, v]) => `${k}=${typeof v === "string" && /^[\x21\x23-\x7e]+$/.test(v) ? v : safeJson(v)}`)
     .join(" ");
 }
 
