@@ -7,6 +7,7 @@ import { buildBinary, tempDataDir } from "../helpers/cli.ts";
 // Every `sh` block of README.md runs as written, in order, in a fresh directory standing for a fresh clone,
 // with the compiled binary as ./dist/baas. The substitutions, also listed in the README's "Tests" section:
 // - the port 8090 becomes a free port (in the text, and PORT for servers started without --port);
+// - `baas ...` and `npx bun cli/index.ts ...` run ./dist/baas;
 // - `npm install` and `npm run build` do nothing (the dependencies are there, the binary is built);
 //   `npm test` and `npm run bench` are not run from here (they are the suite and the benchmark);
 // - `npm start` is `./dist/baas serve`; a command that starts a server (npm start, baas serve) runs in the
@@ -66,6 +67,11 @@ exec "$README_BIN" "$@"
 `;
 
 const PRELUDE = `set -euo pipefail
+baas() { "$README_CLONE/dist/baas" "$@"; }
+npx() {
+  if [ "\${1:-} \${2:-}" = "bun cli/index.ts" ]; then shift 2; "$README_CLONE/dist/baas" "$@"; return; fi
+  echo "the README test does not know 'npx $*'" >&2; return 1
+}
 npm() {
   case "$*" in
     install | "run build" | test | "run bench") ;;
@@ -94,6 +100,7 @@ test("every shell block of README.md runs as written, in order, against a server
         PORT: String(port),
         README_BIN: bin,
         README_STATE: state,
+        README_CLONE: clone,
       },
       stdin: "ignore",
       stdout: "pipe",
