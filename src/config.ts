@@ -1,4 +1,5 @@
 import { join, resolve } from "node:path";
+import { LOG_FORMATS, LOG_LEVELS, type LogFormat, type LogLevel } from "./log.ts";
 
 /** Typed server configuration, from flags and environment (flags win), validated once. */
 export interface Config {
@@ -18,6 +19,10 @@ export interface Config {
   hooksDir: string;
   /** Largest accepted request body, in bytes. */
   maxBodyBytes: number;
+  /** Format of log lines on stderr (the request log included). */
+  logFormat: LogFormat;
+  /** Lowest level written: error < warn < info (each request) < debug. */
+  logLevel: LogLevel;
   /** Base URLs that replace the real OAuth providers' hosts (tests point them at stub servers); null in production. */
   oauthBaseUrls: { codehost: string | null; portal: string | null };
 }
@@ -27,6 +32,7 @@ export interface ConfigFlags {
   host?: string;
   data?: string;
   sync?: string;
+  logFormat?: string;
 }
 
 export class ConfigError extends Error {}
@@ -46,6 +52,8 @@ export function loadConfig(flags: ConfigFlags = {}, env: Record<string, string |
   const dataDir = resolve(flags.data ?? env.DATA_DIR ?? "./baas_data");
   const syncRaw = (flags.sync ?? env.SQLITE_SYNC ?? "normal").toLowerCase();
   if (syncRaw !== "normal" && syncRaw !== "full") throw new ConfigError(`sync must be "normal" or "full", got "${syncRaw}"`);
+  const logFormat = oneOf("log format", (flags.logFormat ?? env.LOG_FORMAT ?? "text").toLowerCase(), LOG_FORMATS);
+  const logLevel = oneOf("LOG_LEVEL", (env.LOG_LEVEL ?? "info").toLowerCase(), LOG_LEVELS);
   const publicUrl = stripSlash(env.PUBLIC_URL || `http://localhost:${port}`);
   const appUrl = stripSlash(env.APP_URL || publicUrl);
   const cors = (env.CORS_ORIGINS ?? "*").trim();
@@ -65,11 +73,18 @@ export function loadConfig(flags: ConfigFlags = {}, env: Record<string, string |
     corsOrigins: cors === "*" || cors === "" ? "*" : cors.split(",").map((s) => s.trim()).filter(Boolean),
     hooksDir: resolve(env.HOOKS_DIR || join(dataDir, "hooks")),
     maxBodyBytes: 16 * 1024 * 1024,
+    logFormat,
+    logLevel,
     oauthBaseUrls: {
       codehost: env.OAUTH_CODEHOST_BASE_URL ? stripSlash(env.OAUTH_CODEHOST_BASE_URL) : null,
       portal: env.OAUTH_PORTAL_BASE_URL ? stripSlash(env.OAUTH_PORTAL_BASE_URL) : null,
     },
   };
+}
+
+function oneOf<T extends string>(name: string, raw: string, allowed: readonly T[]): T {
+  if (!(allowed as readonly string[]).includes(raw)) throw new ConfigError(`${name} must be one of ${allowed.join("|")}, got "${raw}"`);
+  return raw as T;
 }
 
 function stripSlash(url: string): string {

@@ -6,7 +6,7 @@ import type { Config } from "./config.ts";
 import { migrate } from "./db/migrate.ts";
 import { openDatabase } from "./db/open.ts";
 import * as schema from "./db/schema.ts";
-import { stderrLogger, type Logger } from "./log.ts";
+import { createLogger, type Logger } from "./log.ts";
 import { createMailer, type Mailer } from "./mail/mailer.ts";
 import { getSetting } from "./settings/settings.ts";
 import type { HookSet } from "./hooks/types.ts";
@@ -39,7 +39,7 @@ export interface ContextOptions {
 export function createContext(config: Config, opts: ContextOptions = {}): AppContext {
   const sqlite = openDatabase(config.dbPath, { sync: config.sync });
   migrate(sqlite);
-  const log = opts.log ?? stderrLogger;
+  const log = opts.log ?? createLogger({ format: config.logFormat, level: config.logLevel });
   const ctx: AppContext = {
     config,
     sqlite,

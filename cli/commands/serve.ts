@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import { loadConfig } from "../../src/config.ts";
 import type { AdminSecretState } from "../../src/auth/admin.ts";
+import { formatLine } from "../../src/log.ts";
 import { startServer } from "../../src/server.ts";
 import { UsageError } from "../run.ts";
 
@@ -51,18 +52,21 @@ Examples:
             `  Use it as 'Authorization: Bearer <secret>' on /api/v1/admin, or log in at ${config.publicUrl}/_/\n\n`,
         );
       }
-      process.stderr.write(secretSourceLine(secret) + "\n");
-      process.stderr.write(`baas listening on http://${config.host}:${running.server.port} (data: ${config.dataDir})\n`);
+      // Start and stop lines are written whatever LOG_LEVEL says (people and scripts wait for them), in the log's format.
+      const say = (msg: string) =>
+        process.stderr.write((config.logFormat === "json" ? formatLine("json", "info", msg) : msg) + "\n");
+      say(secretSourceLine(secret));
+      say(`baas listening on http://${config.host}:${running.server.port} (data: ${config.dataDir})`);
       let stopping = false;
       const stop = async (signal: string) => {
         if (stopping) {
           // A second signal: drop the connections still open; the database is still closed cleanly.
-          process.stderr.write(`received ${signal} again, closing open connections now\n`);
+          say(`received ${signal} again, closing open connections now`);
           running.forceClose();
           return;
         }
         stopping = true;
-        process.stderr.write(`received ${signal}, finishing in-flight requests...\n`);
+        say(`received ${signal}, finishing in-flight requests...`);
         await running.stop();
         process.exit(0);
       };

@@ -3,6 +3,7 @@ import { Elysia } from "elysia";
 import type { AppContext } from "../context.ts";
 import { toErrorResponse } from "./plugins/errors.ts";
 import { refuseImpersonationOnAuth, rememberClientIp } from "./request.ts";
+import { requestLogger } from "./plugins/request-log.ts";
 import { adminSearchRoutes } from "./routes/admin-search.ts";
 import { adminRoutes } from "./routes/admin.ts";
 import { adminRelationRoutes } from "./routes/admin-relations.ts";
@@ -16,16 +17,22 @@ import { recordRoutes } from "./routes/records.ts";
 import { consoleRoutes } from "./routes/console.ts";
 import { recordWriteRoutes } from "./routes/records-write.ts";
 
-/** Builds the HTTP app over a context. It never listens; `cli/commands/serve.ts` does. */
-export function createApp(ctx: AppContext) {
+/**
+ * Builds the HTTP app over a context. It never listens; `cli/commands/serve.ts` does. `requestLog: false`
+ * leaves out the per-request log line (tests that read the log for other lines).
+ */
+export function createApp(ctx: AppContext, opts: { requestLog?: boolean } = {}) {
   const origins = ctx.config.corsOrigins;
-  return new Elysia()
+  const app = new Elysia();
+  // The wrapper sees the final response of every request (errors and unknown routes included).
+  if (opts.requestLog ?? true) app.wrap(requestLogger(ctx.log) as Parameters<typeof app.wrap>[0]);
+  return app
     .use(
       cors({
         origin: origins === "*" ? true : origins,
         methods: ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"],
-        allowedHeaders: ["Content-Type", "Authorization", "X-Admin-Token", "X-API-Key"],
-        exposeHeaders: ["Retry-After", "WWW-Authenticate"],
+        allowedHeaders: ["Content-Type", "Authorization", "X-Admin-Token", "X-API-Key", "X-Request-Id"],
+        exposeHeaders: ["Retry-After", "WWW-Authenticate", "X-Request-Id"],
         credentials: origins !== "*",
         maxAge: 600,
       }),

@@ -46,7 +46,6 @@ beforeAll(async () => {
   bin = await buildBinary();
 });
 beforeEach(async () => {
-  adminSecret = ADMIN_SECRET;
   dir = tempDataDir();
   server = await spawnServer({ dir, cmd: [bin], env: { LOCKOUT_MAX_ATTEMPTS: "3" } });
 });

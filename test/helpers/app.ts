@@ -33,8 +33,10 @@ export interface TestResponse {
   text: string;
 }
 
-/** A fresh app on a fresh temporary data dir, with a manual clock and an in-memory log. */
-export function createTestApp(opts: { env?: Record<string, string>; context?: ContextOptions; dir?: string } = {}): TestApp {
+/** A fresh app on a fresh temporary data dir, with a manual clock and an in-memory log (request log off unless `requestLog`). */
+export function createTestApp(
+  opts: { env?: Record<string, string>; context?: ContextOptions; dir?: string; requestLog?: boolean } = {},
+): TestApp {
   const dir = opts.dir ?? mkdtempSync(join(tmpdir(), "baas-test-"));
   const config = loadConfig({ data: dir, port: 0 }, { ADMIN_SECRET, ...opts.env });
   const clock = new ManualClock(Date.now());
@@ -42,7 +44,8 @@ export function createTestApp(opts: { env?: Record<string, string>; context?: Co
   const ctx = createContext(config, { clock, log, ...opts.context });
   ensureJwtKey(ctx);
   ensureAdminSecret(ctx);
-  const app = createApp(ctx);
+  // The request log is off unless asked for, so tests reading `log.lines` see only the lines they look for.
+  const app = createApp(ctx, { requestLog: opts.requestLog ?? false });
   const req: TestApp["req"] = async (method, path, o = {}) => {
     const headers: Record<string, string> = { ...o.headers };
     if (o.token) headers.authorization = `Bearer ${o.token}`;

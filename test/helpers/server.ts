@@ -23,12 +23,14 @@ export interface ServerProcess {
 
 /**
  * Starts `baas serve` from source as a real process on a free port (port 0) and waits for /health.
- * `cmd` may point at a compiled binary instead.
+ * `cmd` may point at a compiled binary instead; `args` are more options of `serve`.
  */
-export async function spawnServer(opts: { dir?: string; env?: Record<string, string>; cmd?: string[] } = {}): Promise<ServerProcess> {
+export async function spawnServer(
+  opts: { dir?: string; env?: Record<string, string>; cmd?: string[]; args?: string[] } = {},
+): Promise<ServerProcess> {
   const dir = opts.dir ?? mkdtempSync(join(tmpdir(), "baas-srv-"));
   const cmd = opts.cmd ?? [process.execPath, join(ROOT, "cli/index.ts")];
-  const proc = Bun.spawn([...cmd, "serve", "--port", "0", "--host", "127.0.0.1", "--data", dir], {
+  const proc = Bun.spawn([...cmd, "serve", "--port", "0", "--host", "127.0.0.1", "--data", dir, ...(opts.args ?? [])], {
     cwd: dir,
     env: { ...process.env, ADMIN_SECRET, ...opts.env },
     stdin: "ignore",

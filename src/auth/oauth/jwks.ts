@@ -1,3 +1,4 @@
+import { createLocalJWKSet, decodeProtectedHeader, errors, jwtVerify, type JSONWebKeySet, type JWTVerifyGetKey, type JWTVerifyOptions } from "jose";
 import type { AppContext } from "../../context.ts";
 
 /** Why an ID token was refused; the callback turns it into `error=provider_error`. */
@@ -14,22 +15,13 @@ export interface IdTokenExpectations {
   jwksUri: string;
 }
 
-interface Jwk extends JsonWebKey {
-  kid?: string;
-  alg?: string;
-  use?: string;
-}
-
 const JWKS_TTL_MS = 60 * 60 * 1000;
 /** A key id the cached set does not know triggers a refetch, at most this often, so forged kids cannot flood the provider. */
 const JWKS_REFETCH_MS = 30 * 1000;
 const CLOCK_SKEW_S = 60;
 const FETCH_TIMEOUT_MS = 10_000;
-
-const ALGS: Record<string, { import: RsaHashedImportParams | EcKeyImportParams; verify: AlgorithmIdentifier | EcdsaParams; kty: string }> = {
-  RS256: { import: { name: "RSASSA-PKCS1-v1_5", hash: "SHA-256" }, verify: { name: "RSASSA-PKCS1-v1_5" }, kty: "RSA" },
-  ES256: { import: { name: "ECDSA", namedCurve: "P-256" }, verify: { name: "ECDSA", hash: "SHA-256" }, kty: "EC" },
-};
+/** Only asymmetric algorithms, so `none` and HMAC-keyed-with-the-public-key tricks are refused. */
+const ALGORITHMS = ["RS256", "ES256"];
 
 /** GETs a JSON document from a provider with a timeout; throws on any non-200 answer. */
 export async function fetchJson(url: string, init: RequestInit = {}): Promise<unknown> {
@@ -42,76 +34,85 @@ export async function fetchJson(url: string, init: RequestInit = {}): Promise<un
 }
 
 interface CachedJwks {
-  keys: Jwk[];
+  keys: JWTVerifyGetKey;
   fetchedAt: number;
 }
 
-async function loadJwks(ctx: AppContext, uri: string, force: boolean): Promise<Jwk[]> {
+/**
+ * The provider's key set as jose's local set, fetched on the context's clock: kept an hour, and fetched again
+ * early (at most every 30 s) when a token names a key it lacks. jose's createRemoteJWKSet would do the same on
+ * the wall clock, which tests cannot move, so the fetching stays here and jose selects keys and verifies.
+ */
+async function providerKeys(ctx: AppContext, uri: string, force: boolean): Promise<JWTVerifyGetKey> {
   const cacheKey = `oauth:jwks:${uri}`;
   const cached = ctx.cache.get(cacheKey) as CachedJwks | undefined;
   const now = ctx.clock.now();
-  if (cached && (force ? now - cached.fetchedAt < JWKS_REFETCH_MS : now - cached.fetchedAt < JWKS_TTL_MS)) return cached.keys;
-  const doc = (await fetchJson(uri)) as { keys?: unknown };
-  if (!doc || !Array.isArray(doc.keys)) throw new IdTokenError("the JWKS document has no keys");
-  const keys = doc.keys.filter((k): k is Jwk => !!k && typeof k === "object");
+  if (cached && now - cached.fetchedAt < (force ? JWKS_REFETCH_MS : JWKS_TTL_MS)) return cached.keys;
+  let keys: JWTVerifyGetKey;
+  try {
+    keys = createLocalJWKSet((await fetchJson(uri)) as JSONWebKeySet);
+  } catch (err) {
+    if (err instanceof errors.JOSEError) throw new IdTokenError("the JWKS document has no keys");
+    throw err;
+  }
   ctx.cache.set(cacheKey, { keys, fetchedAt: now } satisfies CachedJwks);
   return keys;
 }
 
-function decodePart(part: string): Record<string, unknown> {
-  const value = JSON.parse(Buffer.from(part, "base64url").toString("utf8"));
-  if (!value || typeof value !== "object" || Array.isArray(value)) throw new IdTokenError("malformed JWT");
-  return value as Record<string, unknown>;
-}
-
-function pickKey(keys: Jwk[], kid: string | undefined, alg: string): Jwk | undefined {
-  const spec = ALGS[alg]!;
-  return keys.find(
-    (k) => k.kty === spec.kty && (k.use === undefined || k.use === "sig") && (k.alg === undefined || k.alg === alg) && (kid === undefined || k.kid === kid),
-  );
+/** The reason logged for a token jose refused, in the words the callback's log has always used. */
+function reasonFor(err: errors.JOSEError): string {
+  if (err instanceof errors.JWTExpired) return "expired ID token";
+  if (err instanceof errors.JWTClaimValidationFailed) {
+    if (err.claim === "iss") return "wrong ID token issuer";
+    if (err.claim === "aud") return "wrong ID token audience";
+    if (err.claim === "exp") return "expired ID token";
+    if (err.claim === "nbf" || err.claim === "iat") return "ID token issued in the future";
+    return `invalid ID token claim ${err.claim}`;
+  }
+  if (err instanceof errors.JWSSignatureVerificationFailed) return "bad ID token signature";
+  if (err instanceof errors.JWKSNoMatchingKey || err instanceof errors.JWKSMultipleMatchingKeys) return "no provider key matches the ID token";
+  if (err instanceof errors.JOSENotSupported) return "the ID token signature could not be checked";
+  return "malformed ID token";
 }
 
 /**
- * Verifies an ID token: signature against the provider's JWKS (RS256 or ES256 only, so
- * `none` and HMAC-with-public-key tricks are refused), then issuer, audience, expiry and
- * nonce. Returns the claims.
+ * Verifies an ID token with jose: signature against the provider's JWKS (RS256 or ES256 only),
+ * issuer, audience, expiry (60 s of clock skew), then nonce, authorized party and subject. Returns the claims.
  */
 export async function verifyIdToken(ctx: AppContext, token: string, expect: IdTokenExpectations): Promise<Record<string, unknown>> {
-  const parts = token.split(".");
-  if (parts.length !== 3) throw new IdTokenError("malformed ID token");
-  let header: Record<string, unknown>;
-  let claims: Record<string, unknown>;
+  let alg: unknown;
   try {
-    header = decodePart(parts[0]!);
-    claims = decodePart(parts[1]!);
+    alg = decodeProtectedHeader(token).alg;
   } catch {
     throw new IdTokenError("malformed ID token");
   }
-  const alg = header.alg;
-  if (typeof alg !== "string" || !(alg in ALGS)) throw new IdTokenError(`unsupported ID token algorithm ${String(alg)}`);
-  const kid = typeof header.kid === "string" ? header.kid : undefined;
-  let jwk = pickKey(await loadJwks(ctx, expect.jwksUri, false), kid, alg);
-  if (!jwk) jwk = pickKey(await loadJwks(ctx, expect.jwksUri, true), kid, alg);
-  if (!jwk) throw new IdTokenError("no provider key matches the ID token");
-  const spec = ALGS[alg]!;
-  let ok: boolean;
+  if (typeof alg !== "string" || !ALGORITHMS.includes(alg)) throw new IdTokenError(`unsupported ID token algorithm ${String(alg)}`);
+  const options: JWTVerifyOptions = {
+    algorithms: ALGORITHMS,
+    issuer: expect.issuers,
+    audience: expect.clientId,
+    clockTolerance: CLOCK_SKEW_S,
+    currentDate: new Date(ctx.clock.now()),
+    requiredClaims: ["exp"],
+  };
+  let claims: Record<string, unknown>;
   try {
-    const { kid: _k, alg: _a, use: _u, key_ops: _o, ...material } = jwk;
-    const key = await crypto.subtle.importKey("jwk", material, spec.import, false, ["verify"]);
-    const signature = Buffer.from(parts[2]!, "base64url");
-    ok = await crypto.subtle.verify(spec.verify, key, signature, new TextEncoder().encode(`${parts[0]}.${parts[1]}`));
-  } catch {
-    throw new IdTokenError("the ID token signature could not be checked");
+    try {
+      ({ payload: claims } = await jwtVerify(token, await providerKeys(ctx, expect.jwksUri, false), options));
+    } catch (err) {
+      // A key the cached set lacks: the provider may have rotated its keys since.
+      if (!(err instanceof errors.JWKSNoMatchingKey)) throw err;
+      ({ payload: claims } = await jwtVerify(token, await providerKeys(ctx, expect.jwksUri, true), options));
+    }
+  } catch (err) {
+    // A failed fetch of the key set is the provider's failure, not the token's: it goes up as it is.
+    if (!(err instanceof errors.JOSEError)) throw err;
+    throw new IdTokenError(reasonFor(err));
   }
-  if (!ok) throw new IdTokenError("bad ID token signature");
-
-  if (typeof claims.iss !== "string" || !expect.issuers.includes(claims.iss)) throw new IdTokenError("wrong ID token issuer");
-  const aud = Array.isArray(claims.aud) ? claims.aud : [claims.aud];
-  if (!aud.includes(expect.clientId)) throw new IdTokenError("wrong ID token audience");
-  if (aud.length > 1 && claims.azp !== expect.clientId) throw new IdTokenError("wrong ID token authorized party");
   const now = Math.floor(ctx.clock.now() / 1000);
-  if (typeof claims.exp !== "number" || claims.exp + CLOCK_SKEW_S <= now) throw new IdTokenError("expired ID token");
   if (typeof claims.iat === "number" && claims.iat - CLOCK_SKEW_S > now) throw new IdTokenError("ID token issued in the future");
+  const aud = Array.isArray(claims.aud) ? claims.aud : [claims.aud];
+  if (aud.length > 1 && claims.azp !== expect.clientId) throw new IdTokenError("wrong ID token authorized party");
   // IMPORTANT: the nonce ties the token to this browser's login; without it a token from another login could be replayed.
   if (typeof claims.nonce !== "string" || claims.nonce !== expect.nonce) throw new IdTokenError("wrong ID token nonce");
   if (typeof claims.sub !== "string" || !claims.sub) throw new IdTokenError("the ID token has no subject");

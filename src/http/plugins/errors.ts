@@ -1,6 +1,7 @@
 import { AppError } from "../../errors.ts";
 import type { Logger } from "../../log.ts";
 import { mapSqliteError } from "../../db/sqlite-errors.ts";
+import { requestIdOf } from "./request-log.ts";
 
 const JSON_HEADERS = { "content-type": "application/json; charset=utf-8" };
 
@@ -11,21 +12,38 @@ export function errorResponse(err: AppError): Response {
   return new Response(JSON.stringify(err.body()), { status: err.status, headers });
 }
 
-/** Turns anything thrown into a response: AppErrors as themselves, the rest as a logged 500 without details. */
+function whereOf(request?: Request) {
+  return {
+    method: request?.method,
+    path: request ? new URL(request.url).pathname : undefined,
+    request_id: request ? requestIdOf(request) : undefined,
+  };
+}
+
+/** The error answer Elysia's own failures get (unknown route, unreadable body, failed schema, bad cookie). */
+function frameworkError(code: string | number): AppError | null {
+  if (code === "NOT_FOUND") return new AppError(404, "not_found", "no such endpoint");
+  if (code === "PARSE") return new AppError(400, "invalid_json", "malformed JSON body");
+  if (code === "VALIDATION") return new AppError(400, "bad_request", "invalid request");
+  if (code === "INVALID_COOKIE_SIGNATURE") return new AppError(400, "bad_request", "invalid cookie");
+  return null;
+}
+
+/**
+ * Turns anything thrown into a response: AppErrors as themselves, the rest as a 500 without details. The log
+ * gets the cause of every 5xx at error level (stack included when unforeseen) and, at debug level, why a 4xx was answered.
+ */
 export function toErrorResponse(error: unknown, code: string | number, log: Logger, request?: Request): Response {
-  if (code === "NOT_FOUND") return errorResponse(new AppError(404, "not_found", "no such endpoint"));
-  if (code === "PARSE") return errorResponse(new AppError(400, "invalid_json", "malformed JSON body"));
-  if (code === "VALIDATION") return errorResponse(new AppError(400, "bad_request", "invalid request"));
-  if (code === "INVALID_COOKIE_SIGNATURE") return errorResponse(new AppError(400, "bad_request", "invalid cookie"));
-  const mapped = mapSqliteError(error);
-  const where = { method: request?.method, path: request ? new URL(request.url).pathname : undefined };
-  if (mapped instanceof AppError) {
-    // A server-side failure the client is told about (busy, disk full): its cause goes to the log, never to the body.
-    if (mapped.status >= 500 && mapped.cause !== undefined) log.warn(mapped.message, { ...where, cause: describe(mapped.cause) });
-    return errorResponse(mapped);
+  const mapped = frameworkError(code) ?? mapSqliteError(error);
+  if (!(mapped instanceof AppError)) {
+    log.error("unhandled error", { ...whereOf(request), error: describe(error) });
+    return errorResponse(new AppError(500, "internal", "internal error"));
   }
-  log.error("unhandled error", { ...where, error: describe(error) });
-  return errorResponse(new AppError(500, "internal", "internal error"));
+  // A 5xx the code foresaw (busy or full database, a hook's own status) still gets its cause in the log.
+  if (mapped.status >= 500)
+    log.error("server error", { ...whereOf(request), status: mapped.status, code: mapped.code, error: (error as Error).message, cause: mapped.cause === undefined ? undefined : describe(mapped.cause) });
+  else log.debug("request refused", { ...whereOf(request), status: mapped.status, code: mapped.code, error: mapped.message });
+  return errorResponse(mapped);
 }
 
 function describe(error: unknown): unknown {
