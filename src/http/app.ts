@@ -10,6 +10,7 @@ import { authExtraRoutes } from "./routes/auth-extra.ts";
 import { adminUserRoutes } from "./routes/admin-users.ts";
 import { oauthRoutes } from "./routes/auth-oauth.ts";
 import { healthRoutes } from "./routes/health.ts";
+import { mailPageRoutes } from "./routes/mail-pages.ts";
 import { queryRoutes } from "./routes/query.ts";
 import { recordRoutes } from "./routes/records.ts";
 import { consoleRoutes } from "./routes/console.ts";
@@ -32,6 +33,7 @@ export function createApp(ctx: AppContext) {
     .onError({ as: "global" }, ({ error, code, request }) => toErrorResponse(error, code, ctx.log, request))
     .use(healthRoutes())
     .use(consoleRoutes(ctx))
+    .use(mailPageRoutes(ctx))
     .use(adminRoutes(ctx))
     .use(adminSearchRoutes(ctx))
     .use(adminRelationRoutes(ctx))
