@@ -2,6 +2,7 @@ import { cors } from "@elysiajs/cors";
 import { Elysia } from "elysia";
 import type { AppContext } from "../context.ts";
 import { toErrorResponse } from "./plugins/errors.ts";
+import { adminOpsRoutes } from "./routes/admin-ops.ts";
 import { adminSearchRoutes } from "./routes/admin-search.ts";
 import { adminRoutes } from "./routes/admin.ts";
 import { adminRelationRoutes } from "./routes/admin-relations.ts";
@@ -36,6 +37,7 @@ export function createApp(ctx: AppContext) {
     .use(mailPageRoutes(ctx))
     .use(adminRoutes(ctx))
     .use(adminSearchRoutes(ctx))
+    .use(adminOpsRoutes(ctx))
     .use(adminRelationRoutes(ctx))
     .use(authRoutes(ctx))
     .use(authExtraRoutes(ctx))
