@@ -222,8 +222,8 @@ function secretCard(): HTMLElement {
             submitLabel: "Log in again",
             body: [h("p", null, "Store it now: it is shown only this once."), field("Admin secret", shown)],
             onSubmit: async () => {
+              // The token died with the old secret: back to the login form, then here again.
               clearToken();
-              location.hash = "#/login";
               location.reload();
             },
           });
