@@ -88,7 +88,7 @@ describe("building a full-text index", () => {
     let second: ServerProcess | null = null;
     try {
       const status = async (s: ServerProcess) =>
-        (await (await fetch(`${s.url}/api/v1/admin/collections/logs/fts`, { headers: admin })).json()) as { state: string; indexed_records: number };
+        (await (await fetch(`${s.url}/api/v1/admin/collections/logs/fts`, { headers: admin })).json()) as { enabled?: boolean; fields?: string[]; state: string; indexed_records: number };
       void fetch(`${first.url}/api/v1/admin/collections/logs/fts`, { method: "POST", headers: admin }).catch(() => {});
       let seen = { state: "", indexed_records: 0 };
       const deadline = Date.now() + 60_000;
