@@ -13,7 +13,8 @@ import { removeTotp } from "./totp.ts";
 
 export const VERIFY_EMAIL_TTL_MS = 24 * 60 * 60 * 1000;
 
-const LINK_PATHS: Record<MailKind, string> = {
+/** Where each mail link points, under APP_URL (the server serves a page there when APP_URL is itself). */
+export const LINK_PATHS: Record<MailKind, string> = {
   verify_email: "/auth/verify-email",
   magic_link: "/auth/magic-link",
   reset_password: "/auth/reset-password",

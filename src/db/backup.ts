@@ -1,4 +1,5 @@
-import { existsSync, renameSync, rmSync, statSync } from "node:fs";
+import { randomUUID } from "node:crypto";
+import { closeSync, existsSync, openSync, readSync, renameSync, rmSync, statSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
 import type { AppContext } from "../context.ts";
 import { AppError, badRequest } from "../errors.ts";
@@ -27,4 +28,39 @@ export function backupDatabase(ctx: AppContext, file: string, opts: { overwrite?
     throw err;
   }
   return { ok: true, file: target, bytes: statSync(target).size };
+}
+
+/**
+ * A consistent copy of the database as a download: `VACUUM INTO` a temporary file in the data
+ * directory, streamed and then removed (also when the client goes away mid-download).
+ */
+export function backupDownload(ctx: AppContext): { stream: ReadableStream<Uint8Array>; bytes: number; filename: string } {
+  const tmp = join(ctx.config.dataDir, `.backup-${process.pid}-${randomUUID()}.db`);
+  try {
+    ctx.sqlite.query("VACUUM INTO ?").run(tmp);
+  } catch (err) {
+    rmSync(tmp, { force: true });
+    throw err;
+  }
+  const bytes = statSync(tmp).size;
+  const fd = openSync(tmp, "r");
+  // The open descriptor keeps the data readable; the name goes at once, so nothing is left behind.
+  rmSync(tmp, { force: true });
+  let closed = false;
+  const close = () => {
+    if (!closed) (closed = true), closeSync(fd);
+  };
+  const stream = new ReadableStream<Uint8Array>({
+    pull(controller) {
+      const buf = new Uint8Array(256 * 1024);
+      const n = readSync(fd, buf, 0, buf.length, null);
+      if (n === 0) {
+        close();
+        controller.close();
+      } else controller.enqueue(buf.subarray(0, n));
+    },
+    cancel: close,
+  });
+  const stamp = new Date(ctx.clock.now()).toISOString().replace(/[-:]/g, "").replace(/\..*$/, "").replace("T", "-");
+  return { stream, bytes, filename: `baas-backup-${stamp}.db` };
 }

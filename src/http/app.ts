@@ -4,6 +4,7 @@ import type { AppContext } from "../context.ts";
 import { toErrorResponse } from "./plugins/errors.ts";
 import { refuseImpersonationOnAuth, rememberClientIp } from "./request.ts";
 import { requestLogger } from "./plugins/request-log.ts";
+import { adminOpsRoutes } from "./routes/admin-ops.ts";
 import { adminSearchRoutes } from "./routes/admin-search.ts";
 import { adminRoutes } from "./routes/admin.ts";
 import { adminRelationRoutes } from "./routes/admin-relations.ts";
@@ -12,6 +13,7 @@ import { authExtraRoutes } from "./routes/auth-extra.ts";
 import { adminUserRoutes } from "./routes/admin-users.ts";
 import { oauthRoutes } from "./routes/auth-oauth.ts";
 import { healthRoutes } from "./routes/health.ts";
+import { mailPageRoutes } from "./routes/mail-pages.ts";
 import { queryRoutes } from "./routes/query.ts";
 import { recordRoutes } from "./routes/records.ts";
 import { consoleRoutes } from "./routes/console.ts";
@@ -44,8 +46,10 @@ export function createApp(ctx: AppContext, opts: { requestLog?: boolean } = {}) 
     })
     .use(healthRoutes())
     .use(consoleRoutes(ctx))
+    .use(mailPageRoutes(ctx))
     .use(adminRoutes(ctx))
     .use(adminSearchRoutes(ctx))
+    .use(adminOpsRoutes(ctx))
     .use(adminRelationRoutes(ctx))
     .use(authRoutes(ctx))
     .use(authExtraRoutes(ctx))

@@ -13,6 +13,8 @@ export interface MailMessage {
 export interface Mailer {
   /** Queues a mail; never throws and never blocks the caller. Failures are logged. */
   send(msg: MailMessage): void;
+  /** Sends one mail now and rejects when the SMTP server refuses it (an admin's delivery check); logs it without SMTP. */
+  sendNow(msg: MailMessage): Promise<void>;
   /** Resolves when every queued mail has been handed over (tests and shutdown). */
   flush(): Promise<void>;
   close(): void;
@@ -33,6 +35,13 @@ export function createMailer(opts: { smtpUrl: string | null; from: string; fromN
         .catch((err: Error) => opts.log.error("mail delivery failed", { to: msg.to, subject: msg.subject, error: err.message }))
         .finally(() => pending.delete(p));
       pending.add(p);
+    },
+    async sendNow(msg) {
+      if (!transport) {
+        opts.log.info("mail (no SMTP_URL set, not sent)", { to: msg.to, subject: msg.subject });
+        return;
+      }
+      await transport.sendMail({ from: { name: opts.fromName(), address: opts.from }, to: msg.to, subject: msg.subject, text: msg.text, html: msg.html });
     },
     async flush() {
       while (pending.size) await Promise.allSettled([...pending]);

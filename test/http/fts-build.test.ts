@@ -74,4 +74,38 @@ describe("building a full-text index", () => {
     expect(after.body.total).toBe(RECORDS);
     expect((await timed("/api/v1/admin/collections/notes/fts", { headers: admin })).body.state).toBe("ready");
   }, 180_000);
+
+  test("a server killed mid-build resumes the build when it starts again", async () => {
+    const seed = createTestApp();
+    const own = seed.dir;
+    await seed.admin("POST", "/api/v1/admin/collections", { name: "logs", rules: { read: "public" } });
+    for (let i = 0; i < RECORDS; i += 500) {
+      const res = await seed.admin("POST", "/api/v1/logs/bulk", Array.from({ length: 500 }, (_, k) => ({ line: `otter ${i + k}` })));
+      if (res.status !== 201) throw new Error(`seed failed: ${res.status}`);
+    }
+    seed.ctx.sqlite.close();
+    const first = await spawnServer({ dir: own });
+    let second: ServerProcess | null = null;
+    try {
+      const status = async (s: ServerProcess) =>
+        (await (await fetch(`${s.url}/api/v1/admin/collections/logs/fts`, { headers: admin })).json()) as { enabled?: boolean; fields?: string[]; state: string; indexed_records: number };
+      void fetch(`${first.url}/api/v1/admin/collections/logs/fts`, { method: "POST", headers: admin }).catch(() => {});
+      let seen = { state: "", indexed_records: 0 };
+      const deadline = Date.now() + 60_000;
+      while (Date.now() < deadline && !(seen.state === "building" && seen.indexed_records > 0)) seen = await status(first);
+      if (seen.state !== "building") throw new Error(`the build ended before it could be interrupted: ${JSON.stringify(seen)}`);
+      await first.kill9();
+      second = await spawnServer({ dir: own });
+      let now = await status(second);
+      while (Date.now() < deadline && now.state !== "ready") now = await status(second);
+      expect(now).toEqual({ enabled: true, fields: ["line"], indexed_records: RECORDS, state: "ready" });
+      const found = await (await fetch(`${second.url}/api/v1/logs?search=otter&limit=1`)).json();
+      expect(found.total).toBe(RECORDS);
+    } finally {
+      await first.cleanup();
+      await second?.cleanup();
+      const { rmSync } = await import("node:fs");
+      rmSync(own, { recursive: true, force: true });
+    }
+  }, 180_000);
 });

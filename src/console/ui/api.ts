@@ -76,5 +76,17 @@ export async function api<T = any>(method: string, path: string, body?: unknown)
   throw err;
 }
 
+/** Downloads a file from the API (path relative to /api/v1) with the admin token; rejects with ApiError. */
+export async function apiDownload(path: string): Promise<{ blob: Blob; filename: string }> {
+  const token = getToken();
+  const res = await fetch(`/api/v1${path}`, { headers: token ? { "x-admin-token": token } : {} });
+  if (!res.ok) {
+    const data = await res.json().catch(() => null);
+    throw new ApiError(res.status, data?.code ?? "http_error", data?.error ?? `HTTP ${res.status}`);
+  }
+  const filename = /filename="([^"]+)"/.exec(res.headers.get("content-disposition") ?? "")?.[1] ?? "download";
+  return { blob: await res.blob(), filename };
+}
+
 /** Encodes a path segment. */
 export const seg = (s: string) => encodeURIComponent(s);

@@ -274,15 +274,43 @@ async function renderIndexes(body: HTMLElement, col: CollectionJson, stale: () =
   );
 }
 
+interface FtsStatus {
+  enabled: boolean;
+  fields?: string[];
+  indexed_records?: number;
+  state?: "disabled" | "building" | "ready";
+}
+
 async function renderFts(body: HTMLElement, col: CollectionJson, stale: () => boolean): Promise<void> {
   const path = `/admin/collections/${seg(col.name)}/fts`;
-  const st = await api<{ enabled: boolean; fields?: string[]; indexed_records?: number }>("GET", path);
+  const st = await api<FtsStatus>("GET", path);
   if (stale()) return;
+  const building = st.state === "building";
+  const indexed = h("dd", { "data-fts-indexed": "" }, st.indexed_records === undefined ? "—" : String(st.indexed_records));
+  // While a large collection is indexed, the count is read again every second until the index is ready.
+  const watch = (onReady?: () => void) => {
+    const timer = setInterval(() => {
+      if (stale() || !indexed.isConnected) return clearInterval(timer);
+      void api<FtsStatus>("GET", path).then((now) => {
+        indexed.textContent = String(now.indexed_records ?? 0);
+        if (now.state === "building") return;
+        clearInterval(timer);
+        onReady?.();
+      }, () => clearInterval(timer));
+    }, 1000);
+    return timer;
+  };
+  if (building) watch(() => void renderFts(body, col, stale));
   const toggle = button(
     st.enabled ? "Disable full-text search" : "Enable full-text search",
     (ev) =>
       void busy(ev.currentTarget as HTMLButtonElement, async () => {
-        await api(st.enabled ? "DELETE" : "POST", path);
+        const timer = st.enabled ? undefined : watch();
+        try {
+          await api(st.enabled ? "DELETE" : "POST", path);
+        } finally {
+          clearInterval(timer);
+        }
         toast(st.enabled ? "Full-text search disabled." : "Full-text search enabled.");
         await renderFts(body, col, stale);
       }),
@@ -298,16 +326,21 @@ async function renderFts(body: HTMLElement, col: CollectionJson, stale: () => bo
         "dl",
         { class: "facts" },
         h("dt", null, "Status"),
-        h("dd", { "data-fts": st.enabled ? "enabled" : "disabled" }, st.enabled ? badge("enabled", "ok") : badge("disabled")),
+        h(
+          "dd",
+          { "data-fts": st.enabled ? "enabled" : "disabled" },
+          st.enabled ? badge("enabled", "ok") : badge("disabled"),
+          building ? badge("building: records written before enabling are still being added", "warn") : null,
+        ),
         h("dt", null, "Indexed fields"),
         h("dd", null, st.fields?.length ? st.fields.join(", ") : "—"),
         h("dt", null, "Indexed records"),
-        h("dd", null, st.indexed_records === undefined ? "—" : String(st.indexed_records)),
+        indexed,
       ),
       h(
         "p",
         { class: "muted" },
-        "When enabled, every text field is indexed (also text fields that appear later), and the data API accepts search=… with prefixes (term*), \"quoted phrases\" and AND/OR/NOT.",
+        "When enabled, every text field is indexed (also text fields that appear later), and the data API accepts search=… with prefixes (term*), \"quoted phrases\" and AND/OR/NOT. A large collection is indexed in steps while the server keeps serving; the count grows meanwhile.",
       ),
       h("div", { class: "actions" }, toggle),
     ),

@@ -6,6 +6,14 @@ import { SYSTEM_FIELDS } from "./collection.ts";
 import type { CollectionJson } from "./collections.ts";
 
 type Rec = Record<string, unknown> & { _id: string; _deleted_at: number | null };
+interface Relation {
+  from_col: string;
+  from_field: string;
+  to_col: string;
+  type: string;
+}
+/** Field name → target collection, for the `one` relations of the collection shown. */
+type Pickers = Map<string, string>;
 interface Page {
   items: Rec[];
   next_cursor: string | null;
@@ -18,6 +26,11 @@ const MAX_COLUMNS = 8;
 /** Renders the Records tab of a collection. */
 export async function renderRecords(body: HTMLElement, col: CollectionJson, stale: () => boolean, onChange: () => Promise<void>): Promise<void> {
   const base = `/${seg(col.name)}`;
+  // `one` relations from this collection: their fields get a record picker in the form editor.
+  const relations = await api<{ items: Relation[] }>("GET", "/admin/relations").catch(() => ({ items: [] as Relation[] }));
+  const pickers: Pickers = new Map(
+    relations.items.filter((r) => r.type === "one" && r.from_col.toLowerCase() === col.name.toLowerCase()).map((r) => [r.from_field, r.to_col]),
+  );
   const fieldOptions = (selected?: string) =>
     [...SYSTEM_FIELDS, ...col.fields.map((f) => f.name)].map((f) => h("option", { value: f, selected: f === selected }, f));
 
@@ -46,9 +59,13 @@ export async function renderRecords(body: HTMLElement, col: CollectionJson, stal
   const search = h("input", {
     type: "search",
     name: "search",
-    placeholder: col.fts.enabled ? "full-text search" : "full-text search (enable it first)",
+    placeholder: col.fts.enabled ? "full-text search" : "search is off: see the hint",
     "aria-label": "Full-text search",
   });
+  // Searching needs the collection's full-text index: point to the tab that turns it on.
+  const ftsHint = col.fts.enabled
+    ? null
+    : h("span", { class: "fts-hint muted", "data-fts-hint": "" }, "Search needs the full-text index: ", h("a", { href: `#/collections/${seg(col.name)}/search` }, "turn it on in its tab →"));
   const includeDeleted = checkbox("Include deleted", false, { name: "include_deleted" });
   const limit = h("select", { name: "limit", "aria-label": "Page size" }, [10, 20, 50, 100, 500].map((n) => h("option", { value: String(n), selected: n === 20 }, `${n} per page`)));
   const apply = h("button", { type: "submit", class: "btn primary" }, "Apply");
@@ -92,7 +109,7 @@ export async function renderRecords(body: HTMLElement, col: CollectionJson, stal
       await load(pageIndex);
       await afterWrite();
     };
-    replace(results, recordTable(col, page.items, reload), pager(pageIndex, page));
+    replace(results, recordTable(col, page.items, pickers, reload), pager(pageIndex, page));
   };
 
   const pager = (pageIndex: number, page: Page) => {
@@ -118,6 +135,7 @@ export async function renderRecords(body: HTMLElement, col: CollectionJson, stal
       "div",
       { class: "toolbar-row" },
       search,
+      ftsHint,
       h("div", { class: "inline" }, sortField, sortDir),
       limit,
       includeDeleted.el,
@@ -128,7 +146,7 @@ export async function renderRecords(body: HTMLElement, col: CollectionJson, stal
       { class: "toolbar-row" },
       button("Add filter", () => addFilter()),
       h("span", { class: "spacer" }),
-      button("New record", () => editRecord(col, null, async () => (await load(0), await afterWrite()))),
+      button("New record", () => editRecord(col, null, pickers, async () => (await load(0), await afterWrite()))),
       apply,
     ),
   );
@@ -136,13 +154,13 @@ export async function renderRecords(body: HTMLElement, col: CollectionJson, stal
   await load(0).catch((err) => showError(err));
 }
 
-function recordTable(col: CollectionJson, items: Rec[], reload: () => Promise<void>): HTMLElement {
+function recordTable(col: CollectionJson, items: Rec[], pickers: Pickers, reload: () => Promise<void>): HTMLElement {
   // Fields created since the collection was loaded show up too.
   const names = new Set(col.fields.map((f) => f.name));
   for (const r of items) for (const k of Object.keys(r)) if (!k.startsWith("_")) names.add(k);
   const shown = [...names].slice(0, MAX_COLUMNS);
   const path = `/${seg(col.name)}`;
-  return table(
+  const el = table(
     ["_id", ...shown, "_updated_at", "Status", "Actions"],
     items.map((r) => {
       const deleted = r._deleted_at !== null && r._deleted_at !== undefined;
@@ -150,7 +168,11 @@ function recordTable(col: CollectionJson, items: Rec[], reload: () => Promise<vo
         button(label, (ev) => void busy(ev.currentTarget as HTMLButtonElement, fn), { kind, title });
       return [
         h("code", { class: "id" }, r._id),
-        ...shown.map((f) => h("span", { class: "cell", title: fmtValue(r[f], 2000) }, fmtValue(r[f]))),
+        ...shown.map((f) =>
+          r[f] === null || r[f] === undefined
+            ? h("span", { class: "cell nullv", title: "empty (null)", "data-null": "" })
+            : h("span", { class: "cell", title: fmtValue(r[f], 2000) }, fmtValue(r[f])),
+        ),
         fmtTime(r._updated_at),
         deleted ? badge("deleted", "warn") : badge("active", "ok"),
         h(
@@ -163,7 +185,7 @@ function recordTable(col: CollectionJson, items: Rec[], reload: () => Promise<vo
                 await reload();
               })
             : [
-                button("Edit", () => editRecord(col, r, reload)),
+                button("Edit", () => editRecord(col, r, pickers, reload)),
                 act("Delete", "", async () => {
                   await api("DELETE", `${path}/${seg(r._id)}`);
                   toast(`Record ${r._id} deleted (soft). Tick "Include deleted" to see and restore it.`);
@@ -184,13 +206,17 @@ function recordTable(col: CollectionJson, items: Rec[], reload: () => Promise<vo
     }),
     { empty: "No records match.", rowAttrs: (i) => ({ class: items[i]._deleted_at ? "deleted" : null, "data-id": items[i]._id }) },
   );
+  // The actions column sticks to the right edge, so it stays reachable however wide the fields make the table.
+  el.classList.add("records-table");
+  return el;
 }
 
 type FieldReader = () => { present: boolean; value?: unknown };
 
 /** One form control per field, by type; empty means null where the record had the field, else absent. */
-function recordForm(col: CollectionJson, data: Record<string, unknown>): { el: HTMLElement; read(): Record<string, unknown> } {
+function recordForm(col: CollectionJson, data: Record<string, unknown>, pickers: Pickers): { el: HTMLElement; read(): Record<string, unknown> } {
   const types = new Map(col.fields.map((f) => [f.name, f.type]));
+  for (const name of pickers.keys()) if (!types.has(name)) types.set(name, "text");
   for (const k of Object.keys(data)) if (!types.has(k)) types.set(k, typeof data[k] === "string" ? "text" : typeof data[k] === "number" ? "number" : typeof data[k] === "boolean" ? "boolean" : "json");
   const readers: [string, FieldReader][] = [];
   const rows = [...types].map(([name, type]) => {
@@ -210,6 +236,13 @@ function recordForm(col: CollectionJson, data: Record<string, unknown>): { el: H
       return field(label, ta);
     }
     const input = h("input", { type: type === "number" ? "number" : "text", step: "any", name: `field-${name}`, value: v === null || v === undefined ? "" : String(v), spellcheck: "false" });
+    const target = pickers.get(name);
+    if (target) {
+      readers.push([name, () => (input.value.trim() === "" ? empty() : { present: true, value: input.value.trim() })]);
+      const el = field(`${name} (record of ${target})`, input);
+      el.append(recordPicker(name, target, input));
+      return el;
+    }
     readers.push([
       name,
       () => {
@@ -235,8 +268,62 @@ function recordForm(col: CollectionJson, data: Record<string, unknown>): { el: H
   };
 }
 
+/** The label of a record in a picker: its first non-empty text value, else its id. */
+function recordLabel(r: Rec): string {
+  const text = Object.entries(r).find(([k, v]) => !k.startsWith("_") && typeof v === "string" && v.trim());
+  return text ? fmtValue(text[1], 60) : r._id;
+}
+
+/**
+ * A search over the target collection of a `one` relation: its full-text index when it has one,
+ * else `like` on its first text field; picking a result puts its `_id` into `input`.
+ */
+function recordPicker(name: string, target: string, input: HTMLInputElement): HTMLElement {
+  const query = h("input", { type: "search", name: `pick-${name}`, placeholder: `search ${target}`, "aria-label": `Search ${target} for ${name}` });
+  const results = h("div", { class: "picker-results", "data-picker": name });
+  let seq = 0;
+  const find = async () => {
+    const mine = ++seq;
+    const tcol = await api<CollectionJson>("GET", `/admin/collections/${seg(target)}`);
+    const p = new URLSearchParams({ limit: "8" });
+    const q = query.value.trim();
+    if (q && tcol.fts.enabled) p.set("search", q);
+    else if (q) {
+      const text = tcol.fields.find((f) => f.type === "text");
+      p.append("filter", text ? `${text.name}:like:${q}` : `_id:eq:${q}`);
+    }
+    const page = await api<Page>("GET", `/${seg(target)}?${p}`);
+    if (mine !== seq) return;
+    replace(
+      results,
+      page.items.length
+        ? page.items.map((r) =>
+            button(
+              [recordLabel(r), " ", h("code", { class: "id" }, r._id)],
+              () => {
+                input.value = r._id;
+                replace(results, h("span", { class: "muted" }, `Picked ${recordLabel(r)}.`));
+              },
+              { kind: "subtle", title: `Use ${r._id}` },
+            ),
+          )
+        : h("span", { class: "muted" }, "No record matches."),
+    );
+  };
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  query.addEventListener("input", () => {
+    clearTimeout(timer);
+    timer = setTimeout(() => void find().catch((e) => showError(e)), 200);
+  });
+  query.addEventListener("keydown", (ev) => {
+    // Enter searches now instead of submitting the dialog.
+    if (ev.key === "Enter") (ev.preventDefault(), clearTimeout(timer), void find().catch((e) => showError(e)));
+  });
+  return h("div", { class: "picker" }, query, results);
+}
+
 /** The create/edit dialog: the record's user fields as JSON, or as a form with one control per field. */
-function editRecord(col: CollectionJson, rec: Rec | null, reload: () => Promise<void>): void {
+function editRecord(col: CollectionJson, rec: Rec | null, pickers: Pickers, reload: () => Promise<void>): void {
   const data = rec ? Object.fromEntries(Object.entries(rec).filter(([k]) => !k.startsWith("_"))) : {};
   const text = h("textarea", { name: "record", rows: 14, spellcheck: "false", class: "code" });
   text.value = JSON.stringify(data, null, 2);
@@ -254,7 +341,7 @@ function editRecord(col: CollectionJson, rec: Rec | null, reload: () => Promise<
         text.value = JSON.stringify(form.read(), null, 2);
         form = null;
       } else {
-        form = recordForm(col, parseText());
+        form = recordForm(col, parseText(), pickers);
         replace(formPane, form.el);
       }
       replace(handle.error);

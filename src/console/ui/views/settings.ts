@@ -1,7 +1,8 @@
-/** Runtime settings: auth methods, registration, token lifetimes, OAuth providers with their callback URLs. */
-import { api } from "../api.ts";
+/** Runtime settings (auth methods, registration, token lifetimes, OAuth providers with their callback URLs), mail, backup and the admin secret. */
+import { api, apiDownload, clearToken } from "../api.ts";
 import { h, replace, type Child } from "../dom.ts";
-import { busy, checkbox, field, toast } from "../ui.ts";
+import { providerLabel } from "../providers.ts";
+import { busy, button, checkbox, confirmDialog, field, openDialog, toast } from "../ui.ts";
 
 type Settings = Record<string, unknown>;
 
@@ -17,11 +18,17 @@ const LABELS: Record<string, string> = {
   refresh_token_ttl_days: "Refresh token lifetime (days)",
 };
 
-const PROVIDERS: [string, string, string[]][] = [
-  ["codehost", "Code host", ["client_id", "client_secret"]],
-  ["portal", "Portal", ["client_id", "client_secret"]],
-  ["oidc", "OpenID Connect", ["issuer", "client_id", "client_secret", "scopes"]],
+// The API names GitHub `codehost` and Google `portal`; people know them by their names.
+const PROVIDERS: [string, string[]][] = [
+  ["codehost", ["client_id", "client_secret"]],
+  ["portal", ["client_id", "client_secret"]],
+  ["oidc", ["issuer", "client_id", "client_secret", "scopes"]],
 ];
+const WHERE_TO_REGISTER: Record<string, string> = {
+  codehost: "Register an OAuth app in GitHub (Settings → Developer settings → OAuth Apps) with this callback URL:",
+  portal: "Create an OAuth client in the Google Cloud console (APIs & Services → Credentials) with this authorized redirect URI:",
+  oidc: "Register a client with your OpenID provider with this redirect URI:",
+};
 
 /** The server's public URL, from the page (the callback URL to register with a provider starts with it). */
 function publicUrl(): string {
@@ -30,7 +37,10 @@ function publicUrl(): string {
 
 /** Renders `#/settings`. */
 export async function renderSettings(main: HTMLElement, stale: () => boolean): Promise<void> {
-  const loaded = await api<Settings>("GET", "/admin/settings");
+  const [loaded, mail] = await Promise.all([
+    api<Settings>("GET", "/admin/settings"),
+    api<MailStatus>("GET", "/admin/mail").catch(() => null),
+  ]);
   if (stale()) return;
   const readers = new Map<string, () => unknown>();
   // Read-only: the server's own callback addresses, shown per provider below, never edited.
@@ -79,15 +89,16 @@ export async function renderSettings(main: HTMLElement, stale: () => boolean): P
       h("p", { class: "muted" }, "A change applies to tokens issued afterwards."),
       h("div", { class: "grid2" }, control("access_token_ttl_seconds"), control("refresh_token_ttl_days")),
     ),
-    PROVIDERS.map(([id, title, keys]) =>
+    PROVIDERS.map(([id, keys]) =>
       h(
         "fieldset",
         { "data-provider": id },
-        h("legend", null, `OAuth: ${title} (${id})`),
+        h("legend", null, `OAuth: ${providerLabel(id)}`),
         h(
           "p",
           { class: "callback" },
-          "Callback URL to register with the provider: ",
+          WHERE_TO_REGISTER[id],
+          " ",
           h("code", { "data-callback": id }, redirects[id] ?? `${publicUrl()}/api/v1/auth/oauth/${id}/callback`),
         ),
         h("div", { class: "grid2" }, keys.map((k) => control(`oauth_${id}_${k}`, k.replace("_", " ")))),
@@ -122,5 +133,104 @@ export async function renderSettings(main: HTMLElement, stale: () => boolean): P
       sections,
       h("div", { class: "actions sticky" }, save),
     ),
+    mail ? mailCard(mail) : null,
+    backupCard(),
+    secretCard(),
   );
+}
+
+interface MailStatus {
+  transport: "smtp" | "log";
+  smtp_server: string | null;
+  from: string;
+  sender_name: string;
+}
+
+/** Mail: how it is sent (SMTP_URL, MAIL_FROM come from the environment) and a test mail. */
+function mailCard(status: MailStatus): HTMLElement {
+  const to = h("input", { type: "email", name: "test_mail_to", required: true, placeholder: "you@example.com", autocomplete: "off" });
+  const send = h("button", { type: "submit", class: "btn" }, "Send test mail");
+  return h(
+    "form",
+    {
+      class: "card",
+      "data-mail": status.transport,
+      onsubmit: (ev: Event) => {
+        ev.preventDefault();
+        void busy(send, async () => {
+          const res = await api<{ to: string; transport: string }>("POST", "/admin/mail/test", { to: to.value.trim() });
+          toast(res.transport === "smtp" ? `Test mail sent to ${res.to}.` : `No SMTP server: the test mail to ${res.to} was written to the server log.`);
+        });
+      },
+    },
+    h("h2", null, "Mail"),
+    h(
+      "dl",
+      { class: "facts" },
+      h("dt", null, "Delivery"),
+      h("dd", null, status.transport === "smtp" ? `SMTP server ${status.smtp_server}` : "none: mails are written to the server log (set SMTP_URL)"),
+      h("dt", null, "Sender"),
+      h("dd", null, `${status.sender_name} <${status.from}>`),
+    ),
+    h("p", { class: "muted" }, "SMTP_URL and MAIL_FROM are set in the server's environment; the sender name is the app name above."),
+    h("div", { class: "toolbar-row" }, field("Send a test mail to", to), send),
+  );
+}
+
+/** Backup: a consistent copy of the whole database, downloaded by the browser. */
+function backupCard(): HTMLElement {
+  const download = button(
+    "Download backup",
+    (ev) =>
+      void busy(ev.currentTarget as HTMLButtonElement, async () => {
+        const { blob, filename } = await apiDownload("/admin/backup");
+        const url = URL.createObjectURL(blob);
+        const a = h("a", { href: url, download: filename });
+        document.body.append(a);
+        a.click();
+        a.remove();
+        setTimeout(() => URL.revokeObjectURL(url), 60_000);
+        toast(`Backup ${filename} downloaded (${blob.size} bytes).`);
+      }),
+    { kind: "primary" },
+  );
+  return actionCard("Backup", "One consistent snapshot of the database (safe while the server runs). Restore it by stopping the server and putting the file in place of baas.db.", download);
+}
+
+/** A card with a title, an explanation and one action. */
+function actionCard(title: string, text: string, action: HTMLElement): HTMLElement {
+  return h("div", { class: "card" }, h("h2", null, title), h("p", { class: "muted" }, text), action);
+}
+
+/** Secret rotation: a new admin secret, shown once; every admin token (this console's too) stops working. */
+function secretCard(): HTMLElement {
+  const rotate = button(
+    "Rotate admin secret",
+    (ev) =>
+      void (async (btn: HTMLButtonElement) => {
+        const ok = await confirmDialog(
+          "Make a new admin secret?",
+          "The old secret and every admin token stop working at once, this console's included: you log in again with the new secret.",
+          { confirmLabel: "Rotate secret" },
+        );
+        if (!ok) return;
+        await busy(btn, async () => {
+          const { secret } = await api<{ secret: string }>("POST", "/admin/rotate-secret");
+          const shown = h("input", { type: "text", readonly: true, name: "new_secret", value: secret, class: "code" });
+          openDialog({
+            title: "New admin secret",
+            submitLabel: "Log in again",
+            body: [h("p", null, "Store it now: it is shown only this once."), field("Admin secret", shown)],
+            onSubmit: async () => {
+              // The token died with the old secret: back to the login form, then here again.
+              clearToken();
+              location.reload();
+            },
+          });
+          shown.select();
+        });
+      })(ev.currentTarget as HTMLButtonElement),
+    { kind: "danger" },
+  );
+  return actionCard("Admin secret", "When ADMIN_SECRET is set in the server's environment, it is the secret: change it there instead.", rotate);
 }

@@ -1,0 +1,36 @@
+import { Elysia } from "elysia";
+import { rotateAdminSecret } from "../../auth/admin.ts";
+import type { AppContext } from "../../context.ts";
+import { backupDownload } from "../../db/backup.ts";
+import { AppError } from "../../errors.ts";
+import { mailStatus, sendTestMail } from "../../mail/status.ts";
+import { readJson } from "../body.ts";
+import { requireAdmin } from "../request.ts";
+
+/** `/api/v1/admin/backup`, `/rotate-secret`, `/mail`: operations the CLI has, for the console and remote admins. */
+export function adminOpsRoutes(ctx: AppContext) {
+  const max = ctx.config.maxBodyBytes;
+  return new Elysia({ prefix: "/api/v1/admin" })
+    .onBeforeHandle(({ request }) => {
+      requireAdmin(ctx, request);
+    })
+    .get("/backup", () => {
+      const { stream, bytes, filename } = backupDownload(ctx);
+      return new Response(stream, {
+        headers: {
+          "content-type": "application/vnd.sqlite3",
+          "content-length": String(bytes),
+          "content-disposition": `attachment; filename="${filename}"`,
+          "cache-control": "no-store",
+        },
+      });
+    })
+    .post("/rotate-secret", () => {
+      // With ADMIN_SECRET set, the environment names the secret: a rotation here would be undone at the next start.
+      if (ctx.config.adminSecret)
+        throw new AppError(409, "conflict", "the admin secret comes from ADMIN_SECRET: change it there and restart the server");
+      return { secret: rotateAdminSecret(ctx) };
+    })
+    .get("/mail", () => mailStatus(ctx))
+    .post("/mail/test", async ({ request }) => sendTestMail(ctx, await readJson(request, max)));
+}

@@ -1,0 +1,29 @@
+import { Elysia } from "elysia";
+import { LINK_PATHS } from "../../auth/verification.ts";
+import type { AppContext } from "../../context.ts";
+import { notFound } from "../../errors.ts";
+import { PAGE_HEADERS, renderLandingPage } from "../../mail/pages.ts";
+import type { MailKind } from "../../mail/templates.ts";
+import { getSetting } from "../../settings/settings.ts";
+
+/** True when a client asks for JSON rather than a page (an API client probing the path keeps its JSON 404). */
+function wantsJson(request: Request): boolean {
+  const accept = request.headers.get("accept") ?? "";
+  return /application\/json/i.test(accept) && !/text\/html/i.test(accept);
+}
+
+/**
+ * `GET /auth/verify-email`, `/auth/reset-password`, `/auth/magic-link` (`?token=`): the pages mail
+ * links open when APP_URL is the server itself, i.e. no frontend of its own handles them. With a
+ * frontend at APP_URL these paths stay unknown here (404), as before.
+ */
+export function mailPageRoutes(ctx: AppContext) {
+  const apiBase = `${new URL(ctx.config.publicUrl).pathname.replace(/\/+$/, "")}/api/v1`;
+  const page = (kind: MailKind) => ({ request }: { request: Request }) => {
+    if (ctx.config.appUrl !== ctx.config.publicUrl || wantsJson(request)) throw notFound("no such endpoint");
+    return new Response(renderLandingPage(kind, { appName: getSetting(ctx, "app_name"), apiBase }), { headers: PAGE_HEADERS });
+  };
+  let app = new Elysia();
+  for (const kind of Object.keys(LINK_PATHS) as MailKind[]) app = app.get(LINK_PATHS[kind], page(kind));
+  return app;
+}
