@@ -214,7 +214,7 @@ describe("admin secret rotation", () => {
     const own = mkdtempSync(join(tmpdir(), "baas-console-rotate-"));
     const server = await startServer(loadConfig({ data: own, port: 0, host: "127.0.0.1" }, { ADMIN_SECRET: "" }), { log: memoryLogger() });
     try {
-      const first = server.generatedSecret!;
+      const first = server.secret.generated!;
       expect(first).toEqual(expect.any(String));
       const { page, errors } = await consolePage("#/settings", { url: server.url, secret: first });
       await page.getByRole("button", { name: "Rotate admin secret" }).click();
