@@ -44,7 +44,7 @@ export function listApiKeys(ctx: AppContext, p: Principal): { items: ApiKeyJson[
 export function activeApiKeysOf(ctx: AppContext, userId: string): ApiKeyJson[] {
   return ctx.sqlite
     .query<ApiKeyJson, [string]>(
-      "SELECT id, name, created_at, last_used_at FROM _api_keys WHERE user_id = ? AND revoked_at IS NULL ORDER BY id",
+      "SELECT id, name, created_at, last_used_at FROM _api_keys WHERE user_id = ? AND revoked_at IS NULL ORDER BY created_at, rowid",
     )
     .all(userId);
 }

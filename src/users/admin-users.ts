@@ -60,13 +60,17 @@ export function getUser(ctx: AppContext, idOrEmail: string): UserJson {
 }
 
 /**
- * Changes a user as an admin: `roles`, `metadata` (replaced whole), `is_verified`, `email`, `password`.
+ * Changes a user as an admin: `roles`, `metadata` (replaced whole), `is_verified`, `email`, `password`,
+ * and `totp_enabled: false` (the same as reset-2fa).
  * New roles reach the access token at the next login or refresh.
  */
 export async function adminUpdateUser(ctx: AppContext, idOrEmail: string, input: unknown): Promise<UserJson> {
   const user = requireUser(ctx, idOrEmail);
   const b = asObject(input);
-  onlyKeys(b, ["email", "password", "roles", "metadata", "is_verified"]);
+  onlyKeys(b, ["email", "password", "roles", "metadata", "is_verified", "totp_enabled"]);
+  // An admin may only turn 2FA off (a user who lost their authenticator); turning it on needs the user's device.
+  if (b.totp_enabled !== undefined && b.totp_enabled !== false)
+    throw badRequest("totp_enabled can only be set to false: users turn two-factor authentication on themselves");
   const sets: string[] = [];
   const values: (string | number | null)[] = [];
   if (b.roles !== undefined) sets.push("roles = ?"), values.push(JSON.stringify(checkRoles(b.roles)));
@@ -98,6 +102,7 @@ export async function adminUpdateUser(ctx: AppContext, idOrEmail: string, input:
       throw err;
     }
   }
+  if (b.totp_enabled === false) removeTotp(ctx, user.id);
   return getUser(ctx, user.id);
 }
 

@@ -94,6 +94,21 @@ describe("admin view of a user's sign-in security", () => {
     expect((await t.admin("POST", `/api/v1/admin/users/nobody/reset-2fa`)).status).toBe(404);
   });
 
+  test("PATCH /admin/users/:id with totp_enabled false turns 2FA off too; true is 400", async () => {
+    const u = await userWith2fa(t, "patch-2fa@example.test");
+    const on = await t.admin("PATCH", `/api/v1/admin/users/${u.id}`, { totp_enabled: true });
+    expect(on.status).toBe(400);
+    expect(on.body).toEqual({ error: "totp_enabled can only be set to false: users turn two-factor authentication on themselves", code: "bad_request" });
+    expect((await t.req("GET", "/api/v1/auth/2fa/status", { token: u.token })).body).toEqual({ enabled: true });
+    const off = await t.admin("PATCH", `/api/v1/admin/users/${u.id}`, { totp_enabled: false });
+    expect(off.status).toBe(200);
+    expect(off.body).toMatchObject({ id: u.id, email: "patch-2fa@example.test" });
+    expect((await t.req("GET", "/api/v1/auth/2fa/status", { token: u.token })).body).toEqual({ enabled: false });
+    // The password alone signs in now.
+    const login = await post("/login", { email: "patch-2fa@example.test", password: "password123" });
+    expect(login.body.access_token).toEqual(expect.any(String));
+  });
+
   test("the new calls need admin credentials", async () => {
     const u = await registerUser(t, "plain@example.test");
     for (const [method, path] of [
