@@ -389,10 +389,17 @@ describe("hostile input is handled safely", () => {
   });
 
   test("a deeply nested or huge-number value does not crash the server", async () => {
-    let deep: unknown = 1;
-    for (let i = 0; i < 2000; i++) deep = [deep];
-    const res = await create({ deep_json: deep, big: 1e308 });
+    const nest = (levels: number) => {
+      let deep: unknown = 1;
+      for (let i = 0; i < levels; i++) deep = [deep];
+      return deep;
+    };
+    // The body object is one level, so the value may nest 63 more.
+    const res = await create({ deep_json: nest(63), big: 1e308 });
     expect(res.status).toBe(201);
     expect(res.body.big).toBe(1e308);
+    const tooDeep = await create({ deep_json: nest(2000) });
+    expect(tooDeep.status).toBe(400);
+    expect(tooDeep.body.code).toBe("bad_request");
   });
 });
