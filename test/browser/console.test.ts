@@ -137,7 +137,7 @@ describe("admin console in a real browser", () => {
     await page.goto(`${running.url}/_/`);
     await page.getByLabel("Admin secret").fill("not-the-secret");
     await page.getByRole("button", { name: "Log in" }).click();
-    await errorNotice("wrong admin secret");
+    await errorNotice("invalid admin credentials");
   }, STEP);
 
   test("logging in keeps an admin token in sessionStorage, never the secret", async () => {
