@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -40,19 +40,17 @@ writeFileSync(
 );
 
 const log: string[] = [];
-let hooks: Awaited<ReturnType<typeof loadHooks>>;
-beforeAll(async () => {
-  (globalThis as { __lifecycleLog?: string[] }).__lifecycleLog = log;
-  hooks = await loadHooks(hooksDir);
-});
+(globalThis as { __lifecycleLog?: string[] }).__lifecycleLog = log;
+const hooks = await loadHooks(hooksDir);
 afterAll(() => rmSync(hooksDir, { recursive: true, force: true }));
 
+// A fresh app per test with the "notes" collection; the shared log starts empty.
 const t = appPerTest(
   async (app) => {
     log.length = 0;
     await createCollection(app, "notes");
   },
-  () => ({ context: { hooks } }),
+  { context: { hooks } },
 );
 
 /** Waits (with a deadline) until `check` holds: async onCommit handlers finish after the response. */
