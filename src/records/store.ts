@@ -245,3 +245,29 @@ export function removeRecord(ctx: AppContext, col: Collection, previous: RecordJ
   effects.deleted(ctx, col, previous, "hard", p);
   runHooks(ctx, col, "afterDelete", event);
 }
+
+/**
+ * A relation changes a record's many_via links (a cascade or set_null removing the links to a
+ * deleted record, a restore putting them back): the record's update hooks run around `apply`
+ * (which changes the junction rows) with `data` `{ [field]: the new id list }`, and the change
+ * emits an `update` event. `_updated_at` stays, as for any change of links alone. Nothing
+ * happens for a record that no longer exists.
+ */
+export function relinkRecord(
+  ctx: AppContext,
+  col: Collection,
+  id: string,
+  link: { field: string; next: string[] },
+  p: Principal,
+  apply: () => void,
+): void {
+  const previous = fetchRecord(ctx, col, id);
+  if (!previous) return;
+  const before = adminView(ctx, col, previous, null);
+  const data = { [link.field]: link.next };
+  runHooks(ctx, col, "beforeUpdate", hookEvent(col, "update", p, previous, previous, data));
+  apply();
+  const record = adminView(ctx, col, fetchRecord(ctx, col, id)!, null);
+  stage(ctx, col, "update", record, before, ctx.clock.now(), p);
+  runHooks(ctx, col, "afterUpdate", hookEvent(col, "update", p, record, previous, data));
+}

@@ -314,6 +314,28 @@ describe("relation cascades", () => {
     }
   });
 
+  test("many_via: the links a delete removes and its restore puts back are updates of each holder", async () => {
+    await createCollection(t, "tags");
+    await createCollection(t, "articles");
+    const rel = await t.admin("POST", api("/admin/relations"), { from_col: "articles", from_field: "tags", to_col: "tags", type: "many_via", on_delete: "cascade" });
+    expect(rel.status).toBe(201);
+    const [x, y] = [(await make("tags", { n: 1 }))._id as string, (await make("tags", { n: 2 }))._id as string];
+    const art = (await make("articles", { tags: [x, y] }))._id as string;
+    reset();
+    expect((await t.admin("DELETE", api(`/tags/${x}`))).status).toBe(200);
+    expect(summary()).toEqual([`delete:tags:${x}`, `update:articles:${art}`]);
+    expect(hookLog).toContain(`beforeUpdate:update:articles:${art}`);
+    expect(seen[1].event.previous!.tags).toEqual([x, y]);
+    expect(seen[1].event.record).toEqual(await adminGet("articles", art));
+    expect(seen[1].event.record.tags).toEqual([y]);
+    reset();
+    expect((await t.admin("POST", api(`/tags/${x}/restore`))).status).toBe(200);
+    expect(summary()).toEqual([`restore:tags:${x}`, `update:articles:${art}`]);
+    expect(seen[1].event.record.tags).toEqual([x, y]);
+    expect(hookLog).toContain(`afterUpdate:update:articles:${art}`);
+    expectDeliveredAfterCommit();
+  });
+
   test("a hook refusing a cascaded delete rolls everything back and emits nothing", async () => {
     const { author, books } = await relate("cascade");
     failOn = { hook: "beforeDelete", n: 2 };
