@@ -2,6 +2,7 @@ import type { Database, Statement } from "bun:sqlite";
 import { ADMIN, type Principal } from "../auth/principal.ts";
 import type { AppContext } from "../context.ts";
 import { q } from "../collections/ddl.ts";
+import { ensureFields } from "../collections/grow.ts";
 import type { Collection } from "../collections/types.ts";
 import { validateFieldRules } from "../collections/validate.ts";
 import { ValidationError } from "../errors.ts";
@@ -12,7 +13,7 @@ import { prepareRelations, writeLinks } from "../relations/check.ts";
 import { relationsFrom } from "../relations/catalog.ts";
 import { attachRelationFields } from "../relations/expand.ts";
 import { newRecordId } from "./ids.ts";
-import { encodeValue, ensureFields, fetchRecord, userFields, type RecordJson } from "./codec.ts";
+import { encodeValue, fetchRecord, userFields, type RecordJson } from "./codec.ts";
 
 /**
  * The record store: the one writer of rows of user collections. Every write (insert, update,
