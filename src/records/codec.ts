@@ -1,7 +1,6 @@
 import type { AppContext } from "../context.ts";
 import { q } from "../collections/ddl.ts";
 import { SYSTEM_FIELDS, type Collection, type FieldDef } from "../collections/types.ts";
-import { badRequest } from "../errors.ts";
 
 export type RecordJson = Record<string, unknown>;
 
@@ -34,12 +33,6 @@ export function encodeValue(type: FieldDef["type"], v: unknown): string | number
   if (type === "boolean") return v ? 1 : 0;
   if (type === "json") return JSON.stringify(v);
   return v as string | number;
-}
-
-/** A request body as a plain object, else 400. */
-export function asObject(body: unknown, what = "the request body"): Record<string, unknown> {
-  if (!body || typeof body !== "object" || Array.isArray(body)) throw badRequest(`${what} must be a JSON object`);
-  return body as Record<string, unknown>;
 }
 
 /** The user fields of a body: system fields (anything starting with `_`) are ignored. */

@@ -9,8 +9,8 @@ import {
   updateCollectionRules,
 } from "../../collections/admin.ts";
 import type { AppContext } from "../../context.ts";
+import { asObject } from "../../errors.ts";
 import { hardDeleteRecord } from "../../records/delete.ts";
-import { asObject } from "../../records/codec.ts";
 import { settingsForDisplay, updateSettings } from "../../settings/settings.ts";
 import { readJson } from "../body.ts";
 import { clientInfo, requireAdmin } from "../request.ts";
