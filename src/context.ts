@@ -11,6 +11,7 @@ import { createMailer, type Mailer } from "./mail/mailer.ts";
 import { getSetting } from "./settings/settings.ts";
 import type { HookSet } from "./hooks/types.ts";
 import { createEventBus, type EventBus } from "./events/bus.ts";
+import { subscribeCommitHooks } from "./hooks/commit.ts";
 
 /** Everything a service needs, passed explicitly. Tests build their own. */
 export interface AppContext {
@@ -58,6 +59,7 @@ export function createContext(config: Config, opts: ContextOptions = {}): AppCon
     opts.mailer ??
     createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, fromName: () => getSetting(ctx, "app_name"), log });
   reloadCatalog(ctx);
+  subscribeCommitHooks(ctx);
   return ctx;
 }
 
