@@ -1,7 +1,6 @@
 import type { AppContext } from "../context.ts";
-import { AppError } from "../errors.ts";
+import { AppError, asObject } from "../errors.ts";
 import { normalizeEmail } from "../auth/passwords.ts";
-import { asObject } from "../records/codec.ts";
 import { getSetting } from "../settings/settings.ts";
 
 /** How mail leaves this server (`GET /admin/mail`). Set by SMTP_URL and MAIL_FROM; the URL's credentials are never shown. */
