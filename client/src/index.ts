@@ -7,7 +7,7 @@ export { BaasError, isBaasError, type FieldError } from "./errors.js";
 export { memoryStorage, type SessionStorage } from "./storage.js";
 export type { AuthApi } from "./auth.js";
 export type { CollectionApi } from "./collection.js";
-export type { ClientOptions, RequestOptions, StoredSession } from "./transport.js";
+export type { ClientOptions, FetchFunction, RequestOptions, StoredSession } from "./transport.js";
 export type * from "./types.js";
 
 /** A client of one baas server. */

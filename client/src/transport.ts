@@ -2,6 +2,9 @@ import { BaasError, errorFromResponse, isBaasError } from "./errors.js";
 import { memoryStorage, type SessionStorage } from "./storage.js";
 import type { Session, User } from "./types.js";
 
+/** The part of `fetch` the client uses: always a URL string and an init object. */
+export type FetchFunction = (url: string, init: RequestInit) => Promise<Response>;
+
 /** Options of `createClient`. */
 export interface ClientOptions {
   /** Where the session (access and refresh token, user) is kept. Default: in memory. `localStorage` works as it is. */
@@ -9,7 +12,7 @@ export interface ClientOptions {
   /** The storage key of the session (default `baas.session`). */
   storageKey?: string;
   /** The fetch to use (default: the global one). */
-  fetch?: typeof fetch;
+  fetch?: FetchFunction;
   /** Headers sent with every request, e.g. `{ "X-API-Key": "baas_…" }`. */
   headers?: Record<string, string>;
 }
@@ -53,7 +56,7 @@ export function createTransport(url: string, options: ClientOptions = {}): Trans
   const baseUrl = apiBase(url);
   const storage = options.storage ?? memoryStorage();
   const key = options.storageKey ?? "baas.session";
-  const doFetch = options.fetch ?? globalThis.fetch.bind(globalThis);
+  const doFetch: FetchFunction = options.fetch ?? ((u, init) => globalThis.fetch(u, init));
   let current: StoredSession | null | undefined; // undefined: not read from storage yet
   let loading: Promise<StoredSession | null> | null = null;
   let refreshing: Promise<Session> | null = null;
