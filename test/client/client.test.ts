@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { TOTP, URI } from "otpauth";
 import { BaasError, createClient, type BaasClient, type SessionStorage, type SystemFields } from "../../client/src/index.ts";
 import { ADMIN_SECRET } from "../helpers/app.ts";
 import { spawnServer, type ServerProcess } from "../helpers/server.ts";
@@ -237,6 +238,42 @@ describe("the client against a real server", () => {
     const failed = await col.batch([{ op: "delete", id: made[2]._id }]).catch((e) => e);
     expect({ status: failed.status, code: failed.code }).toEqual({ status: 400, code: "batch_failed" });
     expect(failed.body).toMatchObject({ index: 0, op: "delete" });
+  });
+
+  test("a magic link signs in: request it, then verify the token from the mail", async () => {
+    const { client } = newClient();
+    const email = newEmail();
+    await client.auth.register(email, "correct horse");
+    await client.auth.logout();
+    expect(await client.auth.requestMagicLink(email)).toEqual({ ok: true });
+    // Without SMTP_URL the server writes the mail, link included, to its log.
+    const token = await waitFor(() => {
+      const line = srv.stderr().split("\n").find((l) => l.includes(email) && l.includes("/auth/magic-link?token="));
+      return line && /magic-link\?token=([A-Za-z0-9_-]+)/.exec(line)?.[1];
+    }, { what: "the magic-link mail in the server log" });
+    const s = await client.auth.verifyMagicLink(token);
+    expect("access_token" in s && s.user.email).toBe(email);
+    expect((await client.auth.me()).is_verified).toBe(true);
+    const used = await client.auth.verifyMagicLink(token).catch((e) => e);
+    expect({ status: used.status, code: used.code }).toEqual({ status: 401, code: "invalid_token" });
+  });
+
+  test("a 2FA login answers totp_required and verifyTotp finishes it", async () => {
+    const { client } = newClient();
+    const email = newEmail();
+    await client.auth.register(email, "correct horse");
+    const setup = await client.request<{ otpauth_url: string }>("POST", "/auth/2fa/setup");
+    const totp = URI.parse(setup.otpauth_url) as TOTP;
+    await client.request("POST", "/auth/2fa/enable", { body: { code: totp.generate() } });
+    await client.auth.logout();
+    const step = await client.auth.login(email, "correct horse");
+    expect(Object.keys(step).sort()).toEqual(["totp_required", "totp_token"]);
+    expect(await client.auth.session()).toBeNull();
+    if (!("totp_token" in step)) throw new Error("expected the 2FA step");
+    // The code of the next 30-second step: the one used to enable may not be used again.
+    const s = await client.auth.verifyTotp(step.totp_token, totp.generate({ timestamp: Date.now() + 30_000 }));
+    expect(s.user.email).toBe(email);
+    expect((await client.auth.me()).email).toBe(email);
   });
 
   test("a client on the same storage picks up the session", async () => {
