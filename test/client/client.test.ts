@@ -1,4 +1,7 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
 import { TOTP, URI } from "otpauth";
 import { BaasError, createClient, type BaasClient, type SessionStorage, type SystemFields } from "../../client/src/index.ts";
 import { ADMIN_SECRET } from "../helpers/app.ts";
@@ -6,6 +9,8 @@ import { spawnServer, type ServerProcess } from "../helpers/server.ts";
 import { waitFor } from "../helpers/wait.ts";
 
 setDefaultTimeout(60_000);
+
+const ROOT = resolve(import.meta.dir, "../..");
 
 interface Author extends SystemFields {
   name: string | null;
@@ -274,6 +279,28 @@ describe("the client against a real server", () => {
     const s = await client.auth.verifyTotp(step.totp_token, totp.generate({ timestamp: Date.now() + 30_000 }));
     expect(s.user.email).toBe(email);
     expect((await client.auth.me()).email).toBe(email);
+  });
+
+  test.skipIf(!Bun.which("node"))("the bundled client runs under Node (fetch only, no Bun APIs)", async () => {
+    const out = mkdtempSync(join(tmpdir(), "baas-client-"));
+    try {
+      const build = Bun.spawnSync([process.execPath, "build", join(ROOT, "client/src/index.ts"), "--outdir", out, "--target", "browser"]);
+      expect(build.exitCode).toBe(0);
+      const script = `import { createClient, BaasError } from ${JSON.stringify(join(out, "index.js"))};
+const baas = createClient(${JSON.stringify(srv.url)});
+const s = await baas.auth.register(${JSON.stringify(newEmail())}, "correct horse");
+const made = await baas.collection("posts").create({ title: "from node" });
+const err = await baas.collection("nope").get("x").catch((e) => e);
+console.log(JSON.stringify({ owner: made._owner_id === s.user.id, title: made.title, error: err instanceof BaasError && [err.status, err.code] }));`;
+      writeFileSync(join(out, "run.mjs"), script);
+      const node = Bun.spawn(["node", join(out, "run.mjs")], { stdout: "pipe", stderr: "pipe" });
+      const [stdout, stderr, code] = await Promise.all([new Response(node.stdout).text(), new Response(node.stderr).text(), node.exited]);
+      expect(stderr).toBe("");
+      expect(code).toBe(0);
+      expect(JSON.parse(stdout)).toEqual({ owner: true, title: "from node", error: [404, "not_found"] });
+    } finally {
+      rmSync(out, { recursive: true, force: true });
+    }
   });
 
   test("a client on the same storage picks up the session", async () => {
