@@ -9,6 +9,7 @@ import { registerIndexes } from "./commands/indexes.ts";
 import { registerRelations } from "./commands/relations.ts";
 import { registerServe } from "./commands/serve.ts";
 import { registerSettings } from "./commands/settings.ts";
+import { registerTypes } from "./commands/types.ts";
 import { registerUsers } from "./commands/users.ts";
 import { UsageError } from "./run.ts";
 
@@ -53,6 +54,7 @@ registerRelations(program);
 registerUsers(program);
 registerSettings(program);
 registerAdmin(program);
+registerTypes(program);
 
 function fail(code: number, message: string, body?: Record<string, unknown>): never {
   const json = process.argv.includes("--json");

@@ -1,0 +1,44 @@
+import type { Command } from "commander";
+import { writeFileSync } from "node:fs";
+import { resolve } from "node:path";
+import { generateTypes } from "../../src/collections/typegen.ts";
+import { AppError } from "../../src/errors.ts";
+import { globalsOf, note, withContext } from "../run.ts";
+
+/** `baas types`: TypeScript interfaces of the collections, for `collection<Posts>("posts")` in the client. */
+export function registerTypes(program: Command): void {
+  program
+    .command("types")
+    .description("print TypeScript interfaces of the collections (fields, system fields, relations) for the typed client")
+    .option("--collection <name>", "only this collection")
+    .option("--out <file>", "write to this file instead of stdout")
+    .addHelpText(
+      "after",
+      `
+Each collection becomes an interface named after it (posts -> Posts, user_profiles -> UserProfiles):
+the system fields, every field with its type (text string, number number, boolean boolean, json an
+object or array; each may be null), a one relation as the target's _id, many and many_via as arrays
+of _ids, and _expand with the related records. Collections maps names to interfaces. Run it again
+when fields change. --json prints { "collections": [...], "types": "<source>" }.
+
+Examples:
+  $ baas types > src/baas-types.ts
+  $ baas types --out src/baas-types.ts --data ./baas_data
+  $ baas types --collection posts`,
+    )
+    .action(async (opts: { collection?: string; out?: string }, cmd: Command) => {
+      const res = await withContext(cmd, (ctx) => generateTypes(ctx, { collection: opts.collection }));
+      if (opts.out !== undefined) {
+        const file = resolve(opts.out);
+        try {
+          writeFileSync(file, res.types);
+        } catch (err) {
+          throw new AppError(400, "bad_request", `cannot write ${file}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
+        }
+        if (globalsOf(cmd).json) process.stdout.write(JSON.stringify({ ...res, out: file }, null, 2) + "\n");
+        else note(cmd, `wrote ${res.collections.length} interface${res.collections.length === 1 ? "" : "s"} to ${file}`);
+        return;
+      }
+      process.stdout.write(globalsOf(cmd).json ? JSON.stringify(res, null, 2) + "\n" : res.types);
+    });
+}

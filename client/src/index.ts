@@ -1,0 +1,36 @@
+import { createAuth, type AuthApi } from "./auth.js";
+import { createCollectionApi, type CollectionApi } from "./collection.js";
+import { createTransport, type ClientOptions, type RequestOptions } from "./transport.js";
+import type { BaasRecord } from "./types.js";
+
+export { BaasError, isBaasError, type FieldError } from "./errors.js";
+export { memoryStorage, type SessionStorage } from "./storage.js";
+export type { AuthApi } from "./auth.js";
+export type { CollectionApi } from "./collection.js";
+export type { ClientOptions, FetchFunction, RequestOptions, StoredSession } from "./transport.js";
+export type * from "./types.js";
+
+/** A client of one baas server. */
+export interface BaasClient {
+  /** The API base, `<server>/api/v1`. */
+  readonly url: string;
+  readonly auth: AuthApi;
+  /** The data API of a collection; `T` types its records (see `baas types`). */
+  collection<T extends object = BaasRecord>(name: string): CollectionApi<T>;
+  /** Any other call of the API, with the session's token and automatic refresh: `request("GET", "/auth/api-keys")`. */
+  request<R = unknown>(method: string, path: string, opts?: RequestOptions): Promise<R>;
+}
+
+/**
+ * Creates a client for the server at `url` (e.g. `http://localhost:8090`). Uses only `fetch`, so it
+ * runs in browsers, Bun, Deno and Node 20+.
+ */
+export function createClient(url: string, options: ClientOptions = {}): BaasClient {
+  const t = createTransport(url, options);
+  return {
+    url: t.baseUrl,
+    auth: createAuth(t),
+    collection: <T extends object = BaasRecord>(name: string) => createCollectionApi<T>(t, name),
+    request: (method, path, opts) => t.request(method, path, opts),
+  };
+}

@@ -1,0 +1,148 @@
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { createTestApp } from "../helpers/app.ts";
+import { buildBinary, runCli, tempDataDir } from "../helpers/cli.ts";
+
+setDefaultTimeout(120_000);
+
+const ROOT = resolve(import.meta.dir, "../..");
+const EXPECTED = readFileSync(join(ROOT, "test/fixtures/types/blog.ts"), "utf8");
+let bin: string;
+let dir: string;
+let work: string;
+
+// A blog set up through the admin and data API: posts with text, number, boolean and json fields,
+// a one relation to authors, a many_via relation to tags, and the many relation back from authors.
+beforeAll(async () => {
+  bin = await buildBinary();
+  dir = tempDataDir();
+  work = tempDataDir();
+  const t = createTestApp({ dir });
+  try {
+    const ok = async (method: string, path: string, body: unknown, status: number) => {
+      const res = await t.admin(method, path, body);
+      if (res.status !== status) throw new Error(`${method} ${path}: ${res.status} ${res.text}`);
+      return res.body;
+    };
+    for (const name of ["authors", "posts", "tags"]) await ok("POST", "/api/v1/admin/collections", { name }, 201);
+    await ok("POST", "/api/v1/admin/relations", { from_col: "posts", from_field: "author", to_col: "authors", type: "one" }, 201);
+    await ok("POST", "/api/v1/admin/relations", { from_col: "posts", from_field: "tags", to_col: "tags", type: "many_via" }, 201);
+    await ok("POST", "/api/v1/admin/relations", { from_col: "authors", from_field: "posts", to_col: "posts", type: "many" }, 201);
+    const author = await ok("POST", "/api/v1/authors", { name: "Ann" }, 201);
+    const tag = await ok("POST", "/api/v1/tags", { label: "news" }, 201);
+    await ok(
+      "POST",
+      "/api/v1/posts",
+      { title: "Hello", views: 3, draft: false, meta: { lang: "en" }, author: author._id, tags: [tag._id] },
+      201,
+    );
+  } finally {
+    t.close();
+  }
+});
+afterAll(() => {
+  rmSync(dir, { recursive: true, force: true });
+  rmSync(work, { recursive: true, force: true });
+});
+
+describe("baas types", () => {
+  test("prints the interfaces of every collection, exactly as the hand-checked file", async () => {
+    const r = await runCli(bin, ["types", "--data", dir]);
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe(EXPECTED);
+  });
+
+  test("the output compiles with tsc --strict and types the client's collection calls", async () => {
+    const out = join(work, "baas-types.ts");
+    const r = await runCli(bin, ["types", "--out", out, "--data", dir]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe("");
+    expect(r.stderr).toBe(`wrote 3 interfaces to ${out}\n`);
+    expect(readFileSync(out, "utf8")).toBe(EXPECTED);
+    writeFileSync(
+      join(work, "usage.ts"),
+      `import { createClient } from ${JSON.stringify(join(ROOT, "client/src/index.js"))};
+import type { Collections, Posts } from "./baas-types.js";
+
+export async function use(): Promise<void> {
+  const posts = createClient("http://localhost:8090").collection<Posts>("posts");
+  const post = await posts.create({ title: "Hi", views: 1, draft: true, meta: { a: 1 }, author: "01A", tags: ["01T"] });
+  const views: number | null = post.views;
+  const draft: boolean | null = post.draft;
+  const tags: string[] = post.tags;
+  const author: string | null | undefined = post._expand?.author?.name;
+  // @ts-expect-error embedded records carry no virtual relation fields
+  void post._expand?.author?.posts;
+  const page = await posts.list({ filter: { views: { gte: 2 }, draft: false }, sort: ["-views", "title:asc"], expand: ["author", "tags"] });
+  const first: Posts | undefined = page.items[0];
+  const byName: Collections["posts"] = post;
+  // @ts-expect-error views holds numbers
+  await posts.create({ views: "many" });
+  // @ts-expect-error no such field to sort by
+  await posts.list({ sort: "-nope" });
+  void [views, draft, tags, author, first, byName];
+}
+`,
+    );
+    writeFileSync(
+      join(work, "tsconfig.json"),
+      JSON.stringify({
+        compilerOptions: {
+          strict: true,
+          noEmit: true,
+          target: "ES2022",
+          module: "ESNext",
+          moduleResolution: "bundler",
+          lib: ["ES2022", "DOM", "DOM.Iterable"],
+          types: [],
+          skipLibCheck: true,
+        },
+        files: ["baas-types.ts", "usage.ts"],
+      }),
+    );
+    const tsc = Bun.spawn([join(ROOT, "node_modules/.bin/tsc"), "--strict", "--noEmit", "-p", work], { cwd: work, stdout: "pipe", stderr: "pipe" });
+    const [stdout, code] = await Promise.all([new Response(tsc.stdout).text(), tsc.exited]);
+    expect(stdout).toBe("");
+    expect(code).toBe(0);
+  });
+
+  test("--collection prints one collection; related ones it leaves out are typed as any record", async () => {
+    const r = await runCli(bin, ["types", "--collection", "POSTS", "--json", "--data", dir]);
+    expect(r.code).toBe(0);
+    const body = r.json();
+    expect(body.collections).toEqual(["posts"]);
+    expect(body.types).toContain("export interface Posts {\n");
+    expect(body.types).not.toContain("export interface Authors");
+    expect(body.types).toContain("    author?: { _id: string; [field: string]: unknown } | null;\n");
+    expect(body.types).toContain("export interface Collections {\n  posts: Posts;\n}\n");
+  });
+
+  test("an unknown collection exits 1 with the admin API's error", async () => {
+    const r = await runCli(bin, ["types", "--collection", "nope", "--data", dir]);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toBe("");
+    expect(r.stderr).toBe('error: collection "nope" not found\n');
+    const j = await runCli(bin, ["types", "--collection", "nope", "--json", "--data", dir]);
+    expect(j.code).toBe(1);
+    expect(JSON.parse(j.stderr)).toEqual({ error: 'collection "nope" not found', code: "not_found" });
+  });
+
+  test("a missing data directory exits 1 and an unknown option exits 2", async () => {
+    const missing = join(work, "no-such-dir");
+    const r = await runCli(bin, ["types", "--data", missing]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toBe(`error: no baas data directory at ${missing}\n`);
+    const u = await runCli(bin, ["types", "--colection", "posts", "--data", dir]);
+    expect(u.code).toBe(2);
+  });
+
+  test("help shows the options with examples", async () => {
+    const r = await runCli(bin, ["help", "types"]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain("--collection <name>");
+    expect(r.stdout).toContain("--out <file>");
+    expect(r.stdout).toContain("$ baas types --out src/baas-types.ts");
+  });
+});
