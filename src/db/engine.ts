@@ -1,0 +1,42 @@
+/**
+ * The storage interface: the only way code outside `src/db/` reaches the database. It is async
+ * because a PostgreSQL driver is; the SQLite engine answers from bun:sqlite's synchronous calls.
+ *
+ * SQL text uses `?` placeholders (positional, in order); an engine rewrites them for its driver.
+ * Statements run inside the transaction of the calling async context when one is open (see
+ * `transaction`), else on their own.
+ */
+
+/** A value a statement can take or return. Booleans are stored as the engine's own boolean/integer. */
+export type SqlValue = string | number | bigint | boolean | null | Uint8Array;
+
+export type Dialect = "sqlite" | "postgres";
+
+export interface RunResult {
+  /** Rows inserted, updated or deleted by the statement. */
+  changes: number;
+}
+
+export interface Engine {
+  readonly dialect: Dialect;
+  /** The first row, or null. */
+  get<T = Record<string, unknown>>(sql: string, params?: readonly SqlValue[]): Promise<T | null>;
+  /** Every row. */
+  all<T = Record<string, unknown>>(sql: string, params?: readonly SqlValue[]): Promise<T[]>;
+  /** A statement without rows. */
+  run(sql: string, params?: readonly SqlValue[]): Promise<RunResult>;
+  /** One or more statements without parameters (schema changes). */
+  exec(sql: string): Promise<void>;
+  /**
+   * Runs `fn` in one write transaction; inside an open one (same async context), in a savepoint that
+   * rolls back alone when `fn` throws. Every `get/all/run/exec` made by `fn` (and what it awaits)
+   * joins it. Transactions of different async contexts never interleave on one connection.
+   */
+  transaction<T>(fn: () => Promise<T>): Promise<T>;
+  /** True inside a transaction of the current async context. */
+  inTransaction(): boolean;
+  /** Queues `cb` to run after the outermost transaction of this async context commits (at once outside one). */
+  afterCommit(cb: () => void): void;
+  /** Closes the connection(s). */
+  close(): Promise<void>;
+}
