@@ -12,6 +12,7 @@ import { getSetting } from "./settings/settings.ts";
 import type { HookSet } from "./hooks/types.ts";
 import { createEventBus, type EventBus } from "./events/bus.ts";
 import { closeRealtime } from "./realtime/hub.ts";
+import { subscribeCommitHooks } from "./hooks/commit.ts";
 
 /** Everything a service needs, passed explicitly. Tests build their own. */
 export interface AppContext {
@@ -59,6 +60,7 @@ export function createContext(config: Config, opts: ContextOptions = {}): AppCon
     opts.mailer ??
     createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, fromName: () => getSetting(ctx, "app_name"), log });
   reloadCatalog(ctx);
+  subscribeCommitHooks(ctx);
   return ctx;
 }
 

@@ -5,6 +5,9 @@ import { HOOK_NAMES, type HookModule, type HookSet } from "./types.ts";
 
 const HOOK_FILE = /\.(ts|js|mjs)$/;
 
+/** The functions a hook object may carry: the in-transaction handlers and `onCommit`. */
+const HOOK_KEYS = [...HOOK_NAMES, "onCommit"] as const;
+
 /** A hooks directory that cannot be loaded: the server refuses to start rather than run without its hooks. */
 export class HookLoadError extends Error {
   override name = "HookLoadError";
@@ -20,8 +23,8 @@ function checkHook(value: unknown, file: string): HookModule {
     throw new HookLoadError(`${where}: "collection" must be a collection name or "*"`);
   for (const [k, v] of Object.entries(h)) {
     if (k === "collection") continue;
-    if (!(HOOK_NAMES as readonly string[]).includes(k))
-      throw new HookLoadError(`${where}: unknown key "${k}" (expected collection, ${HOOK_NAMES.join(", ")})`);
+    if (!(HOOK_KEYS as readonly string[]).includes(k))
+      throw new HookLoadError(`${where}: unknown key "${k}" (expected collection, ${HOOK_KEYS.join(", ")})`);
     if (v !== undefined && typeof v !== "function") throw new HookLoadError(`${where}: "${k}" must be a function`);
   }
   return { ...(h as unknown as HookModule), file };

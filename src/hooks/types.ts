@@ -1,12 +1,23 @@
 import type { Principal } from "../auth/principal.ts";
+import type { ChangeEvent } from "../events/bus.ts";
 
-export const HOOK_NAMES = ["beforeCreate", "afterCreate", "beforeUpdate", "afterUpdate", "beforeDelete", "afterDelete"] as const;
+/** The in-transaction handlers a hook file may export (CONTRACT §5). */
+export const HOOK_NAMES = [
+  "beforeCreate",
+  "afterCreate",
+  "beforeUpdate",
+  "afterUpdate",
+  "beforeDelete",
+  "afterDelete",
+  "beforeRestore",
+  "afterRestore",
+] as const;
 export type HookName = (typeof HOOK_NAMES)[number];
 
 /** What a hook handler receives (CONTRACT §5). `data` is mutable in before* handlers. */
 export interface HookEvent {
   collection: string;
-  op: "create" | "update" | "delete";
+  op: "create" | "update" | "delete" | "restore";
   data: Record<string, unknown> | null;
   record: Record<string, unknown> | null;
   previous: Record<string, unknown> | null;
@@ -22,6 +33,10 @@ export interface HookModule {
   afterUpdate?: (e: HookEvent) => void;
   beforeDelete?: (e: HookEvent) => void;
   afterDelete?: (e: HookEvent) => void;
+  beforeRestore?: (e: HookEvent) => void;
+  afterRestore?: (e: HookEvent) => void;
+  /** Runs after the transaction commits, once per changed record; may be async; errors are logged. */
+  onCommit?: (e: ChangeEvent) => unknown;
 }
 
 export interface HookSet {

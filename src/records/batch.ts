@@ -5,13 +5,12 @@ import type { Collection } from "../collections/types.ts";
 import { inTransaction } from "../db/tx.ts";
 import { mapSqliteError } from "../db/sqlite-errors.ts";
 import { AppError, ValidationError, badRequest } from "../errors.ts";
+import { relationEffects } from "../relations/on-delete.ts";
 import { checkAccess, recordNotFound } from "../rules/access.ts";
 import { checkRecordAccess } from "./access.ts";
 import { currentCollection } from "./bulk.ts";
 import { fetchRecord, type RecordJson } from "./codec.ts";
-import { insertRecord } from "./create.ts";
-import { softDeleteRecord } from "./delete.ts";
-import { patchRecord } from "./update.ts";
+import { insertRecord, softDeleteRecord, updateRecordRow } from "./store.ts";
 
 /** Most operations one batch may carry (SPEC §8). */
 export const MAX_BATCH = 100;
@@ -58,8 +57,8 @@ function runOperation(ctx: AppContext, col: Collection, o: ReturnType<typeof rea
     checkAccess(col, "create", p);
     return { op: "create", record: insertRecord(ctx, col, o.data!, p) };
   }
-  if (o.op === "update") return { op: "update", record: patchRecord(ctx, col, loadForWrite(ctx, col, "update", o.id!, p), o.data!, p) };
-  softDeleteRecord(ctx, col, loadForWrite(ctx, col, "delete", o.id!, p), p);
+  if (o.op === "update") return { op: "update", record: updateRecordRow(ctx, col, loadForWrite(ctx, col, "update", o.id!, p), o.data!, p) };
+  softDeleteRecord(ctx, col, loadForWrite(ctx, col, "delete", o.id!, p), p, relationEffects);
   return { op: "delete", id: o.id! };
 }
 

@@ -6,7 +6,7 @@ import { inTransaction } from "../db/tx.ts";
 import { mapSqliteError } from "../db/sqlite-errors.ts";
 import { AppError, ValidationError, badRequest } from "../errors.ts";
 import { checkAccess } from "../rules/access.ts";
-import { insertRecord } from "./create.ts";
+import { insertRecord } from "./store.ts";
 import type { RecordJson } from "./codec.ts";
 
 /** Most records one bulk request may carry (SPEC §8). */

@@ -1,13 +1,13 @@
 import type { Principal } from "../auth/principal.ts";
 import type { AppContext } from "../context.ts";
 import { requireCollection } from "../collections/catalog.ts";
-import { q } from "../collections/ddl.ts";
 import { inTransaction } from "../db/tx.ts";
 import { attachRelationFields } from "../relations/expand.ts";
-import { onRecordRestore } from "../relations/on-delete.ts";
+import { relationEffects } from "../relations/on-delete.ts";
 import { checkAccess, recordNotFound } from "../rules/access.ts";
 import { checkRecordAccess } from "./access.ts";
 import { fetchRecord, type RecordJson } from "./codec.ts";
+import { restoreRecordRow } from "./store.ts";
 
 /** `POST /:collection/:id/restore` (delete rule applies): clears `_deleted_at`; an active record is a no-op. */
 export function restoreRecord(ctx: AppContext, name: string, id: string, p: Principal): RecordJson {
@@ -18,8 +18,6 @@ export function restoreRecord(ctx: AppContext, name: string, id: string, p: Prin
     if (!record) throw recordNotFound();
     checkRecordAccess(col, "delete", p, access, record);
     if (record._deleted_at === null) return attachRelationFields(ctx, col, [record], p)[0];
-    ctx.sqlite.query(`UPDATE ${q(col.name)} SET "_deleted_at" = NULL WHERE "_id" = ?`).run(id);
-    onRecordRestore(ctx, col, id);
-    return attachRelationFields(ctx, col, [fetchRecord(ctx, col, id)!], p)[0];
+    return restoreRecordRow(ctx, col, record, p, relationEffects);
   });
 }

@@ -3,8 +3,8 @@ import type { AppContext } from "../context.ts";
 import { findCollection } from "../collections/catalog.ts";
 import { q } from "../collections/ddl.ts";
 import type { Collection } from "../collections/types.ts";
-import { decodeRow, selectList, type RecordJson } from "../records/codec.ts";
-import { removeRecord, softDeleteRecord } from "../records/delete.ts";
+import { decodeRow, fetchRecord, selectList, type RecordJson } from "../records/codec.ts";
+import { removeRecord, restoreRecordRow, setFieldNull, softDeleteRecord, type RelationEffects } from "../records/store.ts";
 import { allRelations, junctionTable, restricted, type Relation } from "./catalog.ts";
 
 const same = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
@@ -84,22 +84,22 @@ export function onRecordDelete(ctx: AppContext, col: Collection, record: RecordJ
         .get(id)!.n;
       if (n > 0) throw restricted(n, ptr.col.name, ptr.field);
     } else if (rel.on_delete === "set_null") {
-      ctx.sqlite
-        .query(`UPDATE ${q(ptr.col.name)} SET ${q(ptr.field)} = NULL, "_updated_at" = MAX("_updated_at", ?) WHERE ${q(ptr.field)} = ?`)
-        .run(ctx.clock.now(), id);
-    } else if (mode === "soft") {
-      for (const rec of pointingRecords(ctx, ptr, id, true)) {
-        const fresh = ctx.sqlite.query(`SELECT "_deleted_at" AS d FROM ${q(ptr.col.name)} WHERE "_id" = ?`).get(rec._id as string) as
-          | { d: number | null }
-          | null;
-        if (!fresh || fresh.d !== null) continue; // an earlier cascade of this same delete got there first
-        softDeleteRecord(ctx, ptr.col, rec, p);
-        remember(ctx, col, id, rel, "record", ptr.col.name, rec._id as string);
+      // Soft-deleted holders too: their field is cleared like the active ones', through their update hooks.
+      for (const rec of pointingRecords(ctx, ptr, id, false)) {
+        const fresh = fetchRecord(ctx, ptr.col, rec._id as string);
+        if (fresh && fresh[ptr.field] === id) setFieldNull(ctx, ptr.col, fresh, ptr.field, p);
       }
     } else {
-      for (const rec of pointingRecords(ctx, ptr, id, false)) {
-        const still = ctx.sqlite.query(`SELECT 1 FROM ${q(ptr.col.name)} WHERE "_id" = ?`).get(rec._id as string);
-        if (still) removeRecord(ctx, ptr.col, rec, p);
+      for (const rec of pointingRecords(ctx, ptr, id, mode === "soft")) {
+        // Read again: an earlier cascade of this same delete may have got there first.
+        const fresh = fetchRecord(ctx, ptr.col, rec._id as string);
+        if (!fresh) continue;
+        if (mode === "hard") {
+          removeRecord(ctx, ptr.col, fresh, p, relationEffects);
+        } else if (fresh._deleted_at === null) {
+          softDeleteRecord(ctx, ptr.col, fresh, p, relationEffects);
+          remember(ctx, col, id, rel, "record", ptr.col.name, rec._id as string);
+        }
       }
     }
   }
@@ -135,7 +135,7 @@ export function onRecordDelete(ctx: AppContext, col: Collection, record: RecordJ
  * After `id` of `col` was restored: restores what its cascade soft-deleted (records, and
  * their own cascades in turn) and puts back the many_via links its cascade removed.
  */
-export function onRecordRestore(ctx: AppContext, col: Collection, id: string): void {
+export function onRecordRestore(ctx: AppContext, col: Collection, id: string, p: Principal): void {
   // A record restored by hand no longer waits for the record whose cascade deleted it.
   ctx.sqlite.query("DELETE FROM _relation_cascades WHERE kind = 'record' AND rec_col = ? AND rec_id = ?").run(col.name, id);
   const rows = ctx.sqlite
@@ -150,10 +150,8 @@ export function onRecordRestore(ctx: AppContext, col: Collection, id: string): v
     const target = findCollection(ctx, row.rec_col);
     if (!target) continue;
     if (row.kind === "record") {
-      const res = ctx.sqlite
-        .query(`UPDATE ${q(target.name)} SET "_deleted_at" = NULL WHERE "_id" = ? AND "_deleted_at" IS NOT NULL`)
-        .run(row.rec_id);
-      if (res.changes > 0) onRecordRestore(ctx, target, row.rec_id);
+      const rec = fetchRecord(ctx, target, row.rec_id);
+      if (rec && rec._deleted_at !== null) restoreRecordRow(ctx, target, rec, p, relationEffects);
     } else {
       const rel = rels.find((r) => r.id === row.relation_id);
       if (!rel) continue;
@@ -165,3 +163,6 @@ export function onRecordRestore(ctx: AppContext, col: Collection, id: string): v
     }
   }
 }
+
+/** The relations' side of deleting and restoring a record, handed to the record store. */
+export const relationEffects: RelationEffects = { deleted: onRecordDelete, restored: onRecordRestore };

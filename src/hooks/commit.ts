@@ -1,0 +1,34 @@
+import type { AppContext } from "../context.ts";
+import type { ChangeEvent } from "../events/bus.ts";
+
+/**
+ * Subscribes the hook files' `onCommit` handlers to the change-event bus (CONTRACT §5): each
+ * runs after the commit, once per changed record of its collection (or "*"), with its own copy
+ * of the event. A throw or a rejected promise is logged and never reaches the client, whose
+ * operation has already committed. Returns the function that unsubscribes them.
+ */
+export function subscribeCommitHooks(ctx: AppContext): () => void {
+  const hooks = ctx.hooks.list.filter((h) => typeof h.onCommit === "function");
+  if (!hooks.length) return () => {};
+  const failed = (file: string | undefined, event: ChangeEvent, err: unknown) =>
+    ctx.log.error("onCommit hook failed", {
+      hook: file ?? null,
+      collection: event.collection,
+      action: event.action,
+      id: event.record._id ?? null,
+      error: err instanceof Error ? err.message : String(err),
+    });
+  return ctx.events.subscribe((event) => {
+    const lower = event.collection.toLowerCase();
+    for (const h of hooks) {
+      if (h.collection !== "*" && h.collection.toLowerCase() !== lower) continue;
+      try {
+        const out = h.onCommit!(structuredClone(event)) as unknown;
+        if (out && typeof (out as Promise<unknown>).then === "function")
+          (out as Promise<unknown>).then(undefined, (err: unknown) => failed(h.file, event, err));
+      } catch (err) {
+        failed(h.file, event, err);
+      }
+    }
+  });
+}

@@ -1,0 +1,247 @@
+import type { Database, Statement } from "bun:sqlite";
+import { ADMIN, type Principal } from "../auth/principal.ts";
+import type { AppContext } from "../context.ts";
+import { q } from "../collections/ddl.ts";
+import type { Collection } from "../collections/types.ts";
+import { validateFieldRules } from "../collections/validate.ts";
+import { ValidationError } from "../errors.ts";
+import type { ChangeAction } from "../events/bus.ts";
+import { hookAuth, runHooks } from "../hooks/run.ts";
+import type { HookEvent } from "../hooks/types.ts";
+import { prepareRelations, writeLinks } from "../relations/check.ts";
+import { relationsFrom } from "../relations/catalog.ts";
+import { attachRelationFields } from "../relations/expand.ts";
+import { newRecordId } from "./ids.ts";
+import { encodeValue, ensureFields, fetchRecord, userFields, type RecordJson } from "./codec.ts";
+
+/**
+ * The record store: the one writer of rows of user collections. Every write (insert, update,
+ * soft delete, restore, hard delete, and the relation cascades that call back into it) runs the
+ * collection's hooks (CONTRACT §5) and stages one change event per changed record on
+ * `ctx.events`, so the event goes out after the caller's transaction commits and never for
+ * one that rolls back. Every function here runs inside the caller's `inTransaction`.
+ */
+
+/**
+ * What relations do when a record is deleted or restored. Passed in by the caller (the
+ * relations module implements it), so the store does not import the cascades that call it.
+ */
+export interface RelationEffects {
+  /** After the row was deleted (soft: marked, hard: removed): restrict, cascade, set_null. */
+  deleted(ctx: AppContext, col: Collection, record: RecordJson, mode: "soft" | "hard", p: Principal): void;
+  /** After the row was restored: brings back what its cascade soft-deleted. */
+  restored(ctx: AppContext, col: Collection, id: string, p: Principal): void;
+}
+
+/** Who made a change, as a change event names it. */
+function actor(p: Principal): string | null {
+  return p.kind === "user" ? p.userId : p.kind === "admin" ? "admin" : null;
+}
+
+/**
+ * A copy of a record as an admin's GET returns it (relation fields, no expand): what change
+ * events carry. `attachedFor` is the principal whose view `record` already has (null: none).
+ * Only `many` fields depend on the reader, so most records are copied without a query.
+ */
+function adminView(ctx: AppContext, col: Collection, record: RecordJson, attachedFor: Principal | null): RecordJson {
+  const copy = { ...record };
+  if (attachedFor?.kind === "admin") return copy;
+  const rels = relationsFrom(ctx, col.name);
+  if (!rels.length || (attachedFor && !rels.some((r) => r.type === "many"))) return copy;
+  return attachRelationFields(ctx, col, [copy], ADMIN)[0];
+}
+
+function stage(
+  ctx: AppContext,
+  col: Collection,
+  action: ChangeAction,
+  record: RecordJson,
+  previous: RecordJson | undefined,
+  at: number,
+  p: Principal,
+): void {
+  ctx.events.stage({ collection: col.name, action, record, ...(previous ? { previous } : {}), at, by: actor(p) });
+}
+
+function hookEvent(col: Collection, op: HookEvent["op"], p: Principal, record: RecordJson | null, previous: RecordJson | null, data: Record<string, unknown> | null = null): HookEvent {
+  return { collection: col.name, op, data, record, previous, auth: hookAuth(p) };
+}
+
+/**
+ * Inserts one record: beforeCreate hooks, names and types, field rules, new columns, the row,
+ * its links, afterCreate hooks, the `create` event. Returns the record as `p` reads it.
+ */
+export function insertRecord(ctx: AppContext, col: Collection, body: Record<string, unknown>, p: Principal): RecordJson {
+  const data = userFields(body);
+  runHooks(ctx, col, "beforeCreate", hookEvent(col, "create", p, null, null, data));
+  const clean = ctx.hooks.list.length ? userFields(data) : data;
+  const relations = prepareRelations(ctx, col, clean, p);
+  col = ensureFields(ctx, col, relations.stored);
+  const errors = [...validateFieldRules(col, clean, "create"), ...relations.errors];
+  if (errors.length) throw new ValidationError(errors);
+  const now = ctx.clock.now();
+  const id = newRecordId(now);
+  const names: string[] = [];
+  const values: (string | number | null)[] = [id, now, now, p.kind === "user" ? p.userId : null, null];
+  for (const k in clean) {
+    const def = col.fieldMap.get(k.toLowerCase());
+    if (!def) continue; // a null for a field never seen: nothing to store
+    names.push(def.name);
+    values.push(encodeValue(def.type, clean[k]));
+  }
+  insertStatement(ctx, col.name, names).run(...values);
+  writeLinks(ctx, relations, id);
+  const record = attachRelationFields(ctx, col, [insertedRecord(col, values, clean)], p)[0];
+  stage(ctx, col, "create", adminView(ctx, col, record, p), undefined, now, p);
+  runHooks(ctx, col, "afterCreate", hookEvent(col, "create", p, record, null, clean));
+  return record;
+}
+
+/**
+ * The record just inserted, built from what was written instead of read back (a SELECT per
+ * record would double the cost of bulk inserts): system fields, then every known field, null
+ * where the body did not set it. Stored values decode to exactly the JSON values sent.
+ */
+function insertedRecord(col: Collection, system: (string | number | null)[], clean: Record<string, unknown>): RecordJson {
+  const record: RecordJson = {
+    _id: system[0],
+    _created_at: system[1],
+    _updated_at: system[2],
+    _owner_id: system[3],
+    _deleted_at: null,
+  };
+  for (const f of col.fields) record[f.name] = null;
+  for (const k in clean) {
+    const def = col.fieldMap.get(k.toLowerCase());
+    if (def && clean[k] !== undefined) record[def.name] = clean[k];
+  }
+  return record;
+}
+
+const insertStatements = new WeakMap<Database, Map<string, Statement>>();
+
+/** The prepared INSERT for a table and field list, built once per shape and connection (bulk inserts repeat it). */
+function insertStatement(ctx: AppContext, table: string, fields: string[]): Statement {
+  let byShape = insertStatements.get(ctx.sqlite);
+  if (!byShape) insertStatements.set(ctx.sqlite, (byShape = new Map()));
+  const key = fields.length ? `${table}\u0000${fields.join("\u0000")}` : table;
+  let stmt = byShape.get(key);
+  if (stmt === undefined) {
+    const cols = ['"_id"', '"_created_at"', '"_updated_at"', '"_owner_id"', '"_deleted_at"', ...fields.map(q)];
+    stmt = ctx.sqlite.query(`INSERT INTO ${q(table)} (${cols.join(", ")}) VALUES (${cols.map(() => "?").join(", ")})`);
+    if (byShape.size > 2000) byShape.clear();
+    byShape.set(key, stmt);
+  }
+  return stmt;
+}
+
+/**
+ * Applies a patch to a fetched record: beforeUpdate hooks, names and types, field rules, the
+ * row, its links, afterUpdate hooks, the `update` event. `forced` names a field a relation
+ * sets to null (set_null): its field rules are not checked, since the relation decides.
+ */
+function writeUpdate(
+  ctx: AppContext,
+  col: Collection,
+  previous: RecordJson,
+  body: Record<string, unknown>,
+  p: Principal,
+  forced?: string,
+): RecordJson {
+  const data = userFields(body);
+  const before = adminView(ctx, col, previous, null);
+  runHooks(ctx, col, "beforeUpdate", hookEvent(col, "update", p, previous, previous, data));
+  const clean = userFields(data);
+  const relations = prepareRelations(ctx, col, clean, p);
+  col = ensureFields(ctx, col, relations.stored);
+  let checked = clean;
+  if (forced !== undefined && clean[forced] === null) {
+    checked = { ...clean };
+    delete checked[forced];
+  }
+  const errors = [...validateFieldRules(col, checked, "update"), ...relations.errors];
+  if (errors.length) throw new ValidationError(errors);
+  const now = ctx.clock.now();
+  const sets = ['"_updated_at" = ?'];
+  const values: (string | number | null)[] = [Math.max(now, previous._updated_at as number)];
+  for (const [k, v] of Object.entries(clean)) {
+    const def = col.fieldMap.get(k.toLowerCase());
+    if (!def) continue;
+    sets.push(`${q(def.name)} = ?`);
+    values.push(encodeValue(def.type, v));
+  }
+  values.push(previous._id as string);
+  ctx.sqlite.query(`UPDATE ${q(col.name)} SET ${sets.join(", ")} WHERE "_id" = ?`).run(...values);
+  writeLinks(ctx, relations, previous._id as string);
+  const record = attachRelationFields(ctx, col, [fetchRecord(ctx, col, previous._id as string)!], p)[0];
+  stage(ctx, col, "update", adminView(ctx, col, record, p), before, now, p);
+  runHooks(ctx, col, "afterUpdate", hookEvent(col, "update", p, record, previous, clean));
+  return record;
+}
+
+/** Applies a patch to a fetched active record (update and batch). */
+export function updateRecordRow(
+  ctx: AppContext,
+  col: Collection,
+  previous: RecordJson,
+  body: Record<string, unknown>,
+  p: Principal,
+): RecordJson {
+  return writeUpdate(ctx, col, previous, body, p);
+}
+
+/** A relation's `set_null`: clears `field` of a fetched record, through its update hooks. */
+export function setFieldNull(ctx: AppContext, col: Collection, previous: RecordJson, field: string, p: Principal): RecordJson {
+  return writeUpdate(ctx, col, previous, { [field]: null }, p, field);
+}
+
+/**
+ * Soft-deletes a fetched active record: beforeDelete hooks, `_deleted_at`, the `delete` event,
+ * the relations' on_delete (cascades write through this store), afterDelete hooks. Returns the
+ * record as `p` reads it.
+ */
+export function softDeleteRecord(ctx: AppContext, col: Collection, previous: RecordJson, p: Principal, effects: RelationEffects): RecordJson {
+  const event = hookEvent(col, "delete", p, previous, previous);
+  runHooks(ctx, col, "beforeDelete", event);
+  const now = ctx.clock.now();
+  const before = adminView(ctx, col, previous, null);
+  ctx.sqlite.query(`UPDATE ${q(col.name)} SET "_deleted_at" = ? WHERE "_id" = ?`).run(now, previous._id as string);
+  stage(ctx, col, "delete", { ...before, _deleted_at: now }, before, now, p);
+  effects.deleted(ctx, col, previous, "soft", p);
+  const record = fetchRecord(ctx, col, previous._id as string)!;
+  attachRelationFields(ctx, col, [record], p);
+  runHooks(ctx, col, "afterDelete", { ...event, record });
+  return record;
+}
+
+/**
+ * Restores a fetched soft-deleted record: beforeRestore hooks, `_deleted_at` cleared, the
+ * `restore` event, what its cascade soft-deleted, afterRestore hooks. Returns the record as
+ * `p` reads it.
+ */
+export function restoreRecordRow(ctx: AppContext, col: Collection, previous: RecordJson, p: Principal, effects: RelationEffects): RecordJson {
+  const event = hookEvent(col, "restore", p, previous, previous);
+  runHooks(ctx, col, "beforeRestore", event);
+  const now = ctx.clock.now();
+  const before = adminView(ctx, col, previous, null);
+  ctx.sqlite.query(`UPDATE ${q(col.name)} SET "_deleted_at" = NULL WHERE "_id" = ?`).run(previous._id as string);
+  stage(ctx, col, "restore", { ...before, _deleted_at: null }, before, now, p);
+  effects.restored(ctx, col, previous._id as string, p);
+  const record = attachRelationFields(ctx, col, [fetchRecord(ctx, col, previous._id as string)!], p)[0];
+  runHooks(ctx, col, "afterRestore", { ...event, record });
+  return record;
+}
+
+/**
+ * Hard-deletes a fetched record (active or soft-deleted): beforeDelete hooks, the row, the
+ * `hard_delete` event carrying its last state, the relations' on_delete, afterDelete hooks.
+ */
+export function removeRecord(ctx: AppContext, col: Collection, previous: RecordJson, p: Principal, effects: RelationEffects): void {
+  const event = hookEvent(col, "delete", p, previous, previous);
+  runHooks(ctx, col, "beforeDelete", event);
+  const last = adminView(ctx, col, previous, null);
+  ctx.sqlite.query(`DELETE FROM ${q(col.name)} WHERE "_id" = ?`).run(previous._id as string);
+  stage(ctx, col, "hard_delete", last, last, ctx.clock.now(), p);
+  effects.deleted(ctx, col, previous, "hard", p);
+  runHooks(ctx, col, "afterDelete", event);
+}
