@@ -15,7 +15,7 @@ import { SseSink, sseFrame } from "./sse.ts";
 import { parseTopics, type Topic } from "./topics.ts";
 
 /** Bytes a stream may have waiting for its reader before it is reset and closed. */
-export const STREAM_BUFFER_BYTES = 1024 * 1024;
+export const STREAM_BUFFER_BYTES = 4 * 1024 * 1024;
 export const PING_MS = 25_000;
 /** How often the identities of open streams are re-checked (a revoked session ends its stream within 1 s). */
 export const IDENTITY_CHECK_MS = 300;
@@ -65,6 +65,8 @@ export function closeRealtime(ctx: AppContext): void {
   hubs.get(ctx)?.closeAll();
 }
 
+const PING = new TextEncoder().encode(": ping\n\n");
+
 const tooMany = (message: string) => new AppError(429, "rate_limited", message, {}, { "retry-after": "5" });
 
 function createHub(ctx: AppContext): RealtimeHub {
@@ -103,7 +105,7 @@ function createHub(ctx: AppContext): RealtimeHub {
     const hard = e.action === "hard_delete";
     const action = hard ? "delete" : e.action;
     const withRelations = !hard && relationsFrom(ctx, col.name).some((r) => r.type !== "one");
-    const frames = new Map<string, string>();
+    const frames = new Map<string, Uint8Array>();
     for (const c of targets) {
       if (held.seq <= c.lastSeq || !c.topics.length || !concerns(c, col, e)) continue;
       c.lastSeq = held.seq;
@@ -145,7 +147,7 @@ function createHub(ctx: AppContext): RealtimeHub {
   function startTimers() {
     if (timers.length) return;
     const ping = setInterval(() => {
-      for (const c of clients.values()) if (!c.sink.send(": ping\n\n")) drop(c);
+      for (const c of clients.values()) if (!c.sink.send(PING)) drop(c);
     }, PING_MS);
     const check = setInterval(checkIdentities, IDENTITY_CHECK_MS);
     timers = [ping, check];

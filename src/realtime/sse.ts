@@ -1,9 +1,9 @@
 const encoder = new TextEncoder();
-const END_GRACE_MS = 5_000;
+const END_GRACE_MS = 30_000;
 
-/** One Server-Sent Events frame. `data` is one line of JSON (JSON never holds a raw newline). */
-export function sseFrame(event: string, data: string, id?: string): string {
-  return `${id === undefined ? "" : `id: ${id}\n`}event: ${event}\ndata: ${data}\n\n`;
+/** One Server-Sent Events frame, encoded. `data` is one line of JSON (JSON never holds a raw newline). */
+export function sseFrame(event: string, data: string, id?: string): Uint8Array {
+  return encoder.encode(`${id === undefined ? "" : `id: ${id}\n`}event: ${event}\ndata: ${data}\n\n`);
 }
 
 /**
@@ -51,10 +51,13 @@ export class SseSink {
     });
   }
 
-  /** Queues text for the client; false when the stream is closed or just overflowed (and was closed). */
-  send(text: string): boolean {
+  /**
+   * Queues a frame for the client; false when the stream is closed or just overflowed (and was
+   * closed). A frame sent to many streams is best encoded once: they then hold the same bytes.
+   */
+  send(frame: string | Uint8Array): boolean {
     if (this.closed || this.ending) return false;
-    const bytes = encoder.encode(text);
+    const bytes = typeof frame === "string" ? encoder.encode(frame) : frame;
     if (this.queuedBytes + bytes.byteLength > this.maxBytes) {
       this.queue = [];
       this.queuedBytes = 0;
@@ -71,12 +74,11 @@ export class SseSink {
    * Sends `last` (if any) after what is queued, then ends the stream. A reader that does not
    * take it within `END_GRACE_MS` has its connection cut, so a stalled client holds nothing.
    */
-  end(last?: string): void {
+  end(last?: Uint8Array): void {
     if (this.closed || this.ending) return;
     if (last) {
-      const bytes = encoder.encode(last);
-      this.queue.push(bytes);
-      this.queuedBytes += bytes.byteLength;
+      this.queue.push(last);
+      this.queuedBytes += last.byteLength;
     }
     this.ending = true;
     this.flush();

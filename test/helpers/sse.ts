@@ -48,11 +48,13 @@ export class SseClient {
         const { done, value } = await reader.read();
         if (done) break;
         buf += decoder.decode(value, { stream: true });
+        let from = 0;
         let i: number;
-        while ((i = buf.indexOf("\n\n")) >= 0) {
-          this.parse(buf.slice(0, i));
-          buf = buf.slice(i + 2);
+        while ((i = buf.indexOf("\n\n", from)) >= 0) {
+          this.parse(buf.slice(from, i));
+          from = i + 2;
         }
+        buf = buf.slice(from);
       }
     } catch {}
     this.ended = true;
