@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import type { Browser, Page } from "playwright-core";
-import { createCollection, registerUser } from "../helpers/app.ts";
+import { ADMIN_SECRET, createCollection, registerUser } from "../helpers/app.ts";
 import { launchBrowser } from "../helpers/browser.ts";
 import { createLiveApp, type LiveApp } from "../helpers/sse.ts";
 
@@ -63,3 +63,24 @@ test("a page's EventSource receives the changes its user may read, after binding
   expect(got[0].data).toEqual({ collection: "notes", action: "create", record: mine.body });
   expect(got[1].id).toBeTruthy();
 }, 30_000);
+
+test("the console's records browser updates itself while open when records change elsewhere", async () => {
+  await createCollection(t, "board");
+  await t.admin("POST", "/api/v1/board", { title: "first" });
+  const consolePage = await browser.newPage();
+  try {
+    await consolePage.goto(`${t.base}/_/`);
+    await consolePage.getByLabel("Admin secret").fill(ADMIN_SECRET);
+    await consolePage.getByLabel("Admin secret").press("Enter");
+    await consolePage.getByRole("heading", { name: "Collections" }).waitFor({ timeout: 15_000 });
+    await consolePage.goto(`${t.base}/_/#/collections/board/records`);
+    await consolePage.getByRole("cell", { name: "first" }).waitFor({ timeout: 15_000 });
+    await consolePage.locator(".badge.ok", { hasText: "live" }).waitFor({ timeout: 15_000 });
+    const added = await t.admin("POST", "/api/v1/board", { title: "added elsewhere" });
+    await consolePage.getByRole("cell", { name: "added elsewhere" }).waitFor({ timeout: 10_000 });
+    await t.admin("PATCH", `/api/v1/board/${added.body._id}`, { title: "edited elsewhere" });
+    await consolePage.getByRole("cell", { name: "edited elsewhere" }).waitFor({ timeout: 10_000 });
+  } finally {
+    await consolePage.close();
+  }
+}, 60_000);
