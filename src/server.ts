@@ -7,6 +7,7 @@ import type { Config } from "./config.ts";
 import { PUBLIC_URL_META, setMeta } from "./db/meta.ts";
 import { createApp } from "./http/app.ts";
 import { resumeFtsBuilds } from "./search/fts.ts";
+import { closeRealtime } from "./realtime/hub.ts";
 
 export interface Running {
   ctx: AppContext;
@@ -83,6 +84,8 @@ export async function startServer(config: Config, opts: ContextOptions = {}): Pr
     async stop({ graceMs = 10_000 } = {}) {
       if (stopped) return;
       stopped = true;
+      // Event streams never end by themselves: they are closed first, so the wait below is for real requests.
+      closeRealtime(ctx);
       const force = setTimeout(() => void server.stop(true), graceMs);
       await server.stop(false);
       clearTimeout(force);

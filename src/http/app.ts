@@ -18,6 +18,7 @@ import { queryRoutes } from "./routes/query.ts";
 import { recordRoutes } from "./routes/records.ts";
 import { consoleRoutes } from "./routes/console.ts";
 import { recordWriteRoutes } from "./routes/records-write.ts";
+import { realtimeRoutes } from "./routes/realtime.ts";
 
 /**
  * Builds the HTTP app over a context. It never listens; `cli/commands/serve.ts` does. `requestLog: false`
@@ -55,6 +56,7 @@ export function createApp(ctx: AppContext, opts: { requestLog?: boolean } = {}) 
     .use(authExtraRoutes(ctx))
     .use(adminUserRoutes(ctx))
     .use(oauthRoutes(ctx))
+    .use(realtimeRoutes(ctx))
     .use(queryRoutes(ctx))
     .use(recordWriteRoutes(ctx))
     .use(recordRoutes(ctx));
