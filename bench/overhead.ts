@@ -1,9 +1,11 @@
 // Per-request overhead, in process: a fixed loop of app.handle requests (no sockets, no load
 // generator), so the figures do not depend on what else runs on the machine as much as req/s do.
 // Prints CPU microseconds per request for each workload. Run it under `bun --cpu-prof` and read
-// the profile with bench/profile-top.ts to see where the time goes.
+// the profile with bench/profile-top.ts to see where the time goes. Requests go in batches of CONC
+// (default 1) started in one event-loop turn, as a loaded server receives them; with CONC=1 each
+// request has a turn of its own, so once-per-turn work counts every time.
 //
-//   bun bench/overhead.ts [get|list|create|all] [iterations]
+//   [CONC=32] bun bench/overhead.ts [get|list|create|all] [iterations]
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -18,6 +20,7 @@ const SECRET = "bench-admin-secret-0123456789";
 const which = process.argv[2] ?? "all";
 const N = Number(process.argv[3] ?? 20000);
 const RECORDS = 20000;
+const CONC = Number(process.env.CONC ?? 1);
 
 const dir = mkdtempSync(join(tmpdir(), "baas-overhead-"));
 const config = loadConfig({ data: dir, port: 0 }, { ADMIN_SECRET: SECRET });
@@ -58,11 +61,18 @@ const workloads: Record<string, (i: number) => Promise<unknown>> = {
 for (const [name, run] of Object.entries(workloads)) {
   if (which !== "all" && which !== name) continue;
   const n = name === "list" ? Math.ceil(N / 10) : N;
-  for (let i = 0; i < Math.min(n, 500); i++) await run(i); // warm-up
+  const turn = () => new Promise((r) => setImmediate(r));
+  const batch = async (i: number) => {
+    const all: Promise<unknown>[] = [];
+    for (let j = 0; j < CONC; j++) all.push(run(i + j));
+    await Promise.all(all);
+    await turn();
+  };
+  for (let i = 0; i < Math.min(n, 500); i += CONC) await batch(i); // warm-up
   const from = Math.round((performance.timeOrigin + performance.now()) * 1000);
   const t0 = process.cpuUsage();
   const w0 = performance.now();
-  for (let i = 0; i < n; i++) await run(i);
+  for (let i = 0; i < n; i += CONC) await batch(i);
   const cpu = process.cpuUsage(t0);
   const wall = performance.now() - w0;
   const to = Math.round((performance.timeOrigin + performance.now()) * 1000);
