@@ -25,7 +25,7 @@ const CONC = Number(process.env.CONC ?? 1);
 const dir = mkdtempSync(join(tmpdir(), "baas-overhead-"));
 const config = loadConfig({ data: dir, port: 0 }, { ADMIN_SECRET: SECRET });
 // The request log goes where a server's goes (stderr); run with 2>/dev/null.
-const ctx = createContext(config, { log: createLogger({ format: config.logFormat, level: config.logLevel }) });
+const ctx = createContext(config, { log: createLogger({ format: config.logFormat, level: config.logLevel, buffered: true }) });
 ensureJwtKey(ctx);
 ensureAdminSecret(ctx);
 const app = createApp(ctx);
