@@ -1,5 +1,6 @@
 import { afterAll, expect, setDefaultTimeout, test } from "bun:test";
 import { spawnServer, type ServerProcess } from "../helpers/server.ts";
+import { waitFor } from "../helpers/wait.ts";
 
 // The server gathers request lines and writes them in batches: none may be lost at a stop, none may
 // come after the stop lines, and a quiet server still writes its last lines without being stopped.
@@ -10,15 +11,6 @@ const servers: ServerProcess[] = [];
 afterAll(async () => {
   for (const s of servers) await s.cleanup();
 });
-
-async function until(read: () => string, ok: (s: string) => boolean, ms = 10_000): Promise<string> {
-  const end = Date.now() + ms;
-  while (!ok(read())) {
-    if (Date.now() > end) throw new Error(`timed out; got:\n${read()}`);
-    await Bun.sleep(20);
-  }
-  return read();
-}
 
 const requestLines = (err: string) => err.split("\n").filter((l) => / INFO request method=/.test(l));
 
@@ -43,6 +35,6 @@ test("a single request on an idle server is logged without waiting for more traf
   const s = await spawnServer();
   servers.push(s);
   await (await fetch(`${s.url}/api/v1/lonely?x=1`)).text();
-  const err = await until(s.stderr, (e) => e.includes("path=/api/v1/lonely?x=1"), 5_000);
-  expect(requestLines(err)).toHaveLength(1);
+  await waitFor(() => s.stderr().includes("path=/api/v1/lonely?x=1"), { timeoutMs: 5_000, what: "the request line" });
+  expect(requestLines(s.stderr())).toHaveLength(1);
 });
