@@ -22,8 +22,6 @@ export interface Catalog {
   /** The event-loop turn and in-process commit count of the last check against the database. */
   checkedTurn: number;
   checkedCommits: number;
-  /** Called when the check finds that another connection committed (anything, not only catalog changes). */
-  onForeignCommit?: () => void;
 }
 
 interface Row {
@@ -129,7 +127,6 @@ export function refreshCatalog(ctx: AppContext): void {
   const dv = readDataVersion(ctx.sqlite);
   if (dv === cat.dataVersion) return;
   cat.dataVersion = dv;
-  cat.onForeignCommit?.();
   if (readSchemaVersion(ctx.sqlite) !== cat.schemaVersion) reloadCatalog(ctx);
 }
 

@@ -36,6 +36,8 @@ export interface ReadPlan {
   fts: string | null;
   /** The FTS5 MATCH expression bound for `search`, else null. */
   match: string | null;
+  /** True when a filter extension's condition looks at other tables (e.g. a relation's "linked to"). */
+  external: boolean;
 }
 
 /**
@@ -154,14 +156,16 @@ export function planRead(ctx: AppContext, col: Collection, rq: ReadQuery, access
     parts.push(visible.sql);
     params.push(...visible.params);
   }
+  let external = false;
   for (const cond of rq.filters) {
     let w: Where | undefined;
     for (const ext of filterExtensions) if ((w = ext(ctx, col, cond, table, p))) break;
-    w ??= compileFilter(col, cond);
+    if (w) external = true;
+    else w = compileFilter(col, cond);
     parts.push(w.sql);
     params.push(...w.params);
   }
-  return { table, from, where: { sql: parts.length ? parts.join(" AND ") : "1", params }, visible, fts, match };
+  return { table, from, where: { sql: parts.length ? parts.join(" AND ") : "1", params }, visible, fts, match, external };
 }
 
 /** One ORDER BY term. */
