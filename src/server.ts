@@ -6,6 +6,7 @@ import { closeContext, createContext, type AppContext, type ContextOptions } fro
 import type { Config } from "./config.ts";
 import { PUBLIC_URL_META, setMeta } from "./db/meta.ts";
 import { createApp } from "./http/app.ts";
+import { createLogger } from "./log.ts";
 import { resumeFtsBuilds } from "./search/fts.ts";
 import { closeRealtime } from "./realtime/hub.ts";
 
@@ -39,7 +40,9 @@ export async function startServer(config: Config, opts: ContextOptions = {}): Pr
       `ADMIN_SECRET is too short (${config.adminSecret.length} characters): it must be at least ${MIN_ADMIN_SECRET_LENGTH}. ` +
         "Use a long random value (e.g. 'openssl rand -base64 32'), or leave ADMIN_SECRET unset and one is generated.",
     );
-  const ctx = createContext(config, opts);
+  // The request log writes a line per request: buffered, flushed on a short timer and at exit.
+  const log = opts.log ?? createLogger({ format: config.logFormat, level: config.logLevel, buffered: true });
+  const ctx = createContext(config, { ...opts, log });
   ensureJwtKey(ctx);
   const app = createApp(ctx);
   try {
