@@ -26,8 +26,8 @@ const dir = mkdtempSync(join(tmpdir(), "baas-overhead-"));
 const config = loadConfig({ data: dir, port: 0 }, { ADMIN_SECRET: SECRET });
 // The request log goes where a server's goes (stderr); run with 2>/dev/null.
 const ctx = createContext(config, { log: createLogger({ format: config.logFormat, level: config.logLevel, buffered: true }) });
-ensureJwtKey(ctx);
-ensureAdminSecret(ctx);
+await ensureJwtKey(ctx);
+await ensureAdminSecret(ctx);
 const app = createApp(ctx);
 
 async function call(method: string, path: string, body?: unknown, token?: string): Promise<any> {
@@ -50,7 +50,7 @@ await call("POST", "/api/v1/admin/collections/items/indexes", { fields: ["catego
 for (let i = 0; i < RECORDS; i += 500) await call("POST", "/api/v1/items/bulk", Array.from({ length: 500 }, record));
 const user = await call("POST", "/api/v1/auth/register", { email: "bench@example.com", password: "bench-password-1" });
 const token = user.access_token as string;
-const ids = (ctx.sqlite.query("SELECT _id FROM items LIMIT 2000").all() as { _id: string }[]).map((r) => r._id);
+const ids = (await ctx.db.all("SELECT _id FROM items LIMIT 2000") as { _id: string }[]).map((r) => r._id);
 
 const workloads: Record<string, (i: number) => Promise<unknown>> = {
   get: (i) => call("GET", `/api/v1/items/${ids[i % ids.length]}`, undefined, token),
@@ -81,5 +81,5 @@ for (const [name, run] of Object.entries(workloads)) {
   );
 }
 
-closeContext(ctx);
+await closeContext(ctx);
 rmSync(dir, { recursive: true, force: true });

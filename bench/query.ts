@@ -17,11 +17,12 @@ import { createRecord } from "../src/records/create.ts";
 import { newRecordId } from "../src/records/ids.ts";
 import { listRecords } from "../src/records/list.ts";
 import { enableFts } from "../src/search/fts.ts";
+import { rawDatabase } from "../src/db/sqlite.ts";
 
 const N = Number(process.argv[2] ?? 100_000);
 const dir = mkdtempSync(join(tmpdir(), "baas-bench-query-"));
 const ctx = createContext(loadConfig({ data: dir, port: 0 }, { ADMIN_SECRET: "bench-secret-0123456789" }), { log: memoryLogger() });
-const db = ctx.sqlite;
+const db = rawDatabase(ctx.db);
 
 const WORDS =
   "apple river stone cloud running quick brown fox lazy dog garden market silver window engine forest ocean paper candle bridge".split(
@@ -34,8 +35,8 @@ const sentence = (n: number) => Array.from({ length: n }, pick).join(" ");
 
 // Seed: the first record goes through the service to fix the field types, the rest in one
 // transaction straight into the table (the FTS index is built afterwards, as an admin would).
-createCollection(ctx, { name: "items", rules: { read: "public" } });
-createRecord(ctx, "items", { title: "seed", body: "seed", category: "c0", score: 0.5, n: 0 }, ADMIN);
+await createCollection(ctx, { name: "items", rules: { read: "public" } });
+await createRecord(ctx, "items", { title: "seed", body: "seed", category: "c0", score: 0.5, n: 0 }, ADMIN);
 const t0 = performance.now();
 const insert = db.query(
   `INSERT INTO "items" ("_id", "_created_at", "_updated_at", "_owner_id", "_deleted_at", "title", "body", "category", "score", "n")
@@ -46,7 +47,7 @@ db.transaction(() => {
   for (let i = 1; i < N; i++)
     insert.run(newRecordId(now + i), now + i, now + i, sentence(3), sentence(12), `c${i % 20}`, Math.round(rand() * 1e6) / 1e3, i);
 })();
-createIndexDef(ctx, "items", { fields: ["category", "score"] });
+await createIndexDef(ctx, "items", { fields: ["category", "score"] });
 await enableFts(ctx, "items");
 db.exec("ANALYZE");
 const seedMs = performance.now() - t0;
@@ -58,8 +59,8 @@ type Row = Record<string, unknown>;
  * Mean µs of CPU time per call of `fn` after a warm-up, over at least `minMs` of CPU. CPU
  * time (not wall time) keeps the figures honest on a machine busy with other work.
  */
-function time(fn: () => unknown, minMs = 1500): number {
-  for (let i = 0; i < 20; i++) fn();
+async function time(fn: () => unknown, minMs = 1500): Promise<number> {
+  for (let i = 0; i < 20; i++) await fn();
   const cpu = () => {
     const u = process.cpuUsage();
     return u.user + u.system;
@@ -68,7 +69,7 @@ function time(fn: () => unknown, minMs = 1500): number {
   const start = cpu();
   let used = 0;
   while (used < minMs * 1000) {
-    for (let i = 0; i < 10; i++) fn();
+    for (let i = 0; i < 10; i++) await fn();
     calls += 10;
     used = cpu() - start;
   }
@@ -98,11 +99,11 @@ const bareKeyset = db.query<Row, [string, number, number, string]>(
 );
 const walkCase = {
   name: "cursor walk, whole category, 50/page",
-  baas: () => {
+  baas: async () => {
     let after: string | null = null;
     let pages = 0;
     do {
-      const page = listRecords(ctx, "items", params(`filter=category:eq:c3&sort=-score&limit=50${after ? `&after=${after}` : ""}`), ADMIN);
+      const page = await listRecords(ctx, "items", params(`filter=category:eq:c3&sort=-score&limit=50${after ? `&after=${after}` : ""}`), ADMIN);
       after = page.next_cursor;
       pages++;
     } while (after);
@@ -155,10 +156,10 @@ const searchCase = {
   bare: () => ({ rows: bareSearch.all('"silver candle"'), total: bareSearchCount.get('"silver candle"')!.n }),
 };
 
-const sanity = listRecords(ctx, "items", params("filter=category:eq:c7&sort=-score&limit=50"), ADMIN);
+const sanity = await listRecords(ctx, "items", params("filter=category:eq:c7&sort=-score&limit=50"), ADMIN);
 if (JSON.stringify(sanity.items.map((r) => r._id)) !== JSON.stringify(bareList.all("c7").slice(0, 50).map((r) => r._id)))
   throw new Error("baas and the bare query disagree on the list");
-if (walkCase.baas() !== walkCase.bare()) throw new Error("baas and the bare query disagree on the walk");
+if ((await walkCase.baas()) !== walkCase.bare()) throw new Error("baas and the bare query disagree on the walk");
 
 const only = process.argv[3];
 const cases = [listCase, walkCase, countCase, aggCase, searchCase].filter((c) => !only || c.name.includes(only));
@@ -170,8 +171,8 @@ for (const c of cases) {
   let bare = Infinity;
   let baas = Infinity;
   for (let round = 0; round < 2; round++) {
-    bare = Math.min(bare, time(c.bare));
-    baas = Math.min(baas, time(c.baas));
+    bare = Math.min(bare, await time(c.bare));
+    baas = Math.min(baas, await time(c.baas));
   }
   const ratio = baas / bare;
   worst = Math.max(worst, ratio);
@@ -179,5 +180,5 @@ for (const c of cases) {
 }
 lines.push("", `worst ratio ${worst.toFixed(2)} (target ≤ 1.5)`);
 console.log(lines.join("\n"));
-closeContext(ctx);
+await closeContext(ctx);
 rmSync(dir, { recursive: true, force: true });

@@ -31,14 +31,14 @@ export async function withContext<T>(cmd: Command, fn: (ctx: AppContext) => T | 
   // Without PUBLIC_URL of its own, the CLI takes the one of the server started on this data
   // directory, so addresses it shows (OAuth redirect URLs) are the ones the server uses.
   if (!process.env.PUBLIC_URL) {
-    const served = getMeta(ctx.sqlite, PUBLIC_URL_META);
+    const served = await getMeta(ctx.db, PUBLIC_URL_META);
     if (served) ctx.config.publicUrl = served;
   }
   try {
     return await fn(ctx);
   } finally {
     await ctx.mailer.flush().catch(() => {});
-    closeContext(ctx);
+    await closeContext(ctx);
   }
 }
 

@@ -1,11 +1,10 @@
-import type { Database } from "bun:sqlite";
-import { drizzle, type BunSQLiteDatabase } from "drizzle-orm/bun-sqlite";
 import { systemClock, type Clock } from "./clock.ts";
-import { createCatalog, reloadCatalog, type Catalog } from "./collections/catalog.ts";
+import { createCatalog, type Catalog } from "./collections/catalog.ts";
 import type { Config } from "./config.ts";
 import { migrate } from "./db/migrate.ts";
 import { openDatabase } from "./db/open.ts";
-import * as schema from "./db/schema.ts";
+import { SqliteEngine } from "./db/sqlite.ts";
+import type { Engine } from "./db/engine.ts";
 import { createLogger, type Logger } from "./log.ts";
 import { createMailer, type Mailer } from "./mail/mailer.ts";
 import { getSetting } from "./settings/settings.ts";
@@ -17,8 +16,8 @@ import { subscribeCommitHooks } from "./hooks/commit.ts";
 /** Everything a service needs, passed explicitly. Tests build their own. */
 export interface AppContext {
   config: Config;
-  sqlite: Database;
-  db: BunSQLiteDatabase<typeof schema>;
+  /** The storage interface (src/db/engine.ts): every statement and transaction goes through it. */
+  db: Engine;
   catalog: Catalog;
   clock: Clock;
   log: Logger;
@@ -44,8 +43,7 @@ export function createContext(config: Config, opts: ContextOptions = {}): AppCon
   const log = opts.log ?? createLogger({ format: config.logFormat, level: config.logLevel });
   const ctx: AppContext = {
     config,
-    sqlite,
-    db: drizzle(sqlite, { schema }),
+    db: new SqliteEngine(sqlite, (err) => log.error("after-commit callback failed", { error: err })),
     catalog: createCatalog(),
     clock: opts.clock ?? systemClock,
     log,
@@ -59,17 +57,14 @@ export function createContext(config: Config, opts: ContextOptions = {}): AppCon
   ctx.mailer =
     opts.mailer ??
     createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, fromName: () => getSetting(ctx, "app_name"), log });
-  reloadCatalog(ctx);
+  // The catalog starts stale: the first request loads it.
   subscribeCommitHooks(ctx);
   return ctx;
 }
 
 /** Ends the realtime streams, closes the mailer and the database. */
-export function closeContext(ctx: AppContext): void {
+export async function closeContext(ctx: AppContext): Promise<void> {
   closeRealtime(ctx);
   ctx.mailer.close();
-  try {
-    ctx.sqlite.exec("PRAGMA optimize");
-  } catch {}
-  ctx.sqlite.close();
+  await ctx.db.close();
 }

@@ -43,7 +43,7 @@ export async function startServer(config: Config, opts: ContextOptions = {}): Pr
   // The request log writes a line per request: buffered, flushed on a short timer and at exit.
   const log = opts.log ?? createLogger({ format: config.logFormat, level: config.logLevel, buffered: true });
   const ctx = createContext(config, { ...opts, log });
-  ensureJwtKey(ctx);
+  await ensureJwtKey(ctx);
   const app = createApp(ctx);
   try {
     app.listen({
@@ -58,13 +58,13 @@ export async function startServer(config: Config, opts: ContextOptions = {}): Pr
       idleTimeout: 30,
     });
   } catch (err) {
-    closeContext(ctx);
+    await closeContext(ctx);
     if ((err as { code?: string }).code === "EADDRINUSE") throw new PortInUseError(config.port);
     throw err;
   }
-  // After listening, in the same synchronous turn (no request is handled before it ends): a start that
+  // After listening, before the event loop takes a request (the SQLite engine answers in microtasks): a start that
   // fails on a taken port must not generate, store and never show a first admin secret.
-  const secret = ensureAdminSecret(ctx);
+  const secret = await ensureAdminSecret(ctx);
   void prepareDummyHash();
   const server = app.server!;
   // With port 0 the OS picks the port, so the default PUBLIC_URL/APP_URL (`http://localhost:0`)
@@ -76,8 +76,8 @@ export async function startServer(config: Config, opts: ContextOptions = {}): Pr
   }
   // Kept for the CLI, which works on the same data directory without knowing the server's port:
   // `baas settings list` shows the same OAuth redirect addresses as GET /admin/settings.
-  setMeta(ctx.sqlite, PUBLIC_URL_META, ctx.config.publicUrl);
-  resumeFtsBuilds(ctx);
+  await setMeta(ctx.db, PUBLIC_URL_META, ctx.config.publicUrl);
+  await resumeFtsBuilds(ctx);
   let stopped = false;
   return {
     ctx,
@@ -95,7 +95,7 @@ export async function startServer(config: Config, opts: ContextOptions = {}): Pr
       let giveUp: ReturnType<typeof setTimeout> | undefined;
       await Promise.race([ctx.mailer.flush().catch(() => {}), new Promise((r) => (giveUp = setTimeout(r, graceMs)))]);
       clearTimeout(giveUp);
-      closeContext(ctx);
+      await closeContext(ctx);
     },
     forceClose() {
       void server.stop(true);

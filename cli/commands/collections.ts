@@ -103,13 +103,13 @@ Examples:
     .addHelpText("after", "\nExample:\n  $ baas collections delete posts --yes")
     .action(async (name: string, opts: { yes?: boolean }, cmd: Command) => {
       const res = await withContext(cmd, async (ctx) => {
-        getCollectionJson(ctx, name);
+        await getCollectionJson(ctx, name);
         const go = await confirmDestructive(
           opts.yes,
           `Delete collection "${name}" and all its records?`,
           `delete collection "${name}"`,
         );
-        return go ? deleteCollection(ctx, name) : null;
+        return go ? await deleteCollection(ctx, name) : null;
       });
       if (!res) throw new Error("cancelled, nothing deleted");
       output(cmd, res, () => `deleted collection ${name}`);

@@ -121,9 +121,9 @@ Examples:
     .addHelpText("after", "\nExample:\n  $ baas users delete ada@example.com --yes")
     .action(async (who: string, opts: { yes?: boolean }, cmd: Command) => {
       const res = await withContext(cmd, async (ctx) => {
-        const user = getUser(ctx, who);
+        const user = await getUser(ctx, who);
         const go = await confirmDestructive(opts.yes, `Delete user ${user.email}?`, `delete user ${user.email}`);
-        return go ? deleteUser(ctx, user.id) : null;
+        return go ? await deleteUser(ctx, user.id) : null;
       });
       if (!res) throw new Error("cancelled, nothing deleted");
       output(cmd, res, () => `deleted user ${who} (${res.id})`);

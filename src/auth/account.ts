@@ -19,7 +19,7 @@ function body(input: unknown): Record<string, unknown> {
 /** `POST /auth/register`: creates the user, sends the verification mail, starts a session. */
 export async function register(ctx: AppContext, input: unknown, client: ClientInfo): Promise<SessionResponse> {
   const b = body(input);
-  const s = getSettings(ctx);
+  const s = await getSettings(ctx);
   if (!s.auth_password_enabled) throw methodDisabled("password registration");
   if (!s.registration_open) throw new AppError(403, "registration_closed", "registration is closed");
   // Registration always needs a password (createUser alone allows none, for admin-made accounts).
@@ -34,7 +34,7 @@ export async function register(ctx: AppContext, input: unknown, client: ClientIn
   }
   if (errors.length) throw new ValidationError(errors);
   const user = await createUser(ctx, { email: b.email, password: b.password });
-  sendVerificationEmail(ctx, user);
+  await sendVerificationEmail(ctx, user);
   return createSession(ctx, user, client);
 }
 
@@ -45,7 +45,7 @@ export async function register(ctx: AppContext, input: unknown, client: ClientIn
  */
 export async function login(ctx: AppContext, input: unknown, client: ClientInfo): Promise<LoginResult> {
   const b = body(input);
-  if (!getSettings(ctx).auth_password_enabled) throw methodDisabled("password login");
+  if (!(await getSettings(ctx)).auth_password_enabled) throw methodDisabled("password login");
   if (typeof b.email !== "string" || typeof b.password !== "string") {
     await verifyPassword(String(b.password ?? ""), null);
     throw invalidCredentials();
@@ -59,15 +59,15 @@ export async function login(ctx: AppContext, input: unknown, client: ClientInfo)
   }
   // IMPORTANT: the guess is counted before the slow hash, in one statement, else parallel
   // requests all pass the lock check before any failure is recorded (a lockout bypass).
-  takeLoginAttempt(ctx, email);
-  const user = findUserByEmail(ctx, email);
+  await takeLoginAttempt(ctx, email);
+  const user = await findUserByEmail(ctx, email);
   const ok = await verifyPassword(b.password, user?.password_hash);
   // The row is read again: a password reset or 2FA change may have landed during the hash.
-  const fresh = user && ok ? findUserById(ctx, user.id) : null;
+  const fresh = user && ok ? await findUserById(ctx, user.id) : null;
   if (!fresh || fresh.password_hash !== user?.password_hash) throw invalidCredentials();
-  const result = finishLogin(ctx, fresh, client);
+  const result = await finishLogin(ctx, fresh, client);
   // A right password is no failure: with 2FA on its slot is given back, and each code takes its own.
-  if ("totp_required" in result) releaseLoginAttempt(ctx, email);
+  if ("totp_required" in result) await releaseLoginAttempt(ctx, email);
   return result;
 }
 
@@ -77,37 +77,37 @@ function requireUserPrincipal(p: Principal): Extract<Principal, { kind: "user" }
 }
 
 /** `POST /auth/logout`: revokes the current session. */
-export function logout(ctx: AppContext, p: Principal): { ok: true } {
+export async function logout(ctx: AppContext, p: Principal): Promise<{ ok: true }> {
   const u = requireUserPrincipal(p);
-  if (u.sessionId) revokeSession(ctx, u.sessionId);
+  if (u.sessionId) await revokeSession(ctx, u.sessionId);
   return { ok: true };
 }
 
 /** `POST /auth/logout-all`: revokes every session and API key of the user. */
-export function logoutAll(ctx: AppContext, p: Principal): { ok: true; sessions_revoked: number; api_keys_revoked: number } {
+export async function logoutAll(ctx: AppContext, p: Principal): Promise<{ ok: true; sessions_revoked: number; api_keys_revoked: number }> {
   const u = requireUserPrincipal(p);
-  return ctx.sqlite.transaction(() => ({
+  return await ctx.db.transaction(async () => ({
     ok: true as const,
-    sessions_revoked: revokeUserSessions(ctx, u.userId),
-    api_keys_revoked: revokeUserApiKeys(ctx, u.userId),
-  }))();
+    sessions_revoked: await revokeUserSessions(ctx, u.userId),
+    api_keys_revoked: await revokeUserApiKeys(ctx, u.userId),
+  }));
 }
 
 /** `GET /auth/me`. */
-export function me(ctx: AppContext, p: Principal): UserJson {
+export async function me(ctx: AppContext, p: Principal): Promise<UserJson> {
   const u = requireUserPrincipal(p);
-  const user = findUserById(ctx, u.userId);
+  const user = await findUserById(ctx, u.userId);
   if (!user) throw new AppError(401, "unauthorized", "user no longer exists");
   return userToJson(user);
 }
 
 /** `PATCH /auth/me`: only `metadata`, replaced whole. */
-export function updateMe(ctx: AppContext, p: Principal, input: unknown): UserJson {
+export async function updateMe(ctx: AppContext, p: Principal, input: unknown): Promise<UserJson> {
   const u = requireUserPrincipal(p);
   const b = body(input);
   for (const k of Object.keys(b)) if (k !== "metadata") throw badRequest(`"${k}" cannot be changed here; only metadata`);
   if (!("metadata" in b)) throw badRequest("metadata is required");
   const metadata = checkMetadata(b.metadata);
-  ctx.sqlite.query("UPDATE _users SET metadata = ?, updated_at = ? WHERE id = ?").run(JSON.stringify(metadata), ctx.clock.now(), u.userId);
+  await ctx.db.run("UPDATE _users SET metadata = ?, updated_at = ? WHERE id = ?", [JSON.stringify(metadata), ctx.clock.now(), u.userId]);
   return me(ctx, p);
 }

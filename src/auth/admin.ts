@@ -28,36 +28,36 @@ const SOURCE_META = "admin_secret_source";
  * replaces a different stored one, which the caller reports); otherwise the stored secret is used, and the
  * first start generates one. Only hashes are stored.
  */
-export function ensureAdminSecret(ctx: AppContext): AdminSecretState {
-  const stored = getMeta(ctx.sqlite, "admin_secret_hash");
+export async function ensureAdminSecret(ctx: AppContext): Promise<AdminSecretState> {
+  const stored = await getMeta(ctx.db, "admin_secret_hash");
   if (ctx.config.adminSecret) {
     const hash = sha256(ctx.config.adminSecret);
     const replacedStored = stored !== null && stored !== hash;
-    ctx.sqlite.transaction(() => {
+    await ctx.db.transaction(async () => {
       if (stored !== hash) {
-        setMeta(ctx.sqlite, "admin_secret_hash", hash);
-        bumpAdminEpoch(ctx);
+        await setMeta(ctx.db, "admin_secret_hash", hash);
+        await bumpAdminEpoch(ctx);
       }
-      setMeta(ctx.sqlite, SOURCE_META, "env");
-    })();
+      await setMeta(ctx.db, SOURCE_META, "env");
+    });
     return { source: "env", generated: null, replacedStored };
   }
-  setMeta(ctx.sqlite, SOURCE_META, "stored");
+  await setMeta(ctx.db, SOURCE_META, "stored");
   if (stored) return { source: "stored", generated: null, replacedStored: false };
-  return { source: "generated", generated: storeNewSecret(ctx), replacedStored: false };
+  return { source: "generated", generated: await storeNewSecret(ctx), replacedStored: false };
 }
 
-function bumpAdminEpoch(ctx: AppContext): void {
-  const epoch = Number(getMeta(ctx.sqlite, "admin_epoch") ?? "0") + 1;
-  setMeta(ctx.sqlite, "admin_epoch", String(epoch));
+async function bumpAdminEpoch(ctx: AppContext): Promise<void> {
+  const epoch = Number(await getMeta(ctx.db, "admin_epoch") ?? "0") + 1;
+  await setMeta(ctx.db, "admin_epoch", String(epoch));
 }
 
-function storeNewSecret(ctx: AppContext): string {
+async function storeNewSecret(ctx: AppContext): Promise<string> {
   const secret = `baas_admin_${randomToken(24)}`;
-  ctx.sqlite.transaction(() => {
-    setMeta(ctx.sqlite, "admin_secret_hash", sha256(secret));
-    bumpAdminEpoch(ctx);
-  })();
+  await ctx.db.transaction(async () => {
+    await setMeta(ctx.db, "admin_secret_hash", sha256(secret));
+    await bumpAdminEpoch(ctx);
+  });
   return secret;
 }
 
@@ -66,10 +66,10 @@ function storeNewSecret(ctx: AppContext): string {
  * Refused (409) while ADMIN_SECRET is the secret, here or for the server of this data directory:
  * the server would put ADMIN_SECRET back at its next start and the rotated secret would silently stop working.
  */
-export function rotateAdminSecret(ctx: AppContext): string {
+export async function rotateAdminSecret(ctx: AppContext): Promise<string> {
   const why = ctx.config.adminSecret
     ? "ADMIN_SECRET is set"
-    : getMeta(ctx.sqlite, SOURCE_META) === "env"
+    : await getMeta(ctx.db, SOURCE_META) === "env"
       ? "ADMIN_SECRET is set for the server of this data directory (it was last started with it)"
       : null;
   if (why)
@@ -77,7 +77,7 @@ export function rotateAdminSecret(ctx: AppContext): string {
       `${why}, so it is the admin secret and cannot be rotated: change ADMIN_SECRET and restart the server, ` +
         "or start the server without ADMIN_SECRET to use a stored secret that rotate-secret can replace",
     );
-  return storeNewSecret(ctx);
+  return await storeNewSecret(ctx);
 }
 
 /** Wrong admin credentials allowed per client address per window (CONTRACT §8b, §8c). */
@@ -85,8 +85,8 @@ export const ADMIN_GUESS_LIMIT = 10;
 export const ADMIN_GUESS_WINDOW_MS = 60_000;
 
 /** True when `candidate` is the admin secret. Re-reads the database so a CLI rotation applies at once. */
-function isAdminSecret(ctx: AppContext, candidate: string): boolean {
-  const stored = getMeta(ctx.sqlite, "admin_secret_hash");
+async function isAdminSecret(ctx: AppContext, candidate: string): Promise<boolean> {
+  const stored = await getMeta(ctx.db, "admin_secret_hash");
   if (!stored) return false;
   // IMPORTANT: constant-time compare of the hashes, else the secret's hash leaks through timing.
   return safeEqual(sha256(candidate), stored);
@@ -99,59 +99,53 @@ function isAdminSecret(ctx: AppContext, candidate: string): boolean {
  * without any comparison, so the secret cannot be guessed at speed, from one process or several.
  * Only wrong guesses count: a console or script that presents the secret often is never limited.
  */
-export function checkAdminSecretGuess(ctx: AppContext, candidate: string, ip: string): boolean {
+export async function checkAdminSecretGuess(ctx: AppContext, candidate: string, ip: string): Promise<boolean> {
   const now = ctx.clock.now();
   const since = now - ADMIN_GUESS_WINDOW_MS;
   // IMMEDIATE: count, compare and record hold the write lock together, so parallel guesses cannot overshoot.
-  return ctx.sqlite
-    .transaction(() => {
-      const recent = ctx.sqlite
-        .query<{ n: number; first: number | null }, [string, number]>(
-          "SELECT COUNT(*) AS n, MIN(at) AS first FROM _admin_attempts WHERE ip = ? AND at > ?",
-        )
-        .get(ip, since)!;
+  return await ctx.db.transaction(async () => {
+      const recent = (await ctx.db.get<{ n: number; first: number | null }>("SELECT COUNT(*) AS n, MIN(at) AS first FROM _admin_attempts WHERE ip = ? AND at > ?", [ip, since]))!;
       if (recent.n >= ADMIN_GUESS_LIMIT) {
         const retry = Math.max(1, Math.ceil(((recent.first ?? now) + ADMIN_GUESS_WINDOW_MS - now) / 1000));
         throw new AppError(429, "rate_limited", "too many admin login attempts; try again later", {}, { "Retry-After": String(retry) });
       }
-      if (isAdminSecret(ctx, candidate)) return true;
+      if (await isAdminSecret(ctx, candidate)) return true;
       // Tries older than the window are dropped as new ones come, so many addresses cannot grow the table without bound.
-      ctx.sqlite.query("DELETE FROM _admin_attempts WHERE at <= ?").run(since);
-      ctx.sqlite.query("INSERT INTO _admin_attempts (ip, at) VALUES (?, ?)").run(ip, now);
+      await ctx.db.run("DELETE FROM _admin_attempts WHERE at <= ?", [since]);
+      await ctx.db.run("INSERT INTO _admin_attempts (ip, at) VALUES (?, ?)", [ip, now]);
       return false;
-    })
-    .immediate();
+    });
 }
 
 /** 401 for a wrong admin secret or admin token. */
 export const invalidAdminCredentials = (code = "unauthorized") => new AppError(401, code, "invalid admin credentials");
 
 /** Issues an admin token (12 h) bound to the current admin epoch. */
-export function issueAdminToken(ctx: AppContext): { token: string; expires_in: number } {
+export async function issueAdminToken(ctx: AppContext): Promise<{ token: string; expires_in: number }> {
   const now = Math.floor(ctx.clock.now() / 1000);
-  const epoch = Number(getMeta(ctx.sqlite, "admin_epoch") ?? "1");
-  const token = signJwt(jwtKey(ctx), { typ: "admin", epoch, iat: now, exp: now + ADMIN_TOKEN_TTL_SECONDS });
+  const epoch = Number(await getMeta(ctx.db, "admin_epoch") ?? "1");
+  const token = signJwt(await jwtKey(ctx), { typ: "admin", epoch, iat: now, exp: now + ADMIN_TOKEN_TTL_SECONDS });
   return { token, expires_in: ADMIN_TOKEN_TTL_SECONDS };
 }
 
 /** True when `token` is a live admin token (signature, expiry, and not issued before the last rotation). */
-export function isAdminToken(ctx: AppContext, token: string): boolean {
-  const claims = verifyJwt(jwtKey(ctx), token, ctx.clock.now());
+export async function isAdminToken(ctx: AppContext, token: string): Promise<boolean> {
+  const claims = verifyJwt(await jwtKey(ctx), token, ctx.clock.now());
   if (!claims || claims.typ !== "admin") return false;
-  return claims.epoch === Number(getMeta(ctx.sqlite, "admin_epoch") ?? "1");
+  return claims.epoch === Number(await getMeta(ctx.db, "admin_epoch") ?? "1");
 }
 
 /**
  * True while `value` is still a valid admin credential (the secret or a live admin token). A re-check
  * of a credential that was accepted before (a realtime stream), so it is not counted as a guess.
  */
-export function isAdminCredential(ctx: AppContext, value: string): boolean {
+export async function isAdminCredential(ctx: AppContext, value: string): Promise<boolean> {
   // An ADMIN_SECRET set by the operator may itself contain dots, so a failed token check still tries the secret.
-  return (value.split(".").length === 3 && isAdminToken(ctx, value)) || isAdminSecret(ctx, value);
+  return (value.split(".").length === 3 && await isAdminToken(ctx, value)) || await isAdminSecret(ctx, value);
 }
 
 /** `POST /admin/login`: exchanges the secret for an admin token. 10 wrong tries a minute per IP. */
-export function adminLogin(ctx: AppContext, secret: unknown, ip: string): { token: string; expires_in: number } {
-  if (!checkAdminSecretGuess(ctx, typeof secret === "string" ? secret : "", ip)) throw invalidAdminCredentials("invalid_credentials");
+export async function adminLogin(ctx: AppContext, secret: unknown, ip: string): Promise<{ token: string; expires_in: number }> {
+  if (!await checkAdminSecretGuess(ctx, typeof secret === "string" ? secret : "", ip)) throw invalidAdminCredentials("invalid_credentials");
   return issueAdminToken(ctx);
 }

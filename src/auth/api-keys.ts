@@ -4,6 +4,7 @@ import { randomToken, sha256 } from "../crypto.ts";
 import { AppError, asObject, badRequest, methodDisabled, notFound } from "../errors.ts";
 import { getSetting } from "../settings/settings.ts";
 import type { Principal } from "./principal.ts";
+import { INSERT_ORDER } from "../query/dialect.ts";
 
 export interface ApiKeyJson {
   id: string;
@@ -18,9 +19,9 @@ function userIdOf(p: Principal): string {
 }
 
 /** `POST /auth/api-keys {name}`: a new key `baas_<32 random bytes>`; only its hash is kept, the value is shown once. */
-export function createApiKey(ctx: AppContext, p: Principal, input: unknown): { id: string; name: string; key: string; created_at: number } {
+export async function createApiKey(ctx: AppContext, p: Principal, input: unknown): Promise<{ id: string; name: string; key: string; created_at: number }> {
   const userId = userIdOf(p);
-  if (!getSetting(ctx, "auth_api_keys_enabled")) throw methodDisabled("API key creation");
+  if (!await getSetting(ctx, "auth_api_keys_enabled")) throw methodDisabled("API key creation");
   const raw = asObject(input).name;
   if (typeof raw !== "string" || !raw.trim()) throw badRequest("name is required (a non-empty string)");
   const name = raw.trim();
@@ -28,36 +29,28 @@ export function createApiKey(ctx: AppContext, p: Principal, input: unknown): { i
   const now = ctx.clock.now();
   const id = ulid(now);
   const key = `baas_${randomToken(32)}`;
-  ctx.sqlite
-    .query("INSERT INTO _api_keys (id, user_id, name, key_hash, created_at) VALUES (?, ?, ?, ?, ?)")
-    .run(id, userId, name, sha256(key), now);
+  await ctx.db.run("INSERT INTO _api_keys (id, user_id, name, key_hash, created_at) VALUES (?, ?, ?, ?, ?)", [id, userId, name, sha256(key), now]);
   return { id, name, key, created_at: now };
 }
 
 /** `GET /auth/api-keys`: the user's active keys, oldest first, never their values. */
-export function listApiKeys(ctx: AppContext, p: Principal): { items: ApiKeyJson[] } {
-  return { items: activeApiKeysOf(ctx, userIdOf(p)) };
+export async function listApiKeys(ctx: AppContext, p: Principal): Promise<{ items: ApiKeyJson[] }> {
+  return { items: await activeApiKeysOf(ctx, userIdOf(p)) };
 }
 
 /** A user's active keys, oldest first, never their values (also what an admin sees). */
-export function activeApiKeysOf(ctx: AppContext, userId: string): ApiKeyJson[] {
-  return ctx.sqlite
-    .query<ApiKeyJson, [string]>(
-      "SELECT id, name, created_at, last_used_at FROM _api_keys WHERE user_id = ? AND revoked_at IS NULL ORDER BY created_at, rowid",
-    )
-    .all(userId);
+export async function activeApiKeysOf(ctx: AppContext, userId: string): Promise<ApiKeyJson[]> {
+  return await ctx.db.all<ApiKeyJson>(`SELECT id, name, created_at, last_used_at FROM _api_keys WHERE user_id = ? AND revoked_at IS NULL ORDER BY created_at, ${INSERT_ORDER}`, [userId]);
 }
 
 /** `DELETE /auth/api-keys/:id`: revokes one of the user's keys; another user's key is 404. */
-export function revokeApiKey(ctx: AppContext, p: Principal, id: string): { ok: true } {
-  revokeApiKeyOf(ctx, userIdOf(p), id);
+export async function revokeApiKey(ctx: AppContext, p: Principal, id: string): Promise<{ ok: true }> {
+  await revokeApiKeyOf(ctx, userIdOf(p), id);
   return { ok: true };
 }
 
 /** Revokes one active key of that user; 404 when the user has none of that id (another user's key included). */
-export function revokeApiKeyOf(ctx: AppContext, userId: string, id: string): void {
-  const r = ctx.sqlite
-    .query("UPDATE _api_keys SET revoked_at = ? WHERE id = ? AND user_id = ? AND revoked_at IS NULL")
-    .run(ctx.clock.now(), id, userId);
+export async function revokeApiKeyOf(ctx: AppContext, userId: string, id: string): Promise<void> {
+  const r = await ctx.db.run("UPDATE _api_keys SET revoked_at = ? WHERE id = ? AND user_id = ? AND revoked_at IS NULL", [ctx.clock.now(), id, userId]);
   if (r.changes === 0) throw notFound("API key not found");
 }

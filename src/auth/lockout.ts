@@ -36,46 +36,34 @@ function accountLocked(retryAfterSeconds: number): AppError {
  * lock runs. Call it before checking the password or code; call `clearLoginAttempts` when the
  * login completes. A wrong guess needs no further call: its slot stays taken.
  */
-export function takeLoginAttempt(ctx: AppContext, email: string): void {
+export async function takeLoginAttempt(ctx: AppContext, email: string): Promise<void> {
   const now = ctx.clock.now();
   const { lockoutMaxAttempts, lockoutDurationMs } = ctx.config;
   // Forgotten counts and ended locks are dropped as they go, so unknown emails cannot grow the table without bound.
-  ctx.sqlite
-    .query("DELETE FROM _login_attempts WHERE last_at <= ? AND (locked_until IS NULL OR locked_until <= ?)")
-    .run(now - lockoutDurationMs, now);
-  const taken = ctx.sqlite.query(TAKE_SLOT).get(email, now, lockoutMaxAttempts, lockoutDurationMs);
+  await ctx.db.run("DELETE FROM _login_attempts WHERE last_at <= ? AND (locked_until IS NULL OR locked_until <= ?)", [now - lockoutDurationMs, now]);
+  const taken = await ctx.db.get(TAKE_SLOT, [email, now, lockoutMaxAttempts, lockoutDurationMs]);
   if (taken) return;
-  const row = ctx.sqlite
-    .query<{ locked_until: number | null }, [string]>("SELECT locked_until FROM _login_attempts WHERE email = ?")
-    .get(email);
+  const row = await ctx.db.get<{ locked_until: number | null }>("SELECT locked_until FROM _login_attempts WHERE email = ?", [email]);
   throw accountLocked(Math.max(1, Math.ceil(((row?.locked_until ?? now) - now) / 1000)));
 }
 
 /** Forgets the failures of `email` and ends its lock: a completed login, a password reset, an admin unlock. */
-export function clearLoginAttempts(ctx: AppContext, email: string): void {
-  ctx.sqlite.query("DELETE FROM _login_attempts WHERE email = ?").run(email);
+export async function clearLoginAttempts(ctx: AppContext, email: string): Promise<void> {
+  await ctx.db.run("DELETE FROM _login_attempts WHERE email = ?", [email]);
 }
 
 /**
  * Gives back a slot whose guess was right but did not complete a login (a right password of a
  * 2FA user): a right password is no failure. A lock that slot started ends with it.
  */
-export function releaseLoginAttempt(ctx: AppContext, email: string): void {
-  ctx.sqlite
-    .query(
-      `UPDATE _login_attempts SET attempts = attempts - 1,
+export async function releaseLoginAttempt(ctx: AppContext, email: string): Promise<void> {
+  await ctx.db.run(`UPDATE _login_attempts SET attempts = attempts - 1,
          locked_until = CASE WHEN attempts - 1 >= ?2 THEN locked_until END
-       WHERE email = ?1 AND attempts > 0`,
-    )
-    .run(email, ctx.config.lockoutMaxAttempts);
+       WHERE email = ?1 AND attempts > 0`, [email, ctx.config.lockoutMaxAttempts]);
 }
 
 /** Unix ms until which logins of `email` are refused, or null when no lock runs. */
-export function lockedUntil(ctx: AppContext, email: string): number | null {
-  const row = ctx.sqlite
-    .query<{ locked_until: number | null }, [string, number]>(
-      "SELECT locked_until FROM _login_attempts WHERE email = ? AND locked_until > ?",
-    )
-    .get(email, ctx.clock.now());
+export async function lockedUntil(ctx: AppContext, email: string): Promise<number | null> {
+  const row = await ctx.db.get<{ locked_until: number | null }>("SELECT locked_until FROM _login_attempts WHERE email = ? AND locked_until > ?", [email, ctx.clock.now()]);
   return row?.locked_until ?? null;
 }

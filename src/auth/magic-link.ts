@@ -10,8 +10,8 @@ import { claimUnverifiedAccount, mailLinkIfAccount } from "./verification.ts";
 export const MAGIC_LINK_TTL_MS = 30 * 60 * 1000;
 
 /** `POST /auth/magic-link {email}`: always `{ ok: true }`; mails a 30-minute link only when the account exists. */
-export function requestMagicLink(ctx: AppContext, input: unknown): { ok: true } {
-  if (!getSetting(ctx, "auth_magic_link_enabled")) throw methodDisabled("magic-link login");
+export async function requestMagicLink(ctx: AppContext, input: unknown): Promise<{ ok: true }> {
+  if (!await getSetting(ctx, "auth_magic_link_enabled")) throw methodDisabled("magic-link login");
   return mailLinkIfAccount(ctx, input, "magic_link", MAGIC_LINK_TTL_MS);
 }
 
@@ -19,12 +19,12 @@ export function requestMagicLink(ctx: AppContext, input: unknown): { ok: true } 
  * `POST /auth/magic-link/verify {token}`: proves the address (on a never-verified account this drops
  * what a pre-registration could have set up), then a session or the 2FA step; 401 for a bad token.
  */
-export function verifyMagicLink(ctx: AppContext, input: unknown, client: ClientInfo): LoginResult {
-  if (!getSetting(ctx, "auth_magic_link_enabled")) throw methodDisabled("magic-link login");
-  const userId = consumeMailToken(ctx, asObject(input).token, "magic_link");
+export async function verifyMagicLink(ctx: AppContext, input: unknown, client: ClientInfo): Promise<LoginResult> {
+  if (!await getSetting(ctx, "auth_magic_link_enabled")) throw methodDisabled("magic-link login");
+  const userId = await consumeMailToken(ctx, asObject(input).token, "magic_link");
   if (!userId) throw new AppError(401, "invalid_token", "invalid or expired magic-link token");
-  claimUnverifiedAccount(ctx, userId);
-  const user = findUserById(ctx, userId);
+  await claimUnverifiedAccount(ctx, userId);
+  const user = await findUserById(ctx, userId);
   if (!user) throw new AppError(401, "invalid_token", "invalid or expired magic-link token");
   return finishLogin(ctx, user, client);
 }

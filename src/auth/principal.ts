@@ -37,40 +37,40 @@ export interface CredentialHeaders {
  * `allowApiKey` is false on `/auth/*`, where API keys do not act. `ip` is the client address:
  * a value that could only be a guess at the admin secret counts toward its limit.
  */
-export function resolvePrincipal(ctx: AppContext, h: CredentialHeaders, opts: { allowApiKey: boolean; ip: string }): Principal {
+export async function resolvePrincipal(ctx: AppContext, h: CredentialHeaders, opts: { allowApiKey: boolean; ip: string }): Promise<Principal> {
   if (h.adminToken) {
     const value = h.adminToken.trim();
     // A token signed with this server's key (an admin token, or a user's sent to the wrong header) is no guess at the secret.
-    if (isSignedJwt(jwtKey(ctx), value)) {
-      if (isAdminToken(ctx, value)) return ADMIN;
+    if (isSignedJwt(await jwtKey(ctx), value)) {
+      if (await isAdminToken(ctx, value)) return ADMIN;
       throw invalidToken("invalid or expired admin token");
     }
-    if (checkAdminSecretGuess(ctx, value, opts.ip)) return ADMIN;
+    if (await checkAdminSecretGuess(ctx, value, opts.ip)) return ADMIN;
     throw invalidAdminCredentials();
   }
   if (h.authorization) {
     const m = /^Bearer\s+(.+)$/i.exec(h.authorization.trim());
     if (!m) throw invalidToken("the Authorization header must be 'Bearer <token>'");
     const token = m[1].trim();
-    if (isSignedJwt(jwtKey(ctx), token)) return fromSignedJwt(ctx, token);
+    if (isSignedJwt(await jwtKey(ctx), token)) return await fromSignedJwt(ctx, token);
     // A user's API key in the wrong header is a mistake, not a guess at the admin secret.
-    if (findApiKey(ctx, token)) throw invalidToken("send API keys in the X-API-Key header");
-    if (checkAdminSecretGuess(ctx, token, opts.ip)) return ADMIN;
+    if (await findApiKey(ctx, token)) throw invalidToken("send API keys in the X-API-Key header");
+    if (await checkAdminSecretGuess(ctx, token, opts.ip)) return ADMIN;
     throw invalidAdminCredentials();
   }
   if (h.apiKey) {
     if (!opts.allowApiKey) throw invalidToken("API keys are not accepted on /auth endpoints");
-    return userFromApiKey(ctx, h.apiKey.trim());
+    return await userFromApiKey(ctx, h.apiKey.trim());
   }
   return ANONYMOUS;
 }
 
 /** A JWT signed with this server's key: a user's access token (session or impersonation) or an admin token. */
-function fromSignedJwt(ctx: AppContext, token: string): Principal {
-  const claims = verifyJwt(jwtKey(ctx), token, ctx.clock.now());
+async function fromSignedJwt(ctx: AppContext, token: string): Promise<Principal> {
+  const claims = verifyJwt(await jwtKey(ctx), token, ctx.clock.now());
   if (!claims) throw invalidToken();
   if (claims.typ === "admin") {
-    if (isAdminToken(ctx, token)) return ADMIN;
+    if (await isAdminToken(ctx, token)) return ADMIN;
     throw invalidToken("invalid or expired admin token");
   }
   const sub = claims.sub;
@@ -78,12 +78,12 @@ function fromSignedJwt(ctx: AppContext, token: string): Principal {
   if (typeof sub !== "string") throw invalidToken();
   if (typeof claims.sid === "string") {
     // Checked on every request, never cached: a revoked session must fail at once.
-    if (!isSessionActive(ctx, claims.sid, sub)) throw invalidToken("session revoked or expired");
+    if (!await isSessionActive(ctx, claims.sid, sub)) throw invalidToken("session revoked or expired");
     return { kind: "user", userId: sub, roles, sessionId: claims.sid, via: "token" };
   }
   if (claims.imp === true) {
     // Impersonation tokens have no session; they live only for their short lifetime, while the user exists.
-    const exists = ctx.sqlite.query("SELECT 1 FROM _users WHERE id = ?").get(sub);
+    const exists = await ctx.db.get("SELECT 1 FROM _users WHERE id = ?", [sub]);
     if (!exists) throw invalidToken();
     return { kind: "user", userId: sub, roles, sessionId: null, via: "token" };
   }
@@ -91,10 +91,10 @@ function fromSignedJwt(ctx: AppContext, token: string): Principal {
 }
 
 /** True when `authorization` carries a live admin impersonation token (signed here, `imp`, no session). */
-export function isImpersonationToken(ctx: AppContext, authorization: string | null): boolean {
+export async function isImpersonationToken(ctx: AppContext, authorization: string | null): Promise<boolean> {
   const token = authorization ? /^Bearer\s+(.+)$/i.exec(authorization.trim())?.[1].trim() : undefined;
   if (!token || !looksLikeJwt(token)) return false;
-  const claims = verifyJwt(jwtKey(ctx), token, ctx.clock.now());
+  const claims = verifyJwt(await jwtKey(ctx), token, ctx.clock.now());
   return claims?.imp === true;
 }
 
@@ -106,22 +106,18 @@ interface ApiKeyRow {
 }
 
 /** The live API key `key` with its user's roles, or null. */
-function findApiKey(ctx: AppContext, key: string): ApiKeyRow | null {
+async function findApiKey(ctx: AppContext, key: string): Promise<ApiKeyRow | null> {
   if (!key.startsWith("baas_") || key.length > 200) return null;
-  return ctx.sqlite
-    .query<ApiKeyRow, [string]>(
-      `SELECT k.id, k.user_id, u.roles, k.last_used_at FROM _api_keys k JOIN _users u ON u.id = k.user_id
-       WHERE k.key_hash = ? AND k.revoked_at IS NULL`,
-    )
-    .get(sha256(key));
+  return await ctx.db.get<ApiKeyRow>(`SELECT k.id, k.user_id, u.roles, k.last_used_at FROM _api_keys k JOIN _users u ON u.id = k.user_id
+       WHERE k.key_hash = ? AND k.revoked_at IS NULL`, [sha256(key)]);
 }
 
-function userFromApiKey(ctx: AppContext, key: string): Principal {
-  const row = findApiKey(ctx, key);
+async function userFromApiKey(ctx: AppContext, key: string): Promise<Principal> {
+  const row = await findApiKey(ctx, key);
   if (!row) throw invalidToken("invalid API key");
   const now = ctx.clock.now();
   if (!row.last_used_at || now - row.last_used_at > 60_000)
-    ctx.sqlite.query("UPDATE _api_keys SET last_used_at = ? WHERE id = ?").run(now, row.id);
+    await ctx.db.run("UPDATE _api_keys SET last_used_at = ? WHERE id = ?", [now, row.id]);
   return { kind: "user", userId: row.user_id, roles: JSON.parse(row.roles), sessionId: null, via: "api_key", apiKeyId: row.id };
 }
 

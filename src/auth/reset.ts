@@ -11,8 +11,8 @@ import { mailLinkIfAccount } from "./verification.ts";
 export const RESET_TTL_MS = 60 * 60 * 1000;
 
 /** `POST /auth/forgot-password {email}`: always `{ ok: true }`; mails a 1-hour reset link only when the account exists. */
-export function forgotPassword(ctx: AppContext, input: unknown): { ok: true } {
-  if (!getSetting(ctx, "auth_password_enabled")) throw methodDisabled("password login");
+export async function forgotPassword(ctx: AppContext, input: unknown): Promise<{ ok: true }> {
+  if (!await getSetting(ctx, "auth_password_enabled")) throw methodDisabled("password login");
   return mailLinkIfAccount(ctx, input, "reset_password", RESET_TTL_MS);
 }
 
@@ -25,25 +25,21 @@ export async function resetPassword(
   ctx: AppContext,
   input: unknown,
 ): Promise<{ ok: true; sessions_revoked: number; api_keys_revoked: number }> {
-  if (!getSetting(ctx, "auth_password_enabled")) throw methodDisabled("password login");
+  if (!await getSetting(ctx, "auth_password_enabled")) throw methodDisabled("password login");
   const b = asObject(input);
   // The password is checked before the token is used up, so a too-short password does not burn the link.
   const hash = await hashPassword(checkPassword(b.password));
-  const userId = consumeMailToken(ctx, b.token, "reset_password");
+  const userId = await consumeMailToken(ctx, b.token, "reset_password");
   if (!userId) throw new AppError(400, "invalid_token", "invalid or expired reset token");
   const now = ctx.clock.now();
-  return ctx.sqlite.transaction(() => {
-    const user = ctx.sqlite
-      .query<{ email: string; is_verified: number }, [string, number, string]>(
-        "UPDATE _users SET password_hash = ?, updated_at = ? WHERE id = ? RETURNING email, is_verified",
-      )
-      .get(hash, now, userId);
+  return await ctx.db.transaction(async () => {
+    const user = await ctx.db.get<{ email: string; is_verified: number }>("UPDATE _users SET password_hash = ?, updated_at = ? WHERE id = ? RETURNING email, is_verified", [hash, now, userId]);
     if (!user) throw new AppError(400, "invalid_token", "invalid or expired reset token");
-    clearLoginAttempts(ctx, user.email);
+    await clearLoginAttempts(ctx, user.email);
     // IMPORTANT: on a never-verified account the 2FA may have been set up by whoever registered the
     // address in advance; a reset proves the address, so that second factor must not survive it.
-    if (!user.is_verified) removeTotp(ctx, userId);
-    ctx.sqlite.query("UPDATE _tokens SET used_at = ? WHERE user_id = ? AND kind IN ('reset_password', 'totp_login') AND used_at IS NULL").run(now, userId);
-    return { ok: true as const, sessions_revoked: revokeUserSessions(ctx, userId), api_keys_revoked: revokeUserApiKeys(ctx, userId) };
-  })();
+    if (!user.is_verified) await removeTotp(ctx, userId);
+    await ctx.db.run("UPDATE _tokens SET used_at = ? WHERE user_id = ? AND kind IN ('reset_password', 'totp_login') AND used_at IS NULL", [now, userId]);
+    return { ok: true as const, sessions_revoked: await revokeUserSessions(ctx, userId), api_keys_revoked: await revokeUserApiKeys(ctx, userId) };
+  });
 }

@@ -35,41 +35,35 @@ export interface ClientInfo {
 const invalidRefresh = () => new AppError(401, "invalid_token", "invalid or expired refresh token");
 
 /** Signs an access token for a user and session with the current TTL setting. */
-export function signAccessToken(ctx: AppContext, user: UserRow, sid: string | null, ttlSeconds?: number) {
-  const ttl = ttlSeconds ?? getSetting(ctx, "access_token_ttl_seconds");
+export async function signAccessToken(ctx: AppContext, user: UserRow, sid: string | null, ttlSeconds?: number) {
+  const ttl = ttlSeconds ?? await getSetting(ctx, "access_token_ttl_seconds");
   const now = Math.floor(ctx.clock.now() / 1000);
   const claims: Record<string, unknown> = { sub: user.id, roles: JSON.parse(user.roles), iat: now, exp: now + ttl };
   if (sid) claims.sid = sid;
   else claims.imp = true;
-  return { token: signJwt(jwtKey(ctx), claims), expiresIn: ttl };
+  return { token: signJwt(await jwtKey(ctx), claims), expiresIn: ttl };
 }
 
-function issueRefreshToken(ctx: AppContext, sessionId: string, expiresAt: number): string {
+async function issueRefreshToken(ctx: AppContext, sessionId: string, expiresAt: number): Promise<string> {
   const token = `${sessionId}.${randomToken(32)}`;
-  ctx.sqlite
-    .query("INSERT INTO _refresh_tokens (hash, session_id, created_at, expires_at) VALUES (?, ?, ?, ?)")
-    .run(sha256(token), sessionId, ctx.clock.now(), expiresAt);
+  await ctx.db.run("INSERT INTO _refresh_tokens (hash, session_id, created_at, expires_at) VALUES (?, ?, ?, ?)", [sha256(token), sessionId, ctx.clock.now(), expiresAt]);
   return token;
 }
 
-function sessionResponse(ctx: AppContext, user: UserRow, sessionId: string, refreshToken: string): SessionResponse {
-  const { token, expiresIn } = signAccessToken(ctx, user, sessionId);
+async function sessionResponse(ctx: AppContext, user: UserRow, sessionId: string, refreshToken: string): Promise<SessionResponse> {
+  const { token, expiresIn } = await signAccessToken(ctx, user, sessionId);
   return { access_token: token, refresh_token: refreshToken, expires_in: expiresIn, token_type: "Bearer", user: userToJson(user) };
 }
 
 /** Starts a session for a user (login, register, magic link, 2FA, OAuth) and returns the tokens. */
-export function createSession(ctx: AppContext, user: UserRow, client: ClientInfo = {}): SessionResponse {
+export async function createSession(ctx: AppContext, user: UserRow, client: ClientInfo = {}): Promise<SessionResponse> {
   const now = ctx.clock.now();
-  const expiresAt = now + getSetting(ctx, "refresh_token_ttl_days") * 86_400_000;
+  const expiresAt = now + await getSetting(ctx, "refresh_token_ttl_days") * 86_400_000;
   const id = ulid(now);
-  const refresh = ctx.sqlite.transaction(() => {
-    ctx.sqlite
-      .query(
-        "INSERT INTO _sessions (id, user_id, created_at, last_used_at, expires_at, ip, user_agent) VALUES (?, ?, ?, ?, ?, ?, ?)",
-      )
-      .run(id, user.id, now, now, expiresAt, client.ip ?? null, client.userAgent?.slice(0, 512) ?? null);
+  const refresh = await ctx.db.transaction(async () => {
+    await ctx.db.run("INSERT INTO _sessions (id, user_id, created_at, last_used_at, expires_at, ip, user_agent) VALUES (?, ?, ?, ?, ?, ?, ?)", [id, user.id, now, now, expiresAt, client.ip ?? null, client.userAgent?.slice(0, 512) ?? null]);
     return issueRefreshToken(ctx, id, expiresAt);
-  })();
+  });
   return sessionResponse(ctx, user, id, refresh);
 }
 
@@ -77,74 +71,56 @@ export function createSession(ctx: AppContext, user: UserRow, client: ClientInfo
  * Rotates a refresh token. A token presented a second time means it was stolen (or
  * replayed): the whole session is revoked, so neither the thief nor the user keeps it.
  */
-export function refreshSession(ctx: AppContext, refreshToken: unknown): SessionResponse {
+export async function refreshSession(ctx: AppContext, refreshToken: unknown): Promise<SessionResponse> {
   if (typeof refreshToken !== "string" || !refreshToken || refreshToken.length > 512) throw invalidRefresh();
   const now = ctx.clock.now();
-  const result = ctx.sqlite.transaction(() => {
-    const row = ctx.sqlite
-      .query<{ session_id: string; expires_at: number; used_at: number | null }, [string]>(
-        "SELECT session_id, expires_at, used_at FROM _refresh_tokens WHERE hash = ?",
-      )
-      .get(sha256(refreshToken));
+  const result = await ctx.db.transaction(async () => {
+    const row = await ctx.db.get<{ session_id: string; expires_at: number; used_at: number | null }>("SELECT session_id, expires_at, used_at FROM _refresh_tokens WHERE hash = ?", [sha256(refreshToken)]);
     if (!row) return null;
     if (row.used_at !== null) {
-      revokeSession(ctx, row.session_id);
+      await revokeSession(ctx, row.session_id);
       return null;
     }
-    const session = ctx.sqlite.query<SessionRow, [string]>("SELECT * FROM _sessions WHERE id = ?").get(row.session_id);
+    const session = await ctx.db.get<SessionRow>("SELECT * FROM _sessions WHERE id = ?", [row.session_id]);
     if (!session || session.revoked_at !== null || row.expires_at <= now || session.expires_at <= now) return null;
-    const user = findUserById(ctx, session.user_id);
+    const user = await findUserById(ctx, session.user_id);
     if (!user) return null;
-    ctx.sqlite.query("UPDATE _refresh_tokens SET used_at = ? WHERE hash = ?").run(now, sha256(refreshToken));
-    ctx.sqlite.query("UPDATE _sessions SET last_used_at = ? WHERE id = ?").run(now, session.id);
-    const next = issueRefreshToken(ctx, session.id, session.expires_at);
+    await ctx.db.run("UPDATE _refresh_tokens SET used_at = ? WHERE hash = ?", [now, sha256(refreshToken)]);
+    await ctx.db.run("UPDATE _sessions SET last_used_at = ? WHERE id = ?", [now, session.id]);
+    const next = await issueRefreshToken(ctx, session.id, session.expires_at);
     return { user, sessionId: session.id, next };
-  })();
+  });
   if (!result) throw invalidRefresh();
   return sessionResponse(ctx, result.user, result.sessionId, result.next);
 }
 
 /** Revokes one session; returns true when it was active. */
-export function revokeSession(ctx: AppContext, sessionId: string): boolean {
-  const r = ctx.sqlite
-    .query("UPDATE _sessions SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL")
-    .run(ctx.clock.now(), sessionId);
+export async function revokeSession(ctx: AppContext, sessionId: string): Promise<boolean> {
+  const r = await ctx.db.run("UPDATE _sessions SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL", [ctx.clock.now(), sessionId]);
   return r.changes > 0;
 }
 
 /** Revokes every active session of a user; returns how many. */
-export function revokeUserSessions(ctx: AppContext, userId: string): number {
-  return ctx.sqlite
-    .query("UPDATE _sessions SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL")
-    .run(ctx.clock.now(), userId).changes;
+export async function revokeUserSessions(ctx: AppContext, userId: string): Promise<number> {
+  return (await ctx.db.run("UPDATE _sessions SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL", [ctx.clock.now(), userId])).changes;
 }
 
 /** Revokes every active API key of a user; returns how many. */
-export function revokeUserApiKeys(ctx: AppContext, userId: string): number {
-  return ctx.sqlite
-    .query("UPDATE _api_keys SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL")
-    .run(ctx.clock.now(), userId).changes;
+export async function revokeUserApiKeys(ctx: AppContext, userId: string): Promise<number> {
+  return (await ctx.db.run("UPDATE _api_keys SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL", [ctx.clock.now(), userId])).changes;
 }
 
 /** True when the session exists, is not revoked and not expired. Touches last_used_at at most once a minute. */
-export function isSessionActive(ctx: AppContext, sessionId: string, userId: string): boolean {
-  const s = ctx.sqlite
-    .query<Pick<SessionRow, "user_id" | "revoked_at" | "expires_at" | "last_used_at">, [string]>(
-      "SELECT user_id, revoked_at, expires_at, last_used_at FROM _sessions WHERE id = ?",
-    )
-    .get(sessionId);
+export async function isSessionActive(ctx: AppContext, sessionId: string, userId: string): Promise<boolean> {
+  const s = await ctx.db.get<Pick<SessionRow, "user_id" | "revoked_at" | "expires_at" | "last_used_at">>("SELECT user_id, revoked_at, expires_at, last_used_at FROM _sessions WHERE id = ?", [sessionId]);
   const now = ctx.clock.now();
   if (!s || s.user_id !== userId || s.revoked_at !== null || s.expires_at <= now) return false;
-  if (now - s.last_used_at > 60_000) ctx.sqlite.query("UPDATE _sessions SET last_used_at = ? WHERE id = ?").run(now, sessionId);
+  if (now - s.last_used_at > 60_000) await ctx.db.run("UPDATE _sessions SET last_used_at = ? WHERE id = ?", [now, sessionId]);
   return true;
 }
 
 /** A user's active sessions, newest first. */
-export function listUserSessions(ctx: AppContext, userId: string) {
-  return ctx.sqlite
-    .query<SessionRow, [string, number]>(
-      "SELECT * FROM _sessions WHERE user_id = ? AND revoked_at IS NULL AND expires_at > ? ORDER BY created_at DESC",
-    )
-    .all(userId, ctx.clock.now())
+export async function listUserSessions(ctx: AppContext, userId: string) {
+  return (await ctx.db.all<SessionRow>("SELECT * FROM _sessions WHERE user_id = ? AND revoked_at IS NULL AND expires_at > ? ORDER BY created_at DESC", [userId, ctx.clock.now()]))
     .map((s) => ({ id: s.id, created_at: s.created_at, last_used_at: s.last_used_at, expires_at: s.expires_at, ip: s.ip, user_agent: s.user_agent }));
 }

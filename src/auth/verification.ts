@@ -20,47 +20,47 @@ export const LINK_PATHS: Record<MailKind, string> = {
 };
 
 /** Issues a single-use token of `kind` for the user and mails its link (`{APP_URL}/auth/...?token=`). Never throws on delivery. */
-export function sendTokenMail(ctx: AppContext, user: UserRow, kind: MailKind, ttlMs: number): void {
-  const token = issueMailToken(ctx, user.id, kind, ttlMs);
+export async function sendTokenMail(ctx: AppContext, user: UserRow, kind: MailKind, ttlMs: number): Promise<void> {
+  const token = await issueMailToken(ctx, user.id, kind, ttlMs);
   const link = `${ctx.config.appUrl}${LINK_PATHS[kind]}?token=${encodeURIComponent(token)}`;
-  ctx.mailer.send(renderMail(kind, { to: user.email, appName: getSetting(ctx, "app_name"), link }));
+  ctx.mailer.send(renderMail(kind, { to: user.email, appName: await getSetting(ctx, "app_name"), link }));
 }
 
 /**
  * The body of a mail request (`{ email }`): counts it toward the address's mail limit, then mails
  * a link only when an account exists. The caller answers `{ ok: true }` either way, so nothing is revealed.
  */
-export function mailLinkIfAccount(ctx: AppContext, input: unknown, kind: MailKind, ttlMs: number): { ok: true } {
+export async function mailLinkIfAccount(ctx: AppContext, input: unknown, kind: MailKind, ttlMs: number): Promise<{ ok: true }> {
   const email = normalizeEmail(asObject(input).email);
-  checkMailLimit(ctx, email);
-  const user = findUserByEmail(ctx, email);
-  if (user) sendTokenMail(ctx, user, kind, ttlMs);
+  await checkMailLimit(ctx, email);
+  const user = await findUserByEmail(ctx, email);
+  if (user) await sendTokenMail(ctx, user, kind, ttlMs);
   return { ok: true };
 }
 
 /** Sends the verify-email mail with a 24 h single-use link. Never throws. */
-export function sendVerificationEmail(ctx: AppContext, user: UserRow): void {
-  sendTokenMail(ctx, user, "verify_email", VERIFY_EMAIL_TTL_MS);
+export async function sendVerificationEmail(ctx: AppContext, user: UserRow): Promise<void> {
+  await sendTokenMail(ctx, user, "verify_email", VERIFY_EMAIL_TTL_MS);
 }
 
 /** `POST /auth/verify-email`: marks the token's user verified; 400 `invalid_token` for an unknown, used or expired token. */
-export function verifyEmail(ctx: AppContext, token: unknown): { ok: true; user: UserJson } {
-  const userId = consumeMailToken(ctx, token, "verify_email");
+export async function verifyEmail(ctx: AppContext, token: unknown): Promise<{ ok: true; user: UserJson }> {
+  const userId = await consumeMailToken(ctx, token, "verify_email");
   if (!userId) throw new AppError(400, "invalid_token", "invalid or expired verification token");
-  ctx.sqlite.query("UPDATE _users SET is_verified = 1, updated_at = ? WHERE id = ?").run(ctx.clock.now(), userId);
-  const user = findUserById(ctx, userId);
+  await ctx.db.run("UPDATE _users SET is_verified = 1, updated_at = ? WHERE id = ?", [ctx.clock.now(), userId]);
+  const user = await findUserById(ctx, userId);
   if (!user) throw new AppError(400, "invalid_token", "invalid or expired verification token");
   return { ok: true, user: userToJson(user) };
 }
 
 /** `POST /auth/resend-verification`: 409 when already verified; counts toward the mail limit of the address. */
-export function resendVerification(ctx: AppContext, p: Principal): { ok: true } {
+export async function resendVerification(ctx: AppContext, p: Principal): Promise<{ ok: true }> {
   if (p.kind !== "user") throw new AppError(401, "unauthorized", "a user access token is required");
-  const user = findUserById(ctx, p.userId);
+  const user = await findUserById(ctx, p.userId);
   if (!user) throw new AppError(401, "unauthorized", "user no longer exists");
   if (user.is_verified) throw conflict("the email address is already verified");
-  checkMailLimit(ctx, user.email);
-  sendVerificationEmail(ctx, user);
+  await checkMailLimit(ctx, user.email);
+  await sendVerificationEmail(ctx, user);
   return { ok: true };
 }
 
@@ -71,14 +71,12 @@ export function resendVerification(ctx: AppContext, p: Principal): { ok: true } 
  * up is dropped: password, sessions, API keys, TOTP secret and recovery codes. Only the owner of
  * the address keeps access. Marks the account verified. A verified account is left alone.
  */
-export function claimUnverifiedAccount(ctx: AppContext, userId: string): void {
-  ctx.sqlite.transaction(() => {
-    const claimed = ctx.sqlite
-      .query("UPDATE _users SET is_verified = 1, password_hash = NULL, updated_at = ? WHERE id = ? AND is_verified = 0")
-      .run(ctx.clock.now(), userId);
+export async function claimUnverifiedAccount(ctx: AppContext, userId: string): Promise<void> {
+  await ctx.db.transaction(async () => {
+    const claimed = await ctx.db.run("UPDATE _users SET is_verified = 1, password_hash = NULL, updated_at = ? WHERE id = ? AND is_verified = 0", [ctx.clock.now(), userId]);
     if (claimed.changes === 0) return;
-    removeTotp(ctx, userId);
-    revokeUserSessions(ctx, userId);
-    revokeUserApiKeys(ctx, userId);
-  })();
+    await removeTotp(ctx, userId);
+    await revokeUserSessions(ctx, userId);
+    await revokeUserApiKeys(ctx, userId);
+  });
 }

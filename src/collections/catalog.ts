@@ -1,4 +1,5 @@
-import type { Database } from "bun:sqlite";
+import type { Engine } from "../db/engine.ts";
+import { externalChangeCounter } from "./ddl.ts";
 import type { AppContext } from "../context.ts";
 import { notFound } from "../errors.ts";
 import type { Collection, FieldDef, FieldRule, FtsState, IndexDef, Rules } from "./types.ts";
@@ -70,14 +71,12 @@ export function noteCommit(ctx: AppContext): void {
   if (upToDate) ctx.catalog.checkedCommits = commitsInProcess;
 }
 
-function readSchemaVersion(sqlite: Database): number {
-  const row = sqlite.query<{ value: string }, []>("SELECT value FROM _meta WHERE key = 'schema_version'").get();
+async function readSchemaVersion(db: Engine): Promise<number> {
+  const row = await db.get<{ value: string }>("SELECT value FROM _meta WHERE key = 'schema_version'");
   return row ? Number(row.value) : 0;
 }
 
-function readDataVersion(sqlite: Database): number {
-  return sqlite.query<{ data_version: number }, []>("PRAGMA data_version").get()!.data_version;
-}
+const readDataVersion = externalChangeCounter;
 
 /** Turns a stored row into a catalog entry. */
 export function collectionFromRow(row: Row): Collection {
@@ -96,12 +95,12 @@ export function collectionFromRow(row: Row): Collection {
 }
 
 /** Reloads the whole catalog from the database. */
-export function reloadCatalog(ctx: AppContext): void {
+export async function reloadCatalog(ctx: AppContext): Promise<void> {
   const cat = ctx.catalog;
-  const rows = ctx.sqlite.query<Row, []>("SELECT * FROM _collections ORDER BY name").all();
+  const rows = await ctx.db.all<Row>("SELECT * FROM _collections ORDER BY name");
   cat.byName = new Map(rows.map((r) => [r.name.toLowerCase(), collectionFromRow(r)]));
-  cat.schemaVersion = readSchemaVersion(ctx.sqlite);
-  cat.dataVersion = readDataVersion(ctx.sqlite);
+  cat.schemaVersion = await readSchemaVersion(ctx.db);
+  cat.dataVersion = await readDataVersion(ctx.db);
   cat.stale = false;
 }
 
@@ -111,9 +110,9 @@ export function reloadCatalog(ctx: AppContext): void {
  * transaction, which holds the write lock), so a CLI change is seen by the next request after it
  * commits without a statement on every request.
  */
-export function refreshCatalog(ctx: AppContext): void {
+export async function refreshCatalog(ctx: AppContext): Promise<void> {
   const cat = ctx.catalog;
-  if (cat.stale) return reloadCatalog(ctx);
+  if (cat.stale) return await reloadCatalog(ctx);
   // Inside our write transaction no other connection can commit, so one check per transaction
   // is enough (bulk inserts would otherwise ask SQLite several times per record).
   if (cat.checkedInTx) return;
@@ -124,38 +123,34 @@ export function refreshCatalog(ctx: AppContext): void {
     cat.checkedTurn = t;
     cat.checkedCommits = commitsInProcess;
   }
-  const dv = readDataVersion(ctx.sqlite);
+  const dv = await readDataVersion(ctx.db);
   if (dv === cat.dataVersion) return;
   cat.dataVersion = dv;
-  if (readSchemaVersion(ctx.sqlite) !== cat.schemaVersion) reloadCatalog(ctx);
+  if (await readSchemaVersion(ctx.db) !== cat.schemaVersion) await reloadCatalog(ctx);
 }
 
 /** The collection of that name (case-insensitive), or undefined. */
-export function findCollection(ctx: AppContext, name: string): Collection | undefined {
-  refreshCatalog(ctx);
+export async function findCollection(ctx: AppContext, name: string): Promise<Collection | undefined> {
+  await refreshCatalog(ctx);
   return ctx.catalog.byName.get(String(name).toLowerCase());
 }
 
 /** The collection of that name, or 404. */
-export function requireCollection(ctx: AppContext, name: string): Collection {
-  const c = findCollection(ctx, name);
+export async function requireCollection(ctx: AppContext, name: string): Promise<Collection> {
+  const c = await findCollection(ctx, name);
   if (!c) throw notFound(`collection "${name}" not found`);
   return c;
 }
 
 /** All collections, by name. */
-export function listCollections(ctx: AppContext): Collection[] {
-  refreshCatalog(ctx);
+export async function listCollections(ctx: AppContext): Promise<Collection[]> {
+  await refreshCatalog(ctx);
   return [...ctx.catalog.byName.values()].sort((a, b) => a.name.localeCompare(b.name));
 }
 
 /** Marks a catalog change inside the current transaction: bumps the shared schema version, invalidates the cache. */
-export function touchCatalog(ctx: AppContext): void {
-  ctx.sqlite
-    .query(
-      "INSERT INTO _meta (key, value) VALUES ('schema_version', '1') ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1",
-    )
-    .run();
+export async function touchCatalog(ctx: AppContext): Promise<void> {
+  await ctx.db.run("INSERT INTO _meta (key, value) VALUES ('schema_version', '1') ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1");
   ctx.catalog.stale = true;
 }
 
@@ -165,8 +160,8 @@ export function touchCatalog(ctx: AppContext): void {
  * a caller holding a snapshot from before another process added a field must not drop it (the
  * column would stay, and the next value for it would fail as a duplicate column).
  */
-export function saveCollectionRow(ctx: AppContext, c: Omit<Collection, "fieldMap">): void {
-  const stored = ctx.sqlite.query<{ fields: string }, [string]>("SELECT fields FROM _collections WHERE name = ?").get(c.name);
+export async function saveCollectionRow(ctx: AppContext, c: Omit<Collection, "fieldMap">): Promise<void> {
+  const stored = await ctx.db.get<{ fields: string }>("SELECT fields FROM _collections WHERE name = ?", [c.name]);
   if (stored) {
     const known = JSON.parse(stored.fields) as FieldDef[];
     const given = new Set(c.fields.map((f) => f.name.toLowerCase()));
@@ -175,24 +170,11 @@ export function saveCollectionRow(ctx: AppContext, c: Omit<Collection, "fieldMap
       c = { ...c, fields: [...known, ...c.fields.filter((f) => !knownNames.has(f.name.toLowerCase()))] };
     }
   }
-  ctx.sqlite
-    .query(
-      `INSERT INTO _collections (name, rules, field_rules, fields, indexes, fts, created_at, updated_at)
+  await ctx.db.run(`INSERT INTO _collections (name, rules, field_rules, fields, indexes, fts, created_at, updated_at)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT(name) DO UPDATE SET rules = excluded.rules, field_rules = excluded.field_rules,
-         fields = excluded.fields, indexes = excluded.indexes, fts = excluded.fts, updated_at = excluded.updated_at`,
-    )
-    .run(
-      c.name,
-      JSON.stringify(c.rules),
-      JSON.stringify(c.fieldRules),
-      JSON.stringify(c.fields),
-      JSON.stringify(c.indexes),
-      JSON.stringify(c.fts),
-      c.createdAt,
-      c.updatedAt,
-    );
-  touchCatalog(ctx);
+         fields = excluded.fields, indexes = excluded.indexes, fts = excluded.fts, updated_at = excluded.updated_at`, [c.name, JSON.stringify(c.rules), JSON.stringify(c.fieldRules), JSON.stringify(c.fields), JSON.stringify(c.indexes), JSON.stringify(c.fts), c.createdAt, c.updatedAt]);
+  await touchCatalog(ctx);
 }
 
 /** The public JSON shape of a collection (CONTRACT §2). */

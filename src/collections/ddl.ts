@@ -1,4 +1,4 @@
-import type { Database } from "bun:sqlite";
+import type { Engine } from "../db/engine.ts";
 import { NAME_RE, type FieldType } from "./types.ts";
 
 // All DDL for user collections lives here. Identifiers reach SQL only after passing NAME_RE
@@ -20,26 +20,26 @@ const COLUMN_TYPE: Record<FieldType, string> = {
 };
 
 /** Creates the table of a new collection with its system columns. */
-export function createCollectionTable(sqlite: Database, name: string): void {
+export async function createCollectionTable(db: Engine, name: string): Promise<void> {
   if (!NAME_RE.test(name)) throw new Error("invalid collection name");
-  sqlite.exec(`CREATE TABLE ${q(name)} (
+  await db.exec(`CREATE TABLE ${q(name)} (
     "_id" TEXT PRIMARY KEY NOT NULL,
     "_created_at" INTEGER NOT NULL,
     "_updated_at" INTEGER NOT NULL,
     "_owner_id" TEXT,
     "_deleted_at" INTEGER
   )`);
-  sqlite.exec(`CREATE INDEX ${q(`_idx_${name}_owner`)} ON ${q(name)} ("_owner_id", "_id")`);
+  await db.exec(`CREATE INDEX ${q(`_idx_${name}_owner`)} ON ${q(name)} ("_owner_id", "_id")`);
 }
 
 /** Adds a column for a newly seen field. */
-export function addColumn(sqlite: Database, table: string, field: string, type: FieldType): void {
-  sqlite.exec(`ALTER TABLE ${q(table)} ADD COLUMN ${q(field)} ${COLUMN_TYPE[type]}`);
+export async function addColumn(db: Engine, table: string, field: string, type: FieldType): Promise<void> {
+  await db.exec(`ALTER TABLE ${q(table)} ADD COLUMN ${q(field)} ${COLUMN_TYPE[type]}`);
 }
 
 /** Drops a collection's table (its indexes go with it). */
-export function dropCollectionTable(sqlite: Database, name: string): void {
-  sqlite.exec(`DROP TABLE IF EXISTS ${q(name)}`);
+export async function dropCollectionTable(db: Engine, name: string): Promise<void> {
+  await db.exec(`DROP TABLE IF EXISTS ${q(name)}`);
 }
 
 /**
@@ -48,13 +48,33 @@ export function dropCollectionTable(sqlite: Database, name: string): void {
  * (about 8x faster for a `total` over thousands of matches). A unique index keeps exactly the
  * user's fields, so uniqueness means what the user asked for.
  */
-export function createIndex(sqlite: Database, table: string, index: string, fields: string[], unique: boolean): void {
+export async function createIndex(db: Engine, table: string, index: string, fields: string[], unique: boolean): Promise<void> {
   const physical = unique || fields.includes("_deleted_at") ? fields : [...fields, "_deleted_at"];
   const cols = physical.map(q).join(", ");
-  sqlite.exec(`CREATE ${unique ? "UNIQUE " : ""}INDEX ${q(index)} ON ${q(table)} (${cols})`);
+  await db.exec(`CREATE ${unique ? "UNIQUE " : ""}INDEX ${q(index)} ON ${q(table)} (${cols})`);
 }
 
 /** Drops an index. */
-export function dropIndex(sqlite: Database, index: string): void {
-  sqlite.exec(`DROP INDEX IF EXISTS ${q(index)}`);
+export async function dropIndex(db: Engine, index: string): Promise<void> {
+  await db.exec(`DROP INDEX IF EXISTS ${q(index)}`);
+}
+
+/** Whether any table or index of the database has that name (case-insensitive). */
+export async function schemaNameTaken(db: Engine, name: string): Promise<boolean> {
+  return (await db.get("SELECT 1 FROM sqlite_master WHERE lower(name) = lower(?)", [name])) !== null;
+}
+
+/** Creates the junction table of a many_via relation and its reverse index. */
+export async function createJunctionTable(db: Engine, table: string): Promise<void> {
+  const t = q(table);
+  await db.exec(`CREATE TABLE ${t} ("from_id" TEXT NOT NULL, "to_id" TEXT NOT NULL, "pos" INTEGER NOT NULL, PRIMARY KEY ("from_id", "to_id")) WITHOUT ROWID`);
+  await db.exec(`CREATE INDEX ${q(`${table}_to`)} ON ${t} ("to_id", "from_id")`);
+}
+
+/**
+ * A number that changes whenever another connection commits (SQLite's `data_version`): the catalog
+ * cache compares it to learn cheaply that another process (the CLI) may have changed the schema.
+ */
+export async function externalChangeCounter(db: Engine): Promise<number> {
+  return (await db.get<{ data_version: number }>("PRAGMA data_version"))!.data_version;
 }

@@ -22,10 +22,10 @@ const TYPE_WORD: Record<string, string> = {
  * with a non-null value become new columns (inside the caller's transaction); returns the
  * collection as it is after that. Throws 422 listing every problem.
  */
-export function ensureFields(ctx: AppContext, col: Collection, data: Record<string, unknown>): Collection {
+export async function ensureFields(ctx: AppContext, col: Collection, data: Record<string, unknown>): Promise<Collection> {
   // Re-read inside the write transaction: a change another process (the CLI) committed after the
   // caller looked the collection up must be neither missed nor overwritten by the row saved below.
-  col = findCollection(ctx, col.name) ?? col;
+  col = await findCollection(ctx, col.name) ?? col;
   const errors: FieldError[] = [];
   const fresh: FieldDef[] = [];
   for (const name in data) {
@@ -59,9 +59,9 @@ export function ensureFields(ctx: AppContext, col: Collection, data: Record<stri
     errors.push({ field: fresh[0].name, rule: "fields", message: `a collection has at most ${MAX_FIELDS} fields.` });
   if (errors.length) throw new ValidationError(errors);
   if (!fresh.length) return col;
-  for (const f of fresh) addColumn(ctx.sqlite, col.name, f.name, f.type);
+  for (const f of fresh) await addColumn(ctx.db, col.name, f.name, f.type);
   const fields = [...col.fields, ...fresh];
-  const fts = ftsAfterNewFields(ctx, col, fields);
-  saveCollectionRow(ctx, { ...col, fields, fts, updatedAt: col.updatedAt });
-  return findCollection(ctx, col.name)!;
+  const fts = await ftsAfterNewFields(ctx, col, fields);
+  await saveCollectionRow(ctx, { ...col, fields, fts, updatedAt: col.updatedAt });
+  return (await findCollection(ctx, col.name))!;
 }

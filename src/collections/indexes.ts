@@ -3,26 +3,26 @@ import { inTransaction } from "../db/tx.ts";
 import { AppError, badRequest, conflict, notFound } from "../errors.ts";
 import { resolveField } from "../query/sql.ts";
 import { requireCollection, saveCollectionRow } from "./catalog.ts";
-import { createIndex, dropIndex } from "./ddl.ts";
+import { createIndex, dropIndex, schemaNameTaken } from "./ddl.ts";
 import { NAME_RE, type IndexDef } from "./types.ts";
 
 const MAX_INDEX_FIELDS = 16;
 const MAX_NAME = 120;
 
 /** `GET /admin/collections/:name/indexes`. */
-export function listIndexes(ctx: AppContext, name: string): { items: IndexDef[] } {
-  return { items: requireCollection(ctx, name).indexes };
+export async function listIndexes(ctx: AppContext, name: string): Promise<{ items: IndexDef[] }> {
+  return { items: (await requireCollection(ctx, name)).indexes };
 }
 
-function nameTaken(ctx: AppContext, index: string): boolean {
-  return !!ctx.sqlite.query("SELECT 1 FROM sqlite_master WHERE lower(name) = lower(?)").get(index);
+async function nameTaken(ctx: AppContext, index: string): Promise<boolean> {
+  return await schemaNameTaken(ctx.db, index);
 }
 
 /** A free index name: SQLite index names are global to the database, so the collection is part of it. */
-function pickName(ctx: AppContext, collection: string, fields: string[]): string {
+async function pickName(ctx: AppContext, collection: string, fields: string[]): Promise<string> {
   const base = `idx_${collection}_${fields.join("_")}`.slice(0, MAX_NAME);
   let candidate = base;
-  for (let n = 2; nameTaken(ctx, candidate); n++) candidate = `${base.slice(0, MAX_NAME - 6)}_${n}`;
+  for (let n = 2; await nameTaken(ctx, candidate); n++) candidate = `${base.slice(0, MAX_NAME - 6)}_${n}`;
   return candidate;
 }
 
@@ -30,10 +30,10 @@ function pickName(ctx: AppContext, collection: string, fields: string[]): string
  * `POST …/indexes` with `{ fields, unique?, name? }` (CONTRACT §3): a single or multi-field
  * index, unique ones answer writes that break them with 409 `unique_violation`.
  */
-export function createIndexDef(ctx: AppContext, name: string, input: unknown): IndexDef {
+export async function createIndexDef(ctx: AppContext, name: string, input: unknown): Promise<IndexDef> {
   if (!input || typeof input !== "object" || Array.isArray(input)) throw badRequest("the request body must be a JSON object");
   const body = input as { fields?: unknown; unique?: unknown; name?: unknown };
-  const col = requireCollection(ctx, name);
+  const col = await requireCollection(ctx, name);
   if (!Array.isArray(body.fields) || !body.fields.length || body.fields.length > MAX_INDEX_FIELDS)
     throw badRequest(`fields must be an array of 1 to ${MAX_INDEX_FIELDS} field names`);
   if (body.unique !== undefined && typeof body.unique !== "boolean") throw badRequest("unique must be true or false");
@@ -48,14 +48,14 @@ export function createIndexDef(ctx: AppContext, name: string, input: unknown): I
   let indexName: string;
   if (body.name !== undefined) {
     if (typeof body.name !== "string" || !NAME_RE.test(body.name)) throw badRequest("name must be a valid identifier");
-    if (nameTaken(ctx, body.name)) throw conflict(`the name "${body.name}" is taken`);
+    if (await nameTaken(ctx, body.name)) throw conflict(`the name "${body.name}" is taken`);
     indexName = body.name;
-  } else indexName = pickName(ctx, col.name, fields);
+  } else indexName = await pickName(ctx, col.name, fields);
   const def: IndexDef = { name: indexName, fields, unique };
   try {
-    inTransaction(ctx, () => {
-      createIndex(ctx.sqlite, col.name, indexName, fields, unique);
-      saveCollectionRow(ctx, { ...col, indexes: [...col.indexes, def], updatedAt: ctx.clock.now() });
+    await inTransaction(ctx, async () => {
+      await createIndex(ctx.db, col.name, indexName, fields, unique);
+      await saveCollectionRow(ctx, { ...col, indexes: [...col.indexes, def], updatedAt: ctx.clock.now() });
     });
   } catch (err) {
     if (err instanceof AppError && err.code === "unique_violation")
@@ -68,13 +68,13 @@ export function createIndexDef(ctx: AppContext, name: string, input: unknown): I
 }
 
 /** `DELETE …/indexes/:index`. */
-export function dropIndexDef(ctx: AppContext, name: string, index: string): { ok: true } {
-  const col = requireCollection(ctx, name);
+export async function dropIndexDef(ctx: AppContext, name: string, index: string): Promise<{ ok: true }> {
+  const col = await requireCollection(ctx, name);
   const def = col.indexes.find((i) => i.name.toLowerCase() === String(index).toLowerCase());
   if (!def) throw notFound(`index "${String(index).slice(0, 80)}" not found on collection "${col.name}"`);
-  inTransaction(ctx, () => {
-    dropIndex(ctx.sqlite, def.name);
-    saveCollectionRow(ctx, { ...col, indexes: col.indexes.filter((i) => i !== def), updatedAt: ctx.clock.now() });
+  await inTransaction(ctx, async () => {
+    await dropIndex(ctx.db, def.name);
+    await saveCollectionRow(ctx, { ...col, indexes: col.indexes.filter((i) => i !== def), updatedAt: ctx.clock.now() });
   });
   return { ok: true };
 }

@@ -9,7 +9,7 @@ import { AppError, badRequest } from "../errors.ts";
  * one snapshot (WAL), so a server may keep writing meanwhile. The copy goes to a temporary
  * file next to the target and is renamed into place, so a failed backup never leaves half a file.
  */
-export function backupDatabase(ctx: AppContext, file: string, opts: { overwrite?: boolean } = {}): { ok: true; file: string; bytes: number } {
+export async function backupDatabase(ctx: AppContext, file: string, opts: { overwrite?: boolean } = {}): Promise<{ ok: true; file: string; bytes: number }> {
   if (!file) throw badRequest("a backup file name is required");
   const target = resolve(file);
   if (target === resolve(ctx.config.dbPath)) throw badRequest("the backup file cannot be the database itself");
@@ -21,7 +21,7 @@ export function backupDatabase(ctx: AppContext, file: string, opts: { overwrite?
   const tmp = join(dirname(target), `.${basename(target)}.${process.pid}.tmp`);
   rmSync(tmp, { force: true });
   try {
-    ctx.sqlite.query("VACUUM INTO ?").run(tmp);
+    await ctx.db.run("VACUUM INTO ?", [tmp]);
     renameSync(tmp, target);
   } catch (err) {
     rmSync(tmp, { force: true });
@@ -34,10 +34,10 @@ export function backupDatabase(ctx: AppContext, file: string, opts: { overwrite?
  * A consistent copy of the database as a download: `VACUUM INTO` a temporary file in the data
  * directory, streamed and then removed (also when the client goes away mid-download).
  */
-export function backupDownload(ctx: AppContext): { stream: ReadableStream<Uint8Array>; bytes: number; filename: string } {
+export async function backupDownload(ctx: AppContext): Promise<{ stream: ReadableStream<Uint8Array>; bytes: number; filename: string }> {
   const tmp = join(ctx.config.dataDir, `.backup-${process.pid}-${randomUUID()}.db`);
   try {
-    ctx.sqlite.query("VACUUM INTO ?").run(tmp);
+    await ctx.db.run("VACUUM INTO ?", [tmp]);
   } catch (err) {
     rmSync(tmp, { force: true });
     throw err;

@@ -1,4 +1,23 @@
 /**
+ * What a second engine must provide, besides this interface (bun:sqlite is the first, in
+ * src/db/sqlite.ts). Every piece of SQLite-only SQL lives in one of these places:
+ * - src/db/: opening the file with its PRAGMAs (open.ts), the system tables' migrations
+ *   (migrate.ts, migrations/*.sql), `VACUUM INTO` backups (backup.ts), BEGIN IMMEDIATE and
+ *   SAVEPOINTs (sqlite.ts), and the mapping of driver errors to HTTP errors (sqlite-errors.ts).
+ * - src/collections/ddl.ts: collection tables, columns (type names), indexes, the many_via
+ *   junction tables (`WITHOUT ROWID`), whether a schema name is taken (`sqlite_master`), and the
+ *   counter of other connections' commits the catalog cache polls (`PRAGMA data_version`).
+ * - src/search/: FTS5 virtual tables, their triggers, `MATCH`, `bm25` ranking and the FTS query
+ *   syntax (fts.ts, query.ts); query/sql.ts joins on the FTS table's `rowid` and spells MATCH
+ *   through `ftsMatch`.
+ * - src/query/: filters, sorts and cursors (sql.ts: LIKE, case-insensitive in SQLite; type affinity of compared
+ *   values), and dialect.ts: "is one of these values" (`json_each` over a JSON array parameter)
+ *   and the insertion-order tie-break (`rowid`) of system-table listings.
+ * Elsewhere, SQL uses only what SQLite and PostgreSQL share: `?` placeholders (rewritten by the
+ * engine), `INSERT … ON CONFLICT … DO NOTHING / DO UPDATE SET x = excluded.x`, window functions.
+ */
+
+/**
  * The storage interface: the only way code outside `src/db/` reaches the database. It is async
  * because a PostgreSQL driver is; the SQLite engine answers from bun:sqlite's synchronous calls.
  *

@@ -1,16 +1,14 @@
-import type { Database } from "bun:sqlite";
+import type { Engine } from "./engine.ts";
 
 /** Reads one value of the `_meta` key/value table. */
-export function getMeta(sqlite: Database, key: string): string | null {
-  const row = sqlite.query<{ value: string }, [string]>("SELECT value FROM _meta WHERE key = ?").get(key);
+export async function getMeta(db: Engine, key: string): Promise<string | null> {
+  const row = await db.get<{ value: string }>("SELECT value FROM _meta WHERE key = ?", [key]);
   return row ? row.value : null;
 }
 
 /** Writes one value of the `_meta` key/value table. */
-export function setMeta(sqlite: Database, key: string, value: string): void {
-  sqlite
-    .query("INSERT INTO _meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value")
-    .run(key, value);
+export async function setMeta(db: Engine, key: string, value: string): Promise<void> {
+  await db.run("INSERT INTO _meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", [key, value]);
 }
 
 /** `_meta` key of the public URL of the last server started on this data directory. */

@@ -13,17 +13,40 @@ interface Tx {
 
 const NO_PARAMS: readonly SqlValue[] = [];
 
+/** Who holds a database file's connection(s) in this process: one transaction at a time. */
+interface FileLock {
+  locked: boolean;
+  waiters: (() => void)[];
+  engines: number;
+}
+
+/**
+ * Locks shared by every engine of this process on the same file. A transaction stays open across
+ * awaits, and SQLite's busy wait blocks the thread: a second connection to the same file in this
+ * process (tests, tools) must wait here, asynchronously, or the two would wait for each other.
+ */
+const fileLocks = new Map<string, FileLock>();
+
+function lockFor(sqlite: Database): FileLock {
+  const file = sqlite.filename;
+  const fresh: FileLock = { locked: false, waiters: [], engines: 0 };
+  if (!file || file === ":memory:") return fresh;
+  let lock = fileLocks.get(file);
+  if (!lock) fileLocks.set(file, (lock = fresh));
+  lock.engines++;
+  return lock;
+}
+
 /**
  * The SQLite engine: one bun:sqlite connection. Statements are prepared once and cached by their
  * text (`db.query`). A transaction belongs to the async context that opened it (AsyncLocalStorage);
  * a mutex makes other contexts wait, both their transactions and their plain statements, so nothing
- * ever runs inside someone else's transaction.
+ * ever runs inside someone else's transaction. Engines of this process on the same file share it.
  */
 export class SqliteEngine implements Engine {
   readonly dialect = "sqlite" as const;
   private readonly als = new AsyncLocalStorage<Tx>();
-  private locked = false;
-  private readonly waiters: (() => void)[] = [];
+  private readonly fileLock: FileLock;
 
   /**
    * `onCallbackError` hears an after-commit callback that threw (the commit stands).
@@ -31,11 +54,13 @@ export class SqliteEngine implements Engine {
   constructor(
     readonly sqlite: Database,
     private readonly onCallbackError: (err: unknown) => void = (err) => console.error("after-commit callback failed", err),
-  ) {}
+  ) {
+    this.fileLock = lockFor(sqlite);
+  }
 
   /** True when this context may use the connection now: no transaction open, or its own. */
   private free(): boolean {
-    if (!this.locked) return true;
+    if (!this.fileLock.locked) return true;
     const tx = this.als.getStore();
     return tx !== undefined && tx.open;
   }
@@ -102,18 +127,20 @@ export class SqliteEngine implements Engine {
   }
 
   private lock(): Promise<void> | void {
-    if (!this.locked) {
-      this.locked = true;
+    const l = this.fileLock;
+    if (!l.locked) {
+      l.locked = true;
       return;
     }
-    return new Promise<void>((resolve) => this.waiters.push(resolve));
+    return new Promise<void>((resolve) => l.waiters.push(resolve));
   }
 
   /** Hands the connection to the next waiter, in arrival order. */
   private unlock(): void {
-    const next = this.waiters.shift();
+    const l = this.fileLock;
+    const next = l.waiters.shift();
     if (next) next();
-    else this.locked = false;
+    else l.locked = false;
   }
 
   inTransaction(): boolean {
@@ -189,5 +216,12 @@ export class SqliteEngine implements Engine {
     } catch {}
     this.sqlite.close();
     this.unlock();
+    if (--this.fileLock.engines === 0 && fileLocks.get(this.sqlite.filename) === this.fileLock) fileLocks.delete(this.sqlite.filename);
   }
+}
+
+/** The bun:sqlite handle under an engine (tests and benchmarks compare against it or inspect the file directly). */
+export function rawDatabase(db: Engine): Database {
+  if (!(db instanceof SqliteEngine)) throw new Error("not a SQLite engine");
+  return db.sqlite;
 }

@@ -9,26 +9,26 @@ import { mapSqliteError } from "./sqlite-errors.ts";
  * On failure the catalog cache is invalidated, so no column a rolled-back
  * transaction added stays in memory.
  */
-export function inTransaction<T>(ctx: AppContext, fn: () => T): T {
+export async function inTransaction<T>(ctx: AppContext, fn: () => Promise<T>): Promise<T> {
   const mark = ctx.events.mark();
+  const outer = !ctx.db.inTransaction();
   try {
-    if (ctx.sqlite.inTransaction) return ctx.sqlite.transaction(fn)();
-    const result = ctx.sqlite
-      .transaction(() => {
-        ctx.catalog.inWriteTx = true;
-        try {
-          return fn();
-        } finally {
-          ctx.catalog.inWriteTx = false;
-          ctx.catalog.checkedInTx = false;
-        }
-      })
-      .immediate();
-    // Committed: other contexts of this process re-check the database at their next read, and the
-    // staged change events go out, in commit order.
-    noteCommit(ctx);
-    ctx.events.commit();
-    return result;
+    return await ctx.db.transaction(async () => {
+      if (!outer) return await fn();
+      // Committed: other contexts of this process re-check the database at their next read, and the
+      // staged change events go out, in commit order.
+      ctx.db.afterCommit(() => {
+        noteCommit(ctx);
+        ctx.events.commit();
+      });
+      ctx.catalog.inWriteTx = true;
+      try {
+        return await fn();
+      } finally {
+        ctx.catalog.inWriteTx = false;
+        ctx.catalog.checkedInTx = false;
+      }
+    });
   } catch (err) {
     ctx.events.rollbackTo(mark);
     ctx.catalog.stale = true;

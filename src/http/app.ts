@@ -31,9 +31,9 @@ export function createApp(ctx: AppContext, opts: { requestLog?: boolean } = {}) 
   return app
     .use(corsPlugin(ctx.config.corsOrigins))
     .onError({ as: "global" }, ({ error, code, request }) => toErrorResponse(error, code, ctx.log, request))
-    .onRequest(({ request, server }) => {
+    .onRequest(async ({ request, server }) => {
       rememberClientIp(request, server);
-      refuseImpersonationOnAuth(ctx, request);
+      await refuseImpersonationOnAuth(ctx, request);
     })
     .use(healthRoutes())
     .use(consoleRoutes(ctx))

@@ -21,7 +21,7 @@ export interface Mailer {
 }
 
 /** A mailer sending through SMTP_URL with nodemailer, or writing each mail to the log without it. */
-export function createMailer(opts: { smtpUrl: string | null; from: string; fromName: () => string; log: Logger }): Mailer {
+export function createMailer(opts: { smtpUrl: string | null; from: string; fromName: () => Promise<string>; log: Logger }): Mailer {
   const pending = new Set<Promise<unknown>>();
   const transport = opts.smtpUrl ? nodemailer.createTransport(opts.smtpUrl) : null;
   return {
@@ -30,8 +30,9 @@ export function createMailer(opts: { smtpUrl: string | null; from: string; fromN
         opts.log.info("mail (no SMTP_URL set, not sent)", { to: msg.to, subject: msg.subject, link: msg.link });
         return;
       }
-      const p = transport
-        .sendMail({ from: { name: opts.fromName(), address: opts.from }, to: msg.to, subject: msg.subject, text: msg.text, html: msg.html })
+      const p = opts
+        .fromName()
+        .then((name) => transport.sendMail({ from: { name, address: opts.from }, to: msg.to, subject: msg.subject, text: msg.text, html: msg.html }))
         .catch((err: Error) => opts.log.error("mail delivery failed", { to: msg.to, subject: msg.subject, error: err.message }))
         .finally(() => pending.delete(p));
       pending.add(p);
@@ -41,7 +42,7 @@ export function createMailer(opts: { smtpUrl: string | null; from: string; fromN
         opts.log.info("mail (no SMTP_URL set, not sent)", { to: msg.to, subject: msg.subject });
         return;
       }
-      await transport.sendMail({ from: { name: opts.fromName(), address: opts.from }, to: msg.to, subject: msg.subject, text: msg.text, html: msg.html });
+      await transport.sendMail({ from: { name: await opts.fromName(), address: opts.from }, to: msg.to, subject: msg.subject, text: msg.text, html: msg.html });
     },
     async flush() {
       while (pending.size) await Promise.allSettled([...pending]);

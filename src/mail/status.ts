@@ -13,7 +13,7 @@ export interface MailStatus {
 }
 
 /** The mail configuration as an admin may see it. */
-export function mailStatus(ctx: AppContext): MailStatus {
+export async function mailStatus(ctx: AppContext): Promise<MailStatus> {
   let server: string | null = null;
   if (ctx.config.smtpUrl) {
     try {
@@ -23,13 +23,13 @@ export function mailStatus(ctx: AppContext): MailStatus {
       server = "(unreadable SMTP_URL)";
     }
   }
-  return { transport: ctx.config.smtpUrl ? "smtp" : "log", smtp_server: server, from: ctx.config.mailFrom, sender_name: getSetting(ctx, "app_name") };
+  return { transport: ctx.config.smtpUrl ? "smtp" : "log", smtp_server: server, from: ctx.config.mailFrom, sender_name: await getSetting(ctx, "app_name") };
 }
 
 /** `POST /admin/mail/test { to }`: sends a short mail to check delivery; without SMTP_URL it goes to the log. */
 export async function sendTestMail(ctx: AppContext, input: unknown): Promise<{ ok: true; to: string; transport: "smtp" | "log" }> {
   const to = normalizeEmail(asObject(input).to, "to");
-  const app = getSetting(ctx, "app_name");
+  const app = await getSetting(ctx, "app_name");
   try {
     await ctx.mailer.sendNow({ to, subject: `Test mail from ${app}`, text: `${app}\n\nThis is a test mail sent by an admin. Mail delivery works.\n` });
   } catch (err) {

@@ -141,7 +141,7 @@ export function planRead(
     fts = q(ftsTable(col.name));
     from = `${table} JOIN ${fts} ON ${fts}.rowid = ${table}._rowid_`;
     match = toMatchQuery(rq.search);
-    parts.push(`${fts} MATCH ?`);
+    parts.push(ftsMatch(fts));
     params.push(match);
   }
   const visible: Where = { sql: "1", params: [] };
@@ -238,10 +238,15 @@ export function keysetPhases(plan: ReadPlan, terms: OrderTerm[], values: SqlValu
   return first.desc ? [range, isNull] : [range];
 }
 
+/** The condition "the row matches the bound full-text query" on a plan's full-text table. */
+export function ftsMatch(fts: string): string {
+  return `${fts} MATCH ?`;
+}
+
 /** Runs a read; a full-text query SQLite cannot parse becomes 400, never 500. */
-export function runRead<T>(plan: ReadPlan, fn: () => T): T {
+export async function runRead<T>(plan: ReadPlan, fn: () => Promise<T>): Promise<T> {
   try {
-    return fn();
+    return await fn();
   } catch (err) {
     if (plan.fts && isFtsQueryError(err)) throw badRequest(`invalid search query: ${(err as Error).message.replace(/^fts5: /, "")}`);
     throw err;

@@ -42,9 +42,9 @@ export interface OpenOptions {
 
 export interface RealtimeHub {
   /** Opens a stream: `reset` first when a resume cannot be served, then `connect`. Limits → 429. */
-  open(opts: OpenOptions): Response;
+  open(opts: OpenOptions): Promise<Response>;
   /** POST /realtime: replaces a stream's topics and binds the caller's identity to it. */
-  subscribe(clientId: unknown, topics: unknown, identity: Identity): { ok: true; subscriptions: unknown[] };
+  subscribe(clientId: unknown, topics: unknown, identity: Identity): Promise<{ ok: true; subscriptions: unknown[] }>;
   /** Ends every stream (graceful stop). */
   closeAll(): void;
   /** Open streams, for tests and the bench. */
@@ -77,6 +77,10 @@ function createHub(ctx: AppContext): RealtimeHub {
   const eventId = (seq: number) => `${epoch}-${seq}`;
   let pending: HeldEvent[] = [];
   let scheduled = false;
+  // Deliveries (live and replays) run one after another, so a client receives events in order.
+  let delivering: Promise<void> = Promise.resolve();
+  const inOrder = (work: () => Promise<void>): Promise<void> =>
+    (delivering = delivering.then(work).catch((err) => ctx.log.error("realtime delivery failed", { error: String(err) })));
   let timers: ReturnType<typeof setInterval>[] = [];
 
   ctx.events.subscribe((event) => {
@@ -94,26 +98,28 @@ function createHub(ctx: AppContext): RealtimeHub {
     scheduled = false;
     const events = pending;
     pending = [];
-    for (const held of events) deliver(held, clients.values());
+    void inOrder(async () => {
+      for (const held of events) await deliver(held, clients.values());
+    });
   }
 
   /** Sends one event to every listed client it concerns and may be read by. */
-  function deliver(held: HeldEvent, targets: Iterable<Client>) {
+  async function deliver(held: HeldEvent, targets: Iterable<Client>) {
     const e = held.event;
-    const col = findCollection(ctx, e.collection);
+    const col = await findCollection(ctx, e.collection);
     if (!col) return;
     const hard = e.action === "hard_delete";
     const action = hard ? "delete" : e.action;
-    const withRelations = !hard && relationsFrom(ctx, col.name).some((r) => r.type !== "one");
+    const withRelations = !hard && (await relationsFrom(ctx, col.name)).some((r) => r.type !== "one");
     const frames = new Map<string, Uint8Array>();
     for (const c of targets) {
-      if (held.seq <= c.lastSeq || !c.topics.length || !concerns(c, col, e)) continue;
+      if (held.seq <= c.lastSeq || !c.topics.length || !(await concerns(c, col, e))) continue;
       c.lastSeq = held.seq;
       // Relation fields (`many` lists only readable targets) depend on the reader; plain records do not.
       const key = withRelations ? c.identity.key : "";
       let frame = frames.get(key);
       if (frame === undefined) {
-        const record = hard ? { _id: e.record._id } : recordAsRead(col, e.record, withRelations ? c : null);
+        const record = hard ? { _id: e.record._id } : await recordAsRead(col, e.record, withRelations ? c : null);
         frame = sseFrame(action, JSON.stringify({ collection: col.name, action, record }), eventId(held.seq));
         frames.set(key, frame);
       }
@@ -121,20 +127,25 @@ function createHub(ctx: AppContext): RealtimeHub {
     }
   }
 
-  function recordAsRead(col: Collection, record: RecordJson, reader: Client | null): RecordJson {
+  async function recordAsRead(col: Collection, record: RecordJson, reader: Client | null): Promise<RecordJson> {
     if (!reader) return record;
     const copy = { ...record };
-    attachRelationFields(ctx, col, [copy], reader.identity.principal);
+    await attachRelationFields(ctx, col, [copy], reader.identity.principal);
     return copy;
   }
 
   /** A topic names the record, and the subscriber may read it (rule checked now, on the record in memory). */
-  function concerns(c: Client, col: Collection, e: ChangeEvent): boolean {
+  async function concerns(c: Client, col: Collection, e: ChangeEvent): Promise<boolean> {
     const p = c.identity.principal;
     const id = e.record._id;
-    const named = c.topics.some(
-      (t) => t.collection === col.name && (t.id === null || t.id === id) && (!t.matcher || t.matcher(ctx, col, e.record, p)),
-    );
+    let named = false;
+    for (const t of c.topics) {
+      if (t.collection !== col.name || (t.id !== null && t.id !== id)) continue;
+      if (!t.matcher || (await t.matcher(ctx, col, e.record, p))) {
+        named = true;
+        break;
+      }
+    }
     return named && canRead(col, p, e.record);
   }
 
@@ -159,12 +170,12 @@ function createHub(ctx: AppContext): RealtimeHub {
     timers = [];
   }
 
-  function checkIdentities() {
+  async function checkIdentities() {
     const bound = [...clients.values()].filter((c) => c.identity.principal.kind !== "anonymous");
     if (!bound.length) return;
     let ended: Set<Identity>;
     try {
-      ended = endedIdentities(ctx, bound.map((c) => c.identity));
+      ended = await endedIdentities(ctx, bound.map((c) => c.identity));
     } catch (err) {
       ctx.log.warn("realtime identity check failed", { error: String(err) });
       return;
@@ -184,7 +195,7 @@ function createHub(ctx: AppContext): RealtimeHub {
   }
 
   /** Sets a client's topics; on the first subscription, replays what it missed since connecting (or its Last-Event-ID). */
-  function setTopics(c: Client, topics: Topic[]) {
+  async function setTopics(c: Client, topics: Topic[]) {
     c.topics = topics;
     if (c.resumeFrom === null || !topics.length) return;
     const from = c.resumeFrom;
@@ -194,7 +205,9 @@ function createHub(ctx: AppContext): RealtimeHub {
       c.lastSeq = buffer.lastSeq;
       return;
     }
-    for (const held of buffer.after(Math.max(from, c.lastSeq))) deliver(held, [c]);
+    await inOrder(async () => {
+      for (const held of buffer.after(Math.max(from, c.lastSeq))) await deliver(held, [c]);
+    });
   }
 
   function parseLastEventId(raw: string | null): number | null {
@@ -209,12 +222,12 @@ function createHub(ctx: AppContext): RealtimeHub {
       return clients.size;
     },
 
-    open({ identity, ip, lastEventId, subscribe }) {
+    async open({ identity, ip, lastEventId, subscribe }) {
       const usage = ipUsage(ip);
-      if (usage.streams >= getSetting(ctx, "realtime_max_streams_per_ip"))
+      if (usage.streams >= await getSetting(ctx, "realtime_max_streams_per_ip"))
         throw tooMany("too many realtime streams from this address");
-      const topics = subscribe ? checkTopicCount(subscribe, usage.topics) : [];
-      const parsed = subscribe ? parseTopics(ctx, topics, identity.principal) : [];
+      const topics = subscribe ? await checkTopicCount(subscribe, usage.topics) : [];
+      const parsed = subscribe ? await parseTopics(ctx, topics, identity.principal) : [];
       const id = randomToken(24);
       const sink = new SseSink(STREAM_BUFFER_BYTES, () => {
         if (clients.get(id)?.sink === sink) clients.delete(id);
@@ -229,20 +242,20 @@ function createHub(ctx: AppContext): RealtimeHub {
       sink.send(sseFrame("connect", JSON.stringify({ client_id: id }), eventId(Math.max(c.lastSeq, c.resumeFrom ?? 0))));
       clients.set(id, c);
       startTimers();
-      if (parsed.length) setTopics(c, parsed);
+      if (parsed.length) await setTopics(c, parsed);
       return sink.response;
     },
 
-    subscribe(clientId, raw, identity) {
+    async subscribe(clientId, raw, identity) {
       const c = typeof clientId === "string" ? clients.get(clientId) : undefined;
       if (!c) throw notFound("unknown client_id: open GET /api/v1/realtime first");
       // SECURITY: a stream serves one caller; another identity may not read it (or change what it receives).
       if (c.identity.principal.kind !== "anonymous" && c.identity.key !== identity.key)
         throw forbidden("this client_id is bound to another identity");
-      const list = checkTopicCount(raw, ipUsage(c.ip).topics - c.topics.length);
-      const topics = parseTopics(ctx, list, identity.principal);
+      const list = await checkTopicCount(raw, ipUsage(c.ip).topics - c.topics.length);
+      const topics = await parseTopics(ctx, list, identity.principal);
       c.identity = identity;
-      setTopics(c, topics);
+      await setTopics(c, topics);
       return { ok: true, subscriptions: topics.map((t) => t.source) };
     },
 
@@ -255,9 +268,9 @@ function createHub(ctx: AppContext): RealtimeHub {
     },
   };
 
-  function checkTopicCount(raw: unknown, usedByIp: number): unknown[] {
+  async function checkTopicCount(raw: unknown, usedByIp: number): Promise<unknown[]> {
     if (!Array.isArray(raw)) return raw as unknown[];
-    if (usedByIp + raw.length > getSetting(ctx, "realtime_max_topics_per_ip"))
+    if (usedByIp + raw.length > await getSetting(ctx, "realtime_max_topics_per_ip"))
       throw tooMany("too many realtime topics from this address");
     return raw;
   }

@@ -3,6 +3,7 @@ import { looksLikeJwt, verifyJwt } from "../auth/jwt.ts";
 import { jwtKey } from "../auth/keys.ts";
 import type { Principal } from "../auth/principal.ts";
 import type { AppContext } from "../context.ts";
+import { IN_LIST, listParam } from "../query/dialect.ts";
 
 /** Who a stream acts for, and what ends that. */
 export interface Identity {
@@ -18,7 +19,7 @@ export interface Identity {
 export const ANONYMOUS_IDENTITY: Identity = { principal: { kind: "anonymous" }, key: "anonymous", expiresAt: null, adminCredential: null };
 
 /** The identity of a request whose credentials resolved to `principal`. */
-export function identityOf(ctx: AppContext, principal: Principal, request: Request): Identity {
+export async function identityOf(ctx: AppContext, principal: Principal, request: Request): Promise<Identity> {
   if (principal.kind === "anonymous") return ANONYMOUS_IDENTITY;
   const h = request.headers;
   const bearer = /^Bearer\s+(.+)$/i.exec(h.get("authorization")?.trim() ?? "")?.[1].trim() ?? null;
@@ -26,7 +27,7 @@ export function identityOf(ctx: AppContext, principal: Principal, request: Reque
   const token = adminToken ?? bearer;
   let expiresAt: number | null = null;
   if (token && looksLikeJwt(token)) {
-    const exp = verifyJwt(jwtKey(ctx), token, ctx.clock.now())?.exp;
+    const exp = verifyJwt(await jwtKey(ctx), token, ctx.clock.now())?.exp;
     if (typeof exp === "number") expiresAt = exp * 1000;
   }
   if (principal.kind === "admin") return { principal, key: "admin", expiresAt, adminCredential: token };
@@ -39,7 +40,7 @@ export function identityOf(ctx: AppContext, principal: Principal, request: Reque
  * for all streams, so the check stays cheap with many subscribers; it reads the database, so a
  * revocation made by another process (the CLI) is seen too.
  */
-export function endedIdentities(ctx: AppContext, identities: Identity[]): Set<Identity> {
+export async function endedIdentities(ctx: AppContext, identities: Identity[]): Promise<Set<Identity>> {
   const now = ctx.clock.now();
   const ended = new Set<Identity>();
   const sessions = new Map<string, Identity[]>();
@@ -50,30 +51,28 @@ export function endedIdentities(ctx: AppContext, identities: Identity[]): Set<Id
     const p = i.principal;
     if (i.expiresAt !== null && i.expiresAt <= now) ended.add(i);
     else if (p.kind === "admin") {
-      if (i.adminCredential && !isAdminCredential(ctx, i.adminCredential)) ended.add(i);
+      if (i.adminCredential && !await isAdminCredential(ctx, i.adminCredential)) ended.add(i);
     } else if (p.kind === "user") {
       if (p.sessionId) add(sessions, p.sessionId, i);
       else if (p.apiKeyId) add(keys, p.apiKeyId, i);
       else add(users, p.userId, i);
     }
   }
-  const live = (sql: string, ids: Map<string, Identity[]>, ...extra: number[]) => {
+  const live = async (sql: string, ids: Map<string, Identity[]>, ...extra: number[]) => {
     if (!ids.size) return;
     const alive = new Set(
-      ctx.sqlite
-        .query<{ id: string; user_id: string }, (string | number)[]>(sql)
-        .all(JSON.stringify([...ids.keys()]), ...extra)
+      (await ctx.db.all<{ id: string; user_id: string }>(sql, [listParam([...ids.keys()]), ...extra]))
         .map((r) => `${r.id}\u0000${r.user_id}`),
     );
     for (const [id, list] of ids)
       for (const i of list) if (!alive.has(`${id}\u0000${(i.principal as { userId: string }).userId}`)) ended.add(i);
   };
-  live(
-    "SELECT id, user_id FROM _sessions WHERE id IN (SELECT value FROM json_each(?)) AND revoked_at IS NULL AND expires_at > ?",
+  await live(
+    `SELECT id, user_id FROM _sessions WHERE id ${IN_LIST} AND revoked_at IS NULL AND expires_at > ?`,
     sessions,
     now,
   );
-  live("SELECT id, user_id FROM _api_keys WHERE id IN (SELECT value FROM json_each(?)) AND revoked_at IS NULL", keys);
-  live("SELECT id, id AS user_id FROM _users WHERE id IN (SELECT value FROM json_each(?))", users);
+  await live(`SELECT id, user_id FROM _api_keys WHERE id ${IN_LIST} AND revoked_at IS NULL`, keys);
+  await live(`SELECT id, id AS user_id FROM _users WHERE id ${IN_LIST}`, users);
   return ended;
 }

@@ -8,7 +8,7 @@ import { relationOfField } from "../relations/catalog.ts";
 import { relationFilter } from "../relations/filter.ts";
 
 /** Decides whether a record (as stored after a change) matches a topic's filter. */
-export type RecordMatcher = (ctx: AppContext, col: Collection, record: RecordJson, p: Principal) => boolean;
+export type RecordMatcher = (ctx: AppContext, col: Collection, record: RecordJson, p: Principal) => Promise<boolean>;
 
 type Test = (v: SqlValue) => boolean;
 
@@ -75,25 +75,25 @@ function compileTest(field: FieldRef, cond: FilterCond): Test {
  * asked of the database for that one record. Every condition is first checked exactly as a list
  * checks it (unknown field, bad operator or value: 400).
  */
-export function compileMatcher(ctx: AppContext, col: Collection, filters: FilterCond[], p: Principal): RecordMatcher {
-  planRead(ctx, col, { filters, search: null, includeDeleted: true }, "all", p, relationFilter);
+export async function compileMatcher(ctx: AppContext, col: Collection, filters: FilterCond[], p: Principal): Promise<RecordMatcher> {
+  planRead(ctx, col, { filters, search: null, includeDeleted: true }, "all", p, await relationFilter(ctx));
   const memory: { name: string; field: FieldRef; test: Test }[] = [];
   const virtual: FilterCond[] = [];
   for (const cond of filters) {
-    const rel = relationOfField(ctx, col.name, cond.field);
+    const rel = await relationOfField(ctx, col.name, cond.field);
     if (rel && rel.type !== "one") virtual.push(cond);
     else {
       const field = resolveField(col, cond.field);
       memory.push({ name: field.name, field, test: compileTest(field, cond) });
     }
   }
-  return (ctx, current, record, who) => {
+  return async (ctx, current, record, who) => {
     for (const m of memory) if (!m.test(stored(m.field, record[m.name]))) return false;
     if (!virtual.length) return true;
     try {
-      const plan = planRead(ctx, current, { filters: virtual, search: null, includeDeleted: true }, "all", who, relationFilter);
+      const plan = planRead(ctx, current, { filters: virtual, search: null, includeDeleted: true }, "all", who, await relationFilter(ctx));
       const sql = `SELECT 1 FROM ${plan.from} WHERE ${plan.where.sql} AND ${plan.table}."_id" = ?`;
-      return !!ctx.sqlite.query(sql).get(...plan.where.params, record._id as string);
+      return !!await ctx.db.get(sql, [...plan.where.params, record._id as string]);
     } catch {
       // The field or relation went away since the topic was set: nothing matches it any more.
       return false;

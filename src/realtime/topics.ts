@@ -36,39 +36,41 @@ function parseTopicFilter(raw: unknown): FilterCond[] {
   return filters;
 }
 
-function requireTopicCollection(ctx: AppContext, name: unknown) {
+async function requireTopicCollection(ctx: AppContext, name: unknown) {
   if (typeof name !== "string" || !NAME_RE.test(name)) throw badRequest(`topic names no valid collection: ${JSON.stringify(name)?.slice(0, 80)}`);
-  const col = findCollection(ctx, name);
+  const col = await findCollection(ctx, name);
   if (!col) throw badRequest(`unknown collection "${name}" in topic`);
   return col;
 }
 
 /** Parses and checks one topic; unknown collection or bad filter → 400. */
-export function parseTopic(ctx: AppContext, raw: unknown, p: Principal): Topic {
+export async function parseTopic(ctx: AppContext, raw: unknown, p: Principal): Promise<Topic> {
   if (typeof raw === "string") {
     const slash = raw.indexOf("/");
     const name = slash < 0 ? raw : raw.slice(0, slash);
     const id = slash < 0 ? null : raw.slice(slash + 1);
     if (id !== null && (!id || id.length > 64 || id.includes("/"))) throw badRequest(`bad topic "${raw.slice(0, 80)}": use <collection> or <collection>/<id>`);
-    const col = requireTopicCollection(ctx, name);
+    const col = await requireTopicCollection(ctx, name);
     return { collection: col.name, id, matcher: null, source: raw };
   }
   if (raw && typeof raw === "object" && !Array.isArray(raw)) {
     const o = raw as Record<string, unknown>;
     const extra = Object.keys(o).filter((k) => k !== "collection" && k !== "filter");
     if (extra.length) throw badRequest(`unknown key "${extra[0].slice(0, 40)}" in topic: use { collection, filter }`);
-    const col = requireTopicCollection(ctx, o.collection);
+    const col = await requireTopicCollection(ctx, o.collection);
     const filter = o.filter as string | string[];
-    const matcher = compileMatcher(ctx, col, parseTopicFilter(filter), p);
+    const matcher = await compileMatcher(ctx, col, parseTopicFilter(filter), p);
     return { collection: col.name, id: null, matcher, source: { collection: col.name, filter } };
   }
   throw badRequest('a topic is "<collection>", "<collection>/<id>" or { "collection", "filter" }');
 }
 
 /** Parses a topic list (POST body or `?subscribe=`). */
-export function parseTopics(ctx: AppContext, raw: unknown, p: Principal): Topic[] {
+export async function parseTopics(ctx: AppContext, raw: unknown, p: Principal): Promise<Topic[]> {
   if (!Array.isArray(raw)) throw badRequest("subscriptions must be an array of topics");
-  return raw.map((t) => parseTopic(ctx, t, p));
+  const topics: Topic[] = [];
+  for (const t of raw) topics.push(await parseTopic(ctx, t, p));
+  return topics;
 }
 
 /** Topic names of `?subscribe=posts,comments/<id>`. */

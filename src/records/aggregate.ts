@@ -31,13 +31,13 @@ function decodeValue(type: FieldType, v: SqlValue): unknown {
  * `GET /:collection/aggregate`: `fn` of `field` over the matching records, optionally per
  * `group_by` value (groups ascending, at most MAX_GROUPS). `sum`/`count` of nothing are 0, the others null.
  */
-export function aggregateRecords(ctx: AppContext, name: string, params: URLSearchParams, p: Principal): AggregateResult {
-  const col = requireCollection(ctx, name);
+export async function aggregateRecords(ctx: AppContext, name: string, params: URLSearchParams, p: Principal): Promise<AggregateResult> {
+  const col = await requireCollection(ctx, name);
   const access = checkAccess(col, "read", p);
   const aq = parseAggregateQuery(params);
   const field = aq.field === null ? null : resolveField(col, aq.field);
   const group = aq.groupBy === null ? null : resolveField(col, aq.groupBy);
-  const plan = planRead(ctx, col, aq, access, p, relationFilter);
+  const plan = planRead(ctx, col, aq, access, p, await relationFilter(ctx));
   if ((aq.fn === "sum" || aq.fn === "avg") && field!.type !== "number")
     throw badRequest(`${aq.fn} needs a number field: "${field!.name}" is ${field!.type}`);
   const c = field ? column(col, field.name) : null;
@@ -49,19 +49,13 @@ export function aggregateRecords(ctx: AppContext, name: string, params: URLSearc
     max: `MAX(${c})`,
   }[aq.fn];
   const valueType: FieldType = aq.fn === "min" || aq.fn === "max" ? field!.type : "number";
-  return runRead(plan, () => {
+  return await runRead(plan, async () => {
     if (!group) {
-      const row = ctx.sqlite
-        .query<{ value: SqlValue }, SqlValue[]>(`SELECT ${expr} AS value FROM ${plan.from} WHERE ${plan.where.sql}`)
-        .get(...plan.where.params)!;
+      const row = (await ctx.db.get<{ value: SqlValue }>(`SELECT ${expr} AS value FROM ${plan.from} WHERE ${plan.where.sql}`, [...plan.where.params]))!;
       return { value: decodeValue(valueType, row.value) };
     }
     const g = column(col, group.name);
-    const rows = ctx.sqlite
-      .query<{ g: SqlValue; value: SqlValue }, SqlValue[]>(
-        `SELECT ${g} AS g, ${expr} AS value FROM ${plan.from} WHERE ${plan.where.sql} GROUP BY ${g} ORDER BY ${g} ASC LIMIT ?`,
-      )
-      .all(...plan.where.params, MAX_GROUPS + 1);
+    const rows = await ctx.db.all<{ g: SqlValue; value: SqlValue }>(`SELECT ${g} AS g, ${expr} AS value FROM ${plan.from} WHERE ${plan.where.sql} GROUP BY ${g} ORDER BY ${g} ASC LIMIT ?`, [...plan.where.params, MAX_GROUPS + 1]);
     if (rows.length > MAX_GROUPS)
       throw badRequest(
         `group_by "${group.name}" gives more than ${MAX_GROUPS} groups: narrow the records with a filter (or search) first`,

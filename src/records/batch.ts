@@ -44,21 +44,21 @@ function readOperation(raw: unknown): { op: string; id?: string; data?: Record<s
 }
 
 /** Fetches an active record for update/delete and applies the operation's rule to it. */
-function loadForWrite(ctx: AppContext, col: Collection, op: "update" | "delete", id: string, p: Principal): RecordJson {
+async function loadForWrite(ctx: AppContext, col: Collection, op: "update" | "delete", id: string, p: Principal): Promise<RecordJson> {
   const access = checkAccess(col, op, p);
-  const previous = fetchRecord(ctx, col, id);
+  const previous = await fetchRecord(ctx, col, id);
   if (!previous || previous._deleted_at !== null) throw recordNotFound();
   checkRecordAccess(col, op, p, access, previous);
   return previous;
 }
 
-function runOperation(ctx: AppContext, col: Collection, o: ReturnType<typeof readOperation>, p: Principal): BatchResult {
+async function runOperation(ctx: AppContext, col: Collection, o: ReturnType<typeof readOperation>, p: Principal): Promise<BatchResult> {
   if (o.op === "create") {
     checkAccess(col, "create", p);
-    return { op: "create", record: insertRecord(ctx, col, o.data!, p) };
+    return { op: "create", record: await insertRecord(ctx, col, o.data!, p) };
   }
-  if (o.op === "update") return { op: "update", record: updateRecordRow(ctx, col, loadForWrite(ctx, col, "update", o.id!, p), o.data!, p) };
-  softDeleteRecord(ctx, col, loadForWrite(ctx, col, "delete", o.id!, p), p, relationEffects);
+  if (o.op === "update") return { op: "update", record: await updateRecordRow(ctx, col, await loadForWrite(ctx, col, "update", o.id!, p), o.data!, p) };
+  await softDeleteRecord(ctx, col, await loadForWrite(ctx, col, "delete", o.id!, p), p, relationEffects);
   return { op: "delete", id: o.id! };
 }
 
@@ -67,22 +67,25 @@ function runOperation(ctx: AppContext, col: Collection, o: ReturnType<typeof rea
  * transaction (each sees the ones before), every one under its own access rule with the
  * requester's identity, hooks included. Any failure rolls everything back: 400 `batch_failed`.
  */
-export function runBatch(ctx: AppContext, name: string, body: unknown, p: Principal): { results: BatchResult[] } {
-  let col = requireCollection(ctx, name);
+export async function runBatch(ctx: AppContext, name: string, body: unknown, p: Principal): Promise<{ results: BatchResult[] }> {
+  let col = await requireCollection(ctx, name);
   if (!body || typeof body !== "object" || Array.isArray(body)) throw badRequest('the request body must be { "operations": [...] }');
   const ops = (body as { operations?: unknown }).operations;
   if (!Array.isArray(ops)) throw badRequest('"operations" must be an array');
   if (ops.length < 1 || ops.length > MAX_BATCH) throw badRequest(`a batch takes 1 to ${MAX_BATCH} operations, got ${ops.length}`);
-  const results = inTransaction(ctx, () =>
-    ops.map((raw, index) => {
+  const results = await inTransaction(ctx, async () => {
+    const out: BatchResult[] = [];
+    for (let index = 0; index < ops.length; index++) {
+      const raw: unknown = ops[index];
       const opName = raw && typeof raw === "object" && typeof (raw as { op?: unknown }).op === "string" ? (raw as { op: string }).op : "unknown";
       try {
-        col = currentCollection(ctx, col);
-        return runOperation(ctx, col, readOperation(raw), p);
+        col = await currentCollection(ctx, col);
+        out.push(await runOperation(ctx, col, readOperation(raw), p));
       } catch (err) {
         throw batchFailed(index, opName.slice(0, 20), err);
       }
-    }),
-  );
+    }
+    return out;
+  });
   return { results };
 }

@@ -16,8 +16,8 @@ export const MAX_BULK = 500;
  * The collection as the current transaction sees it: a record that added a column marks the
  * catalog stale, and the next record must know that column.
  */
-export function currentCollection(ctx: AppContext, col: Collection): Collection {
-  if (ctx.catalog.stale) return requireCollection(ctx, col.name);
+export async function currentCollection(ctx: AppContext, col: Collection): Promise<Collection> {
+  if (ctx.catalog.stale) return await requireCollection(ctx, col.name);
   return ctx.catalog.byName.get(col.name.toLowerCase()) ?? col;
 }
 
@@ -34,8 +34,8 @@ function withIndex(err: unknown, index: number): unknown {
  * rules included. Any failure saves nothing (no row, no new column); a 422 carries the failing
  * element's `index`, on the body and on every error.
  */
-export function bulkCreate(ctx: AppContext, name: string, body: unknown, p: Principal): RecordJson[] {
-  let col = requireCollection(ctx, name);
+export async function bulkCreate(ctx: AppContext, name: string, body: unknown, p: Principal): Promise<RecordJson[]> {
+  let col = await requireCollection(ctx, name);
   checkAccess(col, "create", p);
   if (!Array.isArray(body)) throw badRequest("the request body must be a JSON array of record objects");
   if (body.length < 1 || body.length > MAX_BULK)
@@ -44,14 +44,17 @@ export function bulkCreate(ctx: AppContext, name: string, body: unknown, p: Prin
     if (!item || typeof item !== "object" || Array.isArray(item))
       throw badRequest(`record ${index} must be a JSON object`, { index });
   });
-  return inTransaction(ctx, () =>
-    (body as Record<string, unknown>[]).map((item, index) => {
-      col = currentCollection(ctx, col);
+  const items = body as Record<string, unknown>[];
+  return await inTransaction(ctx, async () => {
+    const out: RecordJson[] = [];
+    for (let index = 0; index < items.length; index++) {
+      col = await currentCollection(ctx, col);
       try {
-        return insertRecord(ctx, col, item, p);
+        out.push(await insertRecord(ctx, col, items[index]!, p));
       } catch (err) {
         throw withIndex(err, index);
       }
-    }),
-  );
+    }
+    return out;
+  });
 }

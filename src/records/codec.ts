@@ -46,10 +46,10 @@ export function userFields(body: Record<string, unknown>): Record<string, unknow
 const fetchSql = new WeakMap<Collection, string>();
 
 /** Reads one record by id (soft-deleted ones too); null when there is none. */
-export function fetchRecord(ctx: AppContext, col: Collection, id: string): RecordJson | null {
+export async function fetchRecord(ctx: AppContext, col: Collection, id: string): Promise<RecordJson | null> {
   if (typeof id !== "string" || id.length > 64) return null;
   let sql = fetchSql.get(col);
   if (sql === undefined) fetchSql.set(col, (sql = `SELECT ${selectList(col)} FROM ${q(col.name)} WHERE "_id" = ?`));
-  const row = ctx.sqlite.query<Record<string, unknown>, [string]>(sql).get(id);
+  const row = await ctx.db.get<Record<string, unknown>>(sql, [id]);
   return row ? decodeRow(col, row) : null;
 }

@@ -37,23 +37,21 @@ function countCache(ctx: AppContext): CountCache {
 }
 
 /** COUNT(*) over a read plan; a count of the same plan on an unchanged collection is answered from memory. */
-export function countPlan(ctx: AppContext, plan: ReadPlan, collection: string): number {
+export async function countPlan(ctx: AppContext, plan: ReadPlan, collection: string): Promise<number> {
   const run = () =>
-    runRead(plan, () =>
-      ctx.sqlite
-        .query<{ n: number }, SqlValue[]>(`SELECT COUNT(*) AS n FROM ${plan.from} WHERE ${plan.where.sql}`)
-        .get(...plan.where.params)!.n,
+    runRead(plan, async () =>
+      (await ctx.db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM ${plan.from} WHERE ${plan.where.sql}`, [...plan.where.params]))!.n,
     );
   // Inside a write transaction the count may include changes that roll back; full-text matches
   // depend on an index that may still be building: neither is kept.
-  if (plan.fts || ctx.sqlite.inTransaction) return run();
+  if (plan.fts || ctx.db.inTransaction()) return await run();
   const buckets = countCache(ctx).buckets;
   const name = plan.external ? EXTERNAL : collection.toLowerCase();
   const key = `${plan.from} WHERE ${plan.where.sql}\0${JSON.stringify(plan.where.params)}`;
   const dataVersion = ctx.catalog.dataVersion;
   const hit = buckets.get(name)?.get(key);
   if (hit && hit.dataVersion === dataVersion) return hit.n;
-  const n = run();
+  const n = await run();
   let bucket = buckets.get(name);
   if (!bucket) buckets.set(name, (bucket = new Map()));
   else if (bucket.size >= MAX_PER_BUCKET) bucket.clear();
@@ -62,8 +60,8 @@ export function countPlan(ctx: AppContext, plan: ReadPlan, collection: string): 
 }
 
 /** `GET /:collection/count`: how many records match `filter`/`search`, honouring the read rule. */
-export function countRecords(ctx: AppContext, name: string, params: URLSearchParams, p: Principal): { total: number } {
-  const col = requireCollection(ctx, name);
+export async function countRecords(ctx: AppContext, name: string, params: URLSearchParams, p: Principal): Promise<{ total: number }> {
+  const col = await requireCollection(ctx, name);
   const access = checkAccess(col, "read", p);
-  return { total: countPlan(ctx, planRead(ctx, col, parseReadQuery(params), access, p, relationFilter), col.name) };
+  return { total: await countPlan(ctx, planRead(ctx, col, parseReadQuery(params), access, p, await relationFilter(ctx)), col.name) };
 }

@@ -8,9 +8,9 @@ import type { RecordJson } from "./codec.ts";
 import { insertRecord } from "./store.ts";
 
 /** `POST /:collection`: checks the create rule, then inserts one record in its own transaction. */
-export function createRecord(ctx: AppContext, name: string, body: unknown, p: Principal): RecordJson {
-  const col = requireCollection(ctx, name);
+export async function createRecord(ctx: AppContext, name: string, body: unknown, p: Principal): Promise<RecordJson> {
+  const col = await requireCollection(ctx, name);
   checkAccess(col, "create", p);
   const data = asObject(body);
-  return inTransaction(ctx, () => insertRecord(ctx, col, data, p));
+  return await inTransaction(ctx, () => insertRecord(ctx, col, data, p));
 }

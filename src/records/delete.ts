@@ -9,11 +9,11 @@ import { fetchRecord, type RecordJson } from "./codec.ts";
 import { removeRecord, softDeleteRecord } from "./store.ts";
 
 /** `DELETE /:collection/:id`: soft delete; returns the record with `_deleted_at` set. */
-export function deleteRecord(ctx: AppContext, name: string, id: string, p: Principal): RecordJson {
-  const col = requireCollection(ctx, name);
+export async function deleteRecord(ctx: AppContext, name: string, id: string, p: Principal): Promise<RecordJson> {
+  const col = await requireCollection(ctx, name);
   const access = checkAccess(col, "delete", p);
-  return inTransaction(ctx, () => {
-    const previous = fetchRecord(ctx, col, id);
+  return await inTransaction(ctx, async () => {
+    const previous = await fetchRecord(ctx, col, id);
     if (!previous || previous._deleted_at !== null) throw recordNotFound();
     checkRecordAccess(col, "delete", p, access, previous);
     return softDeleteRecord(ctx, col, previous, p, relationEffects);
@@ -21,12 +21,12 @@ export function deleteRecord(ctx: AppContext, name: string, id: string, p: Princ
 }
 
 /** Admin hard delete of an active or soft-deleted record: `{ ok: true, id }`. */
-export function hardDeleteRecord(ctx: AppContext, name: string, id: string, p: Principal): { ok: true; id: string } {
-  const col = requireCollection(ctx, name);
-  return inTransaction(ctx, () => {
-    const previous = fetchRecord(ctx, col, id);
+export async function hardDeleteRecord(ctx: AppContext, name: string, id: string, p: Principal): Promise<{ ok: true; id: string }> {
+  const col = await requireCollection(ctx, name);
+  return await inTransaction(ctx, async () => {
+    const previous = await fetchRecord(ctx, col, id);
     if (!previous) throw recordNotFound();
-    removeRecord(ctx, col, previous, p, relationEffects);
+    await removeRecord(ctx, col, previous, p, relationEffects);
     return { ok: true as const, id };
   });
 }

@@ -7,6 +7,7 @@ import { parseListQuery, type ListQuery } from "../query/parse.ts";
 import {
   column,
   keysetPhases,
+  ftsMatch,
   orderBySql,
   orderTerms,
   planRead,
@@ -51,7 +52,7 @@ function selectList(col: Collection, fields: string[] | null): string {
  * The values of the ORDER BY terms on the cursor row; 400 when the requester cannot see such a
  * record (or, when ranking, it does not match).
  */
-function cursorValues(ctx: AppContext, plan: ReadPlan, terms: OrderTerm[], after: string): SqlValue[] {
+async function cursorValues(ctx: AppContext, plan: ReadPlan, terms: OrderTerm[], after: string): Promise<SqlValue[]> {
   const select = terms.length ? terms.map((t, i) => `${t.expr} AS "k${i}"`).join(", ") : "1 AS k";
   // SECURITY: the cursor row is read under the same visibility as the page (soft delete, owner
   // rule); else a hidden record's id would page from its position and leak its sort values.
@@ -59,55 +60,51 @@ function cursorValues(ctx: AppContext, plan: ReadPlan, terms: OrderTerm[], after
   let params: SqlValue[] = [after, ...plan.visible.params];
   if (terms.some((t) => t.rank)) {
     // The rank of the cursor row exists only for this search: take it from the same MATCH.
-    sql = `SELECT ${select} FROM ${plan.from} WHERE ${plan.table}."_id" = ? AND ${plan.visible.sql} AND ${plan.fts} MATCH ?`;
+    sql = `SELECT ${select} FROM ${plan.from} WHERE ${plan.table}."_id" = ? AND ${plan.visible.sql} AND ${ftsMatch(plan.fts!)}`;
     params = [after, ...plan.visible.params, plan.match];
   }
-  const row = ctx.sqlite.query<Record<string, SqlValue>, SqlValue[]>(sql).get(...params);
+  const row = await ctx.db.get<Record<string, SqlValue>>(sql, [...params]);
   if (!row) throw badRequest("invalid cursor: no record with that id in this listing");
   return terms.map((_, i) => row[`k${i}`]);
 }
 
 /** Runs a parsed list query on a collection the caller may read (access already decided). */
-export function runListQuery(ctx: AppContext, col: Collection, lq: ListQuery, access: ReturnType<typeof checkAccess>, p: Principal): Page {
-  const plan = planRead(ctx, col, lq, access, p, relationFilter);
+export async function runListQuery(ctx: AppContext, col: Collection, lq: ListQuery, access: ReturnType<typeof checkAccess>, p: Principal): Promise<Page> {
+  const plan = planRead(ctx, col, lq, access, p, await relationFilter(ctx));
   const terms = orderTerms(col, plan, lq.sort);
   const select = selectList(col, lq.fields);
   const order = orderBySql(plan, terms);
-  const page = (where: Where, limit: number, offset: number) =>
-    ctx.sqlite
-      .query<Record<string, unknown>, SqlValue[]>(
-        `SELECT ${select} FROM ${plan.from} WHERE ${where.sql} ORDER BY ${order} LIMIT ?${offset ? " OFFSET ?" : ""}`,
-      )
-      .all(...where.params, limit, ...(offset ? [offset] : []));
-  return runRead(plan, () => {
+  const page = async (where: Where, limit: number, offset: number) =>
+    await ctx.db.all<Record<string, unknown>>(`SELECT ${select} FROM ${plan.from} WHERE ${where.sql} ORDER BY ${order} LIMIT ?${offset ? " OFFSET ?" : ""}`, [...where.params, limit, ...(offset ? [offset] : [])]);
+  return await runRead(plan, async () => {
     let rows: Record<string, unknown>[] = [];
-    if (lq.after === null) rows = page(plan.where, lq.limit + 1, (lq.page - 1) * lq.limit);
+    if (lq.after === null) rows = await page(plan.where, lq.limit + 1, (lq.page - 1) * lq.limit);
     else {
       if (lq.after.length > 64) throw badRequest("invalid cursor: no record with that id in this listing");
-      const values = cursorValues(ctx, plan, terms, lq.after);
+      const values = await cursorValues(ctx, plan, terms, lq.after);
       for (const phase of keysetPhases(plan, terms, values, lq.after)) {
         const need = lq.limit + 1 - rows.length;
         if (need <= 0) break;
         const where = { sql: `${plan.where.sql} AND ${phase.sql}`, params: [...plan.where.params, ...phase.params] };
-        rows.push(...page(where, need, 0));
+        rows.push(...await page(where, need, 0));
       }
     }
     const more = rows.length > lq.limit;
     if (more) rows.pop();
     const items = col.fields.some((f) => f.type === "boolean" || f.type === "json") ? rows.map((r) => decodeRow(col, r)) : rows;
-    const total = lq.after === null && lq.total ? countPlan(ctx, plan, col.name) : null;
+    const total = lq.after === null && lq.total ? await countPlan(ctx, plan, col.name) : null;
     return { items, next_cursor: more ? (items[items.length - 1]._id as string) : null, total };
   });
 }
 
 /** `GET /:collection`: a page of records in offset or cursor mode (SPEC 4.2, CONTRACT §4). */
-export function listRecords(ctx: AppContext, name: string, params: URLSearchParams, p: Principal): Page {
-  const col = requireCollection(ctx, name);
+export async function listRecords(ctx: AppContext, name: string, params: URLSearchParams, p: Principal): Promise<Page> {
+  const col = await requireCollection(ctx, name);
   const access = checkAccess(col, "read", p);
   const lq = parseListQuery(params);
-  const expand = parseExpand(ctx, col, params.getAll("expand"));
-  const projection = relationProjection(ctx, col, lq.fields, expand);
-  const page = runListQuery(ctx, col, { ...lq, fields: projection.fields }, access, p);
-  finishRelations(ctx, col, page.items, projection, expand, p);
+  const expand = await parseExpand(ctx, col, params.getAll("expand"));
+  const projection = await relationProjection(ctx, col, lq.fields, expand);
+  const page = await runListQuery(ctx, col, { ...lq, fields: projection.fields }, access, p);
+  await finishRelations(ctx, col, page.items, projection, expand, p);
   return page;
 }

@@ -7,21 +7,21 @@ import { checkAccess, ownsRecord, recordNotFound } from "../rules/access.ts";
 import { fetchRecord, type RecordJson } from "./codec.ts";
 
 /** `GET /:collection/:id`: 404 for a missing, soft-deleted (unless asked for) or hidden record. */
-export function getRecord(
+export async function getRecord(
   ctx: AppContext,
   name: string,
   id: string,
   p: Principal,
   opts: { includeDeleted?: boolean; expand?: string[]; fields?: string | null } = {},
-): RecordJson {
-  const col = requireCollection(ctx, name);
+): Promise<RecordJson> {
+  const col = await requireCollection(ctx, name);
   const access = checkAccess(col, "read", p);
-  const expand = parseExpand(ctx, col, opts.expand);
-  const record = fetchRecord(ctx, col, id);
+  const expand = await parseExpand(ctx, col, opts.expand);
+  const record = await fetchRecord(ctx, col, id);
   if (!record || (record._deleted_at !== null && !opts.includeDeleted)) throw recordNotFound();
   if (access === "own" && !ownsRecord(p, record)) throw recordNotFound();
-  attachRelationFields(ctx, col, [record], p);
-  expandRecords(ctx, col, [record], expand, p);
+  await attachRelationFields(ctx, col, [record], p);
+  await expandRecords(ctx, col, [record], expand, p);
   return opts.fields ? pickFields(col.name, record, opts.fields) : record;
 }
 

@@ -10,14 +10,14 @@ import { fetchRecord, type RecordJson } from "./codec.ts";
 import { restoreRecordRow } from "./store.ts";
 
 /** `POST /:collection/:id/restore` (delete rule applies): clears `_deleted_at`; an active record is a no-op. */
-export function restoreRecord(ctx: AppContext, name: string, id: string, p: Principal): RecordJson {
-  const col = requireCollection(ctx, name);
+export async function restoreRecord(ctx: AppContext, name: string, id: string, p: Principal): Promise<RecordJson> {
+  const col = await requireCollection(ctx, name);
   const access = checkAccess(col, "delete", p);
-  return inTransaction(ctx, () => {
-    const record = fetchRecord(ctx, col, id);
+  return await inTransaction(ctx, async () => {
+    const record = await fetchRecord(ctx, col, id);
     if (!record) throw recordNotFound();
     checkRecordAccess(col, "delete", p, access, record);
-    if (record._deleted_at === null) return attachRelationFields(ctx, col, [record], p)[0];
+    if (record._deleted_at === null) return (await attachRelationFields(ctx, col, [record], p))[0];
     return restoreRecordRow(ctx, col, record, p, relationEffects);
   });
 }

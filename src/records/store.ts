@@ -1,4 +1,4 @@
-import type { Database, Statement } from "bun:sqlite";
+import type { Engine } from "../db/engine.ts";
 import { ADMIN, type Principal } from "../auth/principal.ts";
 import type { AppContext } from "../context.ts";
 import { q } from "../collections/ddl.ts";
@@ -29,9 +29,9 @@ import { encodeValue, fetchRecord, userFields, type RecordJson } from "./codec.t
  */
 export interface RelationEffects {
   /** After the row was deleted (soft: marked, hard: removed): restrict, cascade, set_null. */
-  deleted(ctx: AppContext, col: Collection, record: RecordJson, mode: "soft" | "hard", p: Principal): void;
+  deleted(ctx: AppContext, col: Collection, record: RecordJson, mode: "soft" | "hard", p: Principal): Promise<void>;
   /** After the row was restored: brings back what its cascade soft-deleted. */
-  restored(ctx: AppContext, col: Collection, id: string, p: Principal): void;
+  restored(ctx: AppContext, col: Collection, id: string, p: Principal): Promise<void>;
 }
 
 /** Who made a change, as a change event names it. */
@@ -44,12 +44,12 @@ function actor(p: Principal): string | null {
  * events carry. `attachedFor` is the principal whose view `record` already has (null: none).
  * Only `many` fields depend on the reader, so most records are copied without a query.
  */
-function adminView(ctx: AppContext, col: Collection, record: RecordJson, attachedFor: Principal | null): RecordJson {
+async function adminView(ctx: AppContext, col: Collection, record: RecordJson, attachedFor: Principal | null): Promise<RecordJson> {
   const copy = { ...record };
   if (attachedFor?.kind === "admin") return copy;
-  const rels = relationsFrom(ctx, col.name);
+  const rels = await relationsFrom(ctx, col.name);
   if (!rels.length || (attachedFor && !rels.some((r) => r.type === "many"))) return copy;
-  return attachRelationFields(ctx, col, [copy], ADMIN)[0];
+  return (await attachRelationFields(ctx, col, [copy], ADMIN))[0];
 }
 
 function stage(
@@ -72,12 +72,12 @@ function hookEvent(col: Collection, op: HookEvent["op"], p: Principal, record: R
  * Inserts one record: beforeCreate hooks, names and types, field rules, new columns, the row,
  * its links, afterCreate hooks, the `create` event. Returns the record as `p` reads it.
  */
-export function insertRecord(ctx: AppContext, col: Collection, body: Record<string, unknown>, p: Principal): RecordJson {
+export async function insertRecord(ctx: AppContext, col: Collection, body: Record<string, unknown>, p: Principal): Promise<RecordJson> {
   const data = userFields(body);
   runHooks(ctx, col, "beforeCreate", hookEvent(col, "create", p, null, null, data));
   const clean = ctx.hooks.list.length ? userFields(data) : data;
-  const relations = prepareRelations(ctx, col, clean, p);
-  col = ensureFields(ctx, col, relations.stored);
+  const relations = await prepareRelations(ctx, col, clean, p);
+  col = await ensureFields(ctx, col, relations.stored);
   const errors = [...validateFieldRules(col, clean, "create"), ...relations.errors];
   if (errors.length) throw new ValidationError(errors);
   const now = ctx.clock.now();
@@ -90,10 +90,10 @@ export function insertRecord(ctx: AppContext, col: Collection, body: Record<stri
     names.push(def.name);
     values.push(encodeValue(def.type, clean[k]));
   }
-  insertStatement(ctx, col.name, names).run(...values);
-  writeLinks(ctx, relations, id);
-  const record = attachRelationFields(ctx, col, [insertedRecord(col, values, clean)], p)[0];
-  stage(ctx, col, "create", adminView(ctx, col, record, p), undefined, now, p);
+  await ctx.db.run(insertSql(ctx, col.name, names), values);
+  await writeLinks(ctx, relations, id);
+  const record = (await attachRelationFields(ctx, col, [insertedRecord(col, values, clean)], p))[0];
+  stage(ctx, col, "create", await adminView(ctx, col, record, p), undefined, now, p);
   runHooks(ctx, col, "afterCreate", hookEvent(col, "create", p, record, null, clean));
   return record;
 }
@@ -119,17 +119,17 @@ function insertedRecord(col: Collection, system: (string | number | null)[], cle
   return record;
 }
 
-const insertStatements = new WeakMap<Database, Map<string, Statement>>();
+const insertStatements = new WeakMap<Engine, Map<string, string>>();
 
-/** The prepared INSERT for a table and field list, built once per shape and connection (bulk inserts repeat it). */
-function insertStatement(ctx: AppContext, table: string, fields: string[]): Statement {
-  let byShape = insertStatements.get(ctx.sqlite);
-  if (!byShape) insertStatements.set(ctx.sqlite, (byShape = new Map()));
+/** The INSERT for a table and field list, built once per shape and engine (bulk inserts repeat it; the engine caches its prepared statement). */
+function insertSql(ctx: AppContext, table: string, fields: string[]): string {
+  let byShape = insertStatements.get(ctx.db);
+  if (!byShape) insertStatements.set(ctx.db, (byShape = new Map()));
   const key = fields.length ? `${table}\u0000${fields.join("\u0000")}` : table;
   let stmt = byShape.get(key);
   if (stmt === undefined) {
     const cols = ['"_id"', '"_created_at"', '"_updated_at"', '"_owner_id"', '"_deleted_at"', ...fields.map(q)];
-    stmt = ctx.sqlite.query(`INSERT INTO ${q(table)} (${cols.join(", ")}) VALUES (${cols.map(() => "?").join(", ")})`);
+    stmt = `INSERT INTO ${q(table)} (${cols.join(", ")}) VALUES (${cols.map(() => "?").join(", ")})`;
     if (byShape.size > 2000) byShape.clear();
     byShape.set(key, stmt);
   }
@@ -141,20 +141,20 @@ function insertStatement(ctx: AppContext, table: string, fields: string[]): Stat
  * row, its links, afterUpdate hooks, the `update` event. `forced` names a field a relation
  * sets to null (set_null): its field rules are not checked, since the relation decides.
  */
-function writeUpdate(
+async function writeUpdate(
   ctx: AppContext,
   col: Collection,
   previous: RecordJson,
   body: Record<string, unknown>,
   p: Principal,
   forced?: string,
-): RecordJson {
+): Promise<RecordJson> {
   const data = userFields(body);
-  const before = adminView(ctx, col, previous, null);
+  const before = await adminView(ctx, col, previous, null);
   runHooks(ctx, col, "beforeUpdate", hookEvent(col, "update", p, previous, previous, data));
   const clean = userFields(data);
-  const relations = prepareRelations(ctx, col, clean, p);
-  col = ensureFields(ctx, col, relations.stored);
+  const relations = await prepareRelations(ctx, col, clean, p);
+  col = await ensureFields(ctx, col, relations.stored);
   let checked = clean;
   if (forced !== undefined && clean[forced] === null) {
     checked = { ...clean };
@@ -172,28 +172,28 @@ function writeUpdate(
     values.push(encodeValue(def.type, v));
   }
   values.push(previous._id as string);
-  ctx.sqlite.query(`UPDATE ${q(col.name)} SET ${sets.join(", ")} WHERE "_id" = ?`).run(...values);
-  writeLinks(ctx, relations, previous._id as string);
-  const record = attachRelationFields(ctx, col, [fetchRecord(ctx, col, previous._id as string)!], p)[0];
-  stage(ctx, col, "update", adminView(ctx, col, record, p), before, now, p);
+  await ctx.db.run(`UPDATE ${q(col.name)} SET ${sets.join(", ")} WHERE "_id" = ?`, [...values]);
+  await writeLinks(ctx, relations, previous._id as string);
+  const record = (await attachRelationFields(ctx, col, [(await fetchRecord(ctx, col, previous._id as string))!], p))[0];
+  stage(ctx, col, "update", await adminView(ctx, col, record, p), before, now, p);
   runHooks(ctx, col, "afterUpdate", hookEvent(col, "update", p, record, previous, clean));
   return record;
 }
 
 /** Applies a patch to a fetched active record (update and batch). */
-export function updateRecordRow(
+export async function updateRecordRow(
   ctx: AppContext,
   col: Collection,
   previous: RecordJson,
   body: Record<string, unknown>,
   p: Principal,
-): RecordJson {
-  return writeUpdate(ctx, col, previous, body, p);
+): Promise<RecordJson> {
+  return await writeUpdate(ctx, col, previous, body, p);
 }
 
 /** A relation's `set_null`: clears `field` of a fetched record, through its update hooks. */
-export function setFieldNull(ctx: AppContext, col: Collection, previous: RecordJson, field: string, p: Principal): RecordJson {
-  return writeUpdate(ctx, col, previous, { [field]: null }, p, field);
+export async function setFieldNull(ctx: AppContext, col: Collection, previous: RecordJson, field: string, p: Principal): Promise<RecordJson> {
+  return await writeUpdate(ctx, col, previous, { [field]: null }, p, field);
 }
 
 /**
@@ -201,16 +201,16 @@ export function setFieldNull(ctx: AppContext, col: Collection, previous: RecordJ
  * the relations' on_delete (cascades write through this store), afterDelete hooks. Returns the
  * record as `p` reads it.
  */
-export function softDeleteRecord(ctx: AppContext, col: Collection, previous: RecordJson, p: Principal, effects: RelationEffects): RecordJson {
+export async function softDeleteRecord(ctx: AppContext, col: Collection, previous: RecordJson, p: Principal, effects: RelationEffects): Promise<RecordJson> {
   const event = hookEvent(col, "delete", p, previous, previous);
   runHooks(ctx, col, "beforeDelete", event);
   const now = ctx.clock.now();
-  const before = adminView(ctx, col, previous, null);
-  ctx.sqlite.query(`UPDATE ${q(col.name)} SET "_deleted_at" = ? WHERE "_id" = ?`).run(now, previous._id as string);
+  const before = await adminView(ctx, col, previous, null);
+  await ctx.db.run(`UPDATE ${q(col.name)} SET "_deleted_at" = ? WHERE "_id" = ?`, [now, previous._id as string]);
   stage(ctx, col, "delete", { ...before, _deleted_at: now }, before, now, p);
-  effects.deleted(ctx, col, previous, "soft", p);
-  const record = fetchRecord(ctx, col, previous._id as string)!;
-  attachRelationFields(ctx, col, [record], p);
+  await effects.deleted(ctx, col, previous, "soft", p);
+  const record = (await fetchRecord(ctx, col, previous._id as string))!;
+  await attachRelationFields(ctx, col, [record], p);
   runHooks(ctx, col, "afterDelete", { ...event, record });
   return record;
 }
@@ -220,15 +220,15 @@ export function softDeleteRecord(ctx: AppContext, col: Collection, previous: Rec
  * `restore` event, what its cascade soft-deleted, afterRestore hooks. Returns the record as
  * `p` reads it.
  */
-export function restoreRecordRow(ctx: AppContext, col: Collection, previous: RecordJson, p: Principal, effects: RelationEffects): RecordJson {
+export async function restoreRecordRow(ctx: AppContext, col: Collection, previous: RecordJson, p: Principal, effects: RelationEffects): Promise<RecordJson> {
   const event = hookEvent(col, "restore", p, previous, previous);
   runHooks(ctx, col, "beforeRestore", event);
   const now = ctx.clock.now();
-  const before = adminView(ctx, col, previous, null);
-  ctx.sqlite.query(`UPDATE ${q(col.name)} SET "_deleted_at" = NULL WHERE "_id" = ?`).run(previous._id as string);
+  const before = await adminView(ctx, col, previous, null);
+  await ctx.db.run(`UPDATE ${q(col.name)} SET "_deleted_at" = NULL WHERE "_id" = ?`, [previous._id as string]);
   stage(ctx, col, "restore", { ...before, _deleted_at: null }, before, now, p);
-  effects.restored(ctx, col, previous._id as string, p);
-  const record = attachRelationFields(ctx, col, [fetchRecord(ctx, col, previous._id as string)!], p)[0];
+  await effects.restored(ctx, col, previous._id as string, p);
+  const record = (await attachRelationFields(ctx, col, [(await fetchRecord(ctx, col, previous._id as string))!], p))[0];
   runHooks(ctx, col, "afterRestore", { ...event, record });
   return record;
 }
@@ -237,13 +237,13 @@ export function restoreRecordRow(ctx: AppContext, col: Collection, previous: Rec
  * Hard-deletes a fetched record (active or soft-deleted): beforeDelete hooks, the row, the
  * `hard_delete` event carrying its last state, the relations' on_delete, afterDelete hooks.
  */
-export function removeRecord(ctx: AppContext, col: Collection, previous: RecordJson, p: Principal, effects: RelationEffects): void {
+export async function removeRecord(ctx: AppContext, col: Collection, previous: RecordJson, p: Principal, effects: RelationEffects): Promise<void> {
   const event = hookEvent(col, "delete", p, previous, previous);
   runHooks(ctx, col, "beforeDelete", event);
-  const last = adminView(ctx, col, previous, null);
-  ctx.sqlite.query(`DELETE FROM ${q(col.name)} WHERE "_id" = ?`).run(previous._id as string);
+  const last = await adminView(ctx, col, previous, null);
+  await ctx.db.run(`DELETE FROM ${q(col.name)} WHERE "_id" = ?`, [previous._id as string]);
   stage(ctx, col, "hard_delete", last, last, ctx.clock.now(), p);
-  effects.deleted(ctx, col, previous, "hard", p);
+  await effects.deleted(ctx, col, previous, "hard", p);
   runHooks(ctx, col, "afterDelete", event);
 }
 
@@ -254,21 +254,21 @@ export function removeRecord(ctx: AppContext, col: Collection, previous: RecordJ
  * emits an `update` event. `_updated_at` stays, as for any change of links alone. Nothing
  * happens for a record that no longer exists.
  */
-export function relinkRecord(
+export async function relinkRecord(
   ctx: AppContext,
   col: Collection,
   id: string,
   link: { field: string; next: string[] },
   p: Principal,
-  apply: () => void,
-): void {
-  const previous = fetchRecord(ctx, col, id);
+  apply: () => Promise<unknown>,
+): Promise<void> {
+  const previous = await fetchRecord(ctx, col, id);
   if (!previous) return;
-  const before = adminView(ctx, col, previous, null);
+  const before = await adminView(ctx, col, previous, null);
   const data = { [link.field]: link.next };
   runHooks(ctx, col, "beforeUpdate", hookEvent(col, "update", p, previous, previous, data));
-  apply();
-  const record = adminView(ctx, col, fetchRecord(ctx, col, id)!, null);
+  await apply();
+  const record = await adminView(ctx, col, (await fetchRecord(ctx, col, id))!, null);
   stage(ctx, col, "update", record, before, ctx.clock.now(), p);
   runHooks(ctx, col, "afterUpdate", hookEvent(col, "update", p, record, previous, data));
 }

@@ -1,10 +1,8 @@
-import { asc, eq } from "drizzle-orm";
 import type { AppContext } from "../context.ts";
 import { refreshCatalog, requireCollection, saveCollectionRow, touchCatalog } from "../collections/catalog.ts";
-import { addColumn, q } from "../collections/ddl.ts";
+import { addColumn, createJunctionTable, q } from "../collections/ddl.ts";
 import { isValidFieldName, type Collection } from "../collections/types.ts";
 import { inTransaction } from "../db/tx.ts";
-import { relations as relationsTable } from "../db/schema.ts";
 import { AppError, badRequest, conflict, notFound } from "../errors.ts";
 import { newRecordId } from "../records/ids.ts";
 
@@ -41,22 +39,12 @@ const NONE: readonly Relation[] = Object.freeze([]);
  * (also from another process such as the CLI), so the cache never serves a stale list, and a
  * request's lookups are map reads.
  */
-function relationCache(ctx: AppContext): RelationCache {
-  refreshCatalog(ctx);
+async function relationCache(ctx: AppContext): Promise<RelationCache> {
+  await refreshCatalog(ctx);
   const cached = ctx.cache.get(CACHE_KEY) as RelationCache | undefined;
   if (cached && cached.schemaVersion === ctx.catalog.schemaVersion && !ctx.catalog.stale) return cached;
-  const rows = ctx.db.select().from(relationsTable).orderBy(asc(relationsTable.createdAt), asc(relationsTable.id)).all();
-  const list = rows.map(
-    (r): Relation => ({
-      id: r.id,
-      from_col: r.fromCol,
-      from_field: r.fromField,
-      to_col: r.toCol,
-      to_field: r.toField,
-      type: r.type as RelationType,
-      on_delete: r.onDelete as OnDelete,
-      created_at: r.createdAt,
-    }),
+  const list = await ctx.db.all<Relation>(
+    "SELECT id, from_col, from_field, to_col, to_field, type, on_delete, created_at FROM _relations ORDER BY created_at, id",
   );
   const from = new Map<string, Relation[]>();
   const byField = new Map<string, Relation>();
@@ -72,20 +60,29 @@ function relationCache(ctx: AppContext): RelationCache {
 }
 
 /** Every relation (a shared array: do not change it). */
-export function allRelations(ctx: AppContext): Relation[] {
-  return relationCache(ctx).list;
+export async function allRelations(ctx: AppContext): Promise<Relation[]> {
+  return (await relationCache(ctx)).list;
 }
 
 const same = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
 
 /** The relations whose field lives on `col` (one, many and many_via declared from it); a shared array. */
-export function relationsFrom(ctx: AppContext, col: string): readonly Relation[] {
-  return relationCache(ctx).from.get(col.toLowerCase()) ?? NONE;
+export async function relationsFrom(ctx: AppContext, col: string): Promise<readonly Relation[]> {
+  return (await relationCache(ctx)).from.get(col.toLowerCase()) ?? NONE;
 }
 
 /** The relation declared on `col.field`, if any. */
-export function relationOfField(ctx: AppContext, col: string, field: string): Relation | undefined {
-  return relationCache(ctx).byField.get(`${col.toLowerCase()}\0${field.toLowerCase()}`);
+export async function relationOfField(ctx: AppContext, col: string, field: string): Promise<Relation | undefined> {
+  return (await relationCache(ctx)).byField.get(`${col.toLowerCase()}\0${field.toLowerCase()}`);
+}
+
+/**
+ * A synchronous lookup of the relation declared on `col.field`, over the relations (and the
+ * catalog) as they are now: for code that must not wait per lookup, such as the query planner.
+ */
+export async function relationLookup(ctx: AppContext): Promise<(col: string, field: string) => Relation | undefined> {
+  const { byField } = await relationCache(ctx);
+  return (col, field) => byField.get(`${col.toLowerCase()}\0${field.toLowerCase()}`);
 }
 
 /** The junction table of a many_via relation; its name is built from the relation's generated id only. */
@@ -119,7 +116,7 @@ function storedType(col: Collection, field: string): string | null {
  * on_delete, field name or incompatible field; 404 for an unknown collection; 409 when
  * `from_col.from_field` already carries a relation.
  */
-export function createRelation(ctx: AppContext, input: unknown): Relation {
+export async function createRelation(ctx: AppContext, input: unknown): Promise<Relation> {
   if (!input || typeof input !== "object" || Array.isArray(input)) throw badRequest("the request body must be a JSON object");
   const body = input as Record<string, unknown>;
   const fromName = str(body, "from_col", true)!;
@@ -131,8 +128,8 @@ export function createRelation(ctx: AppContext, input: unknown): Relation {
   if (!ON_DELETE.includes(onDelete)) throw badRequest(`on_delete must be one of: ${ON_DELETE.join(", ")}`);
   const toFieldRaw = str(body, "to_field", false);
   const fromField = fieldName(fromFieldRaw, "from_field");
-  const from = requireCollection(ctx, fromName);
-  const to = requireCollection(ctx, toName);
+  const from = await requireCollection(ctx, fromName);
+  const to = await requireCollection(ctx, toName);
 
   let toField: string | null = null;
   const existing = storedType(from, fromField);
@@ -144,12 +141,12 @@ export function createRelation(ctx: AppContext, input: unknown): Relation {
   } else {
     if (existing !== null)
       throw badRequest(`field "${fromField}" of "${from.name}" already stores values; a ${type} relation needs a new, virtual field`);
-    if (type === "many") toField = resolveManyToField(ctx, from, to, toFieldRaw);
+    if (type === "many") toField = await resolveManyToField(ctx, from, to, toFieldRaw);
     else if (toFieldRaw !== null) throw badRequest("to_field does not apply to a many_via relation");
   }
 
-  return inTransaction(ctx, () => {
-    if (relationOfField(ctx, from.name, fromField))
+  return await inTransaction(ctx, async () => {
+    if (await relationOfField(ctx, from.name, fromField))
       throw conflict(`a relation on "${from.name}.${fromField}" already exists`);
     const rel: Relation = {
       id: newRecordId(ctx.clock.now()),
@@ -161,48 +158,35 @@ export function createRelation(ctx: AppContext, input: unknown): Relation {
       on_delete: onDelete,
       created_at: ctx.clock.now(),
     };
-    ctx.db
-      .insert(relationsTable)
-      .values({
-        id: rel.id,
-        fromCol: rel.from_col,
-        fromField: rel.from_field,
-        toCol: rel.to_col,
-        toField: rel.to_field,
-        type: rel.type,
-        onDelete: rel.on_delete,
-        createdAt: rel.created_at,
-      })
-      .run();
+    await ctx.db.run(
+      "INSERT INTO _relations (id, from_col, from_field, to_col, to_field, type, on_delete, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+      [rel.id, rel.from_col, rel.from_field, rel.to_col, rel.to_field, rel.type, rel.on_delete, rel.created_at],
+    );
     // The id-holding column exists from the start, typed text, so a first numeric value cannot fix another type.
-    if (type === "one" && existing === null) addTextField(ctx, from, fromField);
-    if (type === "many" && storedType(to, toField!) === null) addTextField(ctx, to, toField!);
+    if (type === "one" && existing === null) await addTextField(ctx, from, fromField);
+    if (type === "many" && storedType(to, toField!) === null) await addTextField(ctx, to, toField!);
     if (type === "many_via") {
-      const t = q(junctionTable(rel));
-      ctx.sqlite.exec(
-        `CREATE TABLE ${t} ("from_id" TEXT NOT NULL, "to_id" TEXT NOT NULL, "pos" INTEGER NOT NULL, PRIMARY KEY ("from_id", "to_id")) WITHOUT ROWID`,
-      );
-      ctx.sqlite.exec(`CREATE INDEX ${q(`${junctionTable(rel)}_to`)} ON ${t} ("to_id", "from_id")`);
+      await createJunctionTable(ctx.db, junctionTable(rel));
     }
-    touchCatalog(ctx);
+    await touchCatalog(ctx);
     return rel;
   });
 }
 
-function addTextField(ctx: AppContext, col: Collection, field: string): void {
-  addColumn(ctx.sqlite, col.name, field, "text");
-  saveCollectionRow(ctx, { ...col, fields: [...col.fields, { name: field, type: "text" }] });
+async function addTextField(ctx: AppContext, col: Collection, field: string): Promise<void> {
+  await addColumn(ctx.db, col.name, field, "text");
+  await saveCollectionRow(ctx, { ...col, fields: [...col.fields, { name: field, type: "text" }] });
 }
 
 /** The `to_field` of a many relation: the given one (a text field or a new name), or the field of a one relation back. */
-function resolveManyToField(ctx: AppContext, from: Collection, to: Collection, given: string | null): string {
+async function resolveManyToField(ctx: AppContext, from: Collection, to: Collection, given: string | null): Promise<string> {
   if (given !== null) {
     fieldName(given, "to_field");
     const t = storedType(to, given);
     if (t !== null && t !== "text") throw badRequest(`field "${given}" of "${to.name}" holds ${t} values; it cannot hold ids`);
     return to.fieldMap.get(given.toLowerCase())?.name ?? given;
   }
-  const back = allRelations(ctx).filter((r) => r.type === "one" && same(r.from_col, to.name) && same(r.to_col, from.name));
+  const back = (await allRelations(ctx)).filter((r) => r.type === "one" && same(r.from_col, to.name) && same(r.to_col, from.name));
   if (back.length === 1) return back[0].from_field;
   if (back.length === 0)
     throw badRequest(`to_field is required: no one relation from "${to.name}" to "${from.name}" names the field`);
@@ -210,32 +194,32 @@ function resolveManyToField(ctx: AppContext, from: Collection, to: Collection, g
 }
 
 /** `GET /admin/relations`. */
-export function listRelations(ctx: AppContext): { items: Relation[] } {
-  return { items: allRelations(ctx) };
+export async function listRelations(ctx: AppContext): Promise<{ items: Relation[] }> {
+  return { items: await allRelations(ctx) };
 }
 
 /** `DELETE /admin/relations/:id`: removes the relation (and a many_via junction table); 404 for an unknown id. */
-export function deleteRelation(ctx: AppContext, id: string): { ok: true } {
-  return inTransaction(ctx, () => {
-    const rel = allRelations(ctx).find((r) => r.id === id);
+export async function deleteRelation(ctx: AppContext, id: string): Promise<{ ok: true }> {
+  return await inTransaction(ctx, async () => {
+    const rel = (await allRelations(ctx)).find((r) => r.id === id);
     if (!rel) throw notFound("relation not found");
-    dropRelation(ctx, rel);
-    touchCatalog(ctx);
+    await dropRelation(ctx, rel);
+    await touchCatalog(ctx);
     return { ok: true as const };
   });
 }
 
-function dropRelation(ctx: AppContext, rel: Relation): void {
-  ctx.db.delete(relationsTable).where(eq(relationsTable.id, rel.id)).run();
-  ctx.sqlite.query("DELETE FROM _relation_cascades WHERE relation_id = ?").run(rel.id);
-  if (rel.type === "many_via") ctx.sqlite.exec(`DROP TABLE IF EXISTS ${q(junctionTable(rel))}`);
+async function dropRelation(ctx: AppContext, rel: Relation): Promise<void> {
+  await ctx.db.run("DELETE FROM _relations WHERE id = ?", [rel.id]);
+  await ctx.db.run("DELETE FROM _relation_cascades WHERE relation_id = ?", [rel.id]);
+  if (rel.type === "many_via") await ctx.db.exec(`DROP TABLE IF EXISTS ${q(junctionTable(rel))}`);
 }
 
 /** Removes every relation from or to a collection being dropped, inside the caller's transaction. */
-export function dropRelationsOf(ctx: AppContext, col: string): void {
-  for (const rel of allRelations(ctx)) if (same(rel.from_col, col) || same(rel.to_col, col)) dropRelation(ctx, rel);
-  ctx.sqlite.query("DELETE FROM _relation_cascades WHERE cause_col = ? OR rec_col = ?").run(col, col);
-  touchCatalog(ctx);
+export async function dropRelationsOf(ctx: AppContext, col: string): Promise<void> {
+  for (const rel of await allRelations(ctx)) if (same(rel.from_col, col) || same(rel.to_col, col)) await dropRelation(ctx, rel);
+  await ctx.db.run("DELETE FROM _relation_cascades WHERE cause_col = ? OR rec_col = ?", [col, col]);
+  await touchCatalog(ctx);
 }
 
 /** 409 raised by `restrict`. */

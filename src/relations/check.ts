@@ -6,6 +6,7 @@ import type { Collection } from "../collections/types.ts";
 import type { FieldError } from "../errors.ts";
 import { junctionTable, relationsFrom, type Relation } from "./catalog.ts";
 import { readFilter } from "./read-filter.ts";
+import { IN_LIST, listParam } from "../query/dialect.ts";
 
 /** What a create or update body means for the relations of its collection. */
 export interface RelationWrite {
@@ -28,8 +29,8 @@ const MAX_LINKS = 10_000;
  * writer `p` may read (CONTRACT §6, §8c). Runs inside the caller's transaction, so records
  * written earlier in the same bulk or batch count.
  */
-export function prepareRelations(ctx: AppContext, col: Collection, data: Record<string, unknown>, p: Principal): RelationWrite {
-  const rels = relationsFrom(ctx, col.name);
+export async function prepareRelations(ctx: AppContext, col: Collection, data: Record<string, unknown>, p: Principal): Promise<RelationWrite> {
+  const rels = await relationsFrom(ctx, col.name);
   if (!rels.length) return { stored: data, errors: [], links: [] };
   const stored = { ...data };
   const errors: FieldError[] = [];
@@ -45,7 +46,7 @@ export function prepareRelations(ctx: AppContext, col: Collection, data: Record<
     }
     if (rel.type === "one") {
       if (typeof value !== "string") continue; // null clears; another type is the type check's 422
-      if (missingIds(ctx, rel, [value], p).length)
+      if ((await missingIds(ctx, rel, [value], p)).length)
         errors.push({ field: key, rule: "relation", message: `"${key}" must name an existing record of "${rel.to_col}".` });
       continue;
     }
@@ -59,7 +60,7 @@ export function prepareRelations(ctx: AppContext, col: Collection, data: Record<
       continue;
     }
     const ids = [...new Set(value as string[])];
-    const missing = missingIds(ctx, rel, ids, p);
+    const missing = await missingIds(ctx, rel, ids, p);
     if (missing.length) {
       const shown = missing.slice(0, 5).map((m) => JSON.stringify(m.slice(0, 64)));
       errors.push({
@@ -79,28 +80,24 @@ export function prepareRelations(ctx: AppContext, col: Collection, data: Record<
  * by `p` (one query). IMPORTANT: a hidden record answers like a missing one, else a write would
  * reveal that it exists (and, with `restrict`, let anyone block its deletion).
  */
-function missingIds(ctx: AppContext, rel: Relation, ids: string[], p: Principal): string[] {
+async function missingIds(ctx: AppContext, rel: Relation, ids: string[], p: Principal): Promise<string[]> {
   if (!ids.length) return [];
-  const target = findCollection(ctx, rel.to_col);
+  const target = await findCollection(ctx, rel.to_col);
   const visible = target && readFilter(target, p);
   if (!target || !visible) return ids;
   const found = new Set(
-    ctx.sqlite
-      .query<{ _id: string }, string[]>(
-        `SELECT "_id" FROM ${q(target.name)} WHERE "_id" IN (SELECT value FROM json_each(?)) AND ${visible.sql}`,
-      )
-      .all(JSON.stringify(ids), ...visible.params)
+    (await ctx.db.all<{ _id: string }>(`SELECT "_id" FROM ${q(target.name)} WHERE "_id" ${IN_LIST} AND ${visible.sql}`, [listParam(ids), ...visible.params]))
       .map((r) => r._id),
   );
   return ids.filter((id) => !found.has(id));
 }
 
 /** Replaces the junction rows of each many_via field the body set, for one record. */
-export function writeLinks(ctx: AppContext, write: RelationWrite, recordId: string): void {
+export async function writeLinks(ctx: AppContext, write: RelationWrite, recordId: string): Promise<void> {
   for (const { rel, ids } of write.links) {
     const t = q(junctionTable(rel));
-    ctx.sqlite.query(`DELETE FROM ${t} WHERE "from_id" = ?`).run(recordId);
-    const insert = ctx.sqlite.query(`INSERT INTO ${t} ("from_id", "to_id", "pos") VALUES (?, ?, ?)`);
-    ids.forEach((id, i) => insert.run(recordId, id, i));
+    await ctx.db.run(`DELETE FROM ${t} WHERE "from_id" = ?`, [recordId]);
+    const insert = `INSERT INTO ${t} ("from_id", "to_id", "pos") VALUES (?, ?, ?)`;
+    for (let i = 0; i < ids.length; i++) await ctx.db.run(insert, [recordId, ids[i]!, i]);
   }
 }

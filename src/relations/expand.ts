@@ -7,6 +7,7 @@ import { badRequest } from "../errors.ts";
 import { decodeRow, type RecordJson } from "../records/codec.ts";
 import { junctionTable, relationsFrom, type Relation } from "./catalog.ts";
 import { readFilter, type TargetFilter } from "./read-filter.ts";
+import { IN_LIST, listParam } from "../query/dialect.ts";
 
 type Row = Record<string, unknown>;
 
@@ -17,7 +18,7 @@ type Row = Record<string, unknown>;
 export const MAX_MANY_PER_RECORD = 100;
 
 function idsOf(records: RecordJson[]): string {
-  return JSON.stringify(records.map((r) => r._id));
+  return listParam(records.map((r) => r._id as string));
 }
 
 function groupBy(rows: Row[], key: string): Map<string, Row[]> {
@@ -42,22 +43,18 @@ function columnsOf(col: Collection, alias: string): string {
  * first MAX_MANY_PER_RECORD by `_id` (null when the target's read rule hides it). One query per
  * relation for the whole page.
  */
-export function attachRelationFields(
+export async function attachRelationFields(
   ctx: AppContext,
   col: Collection,
   records: RecordJson[],
   p: Principal,
   only: Set<string> | null = null,
-): RecordJson[] {
+): Promise<RecordJson[]> {
   if (!records.length) return records;
-  for (const rel of relationsFrom(ctx, col.name)) {
+  for (const rel of await relationsFrom(ctx, col.name)) {
     if (only && !only.has(rel.from_field.toLowerCase())) continue;
     if (rel.type === "many_via") {
-      const rows = ctx.sqlite
-        .query<{ from_id: string; to_id: string }, [string]>(
-          `SELECT "from_id", "to_id" FROM ${q(junctionTable(rel))} WHERE "from_id" IN (SELECT value FROM json_each(?)) ORDER BY "from_id", "pos"`,
-        )
-        .all(idsOf(records));
+      const rows = await ctx.db.all<{ from_id: string; to_id: string }>(`SELECT "from_id", "to_id" FROM ${q(junctionTable(rel))} WHERE "from_id" ${IN_LIST} ORDER BY "from_id", "pos"`, [idsOf(records)]);
       const byFrom = new Map<string, string[]>();
       for (const r of rows) {
         const list = byFrom.get(r.from_id);
@@ -66,7 +63,7 @@ export function attachRelationFields(
       }
       for (const rec of records) rec[rel.from_field] = byFrom.get(rec._id as string) ?? [];
     } else if (rel.type === "many") {
-      const target = findCollection(ctx, rel.to_col);
+      const target = await findCollection(ctx, rel.to_col);
       if (!target || !rel.to_field || !target.fieldMap.has(rel.to_field.toLowerCase())) {
         for (const rec of records) rec[rel.from_field] = [];
         continue;
@@ -76,7 +73,7 @@ export function attachRelationFields(
         for (const rec of records) rec[rel.from_field] = null;
         continue;
       }
-      const byFrom = groupBy(manyRows(ctx, rel, target, records, filter, q("_id")), "__rel_from");
+      const byFrom = groupBy(await manyRows(ctx, rel, target, records, filter, q("_id")), "__rel_from");
       for (const rec of records) rec[rel.from_field] = (byFrom.get(rec._id as string) ?? []).map((r) => r._id);
     }
   }
@@ -87,30 +84,26 @@ export function attachRelationFields(
  * The readable target rows of a `many` relation for a page of records: the first MAX_MANY_PER_RECORD
  * of each record by `_id` (the rest are paged through the list API, see docs).
  */
-function manyRows(
+async function manyRows(
   ctx: AppContext,
   rel: Relation,
   target: Collection,
   records: RecordJson[],
   filter: TargetFilter,
   columns: string,
-): Row[] {
+): Promise<Row[]> {
   const field = q(target.fieldMap.get(rel.to_field!.toLowerCase())!.name);
-  return ctx.sqlite
-    .query<Row, (string | number)[]>(
-      `SELECT "__rel_from", ${columns} FROM (SELECT ${field} AS "__rel_from", ${columns}, ROW_NUMBER() OVER (PARTITION BY ${field} ORDER BY "_id") AS "__rel_n" FROM ${q(target.name)} WHERE ${field} IN (SELECT value FROM json_each(?)) AND ${filter.sql}) WHERE "__rel_n" <= ? ORDER BY "_id"`,
-    )
-    .all(idsOf(records), ...filter.params, MAX_MANY_PER_RECORD);
+  return await ctx.db.all<Row>(`SELECT "__rel_from", ${columns} FROM (SELECT ${field} AS "__rel_from", ${columns}, ROW_NUMBER() OVER (PARTITION BY ${field} ORDER BY "_id") AS "__rel_n" FROM ${q(target.name)} WHERE ${field} ${IN_LIST} AND ${filter.sql}) WHERE "__rel_n" <= ? ORDER BY "_id"`, [idsOf(records), ...filter.params, MAX_MANY_PER_RECORD]);
 }
 
 /** Parses `expand=a,b` (repeatable) into relations of `col`; 400 for a name that is no relation field of it. */
-export function parseExpand(ctx: AppContext, col: Collection, raw: string[] | string | null | undefined): Relation[] {
+export async function parseExpand(ctx: AppContext, col: Collection, raw: string[] | string | null | undefined): Promise<Relation[]> {
   const list = (Array.isArray(raw) ? raw : raw ? [raw] : [])
     .flatMap((s) => s.split(","))
     .map((s) => s.trim())
     .filter(Boolean);
   if (!list.length) return [];
-  const rels = relationsFrom(ctx, col.name);
+  const rels = await relationsFrom(ctx, col.name);
   const out: Relation[] = [];
   for (const name of list) {
     const rel = rels.find((r) => r.from_field.toLowerCase() === name.toLowerCase());
@@ -127,11 +120,11 @@ export function parseExpand(ctx: AppContext, col: Collection, raw: string[] | st
  * whole collection. Exactly one
  * query per expanded field for the whole page, never one per record.
  */
-export function expandRecords(ctx: AppContext, col: Collection, records: RecordJson[], rels: Relation[], p: Principal): void {
+export async function expandRecords(ctx: AppContext, col: Collection, records: RecordJson[], rels: Relation[], p: Principal): Promise<void> {
   if (!rels.length || !records.length) return;
   const out = records.map(() => ({}) as Record<string, unknown>);
   for (const rel of rels) {
-    const target = findCollection(ctx, rel.to_col);
+    const target = await findCollection(ctx, rel.to_col);
     const filter = target ? readFilter(target, p) : null;
     const empty = rel.type === "one" || !target || filter === null ? null : [];
     if (!target || !filter) {
@@ -142,11 +135,7 @@ export function expandRecords(ctx: AppContext, col: Collection, records: RecordJ
       const ids = [...new Set(records.map((r) => r[rel.from_field]).filter((v): v is string => typeof v === "string"))];
       const byId = new Map<string, RecordJson>();
       if (ids.length) {
-        const rows = ctx.sqlite
-          .query<Row, string[]>(
-            `SELECT ${columnsOf(target, "")} FROM ${q(target.name)} WHERE "_id" IN (SELECT value FROM json_each(?)) AND ${filter.sql}`,
-          )
-          .all(JSON.stringify(ids), ...filter.params);
+        const rows = await ctx.db.all<Row>(`SELECT ${columnsOf(target, "")} FROM ${q(target.name)} WHERE "_id" ${IN_LIST} AND ${filter.sql}`, [listParam(ids), ...filter.params]);
         for (const r of rows) byId.set(r._id as string, decodeRow(target, r));
       }
       records.forEach((r, i) => (out[i][rel.from_field] = byId.get(r[rel.from_field] as string) ?? null));
@@ -155,16 +144,12 @@ export function expandRecords(ctx: AppContext, col: Collection, records: RecordJ
         out.forEach((o) => (o[rel.from_field] = []));
         continue;
       }
-      const byFrom = groupBy(manyRows(ctx, rel, target, records, filter, columnsOf(target, "")), "__rel_from");
+      const byFrom = groupBy(await manyRows(ctx, rel, target, records, filter, columnsOf(target, "")), "__rel_from");
       records.forEach((r, i) => (out[i][rel.from_field] = (byFrom.get(r._id as string) ?? []).map((t) => decodeRow(target, t))));
     } else {
       const tf = readFilter(target, p, "t.")!;
       // The first MAX_MANY_PER_RECORD readable linked records of each record, in link order.
-      const rows = ctx.sqlite
-        .query<Row, (string | number)[]>(
-          `SELECT "__rel_from", ${columnsOf(target, "")} FROM (SELECT j."from_id" AS "__rel_from", j."pos" AS "__rel_pos", ${columnsOf(target, "t.")}, ROW_NUMBER() OVER (PARTITION BY j."from_id" ORDER BY j."pos") AS "__rel_n" FROM ${q(junctionTable(rel))} AS j JOIN ${q(target.name)} AS t ON t."_id" = j."to_id" WHERE j."from_id" IN (SELECT value FROM json_each(?)) AND ${tf.sql}) WHERE "__rel_n" <= ? ORDER BY "__rel_from", "__rel_pos"`,
-        )
-        .all(idsOf(records), ...tf.params, MAX_MANY_PER_RECORD);
+      const rows = await ctx.db.all<Row>(`SELECT "__rel_from", ${columnsOf(target, "")} FROM (SELECT j."from_id" AS "__rel_from", j."pos" AS "__rel_pos", ${columnsOf(target, "t.")}, ROW_NUMBER() OVER (PARTITION BY j."from_id" ORDER BY j."pos") AS "__rel_n" FROM ${q(junctionTable(rel))} AS j JOIN ${q(target.name)} AS t ON t."_id" = j."to_id" WHERE j."from_id" ${IN_LIST} AND ${tf.sql}) WHERE "__rel_n" <= ? ORDER BY "__rel_from", "__rel_pos"`, [idsOf(records), ...tf.params, MAX_MANY_PER_RECORD]);
       const byFrom = groupBy(rows, "__rel_from");
       records.forEach((r, i) => (out[i][rel.from_field] = (byFrom.get(r._id as string) ?? []).map((t) => decodeRow(target, t))));
     }
@@ -183,9 +168,9 @@ export interface RelationProjection {
 }
 
 /** Splits a `fields` selection into stored and virtual relation fields, adding what `expand` needs. */
-export function relationProjection(ctx: AppContext, col: Collection, fields: string[] | null, expand: Relation[]): RelationProjection {
+export async function relationProjection(ctx: AppContext, col: Collection, fields: string[] | null, expand: Relation[]): Promise<RelationProjection> {
   if (fields === null) return { fields: null, virtual: null, hidden: [] };
-  const rels = new Map(relationsFrom(ctx, col.name).map((r) => [r.from_field.toLowerCase(), r]));
+  const rels = new Map((await relationsFrom(ctx, col.name)).map((r) => [r.from_field.toLowerCase(), r]));
   const stored: string[] = [];
   const virtual = new Set<string>();
   for (const f of fields) {
@@ -199,15 +184,15 @@ export function relationProjection(ctx: AppContext, col: Collection, fields: str
 }
 
 /** Adds the virtual relation fields and `_expand` to a page of records, then drops the helper columns. */
-export function finishRelations(
+export async function finishRelations(
   ctx: AppContext,
   col: Collection,
   records: RecordJson[],
   projection: RelationProjection,
   expand: Relation[],
   p: Principal,
-): void {
-  attachRelationFields(ctx, col, records, p, projection.virtual);
-  expandRecords(ctx, col, records, expand, p);
+): Promise<void> {
+  await attachRelationFields(ctx, col, records, p, projection.virtual);
+  await expandRecords(ctx, col, records, expand, p);
   if (projection.hidden.length) for (const r of records) for (const f of projection.hidden) delete r[f];
 }

@@ -1,12 +1,10 @@
 import type { Principal } from "../auth/principal.ts";
 import type { AppContext } from "../context.ts";
-import { findCollection } from "../collections/catalog.ts";
 import { q } from "../collections/ddl.ts";
-import type { Collection } from "../collections/types.ts";
 import { badRequest } from "../errors.ts";
 import type { FilterCond } from "../query/parse.ts";
-import type { Where } from "../query/sql.ts";
-import { junctionTable, relationOfField } from "./catalog.ts";
+import type { FilterExtension, Where } from "../query/sql.ts";
+import { junctionTable, relationLookup, type Relation } from "./catalog.ts";
 import { readFilter } from "./read-filter.ts";
 
 const MAX_IN_VALUES = 500;
@@ -16,11 +14,18 @@ const MAX_IN_VALUES = 500;
  * "linked to <id>", `ne:<id>` "not linked to", `in:a,b` "linked to any of", `eq:null` "linked
  * to nothing", `ne:null` "linked to something"; a many field reads the same over the active
  * records that point back and that the requester may read (as the field reads). Other operators
- * are 400. Each is one correlated EXISTS subquery.
+ * are 400. Each is one correlated EXISTS subquery. The relations are read once here; the
+ * returned filter is synchronous, as the planner calls it.
  */
-export function relationFilter(ctx: AppContext, col: Collection, cond: FilterCond, table: string, p: Principal): Where | undefined {
-  const rel = relationOfField(ctx, col.name, cond.field);
-  if (!rel || rel.type === "one") return undefined;
+export async function relationFilter(ctx: AppContext): Promise<FilterExtension> {
+  const relationOf = await relationLookup(ctx);
+  return (ctx, col, cond, table, p) => {
+    const rel = relationOf(col.name, cond.field);
+    return rel && rel.type !== "one" ? relationCondition(ctx, rel, cond, table, p) : undefined;
+  };
+}
+
+function relationCondition(ctx: AppContext, rel: Relation, cond: FilterCond, table: string, p: Principal): Where {
   let source: string;
   let target: string;
   // Bound values of `source`, repeated wherever `source` appears in the condition.
@@ -29,7 +34,8 @@ export function relationFilter(ctx: AppContext, col: Collection, cond: FilterCon
     source = `${q(junctionTable(rel))} AS j WHERE j."from_id" = ${table}."_id"`;
     target = `j."to_id"`;
   } else {
-    const to = findCollection(ctx, rel.to_col);
+    // The catalog was brought up to date when the relations were read.
+    const to = ctx.catalog.byName.get(rel.to_col.toLowerCase());
     const field = rel.to_field ? to?.fieldMap.get(rel.to_field.toLowerCase()) : undefined;
     if (!to || !field) return { sql: cond.op === "ne" ? "1" : "0", params: [] };
     // SECURITY: only target records the requester may read count, else a filter would reveal

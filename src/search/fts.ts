@@ -1,4 +1,4 @@
-import type { Database } from "bun:sqlite";
+import type { Engine } from "../db/engine.ts";
 import type { AppContext } from "../context.ts";
 import { findCollection, listCollections, requireCollection, saveCollectionRow } from "../collections/catalog.ts";
 import { q } from "../collections/ddl.ts";
@@ -50,61 +50,59 @@ function bodyExpr(prefix: "new." | "", fields: string[]): string {
   return fields.map((f) => `coalesce(${prefix}${q(f)}, '')`).join(" || ' ' || ");
 }
 
-function dropTriggers(sqlite: Database, name: string): void {
-  for (const t of TRIGGERS) sqlite.exec(`DROP TRIGGER IF EXISTS ${q(`${ftsTable(name)}_${t}`)}`);
+async function dropTriggers(db: Engine, name: string): Promise<void> {
+  for (const t of TRIGGERS) await db.exec(`DROP TRIGGER IF EXISTS ${q(`${ftsTable(name)}_${t}`)}`);
 }
 
 /** (Re)creates the triggers that keep the index of `name` current for these text fields. */
-function createTriggers(sqlite: Database, name: string, fields: string[]): void {
-  dropTriggers(sqlite, name);
+async function createTriggers(db: Engine, name: string, fields: string[]): Promise<void> {
+  await dropTriggers(db, name);
   const t = q(name);
   const f = q(ftsTable(name));
   const body = bodyExpr("new.", fields);
   const watched = fields.length ? fields.map(q).join(", ") : q("_id");
-  sqlite.exec(`CREATE TRIGGER ${q(`${ftsTable(name)}_ai`)} AFTER INSERT ON ${t} BEGIN
+  await db.exec(`CREATE TRIGGER ${q(`${ftsTable(name)}_ai`)} AFTER INSERT ON ${t} BEGIN
     INSERT INTO ${f} (rowid, body) VALUES (new._rowid_, ${body});
   END`);
-  sqlite.exec(`CREATE TRIGGER ${q(`${ftsTable(name)}_au`)} AFTER UPDATE OF ${watched} ON ${t} BEGIN
+  await db.exec(`CREATE TRIGGER ${q(`${ftsTable(name)}_au`)} AFTER UPDATE OF ${watched} ON ${t} BEGIN
     DELETE FROM ${f} WHERE rowid = old._rowid_;
     INSERT INTO ${f} (rowid, body) VALUES (new._rowid_, ${body});
   END`);
-  sqlite.exec(`CREATE TRIGGER ${q(`${ftsTable(name)}_ad`)} AFTER DELETE ON ${t} BEGIN
+  await db.exec(`CREATE TRIGGER ${q(`${ftsTable(name)}_ad`)} AFTER DELETE ON ${t} BEGIN
     DELETE FROM ${f} WHERE rowid = old._rowid_;
   END`);
 }
 
 /** Drops the index and its triggers of a collection (no-op when there is none). */
-export function dropFtsObjects(sqlite: Database, name: string): void {
-  dropTriggers(sqlite, name);
-  sqlite.exec(`DROP TABLE IF EXISTS ${q(ftsTable(name))}`);
+export async function dropFtsObjects(db: Engine, name: string): Promise<void> {
+  await dropTriggers(db, name);
+  await db.exec(`DROP TABLE IF EXISTS ${q(ftsTable(name))}`);
 }
 
 /** Creates the empty index and its triggers: from here on every write keeps the index current. */
-function createIndexObjects(sqlite: Database, col: Collection): string[] {
+async function createIndexObjects(db: Engine, col: Collection): Promise<string[]> {
   const fields = textFields(col.fields);
-  dropFtsObjects(sqlite, col.name);
-  sqlite.exec(`CREATE VIRTUAL TABLE ${q(ftsTable(col.name))} USING fts5(body, tokenize = 'porter unicode61 remove_diacritics 2')`);
-  createTriggers(sqlite, col.name, fields);
+  await dropFtsObjects(db, col.name);
+  await db.exec(`CREATE VIRTUAL TABLE ${q(ftsTable(col.name))} USING fts5(body, tokenize = 'porter unicode61 remove_diacritics 2')`);
+  await createTriggers(db, col.name, fields);
   return fields;
 }
 
 /** Active (not soft-deleted) records in the index. */
-function indexedCount(sqlite: Database, name: string): number {
+async function indexedCount(db: Engine, name: string): Promise<number> {
   const t = q(name);
   const f = q(ftsTable(name));
-  return sqlite
-    .query<{ n: number }, []>(`SELECT COUNT(*) AS n FROM ${f} JOIN ${t} ON ${t}._rowid_ = ${f}.rowid WHERE ${t}."_deleted_at" IS NULL`)
-    .get()!.n;
+  return (await db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM ${f} JOIN ${t} ON ${t}._rowid_ = ${f}.rowid WHERE ${t}."_deleted_at" IS NULL`))!.n;
 }
 
 /** `GET /admin/collections/:name/fts`. */
-export function ftsStatus(ctx: AppContext, name: string): FtsStatus {
-  const col = requireCollection(ctx, name);
+export async function ftsStatus(ctx: AppContext, name: string): Promise<FtsStatus> {
+  const col = await requireCollection(ctx, name);
   if (!col.fts.enabled) return { enabled: false, fields: [], indexed_records: 0, state: "disabled" };
   return {
     enabled: true,
     fields: col.fts.fields,
-    indexed_records: indexedCount(ctx.sqlite, col.name),
+    indexed_records: await indexedCount(ctx.db, col.name),
     state: col.fts.building ? "building" : "ready",
   };
 }
@@ -123,30 +121,20 @@ const nextTick = () => new Promise<void>((resolve) => setTimeout(resolve, 0));
  */
 async function buildIndex(ctx: AppContext, name: string, onProgress?: (p: FtsProgress) => void): Promise<void> {
   const table = q(name);
-  const { last, total } = ctx.sqlite
-    .query<{ last: number | null; total: number }, []>(`SELECT max(_rowid_) AS last, count(*) AS total FROM ${table}`)
-    .get()!;
+  const { last, total } = (await ctx.db.get<{ last: number | null; total: number }>(`SELECT max(_rowid_) AS last, count(*) AS total FROM ${table}`))!;
   let after = 0;
   let done = 0;
   onProgress?.({ done, total });
   for (;;) {
-    const step = inTransaction(ctx, () => {
-      const col = findCollection(ctx, name);
+    const step = await inTransaction(ctx, async () => {
+      const col = await findCollection(ctx, name);
       if (!col?.fts.enabled || !col.fts.building) return "stopped";
-      const bound = ctx.sqlite
-        .query<{ upto: number | null; n: number }, [number, number, number]>(
-          `SELECT max(r) AS upto, count(*) AS n FROM (SELECT _rowid_ AS r FROM ${table} WHERE _rowid_ > ? AND _rowid_ <= ? ORDER BY _rowid_ LIMIT ?)`,
-        )
-        .get(after, last ?? 0, FTS_BUILD_CHUNK)!;
+      const bound = (await ctx.db.get<{ upto: number | null; n: number }>(`SELECT max(r) AS upto, count(*) AS n FROM (SELECT _rowid_ AS r FROM ${table} WHERE _rowid_ > ? AND _rowid_ <= ? ORDER BY _rowid_ LIMIT ?)`, [after, last ?? 0, FTS_BUILD_CHUNK]))!;
       if (bound.upto === null) {
-        saveCollectionRow(ctx, { ...col, fts: { enabled: true, fields: col.fts.fields }, updatedAt: ctx.clock.now() });
+        await saveCollectionRow(ctx, { ...col, fts: { enabled: true, fields: col.fts.fields }, updatedAt: ctx.clock.now() });
         return "finished";
       }
-      ctx.sqlite
-        .query(
-          `INSERT OR REPLACE INTO ${q(ftsTable(name))} (rowid, body) SELECT _rowid_, ${bodyExpr("", col.fts.fields)} FROM ${table} WHERE _rowid_ > ? AND _rowid_ <= ?`,
-        )
-        .run(after, bound.upto);
+      await ctx.db.run(`INSERT OR REPLACE INTO ${q(ftsTable(name))} (rowid, body) SELECT _rowid_, ${bodyExpr("", col.fts.fields)} FROM ${table} WHERE _rowid_ > ? AND _rowid_ <= ?`, [after, bound.upto]);
       after = bound.upto;
       done += bound.n;
       return "more";
@@ -182,35 +170,35 @@ export async function enableFts(
   name: string,
   opts: { onProgress?: (p: FtsProgress) => void } = {},
 ): Promise<{ status: FtsStatus; created: boolean }> {
-  const col = requireCollection(ctx, name);
+  const col = await requireCollection(ctx, name);
   let created = false;
   if (!col.fts.enabled) {
-    created = inTransaction(ctx, () => {
-      const now = requireCollection(ctx, name);
+    created = await inTransaction(ctx, async () => {
+      const now = await requireCollection(ctx, name);
       if (now.fts.enabled) return false;
-      const fields = createIndexObjects(ctx.sqlite, now);
-      saveCollectionRow(ctx, { ...now, fts: { enabled: true, fields, building: true }, updatedAt: ctx.clock.now() });
+      const fields = await createIndexObjects(ctx.db, now);
+      await saveCollectionRow(ctx, { ...now, fts: { enabled: true, fields, building: true }, updatedAt: ctx.clock.now() });
       return true;
     });
   }
-  if (created || requireCollection(ctx, name).fts.building) await runBuild(ctx, col.name, opts.onProgress);
-  return { status: ftsStatus(ctx, name), created };
+  if (created || (await requireCollection(ctx, name)).fts.building) await runBuild(ctx, col.name, opts.onProgress);
+  return { status: await ftsStatus(ctx, name), created };
 }
 
 /** Resumes, in the background, the builds a stopped process left unfinished (called when a server starts). */
-export function resumeFtsBuilds(ctx: AppContext): void {
-  for (const col of listCollections(ctx)) {
+export async function resumeFtsBuilds(ctx: AppContext): Promise<void> {
+  for (const col of await listCollections(ctx)) {
     if (!col.fts.enabled || !col.fts.building) continue;
     runBuild(ctx, col.name).catch((err) => ctx.log.error(`full-text index of "${col.name}": build stopped`, { err }));
   }
 }
 
 /** `DELETE …/fts`: drops the index and its triggers (a build under way stops at its next step). */
-export function disableFts(ctx: AppContext, name: string): { enabled: false } {
-  const col = requireCollection(ctx, name);
-  inTransaction(ctx, () => {
-    dropFtsObjects(ctx.sqlite, col.name);
-    if (col.fts.enabled) saveCollectionRow(ctx, { ...col, fts: { enabled: false, fields: [] }, updatedAt: ctx.clock.now() });
+export async function disableFts(ctx: AppContext, name: string): Promise<{ enabled: false }> {
+  const col = await requireCollection(ctx, name);
+  await inTransaction(ctx, async () => {
+    await dropFtsObjects(ctx.db, col.name);
+    if (col.fts.enabled) await saveCollectionRow(ctx, { ...col, fts: { enabled: false, fields: [] }, updatedAt: ctx.clock.now() });
   });
   return { enabled: false };
 }
@@ -219,11 +207,11 @@ export function disableFts(ctx: AppContext, name: string): { enabled: false } {
  * Called (inside the writer's transaction) after new fields were added: when the collection
  * has an index, new text fields join it. Returns the `fts` member to store.
  */
-export function ftsAfterNewFields(ctx: AppContext, col: Collection, fields: FieldDef[]): FtsState {
+export async function ftsAfterNewFields(ctx: AppContext, col: Collection, fields: FieldDef[]): Promise<FtsState> {
   if (!col.fts.enabled) return col.fts;
   const text = textFields(fields);
   if (text.length === col.fts.fields.length) return col.fts;
-  createTriggers(ctx.sqlite, col.name, text);
+  await createTriggers(ctx.db, col.name, text);
   return { ...col.fts, fields: text };
 }
 

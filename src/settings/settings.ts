@@ -39,18 +39,18 @@ export type Settings = { [K in SettingKey]: (typeof SETTING_DEFS)[K]["default"] 
 export const MASK = "********";
 
 /** All settings with defaults filled in. Read from the database on each call, so a change applies at once. */
-export function getSettings(ctx: AppContext): Settings {
+export async function getSettings(ctx: AppContext): Promise<Settings> {
   const out: Record<string, unknown> = {};
   for (const [k, d] of Object.entries(SETTING_DEFS)) out[k] = d.default;
-  for (const row of ctx.sqlite.query<{ key: string; value: string }, []>("SELECT key, value FROM _settings").all()) {
+  for (const row of await ctx.db.all<{ key: string; value: string }>("SELECT key, value FROM _settings")) {
     if (row.key in SETTING_DEFS) out[row.key] = JSON.parse(row.value);
   }
   return out as Settings;
 }
 
 /** One setting. */
-export function getSetting<K extends SettingKey>(ctx: AppContext, key: K): Settings[K] {
-  const row = ctx.sqlite.query<{ value: string }, [string]>("SELECT value FROM _settings WHERE key = ?").get(key);
+export async function getSetting<K extends SettingKey>(ctx: AppContext, key: K): Promise<Settings[K]> {
+  const row = await ctx.db.get<{ value: string }>("SELECT value FROM _settings WHERE key = ?", [key]);
   return (row ? JSON.parse(row.value) : SETTING_DEFS[key].default) as Settings[K];
 }
 
@@ -63,8 +63,8 @@ export function oauthCallbackUrl(ctx: AppContext, provider: string): string {
 }
 
 /** Settings as shown to admins: client secrets masked when set, plus the OAuth redirect addresses (read-only). */
-export function settingsForDisplay(ctx: AppContext): Record<string, unknown> {
-  const s = getSettings(ctx) as Record<string, unknown>;
+export async function settingsForDisplay(ctx: AppContext): Promise<Record<string, unknown>> {
+  const s = await getSettings(ctx) as Record<string, unknown>;
   for (const [k, d] of Object.entries(SETTING_DEFS) as [string, Def][]) {
     if (d.secret && s[k]) s[k] = MASK;
   }
@@ -88,7 +88,7 @@ export function parseSettingString(key: string, raw: string): unknown {
 }
 
 /** Validates and stores some settings; unknown keys or wrong types are 400. A masked secret sent back unchanged is kept. */
-export function updateSettings(ctx: AppContext, patch: unknown): Record<string, unknown> {
+export async function updateSettings(ctx: AppContext, patch: unknown): Promise<Record<string, unknown>> {
   if (!patch || typeof patch !== "object" || Array.isArray(patch)) throw badRequest("settings must be a JSON object");
   // The read-only key may come back from a client that PATCHes what it read; it is ignored.
   const entries = Object.entries(patch as Record<string, unknown>).filter(([k]) => k !== OAUTH_REDIRECT_URLS);
@@ -108,14 +108,13 @@ export function updateSettings(ctx: AppContext, patch: unknown): Record<string, 
     if (k === "app_name" && (v as string).trim() === "") throw badRequest(`setting "app_name" must not be empty`);
   }
   const now = ctx.clock.now();
-  const stmt = ctx.sqlite.query(
-    "INSERT INTO _settings (key, value, updated_at) VALUES (?, ?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
-  );
-  ctx.sqlite.transaction(() => {
+  const upsert =
+    "INSERT INTO _settings (key, value, updated_at) VALUES (?, ?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at";
+  await ctx.db.transaction(async () => {
     for (const [k, v] of entries) {
       if (defs[k].secret && v === MASK) continue;
-      stmt.run(k, JSON.stringify(v), now);
+      await ctx.db.run(upsert, [k, JSON.stringify(v), now]);
     }
-  })();
+  });
   return settingsForDisplay(ctx);
 }

@@ -8,6 +8,7 @@ import { activeApiKeysOf, revokeApiKeyOf, type ApiKeyJson } from "../auth/api-ke
 import { removeTotp } from "../auth/totp.ts";
 import { lockedUntil } from "../auth/lockout.ts";
 import { checkMetadata, checkRoles, createUser, findUserByEmail, requireUser, userToJson, type UserJson } from "./users.ts";
+import { INSERT_ORDER } from "../query/dialect.ts";
 
 /** Lifetime of an admin impersonation token (CONTRACT §3). */
 export const IMPERSONATION_TTL_SECONDS = 300;
@@ -30,7 +31,7 @@ function isVerifiedFrom(v: unknown): boolean | undefined {
 }
 
 /** Lists users, newest first: `{ items, total }`; `search` matches part of the email, `limit` 1..500 (50), `page` from 1. */
-export function listUsers(ctx: AppContext, opts: { search?: unknown; limit?: unknown; page?: unknown } = {}): { items: UserJson[]; total: number } {
+export async function listUsers(ctx: AppContext, opts: { search?: unknown; limit?: unknown; page?: unknown } = {}): Promise<{ items: UserJson[]; total: number }> {
   const limit = positiveInt(opts.limit, "limit", 50, 500);
   const page = positiveInt(opts.page, "page", 1, 1_000_000);
   const search = typeof opts.search === "string" ? opts.search.trim().toLowerCase() : "";
@@ -38,10 +39,8 @@ export function listUsers(ctx: AppContext, opts: { search?: unknown; limit?: unk
   // LIKE wildcards in the search text are escaped: the text is matched literally.
   const pattern = `%${search.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
   const where = "WHERE email LIKE ? ESCAPE '\\'";
-  const total = ctx.sqlite.query<{ n: number }, [string]>(`SELECT COUNT(*) AS n FROM _users ${where}`).get(pattern)!.n;
-  const rows = ctx.sqlite
-    .query<Parameters<typeof userToJson>[0], [string, number, number]>(`SELECT * FROM _users ${where} ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?`)
-    .all(pattern, limit, (page - 1) * limit);
+  const total = (await ctx.db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM _users ${where}`, [pattern]))!.n;
+  const rows = await ctx.db.all<Parameters<typeof userToJson>[0]>(`SELECT * FROM _users ${where} ORDER BY created_at DESC, ${INSERT_ORDER} DESC LIMIT ? OFFSET ?`, [pattern, limit, (page - 1) * limit]);
   return { items: rows.map(userToJson), total };
 }
 
@@ -54,8 +53,8 @@ export async function adminCreateUser(ctx: AppContext, input: unknown): Promise<
 }
 
 /** One user by id or email; 404 when none. */
-export function getUser(ctx: AppContext, idOrEmail: string): UserJson {
-  return userToJson(requireUser(ctx, idOrEmail));
+export async function getUser(ctx: AppContext, idOrEmail: string): Promise<UserJson> {
+  return userToJson(await requireUser(ctx, idOrEmail));
 }
 
 /**
@@ -64,7 +63,7 @@ export function getUser(ctx: AppContext, idOrEmail: string): UserJson {
  * New roles reach the access token at the next login or refresh.
  */
 export async function adminUpdateUser(ctx: AppContext, idOrEmail: string, input: unknown): Promise<UserJson> {
-  const user = requireUser(ctx, idOrEmail);
+  const user = await requireUser(ctx, idOrEmail);
   const b = asObject(input);
   onlyKeys(b, ["email", "password", "roles", "metadata", "is_verified", "totp_enabled"]);
   // An admin may only turn 2FA off (a user who lost their authenticator); turning it on needs the user's device.
@@ -78,7 +77,7 @@ export async function adminUpdateUser(ctx: AppContext, idOrEmail: string, input:
   if (verified !== undefined) sets.push("is_verified = ?"), values.push(verified ? 1 : 0);
   if (b.email !== undefined) {
     const email = normalizeEmail(b.email);
-    const other = findUserByEmail(ctx, email);
+    const other = await findUserByEmail(ctx, email);
     if (other && other.id !== user.id) throw new AppError(409, "conflict", "a user with this email already exists");
     sets.push("email = ?"), values.push(email);
   }
@@ -88,59 +87,57 @@ export async function adminUpdateUser(ctx: AppContext, idOrEmail: string, input:
     values.push(ctx.clock.now(), user.id);
     const emailChanged = b.email !== undefined && values[sets.indexOf("email = ?")] !== user.email;
     try {
-      ctx.sqlite.transaction(() => {
-        ctx.sqlite.query(`UPDATE _users SET ${sets.join(", ")} WHERE id = ?`).run(...values);
+      await ctx.db.transaction(async () => {
+        await ctx.db.run(`UPDATE _users SET ${sets.join(", ")} WHERE id = ?`, [...values]);
         // Links mailed to the old address must not verify, sign in or reset the account under the new one.
         if (emailChanged)
-          ctx.sqlite
-            .query("UPDATE _tokens SET used_at = ? WHERE user_id = ? AND kind IN ('verify_email', 'magic_link', 'reset_password') AND used_at IS NULL")
-            .run(ctx.clock.now(), user.id);
-      })();
+          await ctx.db.run("UPDATE _tokens SET used_at = ? WHERE user_id = ? AND kind IN ('verify_email', 'magic_link', 'reset_password') AND used_at IS NULL", [ctx.clock.now(), user.id]);
+      });
     } catch (err) {
       if (/UNIQUE/.test(String(err))) throw new AppError(409, "conflict", "a user with this email already exists");
       throw err;
     }
   }
-  if (b.totp_enabled === false) removeTotp(ctx, user.id);
+  if (b.totp_enabled === false) await removeTotp(ctx, user.id);
   return getUser(ctx, user.id);
 }
 
 /** Deletes a user with their sessions, keys, tokens and linked accounts. Their records keep `_owner_id`. */
-export function deleteUser(ctx: AppContext, idOrEmail: string): { ok: true; id: string } {
-  const user = requireUser(ctx, idOrEmail);
-  ctx.sqlite.query("DELETE FROM _users WHERE id = ?").run(user.id);
+export async function deleteUser(ctx: AppContext, idOrEmail: string): Promise<{ ok: true; id: string }> {
+  const user = await requireUser(ctx, idOrEmail);
+  await ctx.db.run("DELETE FROM _users WHERE id = ?", [user.id]);
   return { ok: true, id: user.id };
 }
 
 /** Clears a lockout (and the count of failed logins). */
-export function unlockUser(ctx: AppContext, idOrEmail: string): UserJson {
-  const user = requireUser(ctx, idOrEmail);
-  clearLoginAttempts(ctx, user.email);
+export async function unlockUser(ctx: AppContext, idOrEmail: string): Promise<UserJson> {
+  const user = await requireUser(ctx, idOrEmail);
+  await clearLoginAttempts(ctx, user.email);
   return getUser(ctx, user.id);
 }
 
 /** A user's active sessions: `{ items: [{ id, created_at, last_used_at, expires_at, ip, user_agent }] }`. */
-export function listSessionsOfUser(ctx: AppContext, idOrEmail: string) {
-  const user = requireUser(ctx, idOrEmail);
-  return { items: listUserSessions(ctx, user.id) };
+export async function listSessionsOfUser(ctx: AppContext, idOrEmail: string) {
+  const user = await requireUser(ctx, idOrEmail);
+  return { items: await listUserSessions(ctx, user.id) };
 }
 
 /** Revokes one session: the next request with its `sid` gets 401. 404 when no active session has that id. */
-export function adminRevokeSession(ctx: AppContext, sessionId: string): { ok: true; id: string } {
-  if (!revokeSession(ctx, sessionId)) throw notFound("session not found");
+export async function adminRevokeSession(ctx: AppContext, sessionId: string): Promise<{ ok: true; id: string }> {
+  if (!await revokeSession(ctx, sessionId)) throw notFound("session not found");
   return { ok: true, id: sessionId };
 }
 
 /** Revokes every session of a user. */
-export function revokeSessionsOfUser(ctx: AppContext, idOrEmail: string): { ok: true; sessions_revoked: number } {
-  const user = requireUser(ctx, idOrEmail);
-  return { ok: true, sessions_revoked: revokeUserSessions(ctx, user.id) };
+export async function revokeSessionsOfUser(ctx: AppContext, idOrEmail: string): Promise<{ ok: true; sessions_revoked: number }> {
+  const user = await requireUser(ctx, idOrEmail);
+  return { ok: true, sessions_revoked: await revokeUserSessions(ctx, user.id) };
 }
 
 /** A 300-second access token acting as the user, with no `sid` and no refresh token. */
-export function impersonateUser(ctx: AppContext, idOrEmail: string): { access_token: string; expires_in: number } {
-  const user = requireUser(ctx, idOrEmail);
-  const { token } = signAccessToken(ctx, user, null, IMPERSONATION_TTL_SECONDS);
+export async function impersonateUser(ctx: AppContext, idOrEmail: string): Promise<{ access_token: string; expires_in: number }> {
+  const user = await requireUser(ctx, idOrEmail);
+  const { token } = await signAccessToken(ctx, user, null, IMPERSONATION_TTL_SECONDS);
   return { access_token: token, expires_in: IMPERSONATION_TTL_SECONDS };
 }
 
@@ -156,15 +153,15 @@ export interface UserSecurityJson {
 }
 
 /** A user's 2FA state, lockout, linked OAuth accounts and active API keys. */
-export function getUserSecurity(ctx: AppContext, idOrEmail: string): UserSecurityJson {
-  const user = requireUser(ctx, idOrEmail);
+export async function getUserSecurity(ctx: AppContext, idOrEmail: string): Promise<UserSecurityJson> {
+  const user = await requireUser(ctx, idOrEmail);
   return {
     id: user.id,
     email: user.email,
     totp_enabled: !!user.totp_enabled,
-    locked_until: lockedUntil(ctx, user.email),
-    oauth_accounts: listLinkedAccounts(ctx, user.id).accounts,
-    api_keys: activeApiKeysOf(ctx, user.id),
+    locked_until: await lockedUntil(ctx, user.email),
+    oauth_accounts: (await listLinkedAccounts(ctx, user.id)).accounts,
+    api_keys: await activeApiKeysOf(ctx, user.id),
   };
 }
 
@@ -172,19 +169,19 @@ export function getUserSecurity(ctx: AppContext, idOrEmail: string): UserSecurit
  * Turns a user's 2FA off for a user who lost their authenticator: the secret and recovery codes
  * are dropped, and pending second login steps die. Sessions stay. A no-op when 2FA is off.
  */
-export function resetUserTotp(ctx: AppContext, idOrEmail: string): UserSecurityJson {
-  const user = requireUser(ctx, idOrEmail);
-  removeTotp(ctx, user.id);
+export async function resetUserTotp(ctx: AppContext, idOrEmail: string): Promise<UserSecurityJson> {
+  const user = await requireUser(ctx, idOrEmail);
+  await removeTotp(ctx, user.id);
   return getUserSecurity(ctx, user.id);
 }
 
 /** A user's active API keys: `{ items: [{ id, name, created_at, last_used_at }] }`. */
-export function listApiKeysOfUser(ctx: AppContext, idOrEmail: string): { items: ApiKeyJson[] } {
-  return { items: activeApiKeysOf(ctx, requireUser(ctx, idOrEmail).id) };
+export async function listApiKeysOfUser(ctx: AppContext, idOrEmail: string): Promise<{ items: ApiKeyJson[] }> {
+  return { items: await activeApiKeysOf(ctx, (await requireUser(ctx, idOrEmail)).id) };
 }
 
 /** Revokes one API key of a user; 404 when the user has no active key of that id. */
-export function adminRevokeApiKey(ctx: AppContext, idOrEmail: string, keyId: string): { ok: true; id: string } {
-  revokeApiKeyOf(ctx, requireUser(ctx, idOrEmail).id, keyId);
+export async function adminRevokeApiKey(ctx: AppContext, idOrEmail: string, keyId: string): Promise<{ ok: true; id: string }> {
+  await revokeApiKeyOf(ctx, (await requireUser(ctx, idOrEmail)).id, keyId);
   return { ok: true, id: keyId };
 }

@@ -39,17 +39,17 @@ export function userToJson(u: UserRow): UserJson {
   };
 }
 
-export function findUserById(ctx: AppContext, id: string): UserRow | null {
-  return ctx.sqlite.query<UserRow, [string]>("SELECT * FROM _users WHERE id = ?").get(id);
+export async function findUserById(ctx: AppContext, id: string): Promise<UserRow | null> {
+  return await ctx.db.get<UserRow>("SELECT * FROM _users WHERE id = ?", [id]);
 }
 
-export function findUserByEmail(ctx: AppContext, email: string): UserRow | null {
-  return ctx.sqlite.query<UserRow, [string]>("SELECT * FROM _users WHERE email = ?").get(email.trim().toLowerCase());
+export async function findUserByEmail(ctx: AppContext, email: string): Promise<UserRow | null> {
+  return await ctx.db.get<UserRow>("SELECT * FROM _users WHERE email = ?", [email.trim().toLowerCase()]);
 }
 
 /** Finds a user by id or email; 404 when none. */
-export function requireUser(ctx: AppContext, idOrEmail: string): UserRow {
-  const u = idOrEmail.includes("@") ? findUserByEmail(ctx, idOrEmail) : findUserById(ctx, idOrEmail);
+export async function requireUser(ctx: AppContext, idOrEmail: string): Promise<UserRow> {
+  const u = idOrEmail.includes("@") ? await findUserByEmail(ctx, idOrEmail) : await findUserById(ctx, idOrEmail);
   if (!u) throw notFound("user not found");
   return u;
 }
@@ -94,19 +94,15 @@ export async function createUser(ctx: AppContext, input: NewUser): Promise<UserR
   const passwordHash = input.password === undefined || input.password === null ? null : await hashPassword(checkPassword(input.password));
   const roles = input.roles === undefined ? [] : checkRoles(input.roles);
   const metadata = input.metadata === undefined ? {} : checkMetadata(input.metadata);
-  if (findUserByEmail(ctx, email)) throw new AppError(409, "conflict", "a user with this email already exists");
+  if (await findUserByEmail(ctx, email)) throw new AppError(409, "conflict", "a user with this email already exists");
   const now = ctx.clock.now();
   const id = ulid(now);
   try {
-    ctx.sqlite
-      .query(
-        `INSERT INTO _users (id, email, password_hash, is_verified, roles, metadata, created_at, updated_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-      )
-      .run(id, email, passwordHash, input.isVerified ? 1 : 0, JSON.stringify(roles), JSON.stringify(metadata), now, now);
+    await ctx.db.run(`INSERT INTO _users (id, email, password_hash, is_verified, roles, metadata, created_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, [id, email, passwordHash, input.isVerified ? 1 : 0, JSON.stringify(roles), JSON.stringify(metadata), now, now]);
   } catch (err) {
     if (/UNIQUE/.test(String(err))) throw new AppError(409, "conflict", "a user with this email already exists");
     throw err;
   }
-  return findUserById(ctx, id)!;
+  return (await findUserById(ctx, id))!;
 }

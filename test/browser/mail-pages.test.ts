@@ -185,7 +185,7 @@ describe("with a frontend of its own (APP_URL set elsewhere)", () => {
         expect(res.body).toEqual({ error: "no such endpoint", code: "not_found" });
       }
     } finally {
-      t.close();
+      await t.close();
     }
   });
 });

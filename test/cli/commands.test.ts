@@ -543,10 +543,10 @@ describe("indexes and fts", () => {
     await cli(["collections", "create", "articles"]);
     const ctx = createContext(loadConfig({ data: dir }, {}));
     try {
-      createRecord(ctx, "articles", { slug: "a", title: "Hello world", views: 1 }, ADMIN);
-      createRecord(ctx, "articles", { slug: "b", title: "Goodbye moon", views: 1 }, ADMIN);
+      await createRecord(ctx, "articles", { slug: "a", title: "Hello world", views: 1 }, ADMIN);
+      await createRecord(ctx, "articles", { slug: "b", title: "Goodbye moon", views: 1 }, ADMIN);
     } finally {
-      closeContext(ctx);
+      await closeContext(ctx);
     }
   });
 

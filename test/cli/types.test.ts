@@ -38,7 +38,7 @@ beforeAll(async () => {
       201,
     );
   } finally {
-    t.close();
+    await t.close();
   }
 });
 afterAll(() => {

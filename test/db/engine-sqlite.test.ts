@@ -125,6 +125,29 @@ describe("transactions", () => {
     expect(await names()).toEqual(["second", "plain"]);
   });
 
+  test("two engines of one process on the same file wait for each other instead of failing busy", async () => {
+    const second = new SqliteEngine(openDatabase(join(dir, "data.db")));
+    try {
+      const order: string[] = [];
+      const first = db.transaction(async () => {
+        await db.run("INSERT INTO t (name) VALUES ('from-first')");
+        // Stays open across event-loop turns, as a transaction awaiting other work does.
+        await new Promise((r) => setTimeout(r, 20));
+        order.push("first-commits");
+      });
+      const write = second.run("INSERT INTO t (name) VALUES ('from-second')").then(() => order.push("second-writes"));
+      const tx = second.transaction(async () => {
+        await second.run("UPDATE t SET n = 1");
+        order.push("second-tx");
+      });
+      await Promise.all([first, write, tx]);
+      expect(order).toEqual(["first-commits", "second-writes", "second-tx"]);
+      expect(await names()).toEqual(["from-first", "from-second"]);
+    } finally {
+      await second.close();
+    }
+  });
+
   test("afterCommit runs after the outermost commit only, never for a rolled-back transaction or savepoint", async () => {
     const seen: string[] = [];
     await db.transaction(async () => {

@@ -9,6 +9,8 @@ import { loadConfig, type Config } from "../../src/config.ts";
 import { closeContext, createContext, type AppContext, type ContextOptions } from "../../src/context.ts";
 import { createApp } from "../../src/http/app.ts";
 import { memoryLogger } from "../../src/log.ts";
+import { rawDatabase } from "../../src/db/sqlite.ts";
+import type { Database } from "bun:sqlite";
 
 export const ADMIN_SECRET = "test-admin-secret-0123456789";
 
@@ -19,11 +21,15 @@ export interface TestApp {
   dir: string;
   config: Config;
   log: ReturnType<typeof memoryLogger>;
+  /** Settles when the JWT key and admin secret are stored (requests wait for it; await it before calling services on `ctx`). */
+  ready: Promise<void>;
+  /** The SQLite file's own handle, for tests that look at stored rows directly. */
+  sqlite: Database;
   /** Sends a request through app.handle; `body` objects are sent as JSON, strings as they are. */
   req(method: string, path: string, opts?: { body?: unknown; token?: string | null; headers?: Record<string, string> }): Promise<TestResponse>;
   /** The same with the admin secret as Bearer token. */
   admin(method: string, path: string, body?: unknown): Promise<TestResponse>;
-  close(): void;
+  close(): Promise<void>;
 }
 
 export interface TestResponse {
@@ -42,8 +48,11 @@ export function createTestApp(
   const clock = new ManualClock(Date.now());
   const log = memoryLogger();
   const ctx = createContext(config, { clock, log, ...opts.context });
-  ensureJwtKey(ctx);
-  ensureAdminSecret(ctx);
+  // Keys and the admin secret are stored before the first request is handled.
+  const ready = (async () => {
+    await ensureJwtKey(ctx);
+    await ensureAdminSecret(ctx);
+  })();
   // The request log is off unless asked for, so tests reading `log.lines` see only the lines they look for.
   const app = createApp(ctx, { requestLog: opts.requestLog ?? false });
   const req: TestApp["req"] = async (method, path, o = {}) => {
@@ -54,6 +63,7 @@ export function createTestApp(
       body = typeof o.body === "string" ? o.body : JSON.stringify(o.body);
       headers["content-type"] ??= "application/json";
     }
+    await ready;
     const res = await app.handle(new Request(`http://localhost${path}`, { method, headers, body }));
     const text = await res.text();
     let parsed: unknown = text;
@@ -69,10 +79,13 @@ export function createTestApp(
     dir,
     config,
     log,
+    ready,
+    sqlite: rawDatabase(ctx.db),
     req,
     admin: (method, path, body) => req(method, path, { body, token: ADMIN_SECRET }),
-    close() {
-      closeContext(ctx);
+    async close() {
+      await ready.catch(() => {});
+      await closeContext(ctx);
       if (!opts.dir) rmSync(dir, { recursive: true, force: true });
     },
   };
@@ -100,9 +113,10 @@ export function appPerTest(
     current = createTestApp(typeof opts === "function" ? opts() : opts);
     await setup?.(current);
   });
-  afterEach(() => {
-    current?.close();
+  afterEach(async () => {
+    const done = current;
     current = null;
+    await done?.close();
   });
   return new Proxy({} as TestApp, {
     get(_target, key) {

@@ -127,7 +127,7 @@ export async function createMailTestApp(env: Record<string, string> = {}) {
     t,
     smtp,
     async close() {
-      t.close();
+      await t.close();
       await smtp.close();
     },
   };

@@ -137,7 +137,7 @@ export function createLiveApp(opts: Parameters<typeof createTestApp>[0] = {}): L
     async stop() {
       for (const c of clients) c.close();
       await t.app.server?.stop(true);
-      t.close();
+      await t.close();
     },
   };
 }

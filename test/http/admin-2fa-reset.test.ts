@@ -142,7 +142,7 @@ describe("baas users reset-2fa and security", () => {
       expect(missing.code).toBe(1);
       expect(missing.stderr).toContain("user not found");
     } finally {
-      app.close();
+      await app.close();
     }
   });
 });

@@ -125,7 +125,7 @@ describe("admin login bookkeeping", () => {
   afterAll(() => r.close());
 
   test("tries from many addresses are forgotten once they are older than a minute, while recent ones still count", () => {
-    const addresses = () => r.ctx.sqlite.query<{ n: number }, []>("SELECT COUNT(DISTINCT ip) AS n FROM _admin_attempts").get()!.n;
+    const addresses = () => r.sqlite.query<{ n: number }, []>("SELECT COUNT(DISTINCT ip) AS n FROM _admin_attempts").get()!.n;
     for (let i = 0; i < 1500; i++) expect(() => adminLogin(r.ctx, "wrong", `10.0.${i >> 8}.${i & 255}`)).toThrow("invalid admin credentials");
     r.clock.advance(30_000);
     for (let i = 0; i < 9; i++) expect(() => adminLogin(r.ctx, "wrong", "192.0.2.1")).toThrow("invalid admin credentials");

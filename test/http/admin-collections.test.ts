@@ -39,7 +39,7 @@ describe("POST /admin/collections", () => {
 
   test("the new collection's table exists in the database", async () => {
     await createCollection(t, "posts");
-    const row = t.ctx.sqlite.query("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'posts'").get();
+    const row = t.sqlite.query("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'posts'").get();
     expect(row).toEqual({ name: "posts" });
   });
 
@@ -212,10 +212,10 @@ describe("changes from another process", () => {
   test("a catalog write from a snapshot older than a field another process added keeps that field", async () => {
     // A second connection on the same data dir, as the CLI opens it, holding a snapshot without fields.
     const other = createContext(t.config, { clock: t.clock, log: memoryLogger() });
-    const stale = requireCollection(other, "shared");
+    const stale = await requireCollection(other, "shared");
     expect((await t.req("POST", "/api/v1/shared", { body: { added: 1 } })).status).toBe(201);
-    inTransaction(other, () => saveCollectionRow(other, { ...stale, rules: { ...stale.rules, read: "authenticated" } }));
-    closeContext(other);
+    await inTransaction(other, () => saveCollectionRow(other, { ...stale, rules: { ...stale.rules, read: "authenticated" } }));
+    await closeContext(other);
     const col = (await t.admin("GET", `${C}/shared`)).body;
     expect(col.rules.read).toBe("authenticated");
     expect(col.fields).toEqual([{ name: "added", type: "number" }]);
@@ -224,8 +224,8 @@ describe("changes from another process", () => {
 
   test("rules changed by another process are seen at once", async () => {
     const other = createContext(t.config, { clock: t.clock, log: memoryLogger() });
-    updateCollectionRules(other, "shared", { rules: { create: "disabled" } });
-    closeContext(other);
+    await updateCollectionRules(other, "shared", { rules: { create: "disabled" } });
+    await closeContext(other);
     const res = await t.req("POST", "/api/v1/shared", { body: { added: 3 } });
     expect(res.status).toBe(403);
   });
@@ -263,7 +263,7 @@ describe("stats and deletion", () => {
     await t.admin("DELETE", `/api/v1/counted/${rec.body._id}`);
     const res = await t.admin("DELETE", `${C}/counted/records/${rec.body._id}`);
     expect(res.body).toEqual({ ok: true, id: rec.body._id });
-    const row = t.ctx.sqlite.query('SELECT COUNT(*) AS n FROM "counted" WHERE "_id" = ?').get(rec.body._id);
+    const row = t.sqlite.query('SELECT COUNT(*) AS n FROM "counted" WHERE "_id" = ?').get(rec.body._id);
     expect(row).toEqual({ n: 0 });
   });
 
@@ -279,7 +279,7 @@ describe("stats and deletion", () => {
     const res = await t.admin("DELETE", `${C}/counted`);
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ ok: true });
-    const table = t.ctx.sqlite.query("SELECT name FROM sqlite_master WHERE name = 'counted'").get();
+    const table = t.sqlite.query("SELECT name FROM sqlite_master WHERE name = 'counted'").get();
     expect(table).toBeNull();
     expect((await t.admin("GET", `${C}/counted`)).status).toBe(404);
     expect((await t.admin("GET", "/api/v1/counted")).status).toBe(404);

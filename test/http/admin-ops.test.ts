@@ -68,7 +68,7 @@ describe("GET /admin/mail and POST /admin/mail/test", () => {
       expect(res.status).toBe(503);
       expect(res.body).toEqual({ error: expect.stringMatching(/^the SMTP server did not take the mail: /), code: "unavailable" });
     } finally {
-      down.close();
+      await down.close();
     }
   });
 
@@ -79,7 +79,7 @@ describe("GET /admin/mail and POST /admin/mail/test", () => {
       expect((await plain.admin("POST", "/api/v1/admin/mail/test", { to: "x@example.test" })).body).toEqual({ ok: true, to: "x@example.test", transport: "log" });
       expect(plain.log.lines.some((l) => l.msg.startsWith("mail") && l.fields?.to === "x@example.test")).toBe(true);
     } finally {
-      plain.close();
+      await plain.close();
     }
   });
 });
@@ -97,7 +97,8 @@ describe("POST /admin/rotate-secret", () => {
     try {
       // The first start generated a secret nobody here knows: make a known one through the CLI's own function.
       const { rotateAdminSecret } = await import("../../src/auth/admin.ts");
-      const first = rotateAdminSecret(gen.ctx);
+      await gen.ready;
+      const first = await rotateAdminSecret(gen.ctx);
       const login = await gen.req("POST", "/api/v1/admin/login", { body: { secret: first } });
       expect(login.status).toBe(200);
       const token = login.body.token;
@@ -108,7 +109,7 @@ describe("POST /admin/rotate-secret", () => {
       expect((await gen.req("GET", "/api/v1/admin/collections", { token: first })).status).toBe(401);
       expect((await gen.req("GET", "/api/v1/admin/collections", { token: res.body.secret })).status).toBe(200);
     } finally {
-      gen.close();
+      await gen.close();
     }
   });
 });

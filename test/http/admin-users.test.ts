@@ -145,9 +145,9 @@ describe("admin user management", () => {
 describe("admin email change", () => {
   test("changing a user's email voids the verify, magic-link and reset links mailed to the old address", async () => {
     const u = await registerUser(t, "before-change@example.test");
-    const verify = issueMailToken(t.ctx, u.id, "verify_email", 60_000);
-    const magic = issueMailToken(t.ctx, u.id, "magic_link", 60_000);
-    const reset = issueMailToken(t.ctx, u.id, "reset_password", 60_000);
+    const verify = await issueMailToken(t.ctx, u.id, "verify_email", 60_000);
+    const magic = await issueMailToken(t.ctx, u.id, "magic_link", 60_000);
+    const reset = await issueMailToken(t.ctx, u.id, "reset_password", 60_000);
     const res = await t.admin("PATCH", `${U}/${u.id}`, { email: "after-change@example.test" });
     expect(res.status).toBe(200);
     expect(res.body.email).toBe("after-change@example.test");
@@ -165,7 +165,7 @@ describe("admin email change", () => {
 
   test("a PATCH that keeps the same email leaves the mailed links working", async () => {
     const u = await registerUser(t, "same-email@example.test");
-    const verify = issueMailToken(t.ctx, u.id, "verify_email", 60_000);
+    const verify = await issueMailToken(t.ctx, u.id, "verify_email", 60_000);
     expect((await t.admin("PATCH", `${U}/${u.id}`, { email: "Same-Email@example.test", roles: ["x"] })).status).toBe(200);
     expect((await t.req("POST", "/api/v1/auth/verify-email", { body: { token: verify } })).status).toBe(200);
   });

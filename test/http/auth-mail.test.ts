@@ -177,7 +177,7 @@ describe("mail rate limit", () => {
     expect(retry).toBeLessThanOrEqual(3600);
     t.clock.advance(retry * 1000);
     expect((await post("/magic-link", { email })).status).toBe(200);
-    const rows = t.ctx.sqlite.query<{ sent_at: number }, []>("SELECT sent_at FROM _mail_log").all();
+    const rows = t.sqlite.query<{ sent_at: number }, []>("SELECT sent_at FROM _mail_log").all();
     expect(rows.every((r) => r.sent_at > t.clock.now() - 3_600_000)).toBe(true);
   });
 
@@ -202,7 +202,7 @@ describe("mail rate limit", () => {
       expect(res.headers.get("retry-after")).toBeTruthy();
     } finally {
       t2.ctx.mailer.close();
-      t2.ctx.sqlite.close();
+      t2.sqlite.close();
     }
   });
 });
@@ -275,7 +275,7 @@ describe("secrets at rest", () => {
     await registerUser(t, "secret1@example.test");
     await post("/magic-link", { email: "secret1@example.test" });
     const token = await tokenFor("secret1@example.test");
-    const rows = t.ctx.sqlite.query<{ hash: string }, []>("SELECT hash FROM _tokens").all();
+    const rows = t.sqlite.query<{ hash: string }, []>("SELECT hash FROM _tokens").all();
     expect(rows.length).toBeGreaterThan(0);
     expect(rows.some((r) => r.hash === token || r.hash.includes(token))).toBe(false);
     expect(JSON.stringify(t.log.lines)).not.toContain(token);

@@ -5,9 +5,9 @@ const t = createTestApp();
 afterAll(() => t.close());
 
 const batch = (name: string, body: unknown, token?: string) => t.req("POST", `/api/v1/${name}/batch`, { body, token });
-const count = (name: string) => (t.ctx.sqlite.query(`SELECT COUNT(*) AS n FROM "${name}"`).get() as { n: number }).n;
+const count = (name: string) => (t.sqlite.query(`SELECT COUNT(*) AS n FROM "${name}"`).get() as { n: number }).n;
 const columns = (name: string) =>
-  (t.ctx.sqlite.query(`PRAGMA table_info("${name}")`).all() as { name: string }[]).map((c) => c.name);
+  (t.sqlite.query(`PRAGMA table_info("${name}")`).all() as { name: string }[]).map((c) => c.name);
 
 let alice: { token: string; id: string };
 let bob: { token: string; id: string };

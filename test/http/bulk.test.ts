@@ -13,8 +13,8 @@ const t = appPerTest(async (t) => {
 const bulk = (name: string, body: unknown, token?: string) => t.req("POST", `/api/v1/${name}/bulk`, { body, token });
 const adminBulk = (name: string, body: unknown) => t.admin("POST", `/api/v1/${name}/bulk`, body);
 const columns = (name: string) =>
-  (t.ctx.sqlite.query(`PRAGMA table_info("${name}")`).all() as { name: string }[]).map((c) => c.name);
-const count = (name: string) => (t.ctx.sqlite.query(`SELECT COUNT(*) AS n FROM "${name}"`).get() as { n: number }).n;
+  (t.sqlite.query(`PRAGMA table_info("${name}")`).all() as { name: string }[]).map((c) => c.name);
+const count = (name: string) => (t.sqlite.query(`SELECT COUNT(*) AS n FROM "${name}"`).get() as { n: number }).n;
 
 describe("POST /:collection/bulk", () => {
   test("500 records are created in one call, in order, owned by the requester", async () => {
@@ -100,7 +100,7 @@ describe("POST /:collection/bulk", () => {
   test("a unique violation names the index and saves nothing", async () => {
     await t.admin("POST", "/api/v1/admin/collections", { name: "uniq" });
     await t.admin("POST", "/api/v1/uniq", { email: "a@x.io" });
-    t.ctx.sqlite.exec(`CREATE UNIQUE INDEX "uniq_email_test" ON "uniq" ("email")`);
+    t.sqlite.exec(`CREATE UNIQUE INDEX "uniq_email_test" ON "uniq" ("email")`);
     const res = await adminBulk("uniq", [{ email: "b@x.io" }, { email: "a@x.io" }]);
     expect(res.status).toBe(409);
     expect(res.body).toMatchObject({ code: "unique_violation", index: 1 });

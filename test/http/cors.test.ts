@@ -5,8 +5,8 @@ import { createTestApp, type TestApp } from "../helpers/app.ts";
 // CORS_ORIGINS=* and for a list of origins.
 
 const apps: TestApp[] = [];
-afterEach(() => {
-  for (const a of apps.splice(0)) a.close();
+afterEach(async () => {
+  for (const a of apps.splice(0)) await a.close();
 });
 
 const ALLOW_HEADERS = "Content-Type, Authorization, X-Admin-Token, X-API-Key, X-Request-Id";

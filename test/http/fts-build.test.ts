@@ -19,7 +19,7 @@ beforeAll(async () => {
     const res = await seed.admin("POST", "/api/v1/notes/bulk", batch);
     if (res.status !== 201) throw new Error(`seed failed: ${res.status} ${res.text}`);
   }
-  seed.ctx.sqlite.close();
+  seed.sqlite.close();
   srv = await spawnServer({ dir });
 }, 300_000);
 
@@ -83,7 +83,7 @@ describe("building a full-text index", () => {
       const res = await seed.admin("POST", "/api/v1/logs/bulk", Array.from({ length: 500 }, (_, k) => ({ line: `otter ${i + k}` })));
       if (res.status !== 201) throw new Error(`seed failed: ${res.status}`);
     }
-    seed.ctx.sqlite.close();
+    seed.sqlite.close();
     const first = await spawnServer({ dir: own });
     let second: ServerProcess | null = null;
     try {

@@ -54,7 +54,7 @@ const t = appPerTest(
   },
   () => ({ context: { hooks } }),
 );
-const count = (name: string) => (t.ctx.sqlite.query(`SELECT COUNT(*) AS n FROM "${name}"`).get() as { n: number }).n;
+const count = (name: string) => (t.sqlite.query(`SELECT COUNT(*) AS n FROM "${name}"`).get() as { n: number }).n;
 
 describe("lifecycle hooks on single operations", () => {
   test("beforeCreate mutates the data that is stored", async () => {

@@ -26,7 +26,7 @@ describe("indexes admin API", () => {
     const res = await t.admin("POST", base, { fields: ["slug"], unique: true });
     expect(res.status).toBe(201);
     expect(res.body).toEqual({ name: expect.any(String), fields: ["slug"], unique: true });
-    const plan = t.ctx.sqlite.query("SELECT name FROM sqlite_master WHERE type = 'index' AND name = ?").get(res.body.name);
+    const plan = t.sqlite.query("SELECT name FROM sqlite_master WHERE type = 'index' AND name = ?").get(res.body.name);
     expect(plan).toEqual({ name: res.body.name });
   });
 
@@ -102,7 +102,7 @@ describe("indexes admin API", () => {
   test("a query on an indexed field uses the index", async () => {
     await addIndexes(AUTHOR_N);
     const name = (await t.admin("GET", base)).body.items[0].name;
-    const plan = t.ctx.sqlite.query(`EXPLAIN QUERY PLAN SELECT * FROM "posts" WHERE "author" = ? ORDER BY "n"`).all("x") as {
+    const plan = t.sqlite.query(`EXPLAIN QUERY PLAN SELECT * FROM "posts" WHERE "author" = ? ORDER BY "n"`).all("x") as {
       detail: string;
     }[];
     expect(plan.map((p) => p.detail).join(" ")).toContain(name);

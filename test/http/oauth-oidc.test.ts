@@ -67,7 +67,7 @@ describe("OIDC login against a real OpenID provider", () => {
     expect(cookie).toContain("Path=/api/v1/auth/oauth");
     expect(cookie).toContain("Max-Age=600");
     // Stored hashed: the raw state is nowhere in the table.
-    const rows = t.ctx.sqlite.query<{ state_hash: string }, []>("SELECT state_hash FROM _oauth_states").all().map((r) => r.state_hash);
+    const rows = t.sqlite.query<{ state_hash: string }, []>("SELECT state_hash FROM _oauth_states").all().map((r) => r.state_hash);
     expect(rows).toContain(sha256(q.state!));
     expect(rows).not.toContain(q.state!);
   });
@@ -99,7 +99,7 @@ describe("OIDC login against a real OpenID provider", () => {
     const first = await meOf((await loginAs("alice")).params.access_token!);
     const second = await meOf((await loginAs("alice")).params.access_token!);
     expect(second.id).toBe(first.id);
-    const n = t.ctx.sqlite.query<{ n: number }, [string]>("SELECT COUNT(*) AS n FROM _oauth_accounts WHERE user_id = ?").get(first.id)!.n;
+    const n = t.sqlite.query<{ n: number }, [string]>("SELECT COUNT(*) AS n FROM _oauth_accounts WHERE user_id = ?").get(first.id)!.n;
     expect(n).toBe(1);
   });
 
@@ -124,7 +124,7 @@ describe("OIDC login against a real OpenID provider", () => {
     const login = await t.req("POST", "/api/v1/auth/login", { body: { email: "frank@example.com", password: "squatter-pass-1" } });
     expect(login.status).toBe(401);
     expect((await t.req("GET", "/api/v1/auth/oauth/accounts", { headers: { "x-api-key": key.body.key } })).status).toBe(401);
-    expect(t.ctx.sqlite.query("SELECT COUNT(*) AS n FROM _api_keys WHERE user_id = ? AND revoked_at IS NULL").get(squatter.id)).toEqual({ n: 0 });
+    expect(t.sqlite.query("SELECT COUNT(*) AS n FROM _api_keys WHERE user_id = ? AND revoked_at IS NULL").get(squatter.id)).toEqual({ n: 0 });
   });
 
   test("linking to an already verified account keeps its password and sessions", async () => {
@@ -152,7 +152,7 @@ describe("OIDC login against a real OpenID provider", () => {
     try {
       const flow = await loginAs("dave");
       expect(flow.params).toEqual({ error: "registration_closed" });
-      expect(t.ctx.sqlite.query("SELECT id FROM _users WHERE email = 'dave@example.com'").get()).toBeNull();
+      expect(t.sqlite.query("SELECT id FROM _users WHERE email = 'dave@example.com'").get()).toBeNull();
       // A linked user still gets in while registration is closed.
       expect((await loginAs("alice")).params.access_token).toBeString();
     } finally {
@@ -218,7 +218,7 @@ describe("OIDC login against a real OpenID provider", () => {
     });
     expect(flow.params).toEqual({ error: "provider_error" });
     expect(t.log.lines.at(-1)).toMatchObject({ msg: "oauth provider error", fields: { provider: "oidc", reason: "wrong ID token nonce" } });
-    expect(t.ctx.sqlite.query("SELECT id FROM _users WHERE email = 'erin@example.com'").get()).toBeNull();
+    expect(t.sqlite.query("SELECT id FROM _users WHERE email = 'erin@example.com'").get()).toBeNull();
   });
 
   test("a provider that refuses the login ends in error=provider_error", async () => {

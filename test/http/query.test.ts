@@ -176,9 +176,9 @@ describe("cursor walk", () => {
     await t.admin("POST", "/api/v1/admin/collections", { name: "walk", rules: { read: "public" } });
     for (let i = 0; i < 300; i++) {
       const data: Record<string, unknown> = { k: i % 7 === 0 ? null : i % 13, s: `v${i % 5}` };
-      createRecord(t.ctx, "walk", data, ADMIN);
+      await createRecord(t.ctx, "walk", data, ADMIN);
     }
-    createRecord(t.ctx, "walk", { k: 1, s: null }, ADMIN);
+    await createRecord(t.ctx, "walk", { k: 1, s: null }, ADMIN);
   });
 
   async function walk(query: string, limit: number): Promise<string[]> {

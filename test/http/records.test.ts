@@ -366,7 +366,7 @@ describe("hostile input is handled safely", () => {
       expect((await t.req("GET", `/api/v1/items/${res.body._id}`)).body.title).toBe(v);
     }
     expect((await t.req("GET", "/api/v1/items?limit=1")).status).toBe(200);
-    expect(t.ctx.sqlite.query("SELECT COUNT(*) AS n FROM _users").get()).toEqual({ n: 1 });
+    expect(t.sqlite.query("SELECT COUNT(*) AS n FROM _users").get()).toEqual({ n: 1 });
   });
 
   test.each([["items;DROP TABLE items"], ["items--"], ["sqlite_master"], ["_users"], ["_sessions"]])(

@@ -113,7 +113,7 @@ describe("admin relations API", () => {
     const via = before.find((r: any) => r.type === "many_via");
     expect(via).toBeDefined();
     const junction = `_rel_${via.id.toLowerCase()}`;
-    const has = () => t.ctx.sqlite.query("SELECT 1 FROM sqlite_master WHERE name = ?").get(junction) !== null;
+    const has = () => t.sqlite.query("SELECT 1 FROM sqlite_master WHERE name = ?").get(junction) !== null;
     expect(has()).toBe(true);
     expect((await t.admin("DELETE", "/api/v1/admin/collections/tags")).status).toBe(200);
     expect(has()).toBe(false);

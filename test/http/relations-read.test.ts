@@ -90,7 +90,7 @@ describe("many_via links", () => {
     const post = await create("posts", { title: "h", tags: [tagA] });
     const viaRel = (await t.admin("GET", "/api/v1/admin/relations")).body.items.find((r: any) => r.type === "many_via");
     const count = () =>
-      (t.ctx.sqlite.query(`SELECT COUNT(*) AS n FROM "_rel_${viaRel.id.toLowerCase()}" WHERE from_id = ?`).get(post) as { n: number }).n;
+      (t.sqlite.query(`SELECT COUNT(*) AS n FROM "_rel_${viaRel.id.toLowerCase()}" WHERE from_id = ?`).get(post) as { n: number }).n;
     expect(count()).toBe(1);
     expect((await t.admin("DELETE", `/api/v1/admin/collections/posts/records/${post}`)).status).toBe(200);
     expect(count()).toBe(0);
@@ -227,7 +227,7 @@ describe("expand", () => {
       const id = await create("bulkposts", { i, author: i % 2 ? ann : bob, tags: i % 3 ? [tagA] : [tagA, tagB] });
       await create("comments", { bp: id, text: `c${i}` });
     }
-    const sqlite = t.ctx.sqlite as any;
+    const sqlite = t.sqlite as any;
     const original = sqlite.query.bind(sqlite);
     const originalPrepare = sqlite.prepare.bind(sqlite);
     let count = 0;

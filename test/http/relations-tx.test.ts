@@ -44,7 +44,7 @@ describe("on_delete runs inside the delete's transaction", () => {
       expect((await state("txc", c))._deleted_at).toBeNull();
       expect((await state("txn", n)).a).toBe(a);
     }
-    expect(t.ctx.sqlite.query("SELECT COUNT(*) AS n FROM _relation_cascades").get()).toEqual({ n: 0 });
+    expect(t.sqlite.query("SELECT COUNT(*) AS n FROM _relation_cascades").get()).toEqual({ n: 0 });
     // once the guard is lifted, the same delete goes through the whole chain
     expect((await t.admin("PATCH", `/api/v1/txc/${c}`, { keep: false })).status).toBe(200);
     expect((await t.admin("DELETE", `/api/v1/txa/${a}`)).status).toBe(200);

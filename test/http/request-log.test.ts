@@ -5,8 +5,8 @@ import { ADMIN_SECRET, createTestApp, registerUser, type TestApp } from "../help
 // with its cause, and no credential ever in the log.
 
 const apps: TestApp[] = [];
-afterEach(() => {
-  for (const a of apps.splice(0)) a.close();
+afterEach(async () => {
+  for (const a of apps.splice(0)) await a.close();
 });
 
 function app(opts: Parameters<typeof createTestApp>[0] = {}) {

@@ -196,7 +196,7 @@ describe("the index stays current", () => {
 
   test("dropping the collection drops its index, and a new collection of that name starts clean", async () => {
     expect((await t.admin("DELETE", "/api/v1/admin/collections/articles")).status).toBe(200);
-    const left = t.ctx.sqlite.query("SELECT name FROM sqlite_master WHERE name LIKE '_fts_articles%'").all();
+    const left = t.sqlite.query("SELECT name FROM sqlite_master WHERE name LIKE '_fts_articles%'").all();
     expect(left).toEqual([]);
     expect((await t.admin("POST", "/api/v1/admin/collections", { name: "articles", rules: { read: "public" } })).status).toBe(201);
     expect((await t.admin("POST", "/api/v1/articles", { title: "fresh" })).status).toBe(201);

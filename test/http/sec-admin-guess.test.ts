@@ -55,7 +55,7 @@ describe("one count for /admin/login, X-Admin-Token and Bearer", () => {
       for (let i = 0; i < 12; i++) statuses.push((await doors[i % doors.length]()).status);
       expect(statuses).toEqual([...Array(10).fill(401), 429, 429]);
     } finally {
-      t.close();
+      await t.close();
     }
   });
 
@@ -67,7 +67,7 @@ describe("one count for /admin/login, X-Admin-Token and Bearer", () => {
       expect(statuses.filter((s) => s === 401)).toHaveLength(10);
       expect(statuses.filter((s) => s === 429)).toHaveLength(290);
     } finally {
-      t.close();
+      await t.close();
     }
   });
 });
@@ -103,8 +103,8 @@ describe("the count lives in the database", () => {
       expect((await b.req("GET", "/api/v1/notes", { token: "one-more" })).status).toBe(429);
       expect((await b.req("POST", "/api/v1/admin/login", { body: { secret: ADMIN_SECRET } })).status).toBe(429);
     } finally {
-      b.close();
-      a.close();
+      await b.close();
+      await a.close();
     }
   });
 });

@@ -25,7 +25,7 @@ function recordingHook(): HookModule {
   for (const name of HOOKS) {
     h[name] = (e: HookEvent) => {
       const rec = (e.record ?? e.data) as Record<string, unknown>;
-      if (!current!.ctx.sqlite.inTransaction) throw new Error(`${name} ran outside the transaction`);
+      if (!current!.sqlite.inTransaction) throw new Error(`${name} ran outside the transaction`);
       if (failOn && failOn.hook === name && rec?.n === failOn.n) throw new Error(`refused ${failOn.n}`);
       hookLog.push(`${name}:${e.op}:${e.collection}:${(e.record?._id as string) ?? "new"}`);
     };
@@ -42,10 +42,10 @@ const t = appPerTest(
     seen.length = 0;
     failOn = null;
     app.ctx.events.subscribe((event) => {
-      const stored = app.ctx.sqlite
+      const stored = app.sqlite
         .query(`SELECT "_id", "_deleted_at" FROM "${event.collection}" WHERE "_id" = ?`)
         .get(event.record._id as string) as Record<string, unknown> | null;
-      seen.push({ event, inTx: app.ctx.sqlite.inTransaction, stored });
+      seen.push({ event, inTx: app.sqlite.inTransaction, stored });
     });
     await createCollection(app, "posts", { read: "public", create: "authenticated", update: "owner", delete: "owner" });
   },

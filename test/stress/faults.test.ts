@@ -16,8 +16,8 @@ describe("faults", () => {
     const first = await t.req("POST", "/api/v1/logs", { body: { line: "kept" } });
     expect(first.status).toBe(201);
     // Cap the database file at its current size plus a little: SQLite then answers SQLITE_FULL, as on a full disk.
-    const pages = (t.ctx.sqlite.query("PRAGMA page_count").get() as { page_count: number }).page_count;
-    t.ctx.sqlite.exec(`PRAGMA max_page_count = ${pages + 2}`);
+    const pages = (t.sqlite.query("PRAGMA page_count").get() as { page_count: number }).page_count;
+    t.sqlite.exec(`PRAGMA max_page_count = ${pages + 2}`);
     let full: { status: number; body: any } | null = null;
     for (let i = 0; i < 200 && !full; i++) {
       const res = await t.req("POST", "/api/v1/logs", { body: { line: "y".repeat(4000) } });
@@ -30,8 +30,8 @@ describe("faults", () => {
     const list = await t.req("GET", "/api/v1/logs?limit=500");
     expect(list.status).toBe(200);
     expect(list.body.items[0].line).toBe("kept");
-    expect(t.ctx.sqlite.query("PRAGMA integrity_check").get()).toEqual({ integrity_check: "ok" });
-    t.ctx.sqlite.exec("PRAGMA max_page_count = 1073741823");
+    expect(t.sqlite.query("PRAGMA integrity_check").get()).toEqual({ integrity_check: "ok" });
+    t.sqlite.exec("PRAGMA max_page_count = 1073741823");
     expect((await t.req("POST", "/api/v1/logs", { body: { line: "again" } })).status).toBe(201);
   });
 

@@ -23,9 +23,9 @@ export function appCallbackUrl(ctx: AppContext, params: Record<string, string>):
  */
 export async function startOAuthLogin(ctx: AppContext, name: string): Promise<OAuthRedirect> {
   const provider = requireProvider(name);
-  assertOAuthEnabled(ctx);
-  requireCredentials(ctx, provider);
-  const st = createOAuthState(ctx, provider);
+  await assertOAuthEnabled(ctx);
+  await requireCredentials(ctx, provider);
+  const st = await createOAuthState(ctx, provider);
   try {
     const url = await authorizationUrl(ctx, provider, st);
     return { location: url.toString(), cookie: st.cookie };
@@ -51,8 +51,8 @@ export async function finishOAuthLogin(
   const provider = requireProvider(name);
   const fail = (reason: string) => ({ location: appCallbackUrl(ctx, { error: reason }), cookie: null });
   // The state is spent first, so whatever happens next it cannot be tried again.
-  const st = consumeOAuthState(ctx, provider, query.state, cookie);
-  if (!getSetting(ctx, "auth_oauth_enabled")) return fail("method_disabled");
+  const st = await consumeOAuthState(ctx, provider, query.state, cookie);
+  if (!await getSetting(ctx, "auth_oauth_enabled")) return fail("method_disabled");
   if (!st) return fail("invalid_state");
   if (query.error || typeof query.code !== "string" || !query.code || query.code.length > 4096) {
     ctx.log.warn("oauth provider refused", { provider, error: query.error?.slice(0, 100) ?? "no code" });
@@ -62,7 +62,7 @@ export async function finishOAuthLogin(
     const profile = await fetchProfile(ctx, provider, query.code, st);
     const user = await matchOAuthUser(ctx, provider, profile);
     // A 2FA user gets the second step instead of a session (CONTRACT §7).
-    const s = finishLogin(ctx, user, client);
+    const s = await finishLogin(ctx, user, client);
     if ("totp_required" in s) return { location: appCallbackUrl(ctx, { totp_required: "true", totp_token: s.totp_token }), cookie: null };
     return {
       location: appCallbackUrl(ctx, { access_token: s.access_token, refresh_token: s.refresh_token, expires_in: String(s.expires_in) }),

@@ -17,13 +17,9 @@ export class OAuthLoginError extends Error {
   }
 }
 
-function linkAccount(ctx: AppContext, provider: ProviderName, profile: ProviderProfile, userId: string, email: string | null): void {
-  ctx.sqlite
-    .query(
-      `INSERT INTO _oauth_accounts (provider, provider_user_id, user_id, email, name, avatar_url, created_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (provider, provider_user_id) DO NOTHING`,
-    )
-    .run(provider, profile.id, userId, email, clip(profile.name), clip(profile.avatarUrl), ctx.clock.now());
+async function linkAccount(ctx: AppContext, provider: ProviderName, profile: ProviderProfile, userId: string, email: string | null): Promise<void> {
+  await ctx.db.run(`INSERT INTO _oauth_accounts (provider, provider_user_id, user_id, email, name, avatar_url, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (provider, provider_user_id) DO NOTHING`, [provider, profile.id, userId, email, clip(profile.name), clip(profile.avatarUrl), ctx.clock.now()]);
 }
 
 function clip(v: string | null): string | null {
@@ -37,15 +33,11 @@ function clip(v: string | null): string | null {
  * only while `registration_open` is true.
  */
 export async function matchOAuthUser(ctx: AppContext, provider: ProviderName, profile: ProviderProfile): Promise<UserRow> {
-  const linked = ctx.sqlite
-    .query<{ user_id: string }, [string, string]>("SELECT user_id FROM _oauth_accounts WHERE provider = ? AND provider_user_id = ?")
-    .get(provider, profile.id);
+  const linked = await ctx.db.get<{ user_id: string }>("SELECT user_id FROM _oauth_accounts WHERE provider = ? AND provider_user_id = ?", [provider, profile.id]);
   if (linked) {
-    const user = findUserById(ctx, linked.user_id);
+    const user = await findUserById(ctx, linked.user_id);
     if (user) {
-      ctx.sqlite
-        .query("UPDATE _oauth_accounts SET name = ?, avatar_url = ?, email = COALESCE(?, email) WHERE provider = ? AND provider_user_id = ?")
-        .run(clip(profile.name), clip(profile.avatarUrl), profile.email?.slice(0, 254) ?? null, provider, profile.id);
+      await ctx.db.run("UPDATE _oauth_accounts SET name = ?, avatar_url = ?, email = COALESCE(?, email) WHERE provider = ? AND provider_user_id = ?", [clip(profile.name), clip(profile.avatarUrl), profile.email?.slice(0, 254) ?? null, provider, profile.id]);
       return user;
     }
   }
@@ -59,30 +51,30 @@ export async function matchOAuthUser(ctx: AppContext, provider: ProviderName, pr
   // IMPORTANT: an address the provider did not verify could belong to anyone; linking or
   // creating on it would let a stranger take over (or squat) that address's account.
   if (!profile.emailVerified) throw new OAuthLoginError("email_not_verified", "the provider has not verified this email address");
-  const existing = findUserByEmail(ctx, email);
+  const existing = await findUserByEmail(ctx, email);
   if (existing) return linkExisting(ctx, provider, profile, existing, email);
-  if (!getSetting(ctx, "registration_open")) throw new OAuthLoginError("registration_closed", "registration is closed");
+  if (!await getSetting(ctx, "registration_open")) throw new OAuthLoginError("registration_closed", "registration is closed");
   let user: UserRow;
   try {
     user = await createUser(ctx, { email, isVerified: true });
   } catch (err) {
     // Another login created the same address a moment ago: link to it instead.
-    const raced = err instanceof AppError && err.status === 409 ? findUserByEmail(ctx, email) : null;
+    const raced = err instanceof AppError && err.status === 409 ? await findUserByEmail(ctx, email) : null;
     if (!raced) throw err;
-    return linkExisting(ctx, provider, profile, raced, email);
+    return await linkExisting(ctx, provider, profile, raced, email);
   }
-  linkAccount(ctx, provider, profile, user.id, email);
+  await linkAccount(ctx, provider, profile, user.id, email);
   return user;
 }
 
-function linkExisting(ctx: AppContext, provider: ProviderName, profile: ProviderProfile, user: UserRow, email: string): UserRow {
-  ctx.sqlite.transaction(() => {
-    linkAccount(ctx, provider, profile, user.id, email);
+async function linkExisting(ctx: AppContext, provider: ProviderName, profile: ProviderProfile, user: UserRow, email: string): Promise<UserRow> {
+  await ctx.db.transaction(async () => {
+    await linkAccount(ctx, provider, profile, user.id, email);
     // The provider has just proven the address belongs to this person: on a never-verified
     // account this drops whatever a pre-registration could have set up.
-    claimUnverifiedAccount(ctx, user.id);
-  })();
-  return findUserById(ctx, user.id)!;
+    await claimUnverifiedAccount(ctx, user.id);
+  });
+  return (await findUserById(ctx, user.id))!;
 }
 
 /** A linked account as listed for its user (SPEC 2.8). */
@@ -95,18 +87,14 @@ export interface LinkedAccountJson {
 }
 
 /** `GET /auth/oauth/accounts`: the user's linked accounts, oldest first. */
-export function listLinkedAccounts(ctx: AppContext, userId: string): { accounts: LinkedAccountJson[] } {
-  const accounts = ctx.sqlite
-    .query<LinkedAccountJson, [string]>(
-      "SELECT provider, email, name, avatar_url, created_at FROM _oauth_accounts WHERE user_id = ? ORDER BY created_at, provider",
-    )
-    .all(userId);
+export async function listLinkedAccounts(ctx: AppContext, userId: string): Promise<{ accounts: LinkedAccountJson[] }> {
+  const accounts = await ctx.db.all<LinkedAccountJson>("SELECT provider, email, name, avatar_url, created_at FROM _oauth_accounts WHERE user_id = ? ORDER BY created_at, provider", [userId]);
   return { accounts };
 }
 
 /** `DELETE /auth/oauth/:provider`: removes the user's links to that provider; 404 when there is none. */
-export function unlinkAccount(ctx: AppContext, userId: string, provider: ProviderName): { ok: true } {
-  const r = ctx.sqlite.query("DELETE FROM _oauth_accounts WHERE user_id = ? AND provider = ?").run(userId, provider);
+export async function unlinkAccount(ctx: AppContext, userId: string, provider: ProviderName): Promise<{ ok: true }> {
+  const r = await ctx.db.run("DELETE FROM _oauth_accounts WHERE user_id = ? AND provider = ?", [userId, provider]);
   if (r.changes === 0) throw new AppError(404, "not_found", `no ${provider} account is linked`);
   return { ok: true };
 }

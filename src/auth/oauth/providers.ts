@@ -69,8 +69,8 @@ function credentialsOf(s: Settings, provider: ProviderName): Credentials | null 
 }
 
 /** The provider's credentials from the settings; 400 when the admin has not set them. */
-export function requireCredentials(ctx: AppContext, provider: ProviderName): Credentials {
-  const c = credentialsOf(getSettings(ctx), provider);
+export async function requireCredentials(ctx: AppContext, provider: ProviderName): Promise<Credentials> {
+  const c = credentialsOf(await getSettings(ctx), provider);
   if (!c) throw badRequest(`OAuth provider "${provider}" is not configured`);
   return c;
 }
@@ -125,13 +125,13 @@ async function discover(ctx: AppContext, issuer: string): Promise<Endpoints> {
 }
 
 async function endpointsOf(ctx: AppContext, provider: ProviderName): Promise<Endpoints> {
-  return provider === "oidc" ? discover(ctx, getSettings(ctx).oauth_oidc_issuer) : staticEndpoints(ctx, provider);
+  return provider === "oidc" ? discover(ctx, (await getSettings(ctx)).oauth_oidc_issuer) : staticEndpoints(ctx, provider);
 }
 
-function scopesOf(ctx: AppContext, provider: ProviderName): string[] {
+async function scopesOf(ctx: AppContext, provider: ProviderName): Promise<string[]> {
   if (provider === "codehost") return ["read:user", "user:email"];
   if (provider === "portal") return ["openid", "email", "profile"];
-  const scopes = getSettings(ctx).oauth_oidc_scopes.split(/\s+/).filter(Boolean);
+  const scopes = (await getSettings(ctx)).oauth_oidc_scopes.split(/\s+/).filter(Boolean);
   return scopes.includes("openid") ? scopes : ["openid", ...scopes];
 }
 
@@ -141,10 +141,10 @@ function scopesOf(ctx: AppContext, provider: ProviderName): string[] {
  * OIDC discovery fails.
  */
 export async function authorizationUrl(ctx: AppContext, provider: ProviderName, st: { state: string; codeVerifier: string; nonce: string }): Promise<URL> {
-  const creds = requireCredentials(ctx, provider);
+  const creds = await requireCredentials(ctx, provider);
   const ep = await endpointsOf(ctx, provider);
   const client = new OAuth2Client(creds.clientId, creds.clientSecret, redirectUri(ctx, provider));
-  const url = client.createAuthorizationURLWithPKCE(ep.authorization, st.state, CodeChallengeMethod.S256, st.codeVerifier, scopesOf(ctx, provider));
+  const url = client.createAuthorizationURLWithPKCE(ep.authorization, st.state, CodeChallengeMethod.S256, st.codeVerifier, await scopesOf(ctx, provider));
   if (provider !== "codehost") url.searchParams.set("nonce", st.nonce);
   return url;
 }
@@ -154,7 +154,7 @@ export async function authorizationUrl(ctx: AppContext, provider: ProviderName, 
  * `/user/emails`, or the verified ID token (plus userinfo when the token carries no email).
  */
 export async function fetchProfile(ctx: AppContext, provider: ProviderName, code: string, st: OAuthStateRow): Promise<ProviderProfile> {
-  const creds = credentialsOf(getSettings(ctx), provider);
+  const creds = credentialsOf(await getSettings(ctx), provider);
   if (!creds) throw new ProviderError(`OAuth provider "${provider}" is not configured`);
   const ep = await endpointsOf(ctx, provider);
   // RFC 6749 2.3.1: HTTP Basic client credentials are form-encoded before base64, which arctic
@@ -234,6 +234,6 @@ async function githubProfile(api: string, accessToken: string): Promise<Provider
 }
 
 /** Throws 403 `method_disabled` when OAuth login is turned off. */
-export function assertOAuthEnabled(ctx: AppContext): void {
-  if (!getSettings(ctx).auth_oauth_enabled) throw new AppError(403, "method_disabled", "OAuth login is disabled on this server");
+export async function assertOAuthEnabled(ctx: AppContext): Promise<void> {
+  if (!(await getSettings(ctx)).auth_oauth_enabled) throw new AppError(403, "method_disabled", "OAuth login is disabled on this server");
 }

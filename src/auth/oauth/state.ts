@@ -24,15 +24,11 @@ export interface OAuthStateRow {
 }
 
 /** Creates a state, PKCE verifier, nonce and cookie value; stores only hashes of the state and cookie. */
-export function createOAuthState(ctx: AppContext, provider: string): NewOAuthState {
+export async function createOAuthState(ctx: AppContext, provider: string): Promise<NewOAuthState> {
   const now = ctx.clock.now();
   const out: NewOAuthState = { state: randomToken(32), codeVerifier: generateCodeVerifier(), nonce: randomToken(24), cookie: randomToken(32) };
-  ctx.sqlite.query("DELETE FROM _oauth_states WHERE expires_at <= ?").run(now);
-  ctx.sqlite
-    .query(
-      "INSERT INTO _oauth_states (state_hash, provider, code_verifier, nonce, cookie_hash, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-    )
-    .run(sha256(out.state), provider, out.codeVerifier, out.nonce, sha256(out.cookie), now, now + STATE_TTL_MS);
+  await ctx.db.run("DELETE FROM _oauth_states WHERE expires_at <= ?", [now]);
+  await ctx.db.run("INSERT INTO _oauth_states (state_hash, provider, code_verifier, nonce, cookie_hash, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)", [sha256(out.state), provider, out.codeVerifier, out.nonce, sha256(out.cookie), now, now + STATE_TTL_MS]);
   return out;
 }
 
@@ -42,13 +38,9 @@ export function createOAuthState(ctx: AppContext, provider: string): NewOAuthSta
  * browser holding its cookie; otherwise null. The cookie check stops a login CSRF where
  * an attacker's own callback URL is opened in the victim's browser.
  */
-export function consumeOAuthState(ctx: AppContext, provider: string, state: unknown, cookie: string | null): OAuthStateRow | null {
+export async function consumeOAuthState(ctx: AppContext, provider: string, state: unknown, cookie: string | null): Promise<OAuthStateRow | null> {
   if (typeof state !== "string" || !state || state.length > 512) return null;
-  const row = ctx.sqlite
-    .query<{ provider: string; code_verifier: string; nonce: string | null; cookie_hash: string; expires_at: number }, [string]>(
-      "DELETE FROM _oauth_states WHERE state_hash = ? RETURNING provider, code_verifier, nonce, cookie_hash, expires_at",
-    )
-    .get(sha256(state));
+  const row = await ctx.db.get<{ provider: string; code_verifier: string; nonce: string | null; cookie_hash: string; expires_at: number }>("DELETE FROM _oauth_states WHERE state_hash = ? RETURNING provider, code_verifier, nonce, cookie_hash, expires_at", [sha256(state)]);
   if (!row || row.provider !== provider || row.expires_at <= ctx.clock.now()) return null;
   if (!cookie || !safeEqual(sha256(cookie), row.cookie_hash)) return null;
   return { provider: row.provider, codeVerifier: row.code_verifier, nonce: row.nonce };

@@ -11,11 +11,11 @@ import { requireAdmin } from "../request.ts";
 export function adminOpsRoutes(ctx: AppContext) {
   const max = ctx.config.maxBodyBytes;
   return new Elysia({ prefix: "/api/v1/admin" })
-    .onBeforeHandle(({ request }) => {
-      requireAdmin(ctx, request);
+    .onBeforeHandle(async ({ request }) => {
+      await requireAdmin(ctx, request);
     })
-    .get("/backup", () => {
-      const { stream, bytes, filename } = backupDownload(ctx);
+    .get("/backup", async () => {
+      const { stream, bytes, filename } = await backupDownload(ctx);
       return new Response(stream, {
         headers: {
           "content-type": "application/vnd.sqlite3",
@@ -25,11 +25,11 @@ export function adminOpsRoutes(ctx: AppContext) {
         },
       });
     })
-    .post("/rotate-secret", () => {
+    .post("/rotate-secret", async () => {
       // With ADMIN_SECRET set, the environment names the secret: a rotation here would be undone at the next start.
       if (ctx.config.adminSecret)
         throw new AppError(409, "conflict", "the admin secret comes from ADMIN_SECRET: change it there and restart the server");
-      return { secret: rotateAdminSecret(ctx) };
+      return { secret: await rotateAdminSecret(ctx) };
     })
     .get("/mail", () => mailStatus(ctx))
     .post("/mail/test", async ({ request }) => sendTestMail(ctx, await readJson(request, max)));

@@ -9,12 +9,12 @@ export function adminRelationRoutes(ctx: AppContext) {
   const max = ctx.config.maxBodyBytes;
   return new Elysia({ prefix: "/api/v1/admin" })
     // Every route below needs admin credentials, re-checked against the database each time.
-    .onBeforeHandle(({ request }) => {
-      requireAdmin(ctx, request);
+    .onBeforeHandle(async ({ request }) => {
+      await requireAdmin(ctx, request);
     })
     .get("/relations", () => listRelations(ctx))
     .post("/relations", async ({ request, set }) => {
-      const res = createRelation(ctx, await readJson(request, max));
+      const res = await createRelation(ctx, await readJson(request, max));
       set.status = 201;
       return res;
     })

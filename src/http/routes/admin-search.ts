@@ -10,8 +10,8 @@ export function adminSearchRoutes(ctx: AppContext) {
   const max = ctx.config.maxBodyBytes;
   return new Elysia({ prefix: "/api/v1/admin/collections/:name" })
     // Every route below needs admin credentials, re-checked against the database each time.
-    .onBeforeHandle(({ request }) => {
-      requireAdmin(ctx, request);
+    .onBeforeHandle(async ({ request }) => {
+      await requireAdmin(ctx, request);
     })
     .get("/fts", ({ params }) => ftsStatus(ctx, params.name))
     .post("/fts", async ({ params, set }) => {
@@ -22,7 +22,7 @@ export function adminSearchRoutes(ctx: AppContext) {
     .delete("/fts", ({ params }) => disableFts(ctx, params.name))
     .get("/indexes", ({ params }) => listIndexes(ctx, params.name))
     .post("/indexes", async ({ request, params, set }) => {
-      const def = createIndexDef(ctx, params.name, await readJson(request, max));
+      const def = await createIndexDef(ctx, params.name, await readJson(request, max));
       set.status = 201;
       return def;
     })

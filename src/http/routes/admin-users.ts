@@ -23,8 +23,8 @@ import { requireAdmin } from "../request.ts";
 export function adminUserRoutes(ctx: AppContext) {
   const max = ctx.config.maxBodyBytes;
   return new Elysia({ prefix: "/api/v1/admin" })
-    .onBeforeHandle(({ request }) => {
-      requireAdmin(ctx, request);
+    .onBeforeHandle(async ({ request }) => {
+      await requireAdmin(ctx, request);
     })
     .get("/users", ({ request }) => {
       const q = new URL(request.url).searchParams;

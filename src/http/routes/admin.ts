@@ -25,12 +25,12 @@ export function adminRoutes(ctx: AppContext) {
       return adminLogin(ctx, body.secret, clientInfo(request, server).ip ?? "unknown");
     })
     // Every route below (all but login) needs admin credentials, re-checked against the database each time.
-    .onBeforeHandle(({ request }) => {
-      requireAdmin(ctx, request);
+    .onBeforeHandle(async ({ request }) => {
+      await requireAdmin(ctx, request);
     })
     .get("/collections", () => listCollectionsJson(ctx))
     .post("/collections", async ({ request, set }) => {
-      const res = createCollection(ctx, await readJson(request, max));
+      const res = await createCollection(ctx, await readJson(request, max));
       set.status = 201;
       return res;
     })

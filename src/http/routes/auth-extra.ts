@@ -16,28 +16,28 @@ export function authExtraRoutes(ctx: AppContext) {
   const json = (request: Request) => readJson(request, max);
   return new Elysia({ prefix: "/api/v1/auth" })
     .post("/verify-email", async ({ request }) => verifyEmail(ctx, asObject(await json(request)).token))
-    .post("/resend-verification", ({ request }) => resendVerification(ctx, user(request)))
+    .post("/resend-verification", async ({ request }) => resendVerification(ctx, await user(request)))
     .post("/magic-link", async ({ request }) => requestMagicLink(ctx, await json(request)))
     .post("/magic-link/verify", async ({ request, server }) => verifyMagicLink(ctx, await json(request), clientInfo(request, server)))
     .post("/forgot-password", async ({ request }) => forgotPassword(ctx, await json(request)))
     .post("/reset-password", async ({ request }) => resetPassword(ctx, await json(request)))
-    .get("/2fa/status", ({ request }) => totpStatus(ctx, user(request)))
-    .post("/2fa/setup", ({ request }) => setupTotp(ctx, user(request)))
+    .get("/2fa/status", async ({ request }) => totpStatus(ctx, await user(request)))
+    .post("/2fa/setup", async ({ request }) => setupTotp(ctx, await user(request)))
     .post("/2fa/enable", async ({ request }) => {
-      const p = user(request);
+      const p = await user(request);
       return enableTotp(ctx, p, await json(request));
     })
     .delete("/2fa/disable", async ({ request }) => {
-      const p = user(request);
+      const p = await user(request);
       return disableTotp(ctx, p, await json(request));
     })
     .post("/2fa/verify", async ({ request, server }) => verifyTotpLogin(ctx, await json(request), clientInfo(request, server)))
     .post("/api-keys", async ({ request, set }) => {
-      const p = user(request);
-      const res = createApiKey(ctx, p, await json(request));
+      const p = await user(request);
+      const res = await createApiKey(ctx, p, await json(request));
       set.status = 201;
       return res;
     })
-    .get("/api-keys", ({ request }) => listApiKeys(ctx, user(request)))
-    .delete("/api-keys/:id", ({ request, params }) => revokeApiKey(ctx, user(request), params.id));
+    .get("/api-keys", async ({ request }) => listApiKeys(ctx, await user(request)))
+    .delete("/api-keys/:id", async ({ request, params }) => revokeApiKey(ctx, await user(request), params.id));
 }

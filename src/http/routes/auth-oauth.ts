@@ -15,19 +15,19 @@ export function oauthRoutes(ctx: AppContext) {
       status: 302,
       headers: { location: r.location, "set-cookie": stateCookieHeader(r.cookie, secure), "cache-control": "no-store" },
     });
-  const userId = (request: Request) => {
-    const p = principalOf(ctx, request, { allowApiKey: false });
+  const userId = async (request: Request) => {
+    const p = await principalOf(ctx, request, { allowApiKey: false });
     if (p.kind !== "user") throw unauthorized("a user access token is required");
     return p.userId;
   };
   return new Elysia({ prefix: "/api/v1/auth/oauth" })
-    .get("/accounts", ({ request }) => listLinkedAccounts(ctx, userId(request)))
+    .get("/accounts", async ({ request }) => listLinkedAccounts(ctx, await userId(request)))
     .get("/:provider", async ({ params }) => redirect(await startOAuthLogin(ctx, params.provider)))
     .get("/:provider/callback", async ({ params, query, request, server }) =>
       redirect(await finishOAuthLogin(ctx, params.provider, query, readCookie(request.headers.get("cookie"), STATE_COOKIE), clientInfo(request, server))),
     )
-    .delete("/:provider", ({ params, request }) => {
-      const id = userId(request);
+    .delete("/:provider", async ({ params, request }) => {
+      const id = await userId(request);
       return unlinkAccount(ctx, id, requireProvider(params.provider));
     });
 }

@@ -21,11 +21,11 @@ export function authRoutes(ctx: AppContext) {
       const body = asObject(await readJson(request, max));
       return refreshSession(ctx, body.refresh_token);
     })
-    .post("/logout", ({ request }) => logout(ctx, user(request)))
-    .post("/logout-all", ({ request }) => logoutAll(ctx, user(request)))
-    .get("/me", ({ request }) => me(ctx, user(request)))
+    .post("/logout", async ({ request }) => logout(ctx, await user(request)))
+    .post("/logout-all", async ({ request }) => logoutAll(ctx, await user(request)))
+    .get("/me", async ({ request }) => me(ctx, await user(request)))
     .patch("/me", async ({ request }) => {
-      const p = user(request);
+      const p = await user(request);
       return updateMe(ctx, p, await readJson(request, max));
     });
 }

@@ -19,9 +19,9 @@ function wantsJson(request: Request): boolean {
  */
 export function mailPageRoutes(ctx: AppContext) {
   const apiBase = `${new URL(ctx.config.publicUrl).pathname.replace(/\/+$/, "")}/api/v1`;
-  const page = (kind: MailKind) => ({ request }: { request: Request }) => {
+  const page = (kind: MailKind) => async ({ request }: { request: Request }) => {
     if (ctx.config.appUrl !== ctx.config.publicUrl || wantsJson(request)) throw notFound("no such endpoint");
-    return new Response(renderLandingPage(kind, { appName: getSetting(ctx, "app_name"), apiBase }), { headers: PAGE_HEADERS });
+    return new Response(renderLandingPage(kind, { appName: await getSetting(ctx, "app_name"), apiBase }), { headers: PAGE_HEADERS });
   };
   let app = new Elysia();
   for (const kind of Object.keys(LINK_PATHS) as MailKind[]) app = app.get(LINK_PATHS[kind], page(kind));

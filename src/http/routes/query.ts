@@ -9,10 +9,10 @@ const searchParams = (request: Request) => new URL(request.url).searchParams;
 /** `GET /api/v1/:collection/count` and `/aggregate`. */
 export function queryRoutes(ctx: AppContext) {
   return new Elysia({ prefix: "/api/v1" })
-    .get("/:collection/count", ({ request, params }) =>
-      countRecords(ctx, params.collection, searchParams(request), principalOf(ctx, request)),
+    .get("/:collection/count", async ({ request, params }) =>
+      countRecords(ctx, params.collection, searchParams(request), await principalOf(ctx, request)),
     )
-    .get("/:collection/aggregate", ({ request, params }) =>
-      aggregateRecords(ctx, params.collection, searchParams(request), principalOf(ctx, request)),
+    .get("/:collection/aggregate", async ({ request, params }) =>
+      aggregateRecords(ctx, params.collection, searchParams(request), await principalOf(ctx, request)),
     );
 }

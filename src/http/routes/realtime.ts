@@ -12,11 +12,11 @@ export function realtimeRoutes(ctx: AppContext) {
   const hub = realtimeHub(ctx);
   const max = ctx.config.maxBodyBytes;
   return new Elysia({ prefix: "/api/v1" })
-    .get("/realtime", ({ request, server }) => {
-      const identity = identityOf(ctx, principalOf(ctx, request), request);
+    .get("/realtime", async ({ request, server }) => {
+      const identity = await identityOf(ctx, await principalOf(ctx, request), request);
       const params = new URL(request.url).searchParams;
       const subscribe = params.get("subscribe");
-      const response = hub.open({
+      const response = await hub.open({
         identity,
         ip: clientInfo(request, server).ip ?? "unknown",
         // Browsers send the header when EventSource reconnects; the parameter serves a fresh EventSource.
@@ -28,7 +28,7 @@ export function realtimeRoutes(ctx: AppContext) {
       return response;
     })
     .post("/realtime", async ({ request }) => {
-      const identity = identityOf(ctx, principalOf(ctx, request), request);
+      const identity = await identityOf(ctx, await principalOf(ctx, request), request);
       const body = asObject(await readJson(request, max));
       return hub.subscribe(body.client_id, body.subscriptions, identity);
     });

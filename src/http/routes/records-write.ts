@@ -10,14 +10,14 @@ export function recordWriteRoutes(ctx: AppContext) {
   const max = ctx.config.maxBodyBytes;
   return new Elysia({ prefix: "/api/v1" })
     .post("/:collection/bulk", async ({ request, params, set }) => {
-      const p = principalOf(ctx, request);
+      const p = await principalOf(ctx, request);
       const body = await readJson(request, max);
-      const records = bulkCreate(ctx, params.collection, body, p);
+      const records = await bulkCreate(ctx, params.collection, body, p);
       set.status = 201;
       return records;
     })
     .post("/:collection/batch", async ({ request, params }) => {
-      const p = principalOf(ctx, request);
+      const p = await principalOf(ctx, request);
       return runBatch(ctx, params.collection, await readJson(request, max), p);
     });
 }

@@ -22,27 +22,27 @@ const searchParams = (request: Request) => {
 export function recordRoutes(ctx: AppContext) {
   const max = ctx.config.maxBodyBytes;
   return new Elysia({ prefix: "/api/v1" })
-    .get("/:collection", ({ request, params }) => listRecords(ctx, params.collection, searchParams(request), principalOf(ctx, request)))
+    .get("/:collection", async ({ request, params }) => listRecords(ctx, params.collection, searchParams(request), await principalOf(ctx, request)))
     .post("/:collection", async ({ request, params, set }) => {
-      const p = principalOf(ctx, request);
+      const p = await principalOf(ctx, request);
       const body = await readJson(request, max);
       set.status = 201;
       return createRecord(ctx, params.collection, body, p);
     })
-    .get("/:collection/:id", ({ request, params }) => {
+    .get("/:collection/:id", async ({ request, params }) => {
       const q = searchParams(request);
-      return getRecord(ctx, params.collection, params.id, principalOf(ctx, request), {
+      return getRecord(ctx, params.collection, params.id, await principalOf(ctx, request), {
         includeDeleted: parseBool(q.get("include_deleted"), "include_deleted"),
         expand: q.getAll("expand"),
         fields: q.get("fields"),
       });
     })
     .patch("/:collection/:id", async ({ request, params }) => {
-      const p = principalOf(ctx, request);
+      const p = await principalOf(ctx, request);
       return updateRecord(ctx, params.collection, params.id, await readJson(request, max), p);
     })
-    .delete("/:collection/:id", ({ request, params }) => deleteRecord(ctx, params.collection, params.id, principalOf(ctx, request)))
-    .post("/:collection/:id/restore", ({ request, params }) =>
-      restoreRecord(ctx, params.collection, params.id, principalOf(ctx, request)),
+    .delete("/:collection/:id", async ({ request, params }) => deleteRecord(ctx, params.collection, params.id, await principalOf(ctx, request)))
+    .post("/:collection/:id/restore", async ({ request, params }) =>
+      restoreRecord(ctx, params.collection, params.id, await principalOf(ctx, request)),
     );
 }
