@@ -2,11 +2,23 @@ import type { AppContext } from "../context.ts";
 import { randomToken } from "../crypto.ts";
 import { getMeta, setMeta } from "../db/meta.ts";
 
-/** The JWT signing key: generated at first start, kept in the database, cached in memory (it never changes). */
-export async function jwtKey(ctx: AppContext): Promise<string> {
-  let key = ctx.cache.get("jwt_key") as string | undefined;
-  if (key) return key;
-  key = await getMeta(ctx.db, "jwt_key") ?? undefined;
+/**
+ * The JWT signing key: generated at first start, kept in the database, cached in memory (it never
+ * changes). Once loaded it is answered without a promise (every request verifies a token with it).
+ */
+export function jwtKey(ctx: AppContext): string | Promise<string> {
+  return (ctx.cache.get("jwt_key") as string | undefined) ?? loadJwtKey(ctx);
+}
+
+/** The key when ensureJwtKey has loaded it, which the server does before it takes requests. */
+export function loadedJwtKey(ctx: AppContext): string {
+  const key = ctx.cache.get("jwt_key") as string | undefined;
+  if (key === undefined) throw new Error("the JWT key is not loaded: ensureJwtKey runs before the app takes requests");
+  return key;
+}
+
+async function loadJwtKey(ctx: AppContext): Promise<string> {
+  let key = (await getMeta(ctx.db, "jwt_key")) ?? undefined;
   if (!key) {
     const fresh = randomToken(32);
     await ctx.db.run("INSERT INTO _meta (key, value) VALUES ('jwt_key', ?) ON CONFLICT DO NOTHING", [fresh]);

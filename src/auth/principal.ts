@@ -3,7 +3,7 @@ import { sha256 } from "../crypto.ts";
 import { AppError } from "../errors.ts";
 import { checkAdminSecretGuess, invalidAdminCredentials, isAdminToken } from "./admin.ts";
 import { isSignedJwt, looksLikeJwt, verifyJwt } from "./jwt.ts";
-import { jwtKey } from "./keys.ts";
+import { jwtKey, loadedJwtKey } from "./keys.ts";
 import { isSessionActive } from "./sessions.ts";
 
 /** Who is making a request. */
@@ -90,11 +90,14 @@ async function fromSignedJwt(ctx: AppContext, token: string): Promise<Principal>
   throw invalidToken();
 }
 
-/** True when `authorization` carries a live admin impersonation token (signed here, `imp`, no session). */
-export async function isImpersonationToken(ctx: AppContext, authorization: string | null): Promise<boolean> {
+/**
+ * True when `authorization` carries a live admin impersonation token (signed here, `imp`, no
+ * session). Synchronous: it runs before routing, on the key the server loaded at start.
+ */
+export function isImpersonationToken(ctx: AppContext, authorization: string | null): boolean {
   const token = authorization ? /^Bearer\s+(.+)$/i.exec(authorization.trim())?.[1].trim() : undefined;
   if (!token || !looksLikeJwt(token)) return false;
-  const claims = verifyJwt(await jwtKey(ctx), token, ctx.clock.now());
+  const claims = verifyJwt(loadedJwtKey(ctx), token, ctx.clock.now());
   return claims?.imp === true;
 }
 

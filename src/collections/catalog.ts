@@ -97,22 +97,31 @@ export function collectionFromRow(row: Row): Collection {
 /** Reloads the whole catalog from the database. */
 export async function reloadCatalog(ctx: AppContext): Promise<void> {
   const cat = ctx.catalog;
-  const rows = await ctx.db.all<Row>("SELECT * FROM _collections ORDER BY name");
-  cat.byName = new Map(rows.map((r) => [r.name.toLowerCase(), collectionFromRow(r)]));
-  cat.schemaVersion = await readSchemaVersion(ctx.db);
-  cat.dataVersion = await readDataVersion(ctx.db);
+  // Cleared first: a catalog write committed while this reads (another request's transaction may
+  // run between its statements) marks it stale again, and the next read reloads once more.
   cat.stale = false;
+  try {
+    const rows = await ctx.db.all<Row>("SELECT * FROM _collections ORDER BY name");
+    const schemaVersion = await readSchemaVersion(ctx.db);
+    const dataVersion = await readDataVersion(ctx.db);
+    cat.byName = new Map(rows.map((r) => [r.name.toLowerCase(), collectionFromRow(r)]));
+    cat.schemaVersion = schemaVersion;
+    cat.dataVersion = dataVersion;
+  } catch (err) {
+    cat.stale = true;
+    throw err;
+  }
 }
 
 /**
  * Makes sure the cache reflects the database, reloading when this or another process changed it.
  * The database is asked at most once per event-loop turn (and once at the start of each write
  * transaction, which holds the write lock), so a CLI change is seen by the next request after it
- * commits without a statement on every request.
+ * commits without a statement on every request. Answers without a promise when no statement is needed.
  */
-export async function refreshCatalog(ctx: AppContext): Promise<void> {
+export function refreshCatalog(ctx: AppContext): Promise<void> | undefined {
   const cat = ctx.catalog;
-  if (cat.stale) return await reloadCatalog(ctx);
+  if (cat.stale) return reloadCatalog(ctx);
   // Inside our write transaction no other connection can commit, so one check per transaction
   // is enough (bulk inserts would otherwise ask SQLite several times per record).
   if (cat.checkedInTx) return;
@@ -123,21 +132,36 @@ export async function refreshCatalog(ctx: AppContext): Promise<void> {
     cat.checkedTurn = t;
     cat.checkedCommits = commitsInProcess;
   }
+  return checkDataVersion(ctx);
+}
+
+async function checkDataVersion(ctx: AppContext): Promise<void> {
+  const cat = ctx.catalog;
   const dv = await readDataVersion(ctx.db);
   if (dv === cat.dataVersion) return;
   cat.dataVersion = dv;
   if (await readSchemaVersion(ctx.db) !== cat.schemaVersion) await reloadCatalog(ctx);
 }
 
+// The lookups below answer at once when the cache is current (the common case within a request),
+// and through a promise when the database has to be asked first; callers await either.
+
 /** The collection of that name (case-insensitive), or undefined. */
-export async function findCollection(ctx: AppContext, name: string): Promise<Collection | undefined> {
-  await refreshCatalog(ctx);
-  return ctx.catalog.byName.get(String(name).toLowerCase());
+export function findCollection(ctx: AppContext, name: string): Collection | undefined | Promise<Collection | undefined> {
+  const pending = refreshCatalog(ctx);
+  return pending ? pending.then(() => cached(ctx, name)) : cached(ctx, name);
 }
 
 /** The collection of that name, or 404. */
-export async function requireCollection(ctx: AppContext, name: string): Promise<Collection> {
-  const c = await findCollection(ctx, name);
+export function requireCollection(ctx: AppContext, name: string): Collection | Promise<Collection> {
+  const pending = refreshCatalog(ctx);
+  return pending ? pending.then(() => required(ctx, name)) : required(ctx, name);
+}
+
+const cached = (ctx: AppContext, name: string) => ctx.catalog.byName.get(String(name).toLowerCase());
+
+function required(ctx: AppContext, name: string): Collection {
+  const c = cached(ctx, name);
   if (!c) throw notFound(`collection "${name}" not found`);
   return c;
 }

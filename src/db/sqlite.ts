@@ -161,12 +161,12 @@ export class SqliteEngine implements Engine {
     const tx: Tx = { open: true, depth: 0, afterCommit: [] };
     let result: T;
     try {
-      this.sqlite.exec("BEGIN IMMEDIATE");
+      this.sqlite.query("BEGIN IMMEDIATE").run();
       try {
         result = await this.als.run(tx, fn);
-        this.sqlite.exec("COMMIT");
+        this.sqlite.query("COMMIT").run();
       } catch (err) {
-        if (this.sqlite.inTransaction) this.sqlite.exec("ROLLBACK");
+        if (this.sqlite.inTransaction) this.sqlite.query("ROLLBACK").run();
         throw err;
       }
     } catch (err) {
@@ -182,15 +182,15 @@ export class SqliteEngine implements Engine {
   private async savepoint<T>(tx: Tx, fn: () => Promise<T>): Promise<T> {
     const name = `sp${++tx.depth}`;
     const mark = tx.afterCommit.length;
-    this.sqlite.exec(`SAVEPOINT ${name}`);
+    this.sqlite.query(`SAVEPOINT ${name}`).run();
     try {
       const result = await fn();
-      this.sqlite.exec(`RELEASE ${name}`);
+      this.sqlite.query(`RELEASE ${name}`).run();
       return result;
     } catch (err) {
       if (this.sqlite.inTransaction) {
-        this.sqlite.exec(`ROLLBACK TO ${name}`);
-        this.sqlite.exec(`RELEASE ${name}`);
+        this.sqlite.query(`ROLLBACK TO ${name}`).run();
+        this.sqlite.query(`RELEASE ${name}`).run();
       }
       tx.afterCommit.length = mark;
       throw mapSqliteError(err);

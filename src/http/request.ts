@@ -13,9 +13,9 @@ export function rememberClientIp(request: Request, server: Server<unknown> | nul
 }
 
 /** The principal of a request from its headers. API keys act only outside `/auth/*`. */
-export async function principalOf(ctx: AppContext, request: Request, opts: { allowApiKey?: boolean } = {}): Promise<Principal> {
+export function principalOf(ctx: AppContext, request: Request, opts: { allowApiKey?: boolean } = {}): Promise<Principal> {
   const h = request.headers;
-  return await resolvePrincipal(
+  return resolvePrincipal(
     ctx,
     { authorization: h.get("authorization"), adminToken: h.get("x-admin-token"), apiKey: h.get("x-api-key") },
     { allowApiKey: opts.allowApiKey ?? true, ip: clientIps.get(request) ?? "unknown" },
@@ -46,7 +46,7 @@ export function clientInfo(request: Request, server: Server<unknown> | null | un
  * other `/auth/*` call it is refused (403), else whoever holds the 5-minute token could make it
  * permanent (an API key), set up 2FA, change the user or log them out everywhere.
  */
-export async function refuseImpersonationOnAuth(ctx: AppContext, request: Request): Promise<void> {
+export function refuseImpersonationOnAuth(ctx: AppContext, request: Request): void {
   const authorization = request.headers.get("authorization");
   if (!authorization) return;
   // A path without "auth", an escape or a dot cannot name an /auth route however it is written:
@@ -61,6 +61,6 @@ export async function refuseImpersonationOnAuth(ctx: AppContext, request: Reques
   path = path.replace(/\/+/g, "/").replace(/\/$/, "").toLowerCase();
   if (path !== "/api/v1/auth" && !path.startsWith("/api/v1/auth/")) return;
   if (request.method === "GET" && path === "/api/v1/auth/me") return;
-  if (await isImpersonationToken(ctx, authorization))
+  if (isImpersonationToken(ctx, authorization))
     throw forbidden("an impersonation token acts only on the data API and GET /auth/me");
 }

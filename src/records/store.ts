@@ -91,9 +91,12 @@ export async function insertRecord(ctx: AppContext, col: Collection, body: Recor
     values.push(encodeValue(def.type, clean[k]));
   }
   await ctx.db.run(insertSql(ctx, col.name, names), values);
-  await writeLinks(ctx, relations, id);
-  const record = (await attachRelationFields(ctx, col, [insertedRecord(col, values, clean)], p))[0];
-  stage(ctx, col, "create", await adminView(ctx, col, record, p), undefined, now, p);
+  if (relations.links.length) await writeLinks(ctx, relations, id);
+  const inserted = insertedRecord(col, values, clean);
+  // Without relations the record is final as built: no relation fields to attach for anyone.
+  const plain = (await relationsFrom(ctx, col.name)).length === 0;
+  const record = plain ? inserted : (await attachRelationFields(ctx, col, [inserted], p))[0];
+  stage(ctx, col, "create", plain ? { ...record } : await adminView(ctx, col, record, p), undefined, now, p);
   runHooks(ctx, col, "afterCreate", hookEvent(col, "create", p, record, null, clean));
   return record;
 }

@@ -37,12 +37,21 @@ const NONE: readonly Relation[] = Object.freeze([]);
 /**
  * The relation cache, built once per catalog schema version: relation changes bump that version
  * (also from another process such as the CLI), so the cache never serves a stale list, and a
- * request's lookups are map reads.
+ * request's lookups are map reads, answered without a promise when nothing has to be read.
  */
-async function relationCache(ctx: AppContext): Promise<RelationCache> {
-  await refreshCatalog(ctx);
+function relationCache(ctx: AppContext): RelationCache | Promise<RelationCache> {
+  const pending = refreshCatalog(ctx);
+  if (pending) return pending.then(() => current(ctx) ?? loadRelations(ctx));
+  return current(ctx) ?? loadRelations(ctx);
+}
+
+function current(ctx: AppContext): RelationCache | undefined {
   const cached = ctx.cache.get(CACHE_KEY) as RelationCache | undefined;
-  if (cached && cached.schemaVersion === ctx.catalog.schemaVersion && !ctx.catalog.stale) return cached;
+  return cached && cached.schemaVersion === ctx.catalog.schemaVersion && !ctx.catalog.stale ? cached : undefined;
+}
+
+async function loadRelations(ctx: AppContext): Promise<RelationCache> {
+  const schemaVersion = ctx.catalog.schemaVersion;
   const list = await ctx.db.all<Relation>(
     "SELECT id, from_col, from_field, to_col, to_field, type, on_delete, created_at FROM _relations ORDER BY created_at, id",
   );
@@ -54,26 +63,31 @@ async function relationCache(ctx: AppContext): Promise<RelationCache> {
     const key = `${col}\0${r.from_field.toLowerCase()}`;
     if (!byField.has(key)) byField.set(key, r);
   }
-  const cache = { schemaVersion: ctx.catalog.schemaVersion, list, from, byField };
+  const cache = { schemaVersion, list, from, byField };
   ctx.cache.set(CACHE_KEY, cache);
   return cache;
 }
 
 /** Every relation (a shared array: do not change it). */
-export async function allRelations(ctx: AppContext): Promise<Relation[]> {
-  return (await relationCache(ctx)).list;
+export function allRelations(ctx: AppContext): Relation[] | Promise<Relation[]> {
+  const c = relationCache(ctx);
+  return c instanceof Promise ? c.then((r) => r.list) : c.list;
 }
 
 const same = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
 
 /** The relations whose field lives on `col` (one, many and many_via declared from it); a shared array. */
-export async function relationsFrom(ctx: AppContext, col: string): Promise<readonly Relation[]> {
-  return (await relationCache(ctx)).from.get(col.toLowerCase()) ?? NONE;
+export function relationsFrom(ctx: AppContext, col: string): readonly Relation[] | Promise<readonly Relation[]> {
+  const c = relationCache(ctx);
+  const pick = (r: RelationCache) => r.from.get(col.toLowerCase()) ?? NONE;
+  return c instanceof Promise ? c.then(pick) : pick(c);
 }
 
 /** The relation declared on `col.field`, if any. */
-export async function relationOfField(ctx: AppContext, col: string, field: string): Promise<Relation | undefined> {
-  return (await relationCache(ctx)).byField.get(`${col.toLowerCase()}\0${field.toLowerCase()}`);
+export function relationOfField(ctx: AppContext, col: string, field: string): Relation | undefined | Promise<Relation | undefined> {
+  const c = relationCache(ctx);
+  const pick = (r: RelationCache) => r.byField.get(`${col.toLowerCase()}\0${field.toLowerCase()}`);
+  return c instanceof Promise ? c.then(pick) : pick(c);
 }
 
 /**
