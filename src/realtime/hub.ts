@@ -71,6 +71,8 @@ const tooMany = (message: string) => new AppError(429, "rate_limited", message, 
 
 function createHub(ctx: AppContext): RealtimeHub {
   const clients = new Map<string, Client>();
+  // Collection name → the clients with a topic on it, so an event of a collection nobody follows costs nothing.
+  const followers = new Map<string, Set<Client>>();
   const buffer = new ReplayBuffer();
   // Event ids carry the process's epoch: an id from before a restart cannot be mistaken for a current one.
   const epoch = `${ctx.clock.now().toString(36)}${randomToken(3)}`;
@@ -94,7 +96,10 @@ function createHub(ctx: AppContext): RealtimeHub {
     scheduled = false;
     const events = pending;
     pending = [];
-    for (const held of events) deliver(held, clients.values());
+    for (const held of events) {
+      const targets = followers.get(held.event.collection);
+      if (targets) deliver(held, targets);
+    }
   }
 
   /** Sends one event to every listed client it concerns and may be read by. */
@@ -139,9 +144,26 @@ function createHub(ctx: AppContext): RealtimeHub {
   }
 
   function drop(c: Client) {
-    clients.delete(c.id);
+    forget(c);
     c.sink.end();
+  }
+
+  /** Removes a client from the registry and the follower index. */
+  function forget(c: Client) {
+    if (clients.get(c.id) === c) clients.delete(c.id);
+    index(c, []);
     if (!clients.size) stopTimers();
+  }
+
+  /** Sets a client's topics and keeps the follower index in step. */
+  function index(c: Client, topics: Topic[]) {
+    for (const t of c.topics) {
+      const set = followers.get(t.collection);
+      set?.delete(c);
+      if (set && !set.size) followers.delete(t.collection);
+    }
+    c.topics = topics;
+    for (const t of topics) (followers.get(t.collection) ?? followers.set(t.collection, new Set()).get(t.collection)!).add(c);
   }
 
   function startTimers() {
@@ -185,7 +207,7 @@ function createHub(ctx: AppContext): RealtimeHub {
 
   /** Sets a client's topics; on the first subscription, replays what it missed since connecting (or its Last-Event-ID). */
   function setTopics(c: Client, topics: Topic[]) {
-    c.topics = topics;
+    index(c, topics);
     if (c.resumeFrom === null || !topics.length) return;
     const from = c.resumeFrom;
     c.resumeFrom = null;
@@ -216,10 +238,7 @@ function createHub(ctx: AppContext): RealtimeHub {
       const topics = subscribe ? checkTopicCount(subscribe, usage.topics) : [];
       const parsed = subscribe ? parseTopics(ctx, topics, identity.principal) : [];
       const id = randomToken(24);
-      const sink = new SseSink(STREAM_BUFFER_BYTES, () => {
-        if (clients.get(id)?.sink === sink) clients.delete(id);
-        if (!clients.size) stopTimers();
-      });
+      const sink = new SseSink(STREAM_BUFFER_BYTES, () => forget(c));
       const resume = parseLastEventId(lastEventId);
       const c: Client = { id, ip, identity, topics: [], sink, resumeFrom: buffer.lastSeq, lastSeq: buffer.lastSeq };
       if (resume !== null) {
@@ -248,10 +267,7 @@ function createHub(ctx: AppContext): RealtimeHub {
 
     closeAll() {
       stopTimers();
-      for (const c of [...clients.values()]) {
-        clients.delete(c.id);
-        c.sink.end();
-      }
+      for (const c of [...clients.values()]) drop(c);
     },
   };
 

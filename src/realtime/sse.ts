@@ -19,6 +19,7 @@ export class SseSink {
   private queuedBytes = 0;
   private controller: ReadableStreamDefaultController<Uint8Array> | null = null;
   private wanted = false;
+  private flushQueued = false;
   private ending = false;
   closed = false;
 
@@ -66,7 +67,14 @@ export class SseSink {
     }
     this.queue.push(bytes);
     this.queuedBytes += bytes.byteLength;
-    this.flush();
+    // Frames sent in the same turn (a burst of events) leave in one write, after it.
+    if (!this.flushQueued) {
+      this.flushQueued = true;
+      queueMicrotask(() => {
+        this.flushQueued = false;
+        this.flush();
+      });
+    }
     return true;
   }
 
