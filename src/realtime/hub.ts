@@ -17,6 +17,11 @@ import { parseTopics, type Topic } from "./topics.ts";
 /** Bytes a stream may have waiting for its reader before it is reset and closed. */
 export const STREAM_BUFFER_BYTES = 4 * 1024 * 1024;
 export const PING_MS = 25_000;
+/**
+ * Events are fanned out in batches at most this long after their commit: every stream then gets
+ * one write per batch instead of one per event, which is what many subscribers cost.
+ */
+export const FANOUT_DELAY_MS = 10;
 /** How often the identities of open streams are re-checked (a revoked session ends its stream within 1 s). */
 export const IDENTITY_CHECK_MS = 300;
 
@@ -38,6 +43,8 @@ export interface OpenOptions {
   lastEventId: string | null;
   /** Topics of `?subscribe=`, or null. */
   subscribe: string[] | null;
+  /** Called when the stream starts to end: the connection should time out if its reader takes nothing more. */
+  onEnd?: () => void;
 }
 
 export interface RealtimeHub {
@@ -87,7 +94,7 @@ function createHub(ctx: AppContext): RealtimeHub {
     // number of subscribers (or a stalled one) slows a write.
     if (!scheduled && clients.size) {
       scheduled = true;
-      setImmediate(flush);
+      setTimeout(flush, FANOUT_DELAY_MS);
     }
     if (!clients.size) pending = [];
   });
@@ -231,14 +238,14 @@ function createHub(ctx: AppContext): RealtimeHub {
       return clients.size;
     },
 
-    open({ identity, ip, lastEventId, subscribe }) {
+    open({ identity, ip, lastEventId, subscribe, onEnd }) {
       const usage = ipUsage(ip);
       if (usage.streams >= getSetting(ctx, "realtime_max_streams_per_ip"))
         throw tooMany("too many realtime streams from this address");
       const topics = subscribe ? checkTopicCount(subscribe, usage.topics) : [];
       const parsed = subscribe ? parseTopics(ctx, topics, identity.principal) : [];
       const id = randomToken(24);
-      const sink = new SseSink(STREAM_BUFFER_BYTES, () => forget(c));
+      const sink = new SseSink(STREAM_BUFFER_BYTES, () => forget(c), onEnd);
       const resume = parseLastEventId(lastEventId);
       const c: Client = { id, ip, identity, topics: [], sink, resumeFrom: buffer.lastSeq, lastSeq: buffer.lastSeq };
       if (resume !== null) {
