@@ -152,7 +152,7 @@ describe("back-pressure and limits", () => {
     expect(new TextDecoder().decode((await out.read()).value)).toBe("200\n");
     // More than the stream's 4 MiB buffer plus what the sockets hold.
     const payload = "x".repeat(2000);
-    const rounds = 24;
+    const rounds = 32;
     const started = Date.now();
     for (let i = 0; i < rounds; i++) {
       const res = await fetch(`${t.base}/api/v1/big/bulk`, {
