@@ -11,7 +11,7 @@
 
 interface HookEvent {
   collection: string;
-  op: "create" | "update" | "delete";
+  op: "create" | "update" | "delete" | "restore";
   /** The fields sent by the client; change them in before* handlers. Null for deletes. */
   data: Record<string, unknown> | null;
   /** The stored record: after* handlers; for update/delete, the record before the change. */
@@ -52,5 +52,11 @@ export default {
   afterCreate(e: HookEvent): void {
     // After-handlers see the stored record; throwing here still rolls the insert back.
     if (e.record && String(e.record.slug).length > 200) throw new Error("slug too long");
+  },
+
+  async onCommit(event: { action: string; record: Record<string, unknown>; by: string | null }): Promise<void> {
+    // Runs after the commit, once per changed record: the place for side effects outside the
+    // database. A throw is logged; the client already has its answer.
+    if (event.action === "create") console.log(`post ${event.record._id} created by ${event.by ?? "anonymous"}`);
   },
 };

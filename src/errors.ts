@@ -52,3 +52,9 @@ export const methodDisabled = (what: string) => new AppError(403, "method_disabl
 /** Builds a 422 for one field. */
 export const fieldError = (field: string, rule: string, message: string) =>
   new ValidationError([{ field, rule, message }]);
+
+/** A request body (or part of one) as a plain object, else 400. */
+export function asObject(body: unknown, what = "the request body"): Record<string, unknown> {
+  if (!body || typeof body !== "object" || Array.isArray(body)) throw badRequest(`${what} must be a JSON object`);
+  return body as Record<string, unknown>;
+}

@@ -1,8 +1,7 @@
 import { ulid } from "ulid";
 import type { AppContext } from "../context.ts";
 import { randomToken, sha256 } from "../crypto.ts";
-import { AppError, badRequest, methodDisabled, notFound } from "../errors.ts";
-import { asObject } from "../records/codec.ts";
+import { AppError, asObject, badRequest, methodDisabled, notFound } from "../errors.ts";
 import { getSetting } from "../settings/settings.ts";
 import type { Principal } from "./principal.ts";
 

@@ -1,6 +1,5 @@
 import type { AppContext } from "../context.ts";
-import { AppError, methodDisabled } from "../errors.ts";
-import { asObject } from "../records/codec.ts";
+import { AppError, asObject, methodDisabled } from "../errors.ts";
 import { getSetting } from "../settings/settings.ts";
 import { findUserById } from "../users/users.ts";
 import { consumeMailToken } from "./mail-tokens.ts";

@@ -1,6 +1,5 @@
 import type { AppContext } from "../context.ts";
-import { AppError, badRequest, methodDisabled } from "../errors.ts";
-import { asObject } from "../records/codec.ts";
+import { AppError, asObject, badRequest, methodDisabled } from "../errors.ts";
 import { getSetting } from "../settings/settings.ts";
 import { consumeMailToken } from "./mail-tokens.ts";
 import { checkPassword, hashPassword } from "./passwords.ts";

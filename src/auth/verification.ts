@@ -1,8 +1,7 @@
 import type { AppContext } from "../context.ts";
-import { AppError, conflict } from "../errors.ts";
+import { AppError, asObject, conflict } from "../errors.ts";
 import { renderMail, type MailKind } from "../mail/templates.ts";
 import { getSetting } from "../settings/settings.ts";
-import { asObject } from "../records/codec.ts";
 import { findUserByEmail, findUserById, userToJson, type UserJson, type UserRow } from "../users/users.ts";
 import { checkMailLimit } from "./mail-limit.ts";
 import { consumeMailToken, issueMailToken } from "./mail-tokens.ts";

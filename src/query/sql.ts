@@ -46,13 +46,6 @@ export interface ReadPlan {
  */
 export type FilterExtension = (ctx: AppContext, col: Collection, cond: FilterCond, table: string, p: Principal) => Where | undefined;
 
-const filterExtensions: FilterExtension[] = [];
-
-/** Adds a filter extension; each is asked, in order, before a filter falls to the column rules. */
-export function registerFilterExtension(fn: FilterExtension): void {
-  if (!filterExtensions.includes(fn)) filterExtensions.push(fn);
-}
-
 /** Resolves a field name (system or user, case-insensitive) or answers 400. */
 export function resolveField(col: Collection, name: string): FieldRef {
   const lower = name.toLowerCase();
@@ -123,9 +116,17 @@ function compileFilter(col: Collection, cond: FilterCond): Where {
 
 /**
  * The FROM and WHERE every read shares: soft-delete visibility, the owner filter of an
- * `owner` read rule, the filters, and the full-text match.
+ * `owner` read rule, the filters, and the full-text match. `extension` is asked first for each
+ * filter (the relations' filter on their virtual fields) before it falls to the column rules.
  */
-export function planRead(ctx: AppContext, col: Collection, rq: ReadQuery, access: Access, p: Principal): ReadPlan {
+export function planRead(
+  ctx: AppContext,
+  col: Collection,
+  rq: ReadQuery,
+  access: Access,
+  p: Principal,
+  extension: FilterExtension,
+): ReadPlan {
   const table = q(col.name);
   const parts: string[] = [];
   const params: SqlValue[] = [];
@@ -155,9 +156,7 @@ export function planRead(ctx: AppContext, col: Collection, rq: ReadQuery, access
     params.push(...visible.params);
   }
   for (const cond of rq.filters) {
-    let w: Where | undefined;
-    for (const ext of filterExtensions) if ((w = ext(ctx, col, cond, table, p))) break;
-    w ??= compileFilter(col, cond);
+    const w = extension(ctx, col, cond, table, p) ?? compileFilter(col, cond);
     parts.push(w.sql);
     params.push(...w.params);
   }

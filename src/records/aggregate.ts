@@ -5,6 +5,7 @@ import type { FieldType } from "../collections/types.ts";
 import { badRequest } from "../errors.ts";
 import { parseAggregateQuery } from "../query/parse.ts";
 import { column, planRead, resolveField, runRead, type SqlValue } from "../query/sql.ts";
+import { relationFilter } from "../relations/filter.ts";
 import { checkAccess } from "../rules/access.ts";
 
 /** Most groups one `group_by` answer carries; more is 400 (an anonymous client could ask for millions). */
@@ -36,7 +37,7 @@ export function aggregateRecords(ctx: AppContext, name: string, params: URLSearc
   const aq = parseAggregateQuery(params);
   const field = aq.field === null ? null : resolveField(col, aq.field);
   const group = aq.groupBy === null ? null : resolveField(col, aq.groupBy);
-  const plan = planRead(ctx, col, aq, access, p);
+  const plan = planRead(ctx, col, aq, access, p, relationFilter);
   if ((aq.fn === "sum" || aq.fn === "avg") && field!.type !== "number")
     throw badRequest(`${aq.fn} needs a number field: "${field!.name}" is ${field!.type}`);
   const c = field ? column(col, field.name) : null;

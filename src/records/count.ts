@@ -3,6 +3,7 @@ import type { AppContext } from "../context.ts";
 import { requireCollection } from "../collections/catalog.ts";
 import { parseReadQuery } from "../query/parse.ts";
 import { planRead, runRead, type ReadPlan, type SqlValue } from "../query/sql.ts";
+import { relationFilter } from "../relations/filter.ts";
 import { checkAccess } from "../rules/access.ts";
 
 /** COUNT(*) over a read plan. */
@@ -18,5 +19,5 @@ export function countPlan(ctx: AppContext, plan: ReadPlan): number {
 export function countRecords(ctx: AppContext, name: string, params: URLSearchParams, p: Principal): { total: number } {
   const col = requireCollection(ctx, name);
   const access = checkAccess(col, "read", p);
-  return { total: countPlan(ctx, planRead(ctx, col, parseReadQuery(params), access, p)) };
+  return { total: countPlan(ctx, planRead(ctx, col, parseReadQuery(params), access, p, relationFilter)) };
 }

@@ -18,6 +18,7 @@ import {
   type Where,
 } from "../query/sql.ts";
 import { finishRelations, parseExpand, relationProjection } from "../relations/expand.ts";
+import { relationFilter } from "../relations/filter.ts";
 import { checkAccess } from "../rules/access.ts";
 import { decodeRow, type RecordJson } from "./codec.ts";
 import { countPlan } from "./count.ts";
@@ -68,7 +69,7 @@ function cursorValues(ctx: AppContext, plan: ReadPlan, terms: OrderTerm[], after
 
 /** Runs a parsed list query on a collection the caller may read (access already decided). */
 export function runListQuery(ctx: AppContext, col: Collection, lq: ListQuery, access: ReturnType<typeof checkAccess>, p: Principal): Page {
-  const plan = planRead(ctx, col, lq, access, p);
+  const plan = planRead(ctx, col, lq, access, p, relationFilter);
   const terms = orderTerms(col, plan, lq.sort);
   const select = selectList(col, lq.fields);
   const order = orderBySql(plan, terms);

@@ -2,6 +2,7 @@ import type { Database, Statement } from "bun:sqlite";
 import { ADMIN, type Principal } from "../auth/principal.ts";
 import type { AppContext } from "../context.ts";
 import { q } from "../collections/ddl.ts";
+import { ensureFields } from "../collections/grow.ts";
 import type { Collection } from "../collections/types.ts";
 import { validateFieldRules } from "../collections/validate.ts";
 import { ValidationError } from "../errors.ts";
@@ -12,7 +13,7 @@ import { prepareRelations, writeLinks } from "../relations/check.ts";
 import { relationsFrom } from "../relations/catalog.ts";
 import { attachRelationFields } from "../relations/expand.ts";
 import { newRecordId } from "./ids.ts";
-import { encodeValue, ensureFields, fetchRecord, userFields, type RecordJson } from "./codec.ts";
+import { encodeValue, fetchRecord, userFields, type RecordJson } from "./codec.ts";
 
 /**
  * The record store: the one writer of rows of user collections. Every write (insert, update,
@@ -244,4 +245,30 @@ export function removeRecord(ctx: AppContext, col: Collection, previous: RecordJ
   stage(ctx, col, "hard_delete", last, last, ctx.clock.now(), p);
   effects.deleted(ctx, col, previous, "hard", p);
   runHooks(ctx, col, "afterDelete", event);
+}
+
+/**
+ * A relation changes a record's many_via links (a cascade or set_null removing the links to a
+ * deleted record, a restore putting them back): the record's update hooks run around `apply`
+ * (which changes the junction rows) with `data` `{ [field]: the new id list }`, and the change
+ * emits an `update` event. `_updated_at` stays, as for any change of links alone. Nothing
+ * happens for a record that no longer exists.
+ */
+export function relinkRecord(
+  ctx: AppContext,
+  col: Collection,
+  id: string,
+  link: { field: string; next: string[] },
+  p: Principal,
+  apply: () => void,
+): void {
+  const previous = fetchRecord(ctx, col, id);
+  if (!previous) return;
+  const before = adminView(ctx, col, previous, null);
+  const data = { [link.field]: link.next };
+  runHooks(ctx, col, "beforeUpdate", hookEvent(col, "update", p, previous, previous, data));
+  apply();
+  const record = adminView(ctx, col, fetchRecord(ctx, col, id)!, null);
+  stage(ctx, col, "update", record, before, ctx.clock.now(), p);
+  runHooks(ctx, col, "afterUpdate", hookEvent(col, "update", p, record, previous, data));
 }

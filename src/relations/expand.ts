@@ -6,7 +6,6 @@ import { SYSTEM_FIELDS, type Collection } from "../collections/types.ts";
 import { badRequest } from "../errors.ts";
 import { decodeRow, type RecordJson } from "../records/codec.ts";
 import { junctionTable, relationsFrom, type Relation } from "./catalog.ts";
-import "./filter.ts";
 import { readFilter, type TargetFilter } from "./read-filter.ts";
 
 type Row = Record<string, unknown>;

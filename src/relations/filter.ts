@@ -5,7 +5,7 @@ import { q } from "../collections/ddl.ts";
 import type { Collection } from "../collections/types.ts";
 import { badRequest } from "../errors.ts";
 import type { FilterCond } from "../query/parse.ts";
-import { registerFilterExtension, type Where } from "../query/sql.ts";
+import type { Where } from "../query/sql.ts";
 import { junctionTable, relationOfField } from "./catalog.ts";
 import { readFilter } from "./read-filter.ts";
 
@@ -70,5 +70,3 @@ export function relationFilter(ctx: AppContext, col: Collection, cond: FilterCon
       throw badRequest(`"${cond.field}" is a ${rel.type} relation field: filter it with eq, ne or in`);
   }
 }
-
-registerFilterExtension(relationFilter);

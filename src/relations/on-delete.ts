@@ -4,7 +4,14 @@ import { findCollection } from "../collections/catalog.ts";
 import { q } from "../collections/ddl.ts";
 import type { Collection } from "../collections/types.ts";
 import { decodeRow, fetchRecord, selectList, type RecordJson } from "../records/codec.ts";
-import { removeRecord, restoreRecordRow, setFieldNull, softDeleteRecord, type RelationEffects } from "../records/store.ts";
+import {
+  relinkRecord,
+  removeRecord,
+  restoreRecordRow,
+  setFieldNull,
+  softDeleteRecord,
+  type RelationEffects,
+} from "../records/store.ts";
 import { allRelations, junctionTable, restricted, type Relation } from "./catalog.ts";
 
 const same = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
@@ -124,11 +131,44 @@ export function onRecordDelete(ctx: AppContext, col: Collection, record: RecordJ
         for (const l of links) remember(ctx, col, id, rel, "link", from.name, l.from_id, l.pos);
       }
       // restrict keeps the links of soft-deleted holders, so restoring both brings them back
-      if (mode === "hard" || rel.on_delete !== "restrict") ctx.sqlite.query(`DELETE FROM ${j} WHERE "to_id" = ?`).run(id);
+      if (mode === "hard" || rel.on_delete !== "restrict") unlinkHolders(ctx, from, rel, id, p);
     }
     if (mode === "hard" && same(rel.from_col, col.name)) ctx.sqlite.query(`DELETE FROM ${j} WHERE "from_id" = ?`).run(id);
   }
   if (mode === "hard") ctx.sqlite.query("DELETE FROM _relation_cascades WHERE cause_col = ? AND cause_id = ?").run(col.name, id);
+}
+
+/** The ids a many_via holder links to, in order. */
+function linkedIds(ctx: AppContext, rel: Relation, holderId: string): { to_id: string; pos: number }[] {
+  return ctx.sqlite
+    .query<{ to_id: string; pos: number }, [string]>(`SELECT "to_id", "pos" FROM ${q(junctionTable(rel))} WHERE "from_id" = ? ORDER BY "pos"`)
+    .all(holderId);
+}
+
+/** Removes every many_via link to `id`, holder by holder, each through the store (update hooks, event). */
+function unlinkHolders(ctx: AppContext, from: Collection, rel: Relation, id: string, p: Principal): void {
+  const j = q(junctionTable(rel));
+  const holders = ctx.sqlite
+    .query<{ from_id: string }, [string]>(`SELECT "from_id" FROM ${j} WHERE "to_id" = ? ORDER BY "from_id"`)
+    .all(id);
+  for (const { from_id } of holders) {
+    const next = linkedIds(ctx, rel, from_id).filter((l) => l.to_id !== id).map((l) => l.to_id);
+    relinkRecord(ctx, from, from_id, { field: rel.from_field, next }, p, () =>
+      ctx.sqlite.query(`DELETE FROM ${j} WHERE "from_id" = ? AND "to_id" = ?`).run(from_id, id),
+    );
+  }
+  // Links whose holder row is gone (nothing to update) go too.
+  ctx.sqlite.query(`DELETE FROM ${j} WHERE "to_id" = ?`).run(id);
+}
+
+/** Puts back one many_via link a cascade removed, if its holder still exists and lacks it. */
+function relinkHolder(ctx: AppContext, holder: Collection, rel: Relation, holderId: string, id: string, pos: number, p: Principal): void {
+  const links = linkedIds(ctx, rel, holderId);
+  if (links.some((l) => l.to_id === id)) return;
+  const next = [...links, { to_id: id, pos }].sort((a, b) => a.pos - b.pos).map((l) => l.to_id);
+  relinkRecord(ctx, holder, holderId, { field: rel.from_field, next }, p, () =>
+    ctx.sqlite.query(`INSERT OR IGNORE INTO ${q(junctionTable(rel))} ("from_id", "to_id", "pos") VALUES (?, ?, ?)`).run(holderId, id, pos),
+  );
 }
 
 /**
@@ -155,11 +195,7 @@ export function onRecordRestore(ctx: AppContext, col: Collection, id: string, p:
     } else {
       const rel = rels.find((r) => r.id === row.relation_id);
       if (!rel) continue;
-      const exists = ctx.sqlite.query(`SELECT 1 FROM ${q(target.name)} WHERE "_id" = ?`).get(row.rec_id);
-      if (exists)
-        ctx.sqlite
-          .query(`INSERT OR IGNORE INTO ${q(junctionTable(rel))} ("from_id", "to_id", "pos") VALUES (?, ?, ?)`)
-          .run(row.rec_id, id, row.pos);
+      relinkHolder(ctx, target, rel, row.rec_id, id, row.pos, p);
     }
   }
 }

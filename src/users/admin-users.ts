@@ -1,5 +1,5 @@
 import type { AppContext } from "../context.ts";
-import { AppError, badRequest, notFound } from "../errors.ts";
+import { AppError, asObject, badRequest, notFound } from "../errors.ts";
 import { clearLoginAttempts } from "../auth/lockout.ts";
 import { checkPassword, hashPassword, normalizeEmail } from "../auth/passwords.ts";
 import { signAccessToken, listUserSessions, revokeSession, revokeUserSessions } from "../auth/sessions.ts";
@@ -7,7 +7,6 @@ import { listLinkedAccounts, type LinkedAccountJson } from "../auth/oauth/matchi
 import { activeApiKeysOf, revokeApiKeyOf, type ApiKeyJson } from "../auth/api-keys.ts";
 import { removeTotp } from "../auth/totp.ts";
 import { lockedUntil } from "../auth/lockout.ts";
-import { asObject } from "../records/codec.ts";
 import { checkMetadata, checkRoles, createUser, findUserByEmail, requireUser, userToJson, type UserJson } from "./users.ts";
 
 /** Lifetime of an admin impersonation token (CONTRACT §3). */

@@ -8,18 +8,15 @@ import { requireAdmin } from "../request.ts";
 export function adminRelationRoutes(ctx: AppContext) {
   const max = ctx.config.maxBodyBytes;
   return new Elysia({ prefix: "/api/v1/admin" })
-    .get("/relations", ({ request }) => {
+    // Every route below needs admin credentials, re-checked against the database each time.
+    .onBeforeHandle(({ request }) => {
       requireAdmin(ctx, request);
-      return listRelations(ctx);
     })
+    .get("/relations", () => listRelations(ctx))
     .post("/relations", async ({ request, set }) => {
-      requireAdmin(ctx, request);
       const res = createRelation(ctx, await readJson(request, max));
       set.status = 201;
       return res;
     })
-    .delete("/relations/:id", ({ request, params }) => {
-      requireAdmin(ctx, request);
-      return deleteRelation(ctx, params.id);
-    });
+    .delete("/relations/:id", ({ params }) => deleteRelation(ctx, params.id));
 }

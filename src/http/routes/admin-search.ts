@@ -9,32 +9,22 @@ import { requireAdmin } from "../request.ts";
 export function adminSearchRoutes(ctx: AppContext) {
   const max = ctx.config.maxBodyBytes;
   return new Elysia({ prefix: "/api/v1/admin/collections/:name" })
-    .get("/fts", ({ request, params }) => {
+    // Every route below needs admin credentials, re-checked against the database each time.
+    .onBeforeHandle(({ request }) => {
       requireAdmin(ctx, request);
-      return ftsStatus(ctx, params.name);
     })
-    .post("/fts", async ({ request, params, set }) => {
-      requireAdmin(ctx, request);
+    .get("/fts", ({ params }) => ftsStatus(ctx, params.name))
+    .post("/fts", async ({ params, set }) => {
       const { status, created } = await enableFts(ctx, params.name);
       set.status = created ? 201 : 200;
       return status;
     })
-    .delete("/fts", ({ request, params }) => {
-      requireAdmin(ctx, request);
-      return disableFts(ctx, params.name);
-    })
-    .get("/indexes", ({ request, params }) => {
-      requireAdmin(ctx, request);
-      return listIndexes(ctx, params.name);
-    })
+    .delete("/fts", ({ params }) => disableFts(ctx, params.name))
+    .get("/indexes", ({ params }) => listIndexes(ctx, params.name))
     .post("/indexes", async ({ request, params, set }) => {
-      requireAdmin(ctx, request);
       const def = createIndexDef(ctx, params.name, await readJson(request, max));
       set.status = 201;
       return def;
     })
-    .delete("/indexes/:index", ({ request, params }) => {
-      requireAdmin(ctx, request);
-      return dropIndexDef(ctx, params.name, params.index);
-    });
+    .delete("/indexes/:index", ({ params }) => dropIndexDef(ctx, params.name, params.index));
 }

@@ -1,5 +1,6 @@
 import { Elysia } from "elysia";
 import { adminLogin } from "../../auth/admin.ts";
+import { ADMIN } from "../../auth/principal.ts";
 import {
   collectionStats,
   createCollection,
@@ -9,8 +10,8 @@ import {
   updateCollectionRules,
 } from "../../collections/admin.ts";
 import type { AppContext } from "../../context.ts";
+import { asObject } from "../../errors.ts";
 import { hardDeleteRecord } from "../../records/delete.ts";
-import { asObject } from "../../records/codec.ts";
 import { settingsForDisplay, updateSettings } from "../../settings/settings.ts";
 import { readJson } from "../body.ts";
 import { clientInfo, requireAdmin } from "../request.ts";
@@ -23,46 +24,22 @@ export function adminRoutes(ctx: AppContext) {
       const body = asObject(await readJson(request, max));
       return adminLogin(ctx, body.secret, clientInfo(request, server).ip ?? "unknown");
     })
-    .get("/collections", ({ request }) => {
+    // Every route below (all but login) needs admin credentials, re-checked against the database each time.
+    .onBeforeHandle(({ request }) => {
       requireAdmin(ctx, request);
-      return listCollectionsJson(ctx);
     })
+    .get("/collections", () => listCollectionsJson(ctx))
     .post("/collections", async ({ request, set }) => {
-      requireAdmin(ctx, request);
       const res = createCollection(ctx, await readJson(request, max));
       set.status = 201;
       return res;
     })
-    .get("/collections/:name", ({ request, params }) => {
-      requireAdmin(ctx, request);
-      return getCollectionJson(ctx, params.name);
-    })
-    .patch("/collections/:name", async ({ request, params }) => {
-      requireAdmin(ctx, request);
-      return updateCollectionRules(ctx, params.name, await readJson(request, max));
-    })
-    .put("/collections/:name/rules", async ({ request, params }) => {
-      requireAdmin(ctx, request);
-      return updateCollectionRules(ctx, params.name, await readJson(request, max));
-    })
-    .delete("/collections/:name", ({ request, params }) => {
-      requireAdmin(ctx, request);
-      return deleteCollection(ctx, params.name);
-    })
-    .get("/collections/:name/stats", ({ request, params }) => {
-      requireAdmin(ctx, request);
-      return collectionStats(ctx, params.name);
-    })
-    .delete("/collections/:name/records/:id", ({ request, params }) => {
-      const p = requireAdmin(ctx, request);
-      return hardDeleteRecord(ctx, params.name, params.id, p);
-    })
-    .get("/settings", ({ request }) => {
-      requireAdmin(ctx, request);
-      return settingsForDisplay(ctx);
-    })
-    .patch("/settings", async ({ request }) => {
-      requireAdmin(ctx, request);
-      return updateSettings(ctx, await readJson(request, max));
-    });
+    .get("/collections/:name", ({ params }) => getCollectionJson(ctx, params.name))
+    .patch("/collections/:name", async ({ request, params }) => updateCollectionRules(ctx, params.name, await readJson(request, max)))
+    .put("/collections/:name/rules", async ({ request, params }) => updateCollectionRules(ctx, params.name, await readJson(request, max)))
+    .delete("/collections/:name", ({ params }) => deleteCollection(ctx, params.name))
+    .get("/collections/:name/stats", ({ params }) => collectionStats(ctx, params.name))
+    .delete("/collections/:name/records/:id", ({ params }) => hardDeleteRecord(ctx, params.name, params.id, ADMIN))
+    .get("/settings", () => settingsForDisplay(ctx))
+    .patch("/settings", async ({ request }) => updateSettings(ctx, await readJson(request, max)));
 }

@@ -5,7 +5,7 @@ import { forgotPassword, resetPassword } from "../../auth/reset.ts";
 import { disableTotp, enableTotp, setupTotp, totpStatus, verifyTotpLogin } from "../../auth/totp.ts";
 import { resendVerification, verifyEmail } from "../../auth/verification.ts";
 import type { AppContext } from "../../context.ts";
-import { asObject } from "../../records/codec.ts";
+import { asObject } from "../../errors.ts";
 import { readJson } from "../body.ts";
 import { clientInfo, principalOf } from "../request.ts";
 

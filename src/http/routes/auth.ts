@@ -2,7 +2,7 @@ import { Elysia } from "elysia";
 import { login, logout, logoutAll, me, register, updateMe } from "../../auth/account.ts";
 import { refreshSession } from "../../auth/sessions.ts";
 import type { AppContext } from "../../context.ts";
-import { asObject } from "../../records/codec.ts";
+import { asObject } from "../../errors.ts";
 import { readJson } from "../body.ts";
 import { clientInfo, principalOf } from "../request.ts";
 

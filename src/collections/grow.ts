@@ -1,0 +1,67 @@
+import type { AppContext } from "../context.ts";
+import { findCollection, saveCollectionRow } from "./catalog.ts";
+import { addColumn } from "./ddl.ts";
+import { MAX_FIELDS, isValidFieldName, typeOfValue, type Collection, type FieldDef } from "./types.ts";
+import { ValidationError, type FieldError } from "../errors.ts";
+import { ftsAfterNewFields } from "../search/fts.ts";
+
+/**
+ * Schema growth: a record that sets a field the collection does not have yet adds it as a
+ * column (with its full-text triggers and catalog row), inside the writer's transaction.
+ */
+
+const TYPE_WORD: Record<string, string> = {
+  text: "a string",
+  number: "a number",
+  boolean: "a boolean",
+  json: "an object or array",
+};
+
+/**
+ * Checks field names and value types against the collection (CONTRACT §2). Unknown fields
+ * with a non-null value become new columns (inside the caller's transaction); returns the
+ * collection as it is after that. Throws 422 listing every problem.
+ */
+export function ensureFields(ctx: AppContext, col: Collection, data: Record<string, unknown>): Collection {
+  // Re-read inside the write transaction: a change another process (the CLI) committed after the
+  // caller looked the collection up must be neither missed nor overwritten by the row saved below.
+  col = findCollection(ctx, col.name) ?? col;
+  const errors: FieldError[] = [];
+  const fresh: FieldDef[] = [];
+  for (const name in data) {
+    const value = data[name];
+    if (!isValidFieldName(name)) {
+      errors.push({ field: name, rule: "name", message: `"${name}" is not a valid field name.` });
+      continue;
+    }
+    const t = typeOfValue(value);
+    if (value !== null && t === null) {
+      errors.push({ field: name, rule: "type", message: `"${name}" has an unsupported value.` });
+      continue;
+    }
+    if (typeof value === "number" && !Number.isFinite(value)) {
+      errors.push({ field: name, rule: "type", message: `"${name}" must be a finite number.` });
+      continue;
+    }
+    const known = col.fieldMap.get(name.toLowerCase());
+    if (known) {
+      if (known.name !== name)
+        errors.push({ field: name, rule: "name", message: `"${name}" conflicts with the field "${known.name}".` });
+      else if (t !== null && t !== known.type)
+        errors.push({ field: name, rule: "type", message: `"${name}" must be ${TYPE_WORD[known.type]}.` });
+    } else if (t !== null) {
+      if (fresh.some((f) => f.name.toLowerCase() === name.toLowerCase()))
+        errors.push({ field: name, rule: "name", message: `"${name}" conflicts with another field of the same name.` });
+      else fresh.push({ name, type: t });
+    }
+  }
+  if (!errors.length && fresh.length && col.fields.length + fresh.length > MAX_FIELDS)
+    errors.push({ field: fresh[0].name, rule: "fields", message: `a collection has at most ${MAX_FIELDS} fields.` });
+  if (errors.length) throw new ValidationError(errors);
+  if (!fresh.length) return col;
+  for (const f of fresh) addColumn(ctx.sqlite, col.name, f.name, f.type);
+  const fields = [...col.fields, ...fresh];
+  const fts = ftsAfterNewFields(ctx, col, fields);
+  saveCollectionRow(ctx, { ...col, fields, fts, updatedAt: col.updatedAt });
+  return findCollection(ctx, col.name)!;
+}
