@@ -5,6 +5,7 @@ import type { RecordJson } from "../records/codec.ts";
 import type { FilterCond } from "../query/parse.ts";
 import { planRead, resolveField, typedValue, type FieldRef, type SqlValue } from "../query/sql.ts";
 import { relationOfField } from "../relations/catalog.ts";
+import { relationFilter } from "../relations/filter.ts";
 
 /** Decides whether a record (as stored after a change) matches a topic's filter. */
 export type RecordMatcher = (ctx: AppContext, col: Collection, record: RecordJson, p: Principal) => boolean;
@@ -75,7 +76,7 @@ function compileTest(field: FieldRef, cond: FilterCond): Test {
  * checks it (unknown field, bad operator or value: 400).
  */
 export function compileMatcher(ctx: AppContext, col: Collection, filters: FilterCond[], p: Principal): RecordMatcher {
-  planRead(ctx, col, { filters, search: null, includeDeleted: true }, "all", p);
+  planRead(ctx, col, { filters, search: null, includeDeleted: true }, "all", p, relationFilter);
   const memory: { name: string; field: FieldRef; test: Test }[] = [];
   const virtual: FilterCond[] = [];
   for (const cond of filters) {
@@ -90,7 +91,7 @@ export function compileMatcher(ctx: AppContext, col: Collection, filters: Filter
     for (const m of memory) if (!m.test(stored(m.field, record[m.name]))) return false;
     if (!virtual.length) return true;
     try {
-      const plan = planRead(ctx, current, { filters: virtual, search: null, includeDeleted: true }, "all", who);
+      const plan = planRead(ctx, current, { filters: virtual, search: null, includeDeleted: true }, "all", who, relationFilter);
       const sql = `SELECT 1 FROM ${plan.from} WHERE ${plan.where.sql} AND ${plan.table}."_id" = ?`;
       return !!ctx.sqlite.query(sql).get(...plan.where.params, record._id as string);
     } catch {

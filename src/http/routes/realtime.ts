@@ -1,6 +1,6 @@
 import { Elysia } from "elysia";
 import type { AppContext } from "../../context.ts";
-import { asObject } from "../../records/codec.ts";
+import { asObject } from "../../errors.ts";
 import { realtimeHub } from "../../realtime/hub.ts";
 import { identityOf } from "../../realtime/identity.ts";
 import { splitSubscribeParam } from "../../realtime/topics.ts";
