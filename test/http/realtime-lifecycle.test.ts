@@ -105,6 +105,20 @@ describe("resume with Last-Event-ID", () => {
     expect(again.messages[0].event).toBe("connect");
   });
 
+  test("?last_event_id= resumes like the header (for a fresh EventSource), with ?subscribe= at once", async () => {
+    t = createLiveApp();
+    await createCollection(t, "posts");
+    const first = await t.stream({ token: ADMIN_SECRET, query: "?subscribe=posts" });
+    await t.admin("POST", "/api/v1/posts", { title: "one" });
+    const [seen] = await first.waitChanges(1);
+    first.close();
+    await t.admin("POST", "/api/v1/posts", { title: "two" });
+    const again = await t.stream({ token: ADMIN_SECRET, query: `?subscribe=posts&last_event_id=${encodeURIComponent(seen.id!)}` });
+    const [missed] = await again.waitChanges(1);
+    expect(missed.data.record.title).toBe("two");
+    expect(again.messages.map((m) => m.event)).toEqual(["connect", "create"]);
+  });
+
   test("events between connect and the subscribing POST are not lost", async () => {
     t = createLiveApp();
     await createCollection(t, "posts");
