@@ -105,7 +105,13 @@ function createHub(ctx: AppContext): RealtimeHub {
     pending = [];
     for (const held of events) {
       const targets = followers.get(held.event.collection);
-      if (targets) deliver(held, targets);
+      if (!targets) continue;
+      try {
+        deliver(held, targets);
+      } catch (err) {
+        // A failure here (the database gone at shutdown) must not take the process down with it.
+        ctx.log.error("realtime delivery failed", { collection: held.event.collection, error: String(err) });
+      }
     }
   }
 
@@ -116,7 +122,8 @@ function createHub(ctx: AppContext): RealtimeHub {
     if (!col) return;
     const hard = e.action === "hard_delete";
     const action = hard ? "delete" : e.action;
-    const withRelations = !hard && relationsFrom(ctx, col.name).some((r) => r.type !== "one");
+    // Events carry the admin's view; only a `many` field (readable targets only) differs per reader.
+    const withRelations = !hard && relationsFrom(ctx, col.name).some((r) => r.type === "many");
     const frames = new Map<string, Uint8Array>();
     for (const c of targets) {
       if (held.seq <= c.lastSeq || !c.topics.length || !concerns(c, col, e)) continue;
