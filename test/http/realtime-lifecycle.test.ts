@@ -223,6 +223,32 @@ describe("back-pressure and limits", () => {
   });
 });
 
+describe("churn", () => {
+  test("streams closed by their clients give every slot back: the limit's worth opens again, twice over", async () => {
+    t = createLiveApp();
+    await createCollection(t, "posts");
+    await patchSettings(t, { realtime_max_streams_per_ip: 30 });
+    for (let round = 0; round < 3; round++) {
+      const deadline = Date.now() + 5_000;
+      let open: SseClient[] = [];
+      // Slots of the previous round are freed as the server notices each disconnect: retry until all 30 open.
+      for (;;) {
+        open.push(...(await Promise.all(Array.from({ length: 30 - open.length }, () => t.stream({ query: "?subscribe=posts" })))));
+        const refused = open.filter((s) => s.response.status !== 200);
+        open = open.filter((s) => s.response.status === 200);
+        if (!refused.length) break;
+        expect(refused.every((s) => s.response.status === 429)).toBe(true);
+        expect(Date.now()).toBeLessThan(deadline);
+        await Bun.sleep(20);
+      }
+      await Promise.all(open.map((s) => s.clientId()));
+      const over = await t.stream();
+      expect(over.response.status).toBe(429);
+      for (const s of open) s.close();
+    }
+  });
+});
+
 describe("graceful stop", () => {
   test("stopping the server ends every stream at once instead of waiting for them", async () => {
     t = createLiveApp();
