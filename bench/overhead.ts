@@ -57,6 +57,7 @@ const ids = (ctx.sqlite.query("SELECT _id FROM items LIMIT 2000").all() as { _id
 
 const workloads: Record<string, (i: number) => Promise<unknown>> = {
   get: (i) => call("GET", `/api/v1/items/${ids[i % ids.length]}`, undefined, token),
+  "get-anon": (i) => call("GET", `/api/v1/items/${ids[i % ids.length]}`),
   list: (i) => call("GET", `/api/v1/items?filter=category:eq:c${i % 20}&sort=-score&limit=50`, undefined, token),
   create: () => call("POST", "/api/v1/items", record(), token),
 };
