@@ -4,6 +4,7 @@ import { ensureJwtKey } from "./auth/keys.ts";
 import { prepareDummyHash } from "./auth/passwords.ts";
 import { closeContext, createContext, type AppContext, type ContextOptions } from "./context.ts";
 import type { Config } from "./config.ts";
+import { startCheckpointer } from "./db/checkpointer.ts";
 import { PUBLIC_URL_META, setMeta } from "./db/meta.ts";
 import { createApp } from "./http/app.ts";
 import { createLogger } from "./log.ts";
@@ -78,6 +79,7 @@ export async function startServer(config: Config, opts: ContextOptions = {}): Pr
   // `baas settings list` shows the same OAuth redirect addresses as GET /admin/settings.
   setMeta(ctx.sqlite, PUBLIC_URL_META, ctx.config.publicUrl);
   resumeFtsBuilds(ctx);
+  const checkpointer = startCheckpointer(ctx.sqlite, config.dbPath);
   let stopped = false;
   return {
     ctx,
@@ -95,6 +97,7 @@ export async function startServer(config: Config, opts: ContextOptions = {}): Pr
       let giveUp: ReturnType<typeof setTimeout> | undefined;
       await Promise.race([ctx.mailer.flush().catch(() => {}), new Promise((r) => (giveUp = setTimeout(r, graceMs)))]);
       clearTimeout(giveUp);
+      await checkpointer.stop();
       closeContext(ctx);
     },
     forceClose() {

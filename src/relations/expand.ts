@@ -105,6 +105,7 @@ function manyRows(
 
 /** Parses `expand=a,b` (repeatable) into relations of `col`; 400 for a name that is no relation field of it. */
 export function parseExpand(ctx: AppContext, col: Collection, raw: string[] | string | null | undefined): Relation[] {
+  if (!raw || raw.length === 0) return [];
   const list = (Array.isArray(raw) ? raw : raw ? [raw] : [])
     .flatMap((s) => s.split(","))
     .map((s) => s.trim())
