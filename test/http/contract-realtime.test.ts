@@ -1,0 +1,175 @@
+import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { ADMIN_SECRET, createCollection, registerUser } from "../helpers/app.ts";
+import { createLiveApp, followBare, syncStreams, type LiveApp, type SseClient } from "../helpers/sse.ts";
+
+// CONTRACT §10 sentence by sentence, over a real port: what the other realtime test files leave open.
+
+let t: LiveApp;
+beforeEach(() => {
+  t = createLiveApp();
+});
+afterEach(() => t.stop());
+
+const follow = (topics: unknown[], token?: string) => followBare(t, topics, token);
+const marker = (streams: SseClient[]) => syncStreams(t, streams);
+
+/** The change events of one collection, as [event, data]. */
+const of = (s: SseClient, col: string) => s.changes().filter((e) => e.data.collection === col).map((e) => [e.event, e.data]);
+
+describe("POST /realtime errors", () => {
+  test("wrong credentials are 401 unauthorized with WWW-Authenticate, and leave the stream unbound", async () => {
+    await createCollection(t, "posts");
+    const s = await t.stream();
+    const id = await s.clientId();
+    const res = await t.req("POST", "/api/v1/realtime", { body: { client_id: id, subscriptions: ["posts"] }, token: "not-a-token" });
+    expect(res.status).toBe(401);
+    expect(res.body).toEqual({ error: expect.any(String), code: "unauthorized" });
+    expect(res.headers.get("www-authenticate")).toStartWith("Bearer");
+    // Nothing was bound: anonymous may still take the stream.
+    expect((await t.subscribe(id, ["posts"])).status).toBe(200);
+  });
+
+  test("a stream bound to the admin is 403 for a user; one bound to a user is 403 for the admin", async () => {
+    await createCollection(t, "posts");
+    const alice = await registerUser(t, "alice@example.com");
+    const byAdmin = await t.stream({ headers: { "x-admin-token": ADMIN_SECRET } });
+    const res = await t.subscribe(await byAdmin.clientId(), ["posts"], alice.token);
+    expect(res).toMatchObject({ status: 403, body: { error: expect.any(String), code: "forbidden" } });
+    const byAlice = await follow(["posts"], alice.token);
+    const res2 = await t.subscribe(await byAlice.clientId(), ["posts"], ADMIN_SECRET);
+    expect(res2).toMatchObject({ status: 403, body: { error: expect.any(String), code: "forbidden" } });
+  });
+});
+
+describe("who gets what", () => {
+  beforeEach(() => createCollection(t, "markers"));
+
+  test("X-Admin-Token and X-API-Key on GET bind the stream: admin sees every owner record, the key's user only theirs", async () => {
+    await createCollection(t, "notes", { read: "owner", create: "authenticated", update: "owner", delete: "owner" });
+    const alice = await registerUser(t, "alice@example.com");
+    const bob = await registerUser(t, "bob@example.com");
+    const key = await t.req("POST", "/api/v1/auth/api-keys", { token: alice.token, body: { name: "k" } });
+    expect(key.status).toBe(201);
+    const admin = await t.stream({ headers: { "x-admin-token": ADMIN_SECRET }, query: "?subscribe=notes,markers" });
+    const byKey = await t.stream({ headers: { "x-api-key": key.body.key }, query: "?subscribe=notes,markers" });
+    const a = await t.req("POST", "/api/v1/notes", { token: alice.token, body: { title: "a" } });
+    const b = await t.req("POST", "/api/v1/notes", { token: bob.token, body: { title: "b" } });
+    await marker([admin, byKey]);
+    expect(of(admin, "notes")).toEqual([
+      ["create", { collection: "notes", action: "create", record: a.body }],
+      ["create", { collection: "notes", action: "create", record: b.body }],
+    ]);
+    expect(of(byKey, "notes")).toEqual([["create", { collection: "notes", action: "create", record: a.body }]]);
+  });
+
+  test("an anonymous subscriber of a public collection gets every change, its record as an anonymous read returns it", async () => {
+    await createCollection(t, "posts", { read: "public", create: "public", update: "public", delete: "public" });
+    const anon = await follow(["posts"]);
+    const c = await t.req("POST", "/api/v1/posts", { body: { title: "a", n: 1 } });
+    await t.req("PATCH", `/api/v1/posts/${c.body._id}`, { body: { n: 2 } });
+    const read = await t.req("GET", `/api/v1/posts/${c.body._id}`);
+    const d = await t.req("DELETE", `/api/v1/posts/${c.body._id}`);
+    const events = await anon.waitChanges(3);
+    expect(events.map((e) => [e.event, e.data])).toEqual([
+      ["create", { collection: "posts", action: "create", record: c.body }],
+      ["update", { collection: "posts", action: "update", record: read.body }],
+      ["delete", { collection: "posts", action: "delete", record: d.body }],
+    ]);
+  });
+
+  test("a hard delete under an owner rule is a delete with { _id } only, for the owner and the admin, never for another user", async () => {
+    await createCollection(t, "notes", { read: "owner", create: "authenticated", update: "owner", delete: "owner" });
+    const alice = await registerUser(t, "alice@example.com");
+    const bob = await registerUser(t, "bob@example.com");
+    const a = await t.req("POST", "/api/v1/notes", { token: alice.token, body: { title: "a" } });
+    const streams = {
+      alice: await follow(["notes", "markers"], alice.token),
+      bob: await follow(["notes", "markers"], bob.token),
+      admin: await follow(["notes", "markers"], ADMIN_SECRET),
+      single: await follow([`notes/${a.body._id}`, "markers"], alice.token),
+    };
+    expect((await t.admin("DELETE", `/api/v1/admin/collections/notes/records/${a.body._id}`)).status).toBe(200);
+    await marker(Object.values(streams));
+    const hard = [["delete", { collection: "notes", action: "delete", record: { _id: a.body._id } }]];
+    expect(of(streams.alice, "notes")).toEqual(hard);
+    expect(of(streams.admin, "notes")).toEqual(hard);
+    expect(of(streams.single, "notes")).toEqual(hard);
+    expect(of(streams.bob, "notes")).toEqual([]);
+  });
+
+  test("a filter topic follows the record after the change: moving in is an event, moving out or staying out none", async () => {
+    await createCollection(t, "tasks");
+    const open = await t.admin("POST", "/api/v1/tasks", { status: "open", title: "open" });
+    const closed = await t.admin("POST", "/api/v1/tasks", { status: "done", title: "closed" });
+    const s = await follow([{ collection: "tasks", filter: "status:eq:open" }, "markers"], ADMIN_SECRET);
+    await t.admin("PATCH", `/api/v1/tasks/${open.body._id}`, { status: "done" }); // out: nothing
+    await t.admin("PATCH", `/api/v1/tasks/${closed.body._id}`, { title: "still closed" }); // stays out: nothing
+    const reopened = await t.admin("PATCH", `/api/v1/tasks/${closed.body._id}`, { status: "open" }); // in: update
+    const deleted = await t.admin("DELETE", `/api/v1/tasks/${closed.body._id}`); // matching record deleted: delete
+    await t.admin("DELETE", `/api/v1/tasks/${open.body._id}`); // a non-matching record deleted: nothing
+    await marker([s]);
+    expect(of(s, "tasks")).toEqual([
+      ["update", { collection: "tasks", action: "update", record: reopened.body }],
+      ["delete", { collection: "tasks", action: "delete", record: deleted.body }],
+    ]);
+  });
+});
+
+describe("ids and resume", () => {
+  test("every frame carries an id: connect, each change, and a reset; a resume from the newest id replays nothing", async () => {
+    await createCollection(t, "posts");
+    const s = await follow(["posts"], ADMIN_SECRET);
+    for (const title of ["a", "b", "c"]) await t.admin("POST", "/api/v1/posts", { title });
+    await s.waitChanges(3);
+    for (const m of s.messages) expect(m.id).toMatch(/\S/);
+    const ids = s.messages.map((m) => m.id);
+    expect(new Set(ids).size).toBe(ids.length);
+
+    const last = s.changes()[2].id!;
+    const resumed = await t.stream({ token: ADMIN_SECRET, headers: { "last-event-id": last }, query: "?subscribe=posts" });
+    await resumed.clientId();
+    const d = await t.admin("POST", "/api/v1/posts", { title: "d" });
+    const [only] = await resumed.waitChanges(1);
+    expect(only.data.record).toEqual(d.body);
+    expect(resumed.changes().length).toBe(1);
+
+    const reset = await t.stream({ token: ADMIN_SECRET, headers: { "last-event-id": "elsewhere-5" } });
+    await reset.clientId();
+    expect(reset.messages.map((m) => m.event)).toEqual(["reset", "connect"]);
+    expect(reset.messages[0].data).toEqual({ reason: "too_old" });
+    for (const m of reset.messages) expect(m.id).toMatch(/\S/);
+  });
+
+  test("the last 1,000 events are held even when older than 5 minutes; an id older than both gets reset first", async () => {
+    await createCollection(t, "items");
+    const s = await follow(["items"], ADMIN_SECRET);
+    await t.admin("POST", "/api/v1/items", { n: -2 });
+    await t.admin("POST", "/api/v1/items", { n: -1 });
+    const [first, second] = await s.waitChanges(2);
+    t.clock.advance(6 * 60_000);
+    // Still held: fewer than 1,000 events, though 6 minutes old.
+    const early = await t.stream({ token: ADMIN_SECRET, headers: { "last-event-id": first.id! }, query: "?subscribe=items" });
+    const [replayed] = await early.waitChanges(1);
+    expect(replayed).toEqual(second);
+    expect(early.messages[0].event).toBe("connect");
+    early.close();
+
+    for (let round = 0; round < 2; round++) {
+      const rows = Array.from({ length: 500 }, (_, i) => ({ n: round * 500 + i }));
+      expect((await t.admin("POST", "/api/v1/items/bulk", rows)).status).toBe(201);
+    }
+    await s.waitChanges(1002, 15_000);
+    // 1,002 held, the two oldest are past 5 minutes: the one after `first` is gone, so `first` is too old...
+    const late = await t.stream({ token: ADMIN_SECRET, headers: { "last-event-id": first.id! }, query: "?subscribe=items" });
+    await late.clientId();
+    expect(late.messages.map((m) => [m.event, m.data])).toEqual([
+      ["reset", { reason: "too_old" }],
+      ["connect", { client_id: expect.any(String) }],
+    ]);
+    // ...while `second` still is covered: everything after it is held.
+    const covered = await t.stream({ token: ADMIN_SECRET, headers: { "last-event-id": second.id! }, query: "?subscribe=items" });
+    const replay = await covered.waitChanges(1000, 15_000);
+    expect(replay.map((e) => e.data.record.n)).toEqual(Array.from({ length: 1000 }, (_, i) => i));
+    expect(covered.messages.some((m) => m.event === "reset")).toBe(false);
+  });
+});
