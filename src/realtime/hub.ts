@@ -252,7 +252,7 @@ function createHub(ctx: AppContext): RealtimeHub {
       const topics = subscribe ? checkTopicCount(subscribe, usage.topics) : [];
       const parsed = subscribe ? parseTopics(ctx, topics, identity.principal) : [];
       const id = randomToken(24);
-      const sink = new SseSink(STREAM_BUFFER_BYTES, () => forget(c), onEnd);
+      const sink = new SseSink(STREAM_BUFFER_BYTES, () => forget(c), onEnd, () => eventId(buffer.lastSeq));
       const resume = parseLastEventId(lastEventId);
       const c: Client = { id, ip, identity, topics: [], sink, resumeFrom: buffer.lastSeq, lastSeq: buffer.lastSeq };
       if (resume !== null) {
