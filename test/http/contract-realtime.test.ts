@@ -41,6 +41,39 @@ describe("POST /realtime errors", () => {
   });
 });
 
+describe("POST /realtime answers", () => {
+  test("200 { ok: true, subscriptions } echoes the topics exactly as sent, whatever the case of a collection name", async () => {
+    await createCollection(t, "posts");
+    await t.admin("POST", "/api/v1/posts", { title: "seed", n: 0 });
+    const s = await t.stream();
+    const topics = ["Posts", "POSTS/abc", { collection: "PoStS", filter: ["title:eq:x", "n:gte:2"] }, { collection: "posts", filter: "filter=title:eq:y" }];
+    const res = await t.subscribe(await s.clientId(), topics);
+    expect(res).toMatchObject({ status: 200, body: { ok: true, subscriptions: topics } });
+    expect(res.body).toEqual({ ok: true, subscriptions: topics });
+    const created = await t.admin("POST", "/api/v1/posts", { title: "x", n: 3 });
+    const [ev] = await s.waitChanges(1);
+    expect(ev).toEqual({ event: "create", id: expect.any(String), data: { collection: "posts", action: "create", record: created.body } });
+  });
+
+  test("missing subscriptions is 400; the client_id of a stream that ended is 404", async () => {
+    await createCollection(t, "posts");
+    const s = await t.stream();
+    const id = await s.clientId();
+    const missing = await t.req("POST", "/api/v1/realtime", { body: { client_id: id } });
+    expect(missing).toMatchObject({ status: 400, body: { error: expect.any(String), code: "bad_request" } });
+    s.close();
+    // The server notices the disconnect on its own time: ask again until it has.
+    const deadline = Date.now() + 5_000;
+    let gone = await t.subscribe(id, ["posts"]);
+    while (gone.status !== 404 && Date.now() < deadline) {
+      await Bun.sleep(20);
+      gone = await t.subscribe(id, ["posts"]);
+    }
+    expect(gone.status).toBe(404);
+    expect(gone.body).toEqual({ error: expect.any(String), code: "not_found" });
+  });
+});
+
 describe("who gets what", () => {
   beforeEach(() => createCollection(t, "markers"));
 
