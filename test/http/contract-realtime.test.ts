@@ -206,3 +206,18 @@ describe("ids and resume", () => {
     expect(covered.messages.some((m) => m.event === "reset")).toBe(false);
   });
 });
+
+describe("keep-alive", () => {
+  test("an idle stream gets a `: ping` comment line after 25 s, and stays open", async () => {
+    const s = await t.stream();
+    await s.clientId();
+    const opened = Date.now();
+    // Polls with a deadline; the interval itself is the contract's 25 s.
+    const deadline = opened + 35_000;
+    while (!s.comments.includes("ping") && Date.now() < deadline) await Bun.sleep(100);
+    expect(s.comments).toContain("ping");
+    expect(Date.now() - opened).toBeGreaterThanOrEqual(24_000);
+    expect(s.ended).toBe(false);
+    expect(s.messages.map((m) => m.event)).toEqual(["connect"]);
+  }, 45_000);
+});
