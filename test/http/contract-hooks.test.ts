@@ -20,12 +20,16 @@ for (const name of names)
     if (rec.refuse === name) throw { status: 409, message: "refused in " + name };
     if (rec.title === "refuse " + name) throw new Error("refused in " + name);
   };
+hook.onCommit = (event) => {
+  globalThis.__contractCommitLog.push(event);
+};
 export default hook;
 `,
 );
 
 const log: { name: string; event: Record<string, any> }[] = [];
-(globalThis as { __contractHookLog?: unknown }).__contractHookLog = log;
+const commits: Record<string, any>[] = [];
+Object.assign(globalThis, { __contractHookLog: log, __contractCommitLog: commits });
 const hooks = await loadHooks(hooksDir);
 afterAll(() => rmSync(hooksDir, { recursive: true, force: true }));
 
@@ -33,6 +37,7 @@ const t = appPerTest(
   async (app) => {
     await createCollection(app, "posts", { read: "public", create: "public", update: "public", delete: "public" });
     log.length = 0;
+    commits.length = 0;
   },
   { context: { hooks } },
 );
@@ -155,5 +160,23 @@ describe("a throw on every path rolls the whole operation back", () => {
     expect(setNull).toMatchObject({ status: 409, body: { error: "refused in beforeUpdate", code: "hook_rejected" } });
     expect((await t.req("GET", api(`/authors/${a2.body._id}`))).status).toBe(200);
     expect((await t.req("GET", api(`/notes/${n.body._id}`))).body).toEqual(n.body);
+  });
+});
+
+describe("onCommit gets the change event of section 10", () => {
+  test("{ collection, action, record } for every change; a hard delete is a delete of { _id }, its last state in previous", async () => {
+    const c = await t.admin("POST", api("/posts"), { title: "a" });
+    const u = await t.admin("PATCH", api(`/posts/${c.body._id}`), { title: "b" });
+    const d = await t.admin("DELETE", api(`/posts/${c.body._id}`));
+    const r = await t.admin("POST", api(`/posts/${c.body._id}/restore`));
+    expect((await t.admin("DELETE", api(`/admin/collections/posts/records/${c.body._id}`))).status).toBe(200);
+    const at = expect.any(Number);
+    expect(commits).toEqual([
+      { collection: "posts", action: "create", record: c.body, at, by: "admin" },
+      { collection: "posts", action: "update", record: u.body, previous: c.body, at, by: "admin" },
+      { collection: "posts", action: "delete", record: d.body, previous: u.body, at, by: "admin" },
+      { collection: "posts", action: "restore", record: r.body, previous: d.body, at, by: "admin" },
+      { collection: "posts", action: "delete", record: { _id: c.body._id }, previous: r.body, hard: true, at, by: "admin" },
+    ]);
   });
 });
