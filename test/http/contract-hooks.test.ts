@@ -27,6 +27,12 @@ export default hook;
 `,
 );
 
+writeFileSync(
+  join(hooksDir, "sync-only.js"),
+  `export default { collection: "drafts", async beforeCreate(e) { e.data.late = true; } };
+`,
+);
+
 const log: { name: string; event: Record<string, any> }[] = [];
 const commits: Record<string, any>[] = [];
 Object.assign(globalThis, { __contractHookLog: log, __contractCommitLog: commits });
@@ -161,6 +167,16 @@ describe("a throw on every path rolls the whole operation back", () => {
     expect((await t.req("GET", api(`/authors/${a2.body._id}`))).status).toBe(200);
     expect((await t.req("GET", api(`/notes/${n.body._id}`))).body).toEqual(n.body);
   });
+});
+
+test("handlers are synchronous: one that returns a promise rejects the operation with hook_rejected, nothing saved", async () => {
+  await createCollection(t, "drafts");
+  const res = await t.admin("POST", api("/drafts"), { title: "x" });
+  expect(res.status).toBe(400);
+  // The message names the file, never where the server keeps it.
+  expect(res.body).toEqual({ error: "hook beforeCreate of sync-only.js returned a promise; hooks must be synchronous", code: "hook_rejected" });
+  expect((await t.admin("GET", api("/drafts"))).body.items).toEqual([]);
+  expect(commits.filter((e) => e.collection === "drafts")).toEqual([]);
 });
 
 describe("onCommit gets the change event of section 10", () => {
