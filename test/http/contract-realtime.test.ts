@@ -148,6 +148,26 @@ describe("who gets what", () => {
   });
 });
 
+describe("after commit only", () => {
+  test("a bulk or an update that fails part-way (unique violation) sends nothing; the next change arrives alone", async () => {
+    await createCollection(t, "codes");
+    await t.admin("POST", "/api/v1/codes", { code: "taken" });
+    expect((await t.admin("POST", "/api/v1/admin/collections/codes/indexes", { fields: ["code"], unique: true })).status).toBe(201);
+    const s = await follow(["codes"], ADMIN_SECRET);
+    const bulk = await t.admin("POST", "/api/v1/codes/bulk", [{ code: "a" }, { code: "b" }, { code: "taken" }]);
+    expect(bulk.status).toBe(409);
+    const other = await t.admin("POST", "/api/v1/codes", { code: "c" });
+    const clash = await t.admin("PATCH", `/api/v1/codes/${other.body._id}`, { code: "taken" });
+    expect(clash.status).toBe(409);
+    const last = await t.admin("POST", "/api/v1/codes", { code: "d" });
+    await s.next((e) => e.data?.record?._id === last.body._id);
+    expect(s.changes().map((e) => [e.event, e.data.record.code])).toEqual([
+      ["create", "c"],
+      ["create", "d"],
+    ]);
+  });
+});
+
 describe("ids and resume", () => {
   test("every frame carries an id: connect, each change, and a reset; a resume from the newest id replays nothing", async () => {
     await createCollection(t, "posts");
