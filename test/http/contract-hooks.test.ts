@@ -169,6 +169,24 @@ describe("a throw on every path rolls the whole operation back", () => {
   });
 });
 
+test("a thrown status: bulk answers it with the record's index; a batch is always 400 batch_failed naming the operation", async () => {
+  const bulk = await t.admin("POST", api("/posts/bulk"), [{ title: "ok" }, { refuse: "beforeCreate" }]);
+  expect(bulk.status).toBe(409);
+  expect(bulk.body).toEqual({ error: "refused in beforeCreate", code: "hook_rejected", index: 1 });
+  const kept = await t.admin("POST", api("/posts"), { title: "kept" });
+  const batch = await t.admin("POST", api("/posts/batch"), {
+    operations: [
+      { op: "create", data: { title: "ok" } },
+      { op: "update", id: kept.body._id, data: { refuse: "afterUpdate" } },
+    ],
+  });
+  expect(batch.status).toBe(400);
+  expect(batch.body).toEqual({ error: "operation 1 (update): refused in afterUpdate", code: "batch_failed", index: 1, op: "update" });
+  const list = await t.admin("GET", api("/posts"));
+  expect(list.body.items).toEqual([kept.body]);
+  expect(commits.map((e) => e.record.title)).toEqual(["kept"]);
+});
+
 test("handlers are synchronous: one that returns a promise rejects the operation with hook_rejected, nothing saved", async () => {
   await createCollection(t, "drafts");
   const res = await t.admin("POST", api("/drafts"), { title: "x" });
