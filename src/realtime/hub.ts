@@ -274,6 +274,9 @@ function createHub(ctx: AppContext): RealtimeHub {
         throw forbidden("this client_id is bound to another identity");
       const list = checkTopicCount(raw, ipUsage(c.ip).topics - c.topics.length);
       const topics = parseTopics(ctx, list, identity.principal);
+      // Changes committed before this call go out under the topics (and identity) they were
+      // committed under: a paused stream does not get them later, a dropped topic not at all.
+      if (pending.length) flush();
       c.identity = identity;
       setTopics(c, topics);
       return { ok: true, subscriptions: topics.map((t) => t.source) };

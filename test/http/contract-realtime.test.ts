@@ -55,6 +55,25 @@ describe("POST /realtime answers", () => {
     expect(ev).toEqual({ event: "create", id: expect.any(String), data: { collection: "posts", action: "create", record: created.body } });
   });
 
+  test("a second POST replaces the topics (not adds to them); [] pauses the stream", async () => {
+    for (const name of ["posts", "tags"]) await createCollection(t, name);
+    const s = await t.stream();
+    const id = await s.clientId();
+    expect((await t.subscribe(id, ["posts"])).status).toBe(200);
+    await t.admin("POST", "/api/v1/posts", { title: "p1" });
+    await s.waitChanges(1);
+    expect((await t.subscribe(id, ["tags"])).body).toEqual({ ok: true, subscriptions: ["tags"] });
+    await t.admin("POST", "/api/v1/posts", { title: "p2" });
+    await t.admin("POST", "/api/v1/tags", { title: "t1" });
+    await s.waitChanges(2);
+    expect((await t.subscribe(id, [])).body).toEqual({ ok: true, subscriptions: [] });
+    await t.admin("POST", "/api/v1/tags", { title: "t2" });
+    expect((await t.subscribe(id, ["tags"])).status).toBe(200);
+    const t3 = await t.admin("POST", "/api/v1/tags", { title: "t3" });
+    await s.next((e) => e.data?.record?._id === t3.body._id);
+    expect(s.changes().map((e) => e.data.record.title)).toEqual(["p1", "t1", "t3"]);
+  });
+
   test("missing subscriptions is 400; the client_id of a stream that ended is 404", async () => {
     await createCollection(t, "posts");
     const s = await t.stream();
