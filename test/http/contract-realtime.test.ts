@@ -27,6 +27,12 @@ describe("POST /realtime errors", () => {
     expect(res.headers.get("www-authenticate")).toStartWith("Bearer");
     // Nothing was bound: anonymous may still take the stream.
     expect((await t.subscribe(id, ["posts"])).status).toBe(200);
+    for (const headers of [{ authorization: "Bearer not-a-token" }, { "x-api-key": "baas_nope" }]) {
+      const get = await t.stream({ headers });
+      expect(get.response.status).toBe(401);
+      expect(get.response.headers.get("www-authenticate")).toStartWith("Bearer");
+      expect(await get.response.json()).toEqual({ error: expect.any(String), code: "unauthorized" });
+    }
   });
 
   test("a stream bound to the admin is 403 for a user; one bound to a user is 403 for the admin", async () => {
