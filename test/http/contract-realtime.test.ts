@@ -27,7 +27,8 @@ describe("POST /realtime errors", () => {
     expect(res.headers.get("www-authenticate")).toStartWith("Bearer");
     // Nothing was bound: anonymous may still take the stream.
     expect((await t.subscribe(id, ["posts"])).status).toBe(200);
-    for (const headers of [{ authorization: "Bearer not-a-token" }, { "x-api-key": "baas_nope" }]) {
+    const wrong: Record<string, string>[] = [{ authorization: "Bearer not-a-token" }, { "x-api-key": "baas_nope" }];
+    for (const headers of wrong) {
       const get = await t.stream({ headers });
       expect(get.response.status).toBe(401);
       expect(get.response.headers.get("www-authenticate")).toStartWith("Bearer");
