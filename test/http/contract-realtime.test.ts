@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { ADMIN_SECRET, createCollection, registerUser } from "../helpers/app.ts";
-import { createLiveApp, followBare, syncStreams, type LiveApp, type SseClient } from "../helpers/sse.ts";
+import { rotateAdminSecret } from "../../src/auth/admin.ts";
+import { createLiveApp, followBare, syncStreams, until, type LiveApp, type SseClient } from "../helpers/sse.ts";
 
 // CONTRACT §10 sentence by sentence, over a real port: what the other realtime test files leave open.
 
@@ -250,6 +251,28 @@ describe("ids and resume", () => {
     const replay = await covered.waitChanges(1000, 15_000);
     expect(replay.map((e) => e.data.record.n)).toEqual(Array.from({ length: 1000 }, (_, i) => i));
     expect(covered.messages.some((m) => m.event === "reset")).toBe(false);
+  });
+});
+
+describe("identity ends, stream ends", () => {
+  test("a rotated admin secret closes the streams of the old secret and of admin tokens within 1 s", async () => {
+    await t.stop();
+    t = createLiveApp({ env: { ADMIN_SECRET: "" } });
+    // Without ADMIN_SECRET the secret is the stored one; rotating it here makes one the test knows.
+    const secret = rotateAdminSecret(t.ctx);
+    expect((await t.req("POST", "/api/v1/admin/collections", { token: secret, body: { name: "posts" } })).status).toBe(201);
+    const login = await t.req("POST", "/api/v1/admin/login", { body: { secret } });
+    expect(login.status).toBe(200);
+    const bySecret = await t.stream({ token: secret, query: "?subscribe=posts" });
+    const byToken = await t.stream({ headers: { "x-admin-token": login.body.token }, query: "?subscribe=posts" });
+    const anon = await t.stream({ query: "?subscribe=posts" });
+    for (const s of [bySecret, byToken, anon]) await s.clientId();
+    const rotated = await t.req("POST", "/api/v1/admin/rotate-secret", { token: secret });
+    expect(rotated.status).toBe(200);
+    const done = Date.now();
+    await until(() => bySecret.ended && byToken.ended, 2_000, "the admin streams to end");
+    expect(Math.max(bySecret.endedAt, byToken.endedAt) - done).toBeLessThan(1_000);
+    expect(anon.ended).toBe(false);
   });
 });
 
