@@ -128,8 +128,10 @@ function createHub(ctx: AppContext): RealtimeHub {
     for (const c of targets) {
       if (held.seq <= c.lastSeq || !c.topics.length || !concerns(c, col, e)) continue;
       c.lastSeq = held.seq;
-      // Relation fields (`many` lists only readable targets) depend on the reader; plain records do not.
-      const key = withRelations ? c.identity.key : "";
+      // Relation fields (`many` lists only readable targets) depend on the reader, roles included
+      // (read from each stream's token, so one user's streams may differ); plain records do not.
+      const p = c.identity.principal;
+      const key = withRelations ? `${c.identity.key}\u0000${p.kind === "user" ? p.roles.join(",") : ""}` : "";
       let frame = frames.get(key);
       if (frame === undefined) {
         const record = hard ? { _id: e.record._id } : recordAsRead(col, e.record, withRelations ? c : null);
