@@ -128,8 +128,10 @@ function createHub(ctx: AppContext): RealtimeHub {
     for (const c of targets) {
       if (held.seq <= c.lastSeq || !c.topics.length || !concerns(c, col, e)) continue;
       c.lastSeq = held.seq;
-      // Relation fields (`many` lists only readable targets) depend on the reader; plain records do not.
-      const key = withRelations ? c.identity.key : "";
+      // Relation fields (`many` lists only readable targets) depend on the reader, roles included
+      // (read from each stream's token, so one user's streams may differ); plain records do not.
+      const p = c.identity.principal;
+      const key = withRelations ? `${c.identity.key}\u0000${p.kind === "user" ? p.roles.join(",") : ""}` : "";
       let frame = frames.get(key);
       if (frame === undefined) {
         const record = hard ? { _id: e.record._id } : recordAsRead(col, e.record, withRelations ? c : null);
@@ -252,7 +254,7 @@ function createHub(ctx: AppContext): RealtimeHub {
       const topics = subscribe ? checkTopicCount(subscribe, usage.topics) : [];
       const parsed = subscribe ? parseTopics(ctx, topics, identity.principal) : [];
       const id = randomToken(24);
-      const sink = new SseSink(STREAM_BUFFER_BYTES, () => forget(c), onEnd);
+      const sink = new SseSink(STREAM_BUFFER_BYTES, () => forget(c), onEnd, () => eventId(buffer.lastSeq));
       const resume = parseLastEventId(lastEventId);
       const c: Client = { id, ip, identity, topics: [], sink, resumeFrom: buffer.lastSeq, lastSeq: buffer.lastSeq };
       if (resume !== null) {
@@ -274,6 +276,9 @@ function createHub(ctx: AppContext): RealtimeHub {
         throw forbidden("this client_id is bound to another identity");
       const list = checkTopicCount(raw, ipUsage(c.ip).topics - c.topics.length);
       const topics = parseTopics(ctx, list, identity.principal);
+      // Changes committed before this call go out under the topics (and identity) they were
+      // committed under: a paused stream does not get them later, a dropped topic not at all.
+      if (pending.length) flush();
       c.identity = identity;
       setTopics(c, topics);
       return { ok: true, subscriptions: topics.map((t) => t.source) };

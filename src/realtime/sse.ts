@@ -41,6 +41,8 @@ export class SseSink {
     private readonly maxBytes: number,
     private readonly onClose: () => void,
     private readonly onEnd: () => void = () => {},
+    /** The `id:` of the overflow `reset` frame (every event carries one): where a client that reloaded stands. */
+    private readonly resetId: () => string | undefined = () => undefined,
   ) {
     const source = {
       type: "direct",
@@ -75,7 +77,7 @@ export class SseSink {
     if (this.queuedBytes + bytes.byteLength > this.maxBytes) {
       this.queue = [];
       this.queuedBytes = 0;
-      this.end(sseFrame("reset", JSON.stringify({ reason: "overflow" })));
+      this.end(sseFrame("reset", JSON.stringify({ reason: "overflow" }), this.resetId()));
       return false;
     }
     this.queue.push(bytes);
