@@ -2,7 +2,8 @@ export {};
 // Subscriber side of bench/realtime.ts, run as its own process: `bun bench/realtime-subscribers.ts <spec.json>`.
 // Opens `count` streams on `url`, prints "ready" once every one got its connect event, then records, for
 // every change event, the delay from the record's `_created_at` (the server's commit time, same machine
-// clock) to its arrival. On a line "report" on stdin it prints one JSON result line and exits.
+// clock) to its arrival. On each line "report" on stdin it prints one JSON result line (and starts
+// counting afresh); it exits when stdin closes.
 
 const spec = (await Bun.file(process.argv[2]).json()) as { url: string; count: number };
 const delays: number[] = [];
@@ -48,10 +49,10 @@ for (let i = 0; i < spec.count; i++) void subscriber();
 while (connected + failures < spec.count) await Bun.sleep(20);
 console.log(JSON.stringify({ ready: true, connected, failures }));
 for await (const line of console) {
-  if (line.trim() === "clear") delays.length = 0;
   if (line.trim() !== "report") continue;
   const sorted = Float64Array.from(delays).sort();
+  delays.length = 0;
   const pct = (p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] : NaN);
   console.log(JSON.stringify({ deliveries: sorted.length, p50: pct(0.5), p99: pct(0.99), max: pct(1), resets, failures }));
-  process.exit(0);
 }
+process.exit(0);

@@ -26,6 +26,12 @@ const api = async (method: string, path: string, body?: unknown, token = SECRET)
   return res.json() as Promise<any>;
 };
 
+/** CPU seconds (user + system) a process has used so far. */
+const cpu = (pid: number) => {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+};
+
 /** Resident set size of the server process, MiB. */
 const rss = () => {
   const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${server.proc.pid}/status`, "utf8"));
@@ -58,7 +64,13 @@ const idleRss = rss();
 // Subscribers in their own process.
 const specFile = join(tmpdir(), `baas-rt-subs-${process.pid}.json`);
 writeFileSync(specFile, JSON.stringify({ url: `${base}/api/v1/realtime?subscribe=chat`, count: SUBS }));
-const subs = Bun.spawn([process.execPath, join(ROOT, "bench/realtime-subscribers.ts"), specFile], { stdin: "pipe", stdout: "pipe", stderr: "inherit" });
+// Bun's fetch keeps at most 256 requests open at once unless told otherwise; each stream is one.
+const subs = Bun.spawn([process.execPath, join(ROOT, "bench/realtime-subscribers.ts"), specFile], {
+  stdin: "pipe",
+  stdout: "pipe",
+  stderr: "inherit",
+  env: { ...process.env, BUN_CONFIG_MAX_HTTP_REQUESTS: String(SUBS + 100) },
+});
 const lines = (async function* () {
   const decoder = new TextDecoder();
   let buf = "";
@@ -96,17 +108,27 @@ const writer = (async () => {
   }
 })();
 let peakRss = afterConnect;
+const cpuStart = { server: cpu(server.proc.pid), subs: cpu(subs.pid), at: performance.now() };
 const sampler = setInterval(() => (peakRss = Math.max(peakRss, rss())), 200);
 await Bun.sleep(SECONDS * 1000);
+const report = async () => {
+  subs.stdin.write("report\n");
+  subs.stdin.flush();
+  return JSON.parse((await lines.next()).value!);
+};
+const delivery = await report();
+const steady = {
+  server: (cpu(server.proc.pid) - cpuStart.server) / ((performance.now() - cpuStart.at) / 1000),
+  subs: (cpu(subs.pid) - cpuStart.subs) / ((performance.now() - cpuStart.at) / 1000),
+};
 const withSubs = await w1();
 writing = false;
 await writer;
 await Bun.sleep(500);
 clearInterval(sampler);
-subs.stdin.write("report\n");
-subs.stdin.flush();
-const delivery = JSON.parse((await lines.next()).value!);
-subs.kill();
+const busy = await report();
+subs.stdin.end();
+await subs.exited;
 server.proc.kill("SIGTERM");
 await server.proc.exited;
 rmSync(dir, { recursive: true, force: true });
@@ -116,10 +138,11 @@ const f = (n: number, d = 1) => n.toLocaleString("en-US", { maximumFractionDigit
 console.log(`| Figure | Value |
 |---|---:|
 | subscribers connected (anonymous, topic \`chat\`) | ${ready.connected} (${ready.failures} refused) |
-| chat writes | ${RATE}/s for ${SECONDS} s + the second W1 run (${written} sent, ${writeErrors} errors) |
-| deliveries measured | ${delivery.deliveries.toLocaleString("en-US")} (${delivery.resets} resets) |
-| delivery delay commit → client p50 | ${f(delivery.p50, 0)} ms |
-| delivery delay commit → client p99 | ${f(delivery.p99, 0)} ms (max ${f(delivery.max, 0)}) |
+| chat writes | ${RATE}/s for ${SECONDS} s, then on during the second W1 run (${written} sent, ${writeErrors} errors) |
+| deliveries in the ${SECONDS} s | ${delivery.deliveries.toLocaleString("en-US")} (${delivery.resets} resets) |
+| delivery delay commit → client, p50 / p99 / max | ${f(delivery.p50, 0)} / ${f(delivery.p99, 0)} / ${f(delivery.max, 0)} ms |
+| the same during the second W1 run (${busy.deliveries.toLocaleString("en-US")} deliveries, ${busy.resets} resets in all) | ${f(busy.p50, 0)} / ${f(busy.p99, 0)} / ${f(busy.max, 0)} ms |
+| CPU while only the chat writes run: server / subscriber process | ${f(100 * steady.server, 0)}% / ${f(100 * steady.subs, 0)}% of one core |
 | server RSS: idle after W1 / with subscribers connected / peak | ${f(idleRss)} / ${f(afterConnect)} / ${f(peakRss)} MiB |
 | W1 create without subscribers | ${f(without.rps, 0)} req/s, p99 ${f(without.p99)} ms (${without.errors} errors) |
 | W1 create with subscribers and the chat writes | ${f(withSubs.rps, 0)} req/s, p99 ${f(withSubs.p99)} ms (${withSubs.errors} errors) |

@@ -27,7 +27,7 @@ function safeJson(v: unknown): string {
   }
 }
 
-// A value written as it is in text lines: plain printable ASCII without spaces, quotes or `=` ambiguity.
+// A value written as it is in text lines: printable ASCII without spaces or double quotes.
 const PLAIN = /^[\x21\x23-\x7e]+$/;
 
 /**

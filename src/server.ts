@@ -4,6 +4,7 @@ import { ensureJwtKey } from "./auth/keys.ts";
 import { prepareDummyHash } from "./auth/passwords.ts";
 import { closeContext, createContext, type AppContext, type ContextOptions } from "./context.ts";
 import type { Config } from "./config.ts";
+import { startCheckpointer } from "./db/checkpointer.ts";
 import { PUBLIC_URL_META, setMeta } from "./db/meta.ts";
 import { createApp } from "./http/app.ts";
 import { createLogger } from "./log.ts";
@@ -62,7 +63,7 @@ export async function startServer(config: Config, opts: ContextOptions = {}): Pr
     if ((err as { code?: string }).code === "EADDRINUSE") throw new PortInUseError(config.port);
     throw err;
   }
-  // After listening, before the event loop takes a request (the SQLite engine answers in microtasks): a start that
+  // After listening, in the same synchronous turn (no request is handled before it ends): a start that
   // fails on a taken port must not generate, store and never show a first admin secret.
   const secret = await ensureAdminSecret(ctx);
   void prepareDummyHash();
@@ -78,6 +79,7 @@ export async function startServer(config: Config, opts: ContextOptions = {}): Pr
   // `baas settings list` shows the same OAuth redirect addresses as GET /admin/settings.
   await setMeta(ctx.db, PUBLIC_URL_META, ctx.config.publicUrl);
   await resumeFtsBuilds(ctx);
+  const checkpointer = startCheckpointer(ctx.db, config.dbPath);
   let stopped = false;
   return {
     ctx,
@@ -95,6 +97,7 @@ export async function startServer(config: Config, opts: ContextOptions = {}): Pr
       let giveUp: ReturnType<typeof setTimeout> | undefined;
       await Promise.race([ctx.mailer.flush().catch(() => {}), new Promise((r) => (giveUp = setTimeout(r, graceMs)))]);
       clearTimeout(giveUp);
+      await checkpointer.stop();
       await closeContext(ctx);
     },
     forceClose() {

@@ -47,9 +47,10 @@ Examples:
       const running = await startServer(config, { hooks });
       const { secret } = running;
       if (secret.generated) {
-        process.stderr.write(
+        // Through the same synchronous path as the lines after it, so it cannot come out after them.
+        writeLineNow(
           `\n  Admin secret (shown once, store it now):\n\n    ${secret.generated}\n\n` +
-            `  Use it as 'Authorization: Bearer <secret>' on /api/v1/admin, or log in at ${config.publicUrl}/_/\n\n`,
+            `  Use it as 'Authorization: Bearer <secret>' on /api/v1/admin, or log in at ${config.publicUrl}/_/\n`,
         );
       }
       // Start and stop lines are written whatever LOG_LEVEL says (people and scripts wait for them), in the log's format.

@@ -19,7 +19,15 @@ export function isSignedJwt(key: string, token: string): boolean {
 
 /** Verifies an HS256 JWT's signature and `exp` (seconds); returns its claims or null. */
 export function verifyJwt(key: string, token: string, nowMs: number): Record<string, unknown> | null {
-  if (!isSignedJwt(key, token)) return null;
+  return isSignedJwt(key, token) ? unexpiredClaims(token, nowMs) : null;
+}
+
+/**
+ * The claims of a token whose signature the caller has just checked with isSignedJwt (so a request
+ * computes the HMAC once), or null when they are malformed or `exp` has passed. IMPORTANT: never call
+ * it on a token that was not checked: it does not look at the signature.
+ */
+export function unexpiredClaims(token: string, nowMs: number): Record<string, unknown> | null {
   const parts = token.split(".");
   let claims: unknown;
   try {

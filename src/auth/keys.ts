@@ -6,8 +6,8 @@ import { getMeta, setMeta } from "../db/meta.ts";
  * The JWT signing key: generated at first start, kept in the database, cached in memory (it never
  * changes). Once loaded it is answered without a promise (every request verifies a token with it).
  */
-export function jwtKey(ctx: AppContext): string | Promise<string> {
-  return (ctx.cache.get("jwt_key") as string | undefined) ?? loadJwtKey(ctx);
+export async function jwtKey(ctx: AppContext): Promise<string | Promise<string>> {
+  return (ctx.cache.get("jwt_key") as string | undefined) ?? await loadJwtKey(ctx);
 }
 
 /** The key when ensureJwtKey has loaded it, which the server does before it takes requests. */

@@ -60,13 +60,14 @@ export const OPERATIONS: Operation[] = ["read", "create", "update", "delete"];
 export const MAX_FIELDS = 500;
 
 export const NAME_RE = /^[A-Za-z][A-Za-z0-9_]{0,63}$/;
-const RESERVED = new Set(["auth", "admin", "health"]);
+// Route names under /api/v1 (a collection of that name could not be reached) and the engines' own prefixes.
+const RESERVED = new Set(["auth", "admin", "health", "realtime", "openapi"]);
 
 /** True when `name` may name a collection (CONTRACT §2). */
 export function isValidCollectionName(name: unknown): name is string {
   if (typeof name !== "string" || !NAME_RE.test(name)) return false;
   const lower = name.toLowerCase();
-  return !RESERVED.has(lower) && !lower.startsWith("sqlite_");
+  return !RESERVED.has(lower) && !lower.startsWith("sqlite_") && !lower.startsWith("pg_");
 }
 
 /** Names SQLite keeps for a table's row id: it refuses them as column names. */

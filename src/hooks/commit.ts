@@ -1,5 +1,17 @@
 import type { AppContext } from "../context.ts";
 import type { ChangeEvent } from "../events/bus.ts";
+import type { CommitEvent } from "./types.ts";
+
+/**
+ * The event as `onCommit` gets it: section 10's change event, where a hard delete is a `delete`
+ * whose record is `{ _id }` only; its last state stays in `previous`, and `hard: true` tells it
+ * from a soft delete. Each handler gets its own copy.
+ */
+function commitEvent(event: ChangeEvent): CommitEvent {
+  const copy = structuredClone(event);
+  if (copy.action !== "hard_delete") return copy as CommitEvent;
+  return { ...copy, action: "delete", record: { _id: copy.record._id }, hard: true };
+}
 
 /**
  * Subscribes the hook files' `onCommit` handlers to the change-event bus (CONTRACT §5): each
@@ -23,7 +35,7 @@ export function subscribeCommitHooks(ctx: AppContext): () => void {
     for (const h of hooks) {
       if (h.collection !== "*" && h.collection.toLowerCase() !== lower) continue;
       try {
-        const out = h.onCommit!(structuredClone(event)) as unknown;
+        const out = h.onCommit!(commitEvent(event)) as unknown;
         if (out && typeof (out as Promise<unknown>).then === "function")
           (out as Promise<unknown>).then(undefined, (err: unknown) => failed(h.file, event, err));
       } catch (err) {

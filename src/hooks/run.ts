@@ -1,3 +1,4 @@
+import { basename } from "node:path";
 import type { Principal } from "../auth/principal.ts";
 import type { AppContext } from "../context.ts";
 import type { Collection } from "../collections/types.ts";
@@ -26,7 +27,8 @@ export function runHooks(ctx: AppContext, col: Collection, name: HookName, event
       if (out && typeof (out as Promise<unknown>).then === "function") {
         // A rejected promise nobody awaits would be reported as unhandled; the hook already failed.
         (out as Promise<unknown>).catch(() => {});
-        throw new Error(`hook ${name} of ${h.file ?? h.collection} returned a promise; hooks must be synchronous`);
+        // The file's name only: the client must not learn where the server keeps its hooks.
+        throw new Error(`hook ${name} of ${h.file ? basename(h.file) : h.collection} returned a promise; hooks must be synchronous`);
       }
     } catch (err) {
       if (err instanceof AppError) throw err;

@@ -1,6 +1,9 @@
 import type { Principal } from "../auth/principal.ts";
 import type { ChangeEvent } from "../events/bus.ts";
 
+/** What `onCommit` receives: the change event of CONTRACT §10 (a hard delete is a `delete` of `{ _id }`, `hard: true`). */
+export type CommitEvent = Omit<ChangeEvent, "action"> & { action: "create" | "update" | "delete" | "restore"; hard?: true };
+
 /** The in-transaction handlers a hook file may export (CONTRACT §5). */
 export const HOOK_NAMES = [
   "beforeCreate",
@@ -36,7 +39,7 @@ export interface HookModule {
   beforeRestore?: (e: HookEvent) => void;
   afterRestore?: (e: HookEvent) => void;
   /** Runs after the transaction commits, once per changed record; may be async; errors are logged. */
-  onCommit?: (e: ChangeEvent) => unknown;
+  onCommit?: (e: CommitEvent) => unknown;
 }
 
 export interface HookSet {

@@ -1,6 +1,6 @@
+import { cors } from "@elysiajs/cors";
 import { Elysia } from "elysia";
 import type { AppContext } from "../context.ts";
-import { corsPlugin } from "./plugins/cors.ts";
 import { toErrorResponse } from "./plugins/errors.ts";
 import { refuseImpersonationOnAuth, rememberClientIp } from "./request.ts";
 import { requestLogger } from "./plugins/request-log.ts";
@@ -28,8 +28,18 @@ export function createApp(ctx: AppContext, opts: { requestLog?: boolean } = {}) 
   const app = new Elysia();
   // The wrapper sees the final response of every request (errors and unknown routes included).
   if (opts.requestLog ?? true) app.wrap(requestLogger(ctx.log) as Parameters<typeof app.wrap>[0]);
+  const origins = ctx.config.corsOrigins;
   return app
-    .use(corsPlugin(ctx.config.corsOrigins))
+    .use(
+      cors({
+        origin: origins === "*" ? true : origins,
+        methods: ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"],
+        allowedHeaders: ["Content-Type", "Authorization", "X-Admin-Token", "X-API-Key", "X-Request-Id"],
+        exposeHeaders: ["Retry-After", "WWW-Authenticate", "X-Request-Id"],
+        credentials: origins !== "*",
+        maxAge: 600,
+      }),
+    )
     .onError({ as: "global" }, ({ error, code, request }) => toErrorResponse(error, code, ctx.log, request))
     // Synchronous on purpose: an async hook here would make every request's handler async.
     .onRequest(({ request, server }) => {

@@ -17,6 +17,11 @@ import { parseTopics, type Topic } from "./topics.ts";
 /** Bytes a stream may have waiting for its reader before it is reset and closed. */
 export const STREAM_BUFFER_BYTES = 4 * 1024 * 1024;
 export const PING_MS = 25_000;
+/**
+ * Events are fanned out in batches at most this long after their commit: every stream then gets
+ * one write per batch instead of one per event, which is what many subscribers cost.
+ */
+export const FANOUT_DELAY_MS = 10;
 /** How often the identities of open streams are re-checked (a revoked session ends its stream within 1 s). */
 export const IDENTITY_CHECK_MS = 300;
 
@@ -38,6 +43,8 @@ export interface OpenOptions {
   lastEventId: string | null;
   /** Topics of `?subscribe=`, or null. */
   subscribe: string[] | null;
+  /** Called when the stream starts to end: the connection should time out if its reader takes nothing more. */
+  onEnd?: () => void;
 }
 
 export interface RealtimeHub {
@@ -71,6 +78,8 @@ const tooMany = (message: string) => new AppError(429, "rate_limited", message, 
 
 function createHub(ctx: AppContext): RealtimeHub {
   const clients = new Map<string, Client>();
+  // Collection name → the clients with a topic on it, so an event of a collection nobody follows costs nothing.
+  const followers = new Map<string, Set<Client>>();
   const buffer = new ReplayBuffer();
   // Event ids carry the process's epoch: an id from before a restart cannot be mistaken for a current one.
   const epoch = `${ctx.clock.now().toString(36)}${randomToken(3)}`;
@@ -79,8 +88,7 @@ function createHub(ctx: AppContext): RealtimeHub {
   let scheduled = false;
   // Deliveries (live and replays) run one after another, so a client receives events in order.
   let delivering: Promise<void> = Promise.resolve();
-  const inOrder = (work: () => Promise<void>): Promise<void> =>
-    (delivering = delivering.then(work).catch((err) => ctx.log.error("realtime delivery failed", { error: String(err) })));
+  const inOrder = (work: () => Promise<void>): Promise<void> => (delivering = delivering.then(work));
   let timers: ReturnType<typeof setInterval>[] = [];
 
   ctx.events.subscribe((event) => {
@@ -89,17 +97,27 @@ function createHub(ctx: AppContext): RealtimeHub {
     // number of subscribers (or a stalled one) slows a write.
     if (!scheduled && clients.size) {
       scheduled = true;
-      setImmediate(flush);
+      setTimeout(() => void flush(), FANOUT_DELAY_MS);
     }
     if (!clients.size) pending = [];
   });
 
-  function flush() {
+  /** Queues the pending events for delivery, after those already queued; settles when they are sent. */
+  function flush(): Promise<void> {
     scheduled = false;
     const events = pending;
     pending = [];
-    void inOrder(async () => {
-      for (const held of events) await deliver(held, clients.values());
+    return inOrder(async () => {
+      for (const held of events) {
+        const targets = followers.get(held.event.collection);
+        if (!targets) continue;
+        try {
+          await deliver(held, targets);
+        } catch (err) {
+          // A failure here (the database gone at shutdown) must not take the process down with it.
+          ctx.log.error("realtime delivery failed", { collection: held.event.collection, error: String(err) });
+        }
+      }
     });
   }
 
@@ -110,13 +128,16 @@ function createHub(ctx: AppContext): RealtimeHub {
     if (!col) return;
     const hard = e.action === "hard_delete";
     const action = hard ? "delete" : e.action;
-    const withRelations = !hard && (await relationsFrom(ctx, col.name)).some((r) => r.type !== "one");
+    // Events carry the admin's view; only a `many` field (readable targets only) differs per reader.
+    const withRelations = !hard && (await relationsFrom(ctx, col.name)).some((r) => r.type === "many");
     const frames = new Map<string, Uint8Array>();
     for (const c of targets) {
       if (held.seq <= c.lastSeq || !c.topics.length || !(await concerns(c, col, e))) continue;
       c.lastSeq = held.seq;
-      // Relation fields (`many` lists only readable targets) depend on the reader; plain records do not.
-      const key = withRelations ? c.identity.key : "";
+      // Relation fields (`many` lists only readable targets) depend on the reader, roles included
+      // (read from each stream's token, so one user's streams may differ); plain records do not.
+      const p = c.identity.principal;
+      const key = withRelations ? `${c.identity.key}\u0000${p.kind === "user" ? p.roles.join(",") : ""}` : "";
       let frame = frames.get(key);
       if (frame === undefined) {
         const record = hard ? { _id: e.record._id } : await recordAsRead(col, e.record, withRelations ? c : null);
@@ -150,9 +171,26 @@ function createHub(ctx: AppContext): RealtimeHub {
   }
 
   function drop(c: Client) {
-    clients.delete(c.id);
+    forget(c);
     c.sink.end();
+  }
+
+  /** Removes a client from the registry and the follower index. */
+  function forget(c: Client) {
+    if (clients.get(c.id) === c) clients.delete(c.id);
+    index(c, []);
     if (!clients.size) stopTimers();
+  }
+
+  /** Sets a client's topics and keeps the follower index in step. */
+  function index(c: Client, topics: Topic[]) {
+    for (const t of c.topics) {
+      const set = followers.get(t.collection);
+      set?.delete(c);
+      if (set && !set.size) followers.delete(t.collection);
+    }
+    c.topics = topics;
+    for (const t of topics) (followers.get(t.collection) ?? followers.set(t.collection, new Set()).get(t.collection)!).add(c);
   }
 
   function startTimers() {
@@ -196,7 +234,7 @@ function createHub(ctx: AppContext): RealtimeHub {
 
   /** Sets a client's topics; on the first subscription, replays what it missed since connecting (or its Last-Event-ID). */
   async function setTopics(c: Client, topics: Topic[]) {
-    c.topics = topics;
+    index(c, topics);
     if (c.resumeFrom === null || !topics.length) return;
     const from = c.resumeFrom;
     c.resumeFrom = null;
@@ -222,17 +260,14 @@ function createHub(ctx: AppContext): RealtimeHub {
       return clients.size;
     },
 
-    async open({ identity, ip, lastEventId, subscribe }) {
+    async open({ identity, ip, lastEventId, subscribe, onEnd }) {
       const usage = ipUsage(ip);
       if (usage.streams >= await getSetting(ctx, "realtime_max_streams_per_ip"))
         throw tooMany("too many realtime streams from this address");
       const topics = subscribe ? await checkTopicCount(subscribe, usage.topics) : [];
       const parsed = subscribe ? await parseTopics(ctx, topics, identity.principal) : [];
       const id = randomToken(24);
-      const sink = new SseSink(STREAM_BUFFER_BYTES, () => {
-        if (clients.get(id)?.sink === sink) clients.delete(id);
-        if (!clients.size) stopTimers();
-      });
+      const sink = new SseSink(STREAM_BUFFER_BYTES, () => forget(c), onEnd, () => eventId(buffer.lastSeq));
       const resume = parseLastEventId(lastEventId);
       const c: Client = { id, ip, identity, topics: [], sink, resumeFrom: buffer.lastSeq, lastSeq: buffer.lastSeq };
       if (resume !== null) {
@@ -254,6 +289,9 @@ function createHub(ctx: AppContext): RealtimeHub {
         throw forbidden("this client_id is bound to another identity");
       const list = await checkTopicCount(raw, ipUsage(c.ip).topics - c.topics.length);
       const topics = await parseTopics(ctx, list, identity.principal);
+      // Changes committed before this call go out under the topics (and identity) they were
+      // committed under: a paused stream does not get them later, a dropped topic not at all.
+      await flush();
       c.identity = identity;
       await setTopics(c, topics);
       return { ok: true, subscriptions: topics.map((t) => t.source) };
@@ -261,10 +299,7 @@ function createHub(ctx: AppContext): RealtimeHub {
 
     closeAll() {
       stopTimers();
-      for (const c of [...clients.values()]) {
-        clients.delete(c.id);
-        c.sink.end();
-      }
+      for (const c of [...clients.values()]) drop(c);
     },
   };
 

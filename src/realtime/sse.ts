@@ -6,47 +6,63 @@ export function sseFrame(event: string, data: string, id?: string): Uint8Array {
   return encoder.encode(`${id === undefined ? "" : `id: ${id}\n`}event: ${event}\ndata: ${data}\n\n`);
 }
 
+/** Bun's direct stream controller: writes go straight to the socket; a write returns a promise while the socket is backed up. */
+interface DirectController {
+  write(chunk: Uint8Array): number | Promise<number>;
+  flush(): number | Promise<number>;
+  close(): void;
+}
+
 /**
- * The writing end of one event stream. Frames wait in a bounded queue until the connection asks
- * for more (the response stream's pull, which Bun calls only while the socket takes data), so a
- * reader that stalls fills its own queue and nothing else: `send` never blocks and never waits.
- * When the queue would pass `maxBytes`, what is queued is dropped, a final `reset` frame goes
- * out in its place and the stream ends.
+ * The writing end of one event stream, over Bun's direct response stream (no per-chunk stream
+ * machinery between the frames and the socket). While the socket is backed up (a write answered
+ * with a promise), frames wait in a bounded queue of our own, so a reader that stalls fills its
+ * own queue and nothing else: `send` never blocks and never waits. When the queue would pass
+ * `maxBytes`, what is queued is dropped, a final `reset` frame goes out in its place and the
+ * stream ends.
  */
 export class SseSink {
   readonly response: Response;
   private queue: Uint8Array[] = [];
   private queuedBytes = 0;
-  private controller: ReadableStreamDefaultController<Uint8Array> | null = null;
-  private wanted = false;
+  private controller: DirectController | null = null;
+  private blocked = false;
+  private flushQueued = false;
   private ending = false;
+  private done: () => void = () => {};
   closed = false;
 
+  /**
+   * `onClose` runs once the stream is over (ended, overflowed or dropped by the client). `onEnd`
+   * runs when the stream starts to end: the server arms its idle timeout there, so a reader that
+   * takes nothing more has its connection cut.
+   */
   constructor(
     private readonly maxBytes: number,
     private readonly onClose: () => void,
-    headers: Record<string, string> = {},
+    private readonly onEnd: () => void = () => {},
+    /** The `id:` of the overflow `reset` frame (every event carries one): where a client that reloaded stands. */
+    private readonly resetId: () => string | undefined = () => undefined,
   ) {
-    const stream = new ReadableStream<Uint8Array>(
-      {
-        start: (c) => {
-          this.controller = c;
-        },
-        pull: () => {
-          this.wanted = true;
-          this.flush();
-        },
-        cancel: () => this.finish(),
+    const source = {
+      type: "direct",
+      pull: (c: DirectController) => {
+        this.controller = c;
+        this.flush();
+        // The response lasts until this settles.
+        return new Promise<void>((resolve) => {
+          this.done = resolve;
+          if (this.closed) resolve();
+        });
       },
-      { highWaterMark: 0 },
-    );
-    this.response = new Response(stream, {
+      cancel: () => this.finish(),
+    };
+    this.response = new Response(new ReadableStream(source as unknown as UnderlyingDefaultSource<Uint8Array>), {
       headers: {
         "content-type": "text/event-stream; charset=utf-8",
         "cache-control": "no-cache, no-transform",
         connection: "keep-alive",
         "x-accel-buffering": "no",
-        ...headers,
       },
     });
   }
@@ -61,18 +77,25 @@ export class SseSink {
     if (this.queuedBytes + bytes.byteLength > this.maxBytes) {
       this.queue = [];
       this.queuedBytes = 0;
-      this.end(sseFrame("reset", JSON.stringify({ reason: "overflow" })));
+      this.end(sseFrame("reset", JSON.stringify({ reason: "overflow" }), this.resetId()));
       return false;
     }
     this.queue.push(bytes);
     this.queuedBytes += bytes.byteLength;
-    this.flush();
+    // Frames sent in the same turn (a burst of events) leave in one write, after it.
+    if (!this.flushQueued) {
+      this.flushQueued = true;
+      queueMicrotask(() => {
+        this.flushQueued = false;
+        this.flush();
+      });
+    }
     return true;
   }
 
   /**
    * Sends `last` (if any) after what is queued, then ends the stream. A reader that does not
-   * take it within `END_GRACE_MS` has its connection cut, so a stalled client holds nothing.
+   * take it within `END_GRACE_MS` is given up on, and `onEnd` has armed the cut of its connection.
    */
   end(last?: Uint8Array): void {
     if (this.closed || this.ending) return;
@@ -81,34 +104,41 @@ export class SseSink {
       this.queuedBytes += last.byteLength;
     }
     this.ending = true;
+    this.onEnd();
     this.flush();
     if (this.closed) return;
-    const timer = setTimeout(() => {
-      try {
-        this.controller?.error(new Error("event stream closed: the client did not read"));
-      } catch {}
-      this.finish();
-    }, END_GRACE_MS);
+    const timer = setTimeout(() => this.finish(), END_GRACE_MS);
     timer.unref?.();
   }
 
   private flush(): void {
     const c = this.controller;
-    if (!c || this.closed) return;
-    if (this.wanted && this.queue.length) {
-      // One chunk per pull keeps the pace of the socket; a burst is joined into that one chunk.
+    if (!c || this.closed || this.blocked) return;
+    if (this.queue.length) {
       const chunk = this.queue.length === 1 ? this.queue[0] : Buffer.concat(this.queue);
       this.queue = [];
       this.queuedBytes = 0;
-      this.wanted = false;
-      c.enqueue(chunk);
-    }
-    if (this.ending && !this.queue.length) {
       try {
-        c.close();
-      } catch {}
-      this.finish();
+        const wrote = c.write(chunk);
+        c.flush();
+        if (wrote instanceof Promise) {
+          // The socket is backed up: hold what comes next until it drains.
+          this.blocked = true;
+          wrote.then(
+            () => {
+              this.blocked = false;
+              this.flush();
+            },
+            () => this.finish(),
+          );
+          return;
+        }
+      } catch {
+        this.finish();
+        return;
+      }
     }
+    if (this.ending && !this.queue.length) this.finish();
   }
 
   private finish(): void {
@@ -116,6 +146,10 @@ export class SseSink {
     this.closed = true;
     this.queue = [];
     this.queuedBytes = 0;
+    try {
+      this.controller?.close();
+    } catch {}
+    this.done();
     this.onClose();
   }
 }

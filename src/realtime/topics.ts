@@ -60,7 +60,8 @@ export async function parseTopic(ctx: AppContext, raw: unknown, p: Principal): P
     const col = await requireTopicCollection(ctx, o.collection);
     const filter = o.filter as string | string[];
     const matcher = await compileMatcher(ctx, col, parseTopicFilter(filter), p);
-    return { collection: col.name, id: null, matcher, source: { collection: col.name, filter } };
+    // Echoed as sent (POST /realtime answers the topics as the client gave them).
+    return { collection: col.name, id: null, matcher, source: { collection: o.collection as string, filter } };
   }
   throw badRequest('a topic is "<collection>", "<collection>/<id>" or { "collection", "filter" }');
 }

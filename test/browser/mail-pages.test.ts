@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { TOTP, URI } from "otpauth";
-import type { Browser, Page } from "playwright-core";
+import type { Browser } from "playwright-core";
 import { ADMIN_SECRET, createTestApp } from "../helpers/app.ts";
-import { launchBrowser } from "../helpers/browser.ts";
+import { launchBrowser, openRecordingPage } from "../helpers/browser.ts";
+import { enableTotp, passCodeForm } from "../helpers/landing-page.ts";
 import { buildBinary } from "../helpers/cli.ts";
 import { spawnServer, type ServerProcess } from "../helpers/server.ts";
 import { startSmtpCapture, type SmtpCapture } from "../helpers/smtp.ts";
@@ -53,17 +53,7 @@ async function mailedLink(to: string, path: string): Promise<string> {
 }
 
 /** A page that records every request it makes and every script error. */
-async function openPage(): Promise<{ page: Page; requests: string[]; errors: string[] }> {
-  const page = await browser.newPage();
-  page.setDefaultTimeout(8_000);
-  const requests: string[] = [];
-  const errors: string[] = [];
-  page.on("request", (r) => requests.push(r.url()));
-  page.on("pageerror", (e) => errors.push(e.message));
-  // A 4xx the page handles (a wrong code) is logged by the browser as a failed resource: not a script error.
-  page.on("console", (m) => m.type() === "error" && !m.text().startsWith("Failed to load resource") && errors.push(m.text()));
-  return { page, requests, errors };
-}
+const openPage = () => openRecordingPage(browser);
 
 function sameOrigin(requests: string[]): void {
   for (const r of requests) expect(new URL(r).origin).toBe(new URL(server.url).origin);
@@ -124,24 +114,14 @@ describe("mail landing pages in the compiled binary", () => {
     expect(await page.locator("#signed-in-email").textContent()).toBe("magic-page@example.test");
 
     const u = await api("POST", "/auth/register", { email: "magic-2fa@example.test", password: "password123" });
-    const auth = { authorization: `Bearer ${u.body.access_token}`, "content-type": "application/json" };
-    const setup = await api("POST", "/auth/2fa/setup", undefined, auth);
-    const totp = URI.parse(setup.body.otpauth_url) as TOTP;
-    expect((await api("POST", "/auth/2fa/enable", { code: totp.generate() }, auth)).status).toBe(200);
+    const totp = await enableTotp(server.url, u.body.access_token);
     // A verified address: on a never-verified account the first magic link is the first proof of the
     // address and drops the 2FA a pre-registering stranger could have set up.
     const verify = await fetch(`${server.url}/api/v1/admin/users/${u.body.user.id}`, { method: "PATCH", headers: admin, body: JSON.stringify({ is_verified: true }) });
     expect(verify.status).toBe(200);
     await api("POST", "/auth/magic-link", { email: "magic-2fa@example.test" });
     await page.goto(await mailedLink("magic-2fa@example.test", "/auth/magic-link"));
-    await page.getByLabel("Code").fill("000000");
-    await page.getByRole("button", { name: "Sign in" }).click();
-    await page.getByText("That code is not right. Try the current one.").waitFor();
-    // The enabling code's step is used; the next step's code is accepted (±1 step).
-    await page.getByLabel("Code").fill(totp.generate({ timestamp: Date.now() + 30_000 }));
-    await page.getByRole("button", { name: "Sign in" }).click();
-    await page.getByText("You are signed in.").waitFor();
-    expect(await page.locator("#signed-in-email").textContent()).toBe("magic-2fa@example.test");
+    await passCodeForm(page, totp, "magic-2fa@example.test");
     sameOrigin(requests);
     expect(errors).toEqual([]);
     await page.close();

@@ -136,7 +136,7 @@ describe("transactions", () => {
         order.push("first-commits");
       });
       const write = second.run("INSERT INTO t (name) VALUES ('from-second')").then(() => order.push("second-writes"));
-      const tx = second.transaction(async () => {
+      const tx = await second.transaction(async () => {
         await second.run("UPDATE t SET n = 1");
         order.push("second-tx");
       });

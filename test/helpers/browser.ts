@@ -1,5 +1,5 @@
 import { existsSync } from "node:fs";
-import { chromium, type Browser } from "playwright-core";
+import { chromium, type Browser, type Page } from "playwright-core";
 
 /** Debian's chromium unless CHROMIUM_PATH names another. */
 export const CHROMIUM = process.env.CHROMIUM_PATH || "/usr/bin/chromium";
@@ -23,4 +23,17 @@ export async function launchBrowser(): Promise<Browser> {
       "--disable-dev-shm-usage",
     ],
   });
+}
+
+/** A new page that records the address of every request it makes and every script error. */
+export async function openRecordingPage(browser: Browser): Promise<{ page: Page; requests: string[]; errors: string[] }> {
+  const page = await browser.newPage();
+  page.setDefaultTimeout(8_000);
+  const requests: string[] = [];
+  const errors: string[] = [];
+  page.on("request", (r) => requests.push(r.url()));
+  page.on("pageerror", (e) => errors.push(e.message));
+  // A 4xx the page handles (a wrong code) is logged by the browser as a failed resource: not a script error.
+  page.on("console", (m) => m.type() === "error" && !m.text().startsWith("Failed to load resource") && errors.push(m.text()));
+  return { page, requests, errors };
 }

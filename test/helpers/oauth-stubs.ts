@@ -24,6 +24,8 @@ export interface ProviderStub {
   clientSecret: string;
   /** The user the next authorization signs in as. */
   loginAs: StubUser | null;
+  /** The next authorization is refused, as a user clicking "Cancel" on the consent screen: back with `error=access_denied`. */
+  denyNext: boolean;
   /** Query of the last authorization request. */
   lastAuthorize: Record<string, string>;
   /** Changes the claims of the next ID token (Google stub). */
@@ -65,6 +67,7 @@ export async function startProviderStub(kind: "codehost" | "portal"): Promise<Pr
     clientId: `${kind}-client-id`,
     clientSecret: `${kind}-client-secret`,
     loginAs: null,
+    denyNext: false,
     lastAuthorize: {},
     tamperClaims: null,
     forgeIdToken: null,
@@ -127,10 +130,16 @@ export async function startProviderStub(kind: "codehost" | "portal"): Promise<Pr
         const q = Object.fromEntries(url.searchParams);
         stub.lastAuthorize = q;
         if (q.client_id !== stub.clientId || !stub.loginAs || !q.redirect_uri) return new Response("bad request", { status: 400 });
-        const code = crypto.randomUUID();
-        codes.set(code, { user: stub.loginAs, challenge: q.code_challenge ?? null, method: q.code_challenge_method ?? null, nonce: q.nonce ?? null, redirectUri: q.redirect_uri });
         const back = new URL(q.redirect_uri);
-        back.searchParams.set("code", code);
+        if (stub.denyNext) {
+          stub.denyNext = false;
+          back.searchParams.set("error", "access_denied");
+          back.searchParams.set("error_description", "The user has denied your application access.");
+        } else {
+          const code = crypto.randomUUID();
+          codes.set(code, { user: stub.loginAs, challenge: q.code_challenge ?? null, method: q.code_challenge_method ?? null, nonce: q.nonce ?? null, redirectUri: q.redirect_uri });
+          back.searchParams.set("code", code);
+        }
         back.searchParams.set("state", q.state ?? "");
         return new Response(null, { status: 302, headers: { location: back.toString() } });
       }

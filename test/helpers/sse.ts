@@ -141,3 +141,21 @@ export function createLiveApp(opts: Parameters<typeof createTestApp>[0] = {}): L
     },
   };
 }
+
+/** A browser-style stream of `t`: opened bare, then bound to `token` (or anonymous) with `topics`; a refused POST throws. */
+export async function followBare(t: LiveApp, topics: unknown[], token?: string): Promise<SseClient> {
+  const s = await t.stream();
+  const res = await t.subscribe(await s.clientId(), topics, token);
+  if (res.status !== 200) throw new Error(`subscribe failed: ${res.status} ${JSON.stringify(res.body)}`);
+  return s;
+}
+
+/**
+ * Writes a record to `collection` (admin) and waits until every stream got it: events arrive in
+ * commit order, so everything written before it arrived too. The streams must follow `collection`.
+ */
+export async function syncStreams(t: LiveApp, streams: SseClient[], collection = "markers"): Promise<void> {
+  const m = await t.admin("POST", `/api/v1/${collection}`, { at: Date.now() });
+  if (m.status !== 201) throw new Error(`marker write failed: ${m.status} ${m.text}`);
+  for (const s of streams) await s.next((e) => e.data?.record?._id === m.body._id);
+}

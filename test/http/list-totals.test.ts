@@ -23,6 +23,7 @@ const evenIds = async () => (await t.req("GET", "/api/v1/notes?filter=cat:eq:eve
 async function inAnotherProcess(code: string, arg = "") {
   const script = `import { Database } from "bun:sqlite"; const db = new Database(process.env.DB_FILE); db.exec("PRAGMA busy_timeout = 5000"); const arg = process.env.ARG; ${code}; db.close();`;
   const proc = Bun.spawn([process.execPath, "-e", script], {
+    cwd: t.dir,
     env: { ...process.env, DB_FILE: join(t.dir, "baas.db"), ARG: arg },
     stdout: "pipe",
     stderr: "pipe",

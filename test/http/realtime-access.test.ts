@@ -91,4 +91,27 @@ describe("each event is checked against the subscriber's read rule", () => {
     await marker([anon]);
     expect(ids(anon, "docs")).toEqual(["open"]);
   });
+
+  test("a record's `many` field lists, for each subscriber, only the related records that subscriber may read", async () => {
+    await createCollection(t, "authors");
+    await createCollection(t, "drafts", { read: "owner", create: "authenticated" });
+    const one = await t.admin("POST", "/api/v1/admin/relations", { from_col: "drafts", from_field: "author", to_col: "authors", type: "one" });
+    expect(one.status).toBe(201);
+    const many = await t.admin("POST", "/api/v1/admin/relations", { from_col: "authors", from_field: "drafts", to_col: "drafts", type: "many", to_field: "author" });
+    expect(many.status).toBe(201);
+    const alice = await registerUser(t, "alice@example.com");
+    const bob = await registerUser(t, "bob@example.com");
+    const author = await t.admin("POST", "/api/v1/authors", { title: "writer" });
+    const a = await t.req("POST", "/api/v1/drafts", { token: alice.token, body: { author: author.body._id } });
+    const b = await t.req("POST", "/api/v1/drafts", { token: bob.token, body: { author: author.body._id } });
+    const streams = { alice: await follow(["authors", "markers"], alice.token), admin: await follow(["authors", "markers"], ADMIN_SECRET) };
+    await t.admin("PATCH", `/api/v1/authors/${author.body._id}`, { title: "writer!" });
+    await marker(Object.values(streams));
+    const seen = (s: SseClient) => s.changes().find((e) => e.data.collection === "authors")!.data.record.drafts;
+    expect(seen(streams.alice)).toEqual([a.body._id]);
+    expect([...seen(streams.admin)].sort()).toEqual([a.body._id, b.body._id].sort());
+    // And as that subscriber's own read returns it.
+    const read = await t.req("GET", `/api/v1/authors/${author.body._id}`, { token: alice.token });
+    expect(streams.alice.changes().find((e) => e.data.collection === "authors")!.data.record).toEqual(read.body);
+  });
 });

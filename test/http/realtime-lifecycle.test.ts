@@ -105,6 +105,20 @@ describe("resume with Last-Event-ID", () => {
     expect(again.messages[0].event).toBe("connect");
   });
 
+  test("?last_event_id= resumes like the header (for a fresh EventSource), with ?subscribe= at once", async () => {
+    t = createLiveApp();
+    await createCollection(t, "posts");
+    const first = await t.stream({ token: ADMIN_SECRET, query: "?subscribe=posts" });
+    await t.admin("POST", "/api/v1/posts", { title: "one" });
+    const [seen] = await first.waitChanges(1);
+    first.close();
+    await t.admin("POST", "/api/v1/posts", { title: "two" });
+    const again = await t.stream({ token: ADMIN_SECRET, query: `?subscribe=posts&last_event_id=${encodeURIComponent(seen.id!)}` });
+    const [missed] = await again.waitChanges(1);
+    expect(missed.data.record.title).toBe("two");
+    expect(again.messages.map((m) => m.event)).toEqual(["connect", "create"]);
+  });
+
   test("events between connect and the subscribing POST are not lost", async () => {
     t = createLiveApp();
     await createCollection(t, "posts");
@@ -152,7 +166,7 @@ describe("back-pressure and limits", () => {
     expect(new TextDecoder().decode((await out.read()).value)).toBe("200\n");
     // More than the stream's 4 MiB buffer plus what the sockets hold.
     const payload = "x".repeat(2000);
-    const rounds = 24;
+    const rounds = 32;
     const started = Date.now();
     for (let i = 0; i < rounds; i++) {
       const res = await fetch(`${t.base}/api/v1/big/bulk`, {
@@ -175,7 +189,7 @@ describe("back-pressure and limits", () => {
       tail += new TextDecoder().decode(value);
     }
     expect(await stalled.exited).toBe(0);
-    expect(tail.trimEnd().split("\n\n").at(-1)).toBe('event: reset\ndata: {"reason":"overflow"}');
+    expect(tail.trimEnd().split("\n\n").at(-1)).toMatch(/^id: \S+\nevent: reset\ndata: \{"reason":"overflow"\}$/);
     expect(healthy.ended).toBe(false);
     expect(writeMs).toBeLessThan(30_000);
   });
@@ -205,6 +219,32 @@ describe("back-pressure and limits", () => {
       if (d.response.status === 200) break;
       expect(Date.now()).toBeLessThan(deadline);
       await Bun.sleep(20);
+    }
+  });
+});
+
+describe("churn", () => {
+  test("streams closed by their clients give every slot back: the limit's worth opens again, twice over", async () => {
+    t = createLiveApp();
+    await createCollection(t, "posts");
+    await patchSettings(t, { realtime_max_streams_per_ip: 30 });
+    for (let round = 0; round < 3; round++) {
+      const deadline = Date.now() + 5_000;
+      let open: SseClient[] = [];
+      // Slots of the previous round are freed as the server notices each disconnect: retry until all 30 open.
+      for (;;) {
+        open.push(...(await Promise.all(Array.from({ length: 30 - open.length }, () => t.stream({ query: "?subscribe=posts" })))));
+        const refused = open.filter((s) => s.response.status !== 200);
+        open = open.filter((s) => s.response.status === 200);
+        if (!refused.length) break;
+        expect(refused.every((s) => s.response.status === 429)).toBe(true);
+        expect(Date.now()).toBeLessThan(deadline);
+        await Bun.sleep(20);
+      }
+      await Promise.all(open.map((s) => s.clientId()));
+      const over = await t.stream();
+      expect(over.response.status).toBe(429);
+      for (const s of open) s.close();
     }
   });
 });

@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { registerUser } from "../helpers/app.ts";
+import { createTestApp, registerUser } from "../helpers/app.ts";
 import { createMailTestApp } from "../helpers/smtp.ts";
 
 // Password hashing (argon2id) is slow on a loaded machine; these tests hash several times each.
@@ -27,7 +27,10 @@ async function withSettings(patch: Record<string, unknown>, fn: () => Promise<vo
 
 describe("runtime settings", () => {
   test("GET answers every setting with its default", async () => {
-    const res = await t.admin("GET", S);
+    // A fresh app: the shared one carries what other tests of this file set.
+    const fresh = createTestApp();
+    const res = await fresh.admin("GET", S);
+    await fresh.close();
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({
       app_name: "baas",

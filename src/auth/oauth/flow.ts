@@ -12,9 +12,12 @@ export interface OAuthRedirect {
   cookie: string | null;
 }
 
+/** The path under APP_URL of the page that receives a login's outcome (the server serves it when APP_URL is itself). */
+export const OAUTH_RESULT_PATH = "/auth/callback";
+
 /** `{APP_URL}/auth/callback?<params>`, the frontend page that receives the outcome. */
 export function appCallbackUrl(ctx: AppContext, params: Record<string, string>): string {
-  return `${ctx.config.appUrl}/auth/callback?${new URLSearchParams(params)}`;
+  return `${ctx.config.appUrl}${OAUTH_RESULT_PATH}?${new URLSearchParams(params)}`;
 }
 
 /**

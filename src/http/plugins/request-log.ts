@@ -13,7 +13,7 @@ const SANE_ID = /^[A-Za-z0-9._:\/+=-]{1,128}$/;
 
 // Query parameters whose values are credentials or one-time codes: the log shows the name, never the value.
 const SECRET_PARAMS = new Set([
-  "token", "access_token", "refresh_token", "id_token", "code", "state", "password", "secret",
+  "token", "access_token", "refresh_token", "id_token", "totp_token", "code", "state", "password", "secret",
   "key", "api_key", "apikey", "client_secret", "otp", "nonce", "code_verifier", "signature", "sig",
 ]);
 

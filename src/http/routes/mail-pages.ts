@@ -1,8 +1,9 @@
 import { Elysia } from "elysia";
+import { OAUTH_RESULT_PATH } from "../../auth/oauth/flow.ts";
 import { LINK_PATHS } from "../../auth/verification.ts";
 import type { AppContext } from "../../context.ts";
 import { notFound } from "../../errors.ts";
-import { PAGE_HEADERS, renderLandingPage } from "../../mail/pages.ts";
+import { PAGE_HEADERS, renderLandingPage, type PageKind } from "../../mail/pages.ts";
 import type { MailKind } from "../../mail/templates.ts";
 import { getSetting } from "../../settings/settings.ts";
 
@@ -14,16 +15,17 @@ function wantsJson(request: Request): boolean {
 
 /**
  * `GET /auth/verify-email`, `/auth/reset-password`, `/auth/magic-link` (`?token=`): the pages mail
- * links open when APP_URL is the server itself, i.e. no frontend of its own handles them. With a
+ * links open, and `GET /auth/callback`, where an OAuth login ends (`?access_token=…`, `?totp_required=true…`
+ * or `?error=…`), when APP_URL is the server itself, i.e. no frontend of its own handles them. With a
  * frontend at APP_URL these paths stay unknown here (404), as before.
  */
 export function mailPageRoutes(ctx: AppContext) {
   const apiBase = `${new URL(ctx.config.publicUrl).pathname.replace(/\/+$/, "")}/api/v1`;
-  const page = (kind: MailKind) => async ({ request }: { request: Request }) => {
+  const page = (kind: PageKind) => async ({ request }: { request: Request }) => {
     if (ctx.config.appUrl !== ctx.config.publicUrl || wantsJson(request)) throw notFound("no such endpoint");
     return new Response(renderLandingPage(kind, { appName: await getSetting(ctx, "app_name"), apiBase }), { headers: PAGE_HEADERS });
   };
   let app = new Elysia();
   for (const kind of Object.keys(LINK_PATHS) as MailKind[]) app = app.get(LINK_PATHS[kind], page(kind));
-  return app;
+  return app.get(OAUTH_RESULT_PATH, page("oauth_callback"));
 }

@@ -22,8 +22,11 @@ export function realtimeRoutes(ctx: AppContext) {
         // Browsers send the header when EventSource reconnects; the parameter serves a fresh EventSource.
         lastEventId: request.headers.get("last-event-id") ?? params.get("last_event_id"),
         subscribe: subscribe === null ? null : splitSubscribeParam(subscribe),
+        // Once the stream ends, a reader that takes nothing more for 30 s (a stalled one) is cut off.
+        onEnd: () => server?.timeout(request, 30),
       });
-      // A stream is idle between events by design: the 25 s ping keeps proxies open, the server's idle timeout does not apply.
+      // A stream is quiet between events by design (the server's idle timeout, which writes do not
+      // reset, would cut it): the 25 s ping keeps proxies open, and a stream ends on its own terms.
       server?.timeout(request, 0);
       return response;
     })

@@ -92,7 +92,10 @@ export async function renderRecords(body: HTMLElement, col: CollectionJson, stal
   };
 
   let shownPage = 0;
+  // Only the latest load may draw: a live reload answered after a click on "Next" must not put the old page back.
+  let loads = 0;
   const load = async (pageIndex: number, opts: { quiet?: boolean } = {}) => {
+    const mine = ++loads;
     const p = params();
     const after = cursors[pageIndex];
     if (after) p.set("after", after);
@@ -101,10 +104,11 @@ export async function renderRecords(body: HTMLElement, col: CollectionJson, stal
     try {
       page = await api<Page>("GET", `${base}?${p}`);
     } catch (err) {
+      if (mine !== loads) return;
       replace(results, h("p", { class: "empty" }, "Could not load records."));
       throw err;
     }
-    if (stale()) return;
+    if (stale() || mine !== loads) return;
     shownPage = pageIndex;
     if (page.total !== null) total = page.total;
     cursors = cursors.slice(0, pageIndex + 1);
