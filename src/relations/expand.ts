@@ -7,6 +7,7 @@ import { badRequest } from "../errors.ts";
 import { decodeRow, type RecordJson } from "../records/codec.ts";
 import { junctionTable, relationsFrom, type Relation } from "./catalog.ts";
 import { readFilter, type TargetFilter } from "./read-filter.ts";
+import { IN_LIST, listParam } from "../query/dialect.ts";
 
 type Row = Record<string, unknown>;
 
@@ -17,7 +18,7 @@ type Row = Record<string, unknown>;
 export const MAX_MANY_PER_RECORD = 100;
 
 function idsOf(records: RecordJson[]): string {
-  return JSON.stringify(records.map((r) => r._id));
+  return listParam(records.map((r) => r._id as string));
 }
 
 function groupBy(rows: Row[], key: string): Map<string, Row[]> {
@@ -40,20 +41,33 @@ function columnsOf(col: Collection, alias: string): string {
  * Adds the virtual relation fields to records of `col`: a many_via field is its list of
  * linked ids; a many field the ids of the active target records the requester may read, the
  * first MAX_MANY_PER_RECORD by `_id` (null when the target's read rule hides it). One query per
- * relation for the whole page.
+ * relation for the whole page. A collection without relations is answered without a promise.
  */
-export async function attachRelationFields(
+export function attachRelationFields(
   ctx: AppContext,
   col: Collection,
   records: RecordJson[],
   p: Principal,
   only: Set<string> | null = null,
-): Promise<RecordJson[]> {
+): RecordJson[] | Promise<RecordJson[]> {
   if (!records.length) return records;
-  for (const rel of await relationsFrom(ctx, col.name)) {
+  const rels = relationsFrom(ctx, col.name);
+  if (!(rels instanceof Promise) && rels.length === 0) return records;
+  return attachWith(ctx, col, records, p, only, rels);
+}
+
+async function attachWith(
+  ctx: AppContext,
+  col: Collection,
+  records: RecordJson[],
+  p: Principal,
+  only: Set<string> | null,
+  relations: readonly Relation[] | Promise<readonly Relation[]>,
+): Promise<RecordJson[]> {
+  for (const rel of await relations) {
     if (only && !only.has(rel.from_field.toLowerCase())) continue;
     if (rel.type === "many_via") {
-      const rows = await ctx.db.all<{ from_id: string; to_id: string }>(`SELECT "from_id", "to_id" FROM ${q(junctionTable(rel))} WHERE "from_id" IN (SELECT value FROM json_each(?)) ORDER BY "from_id", "pos"`, [idsOf(records)]);
+      const rows = await ctx.db.all<{ from_id: string; to_id: string }>(`SELECT "from_id", "to_id" FROM ${q(junctionTable(rel))} WHERE "from_id" ${IN_LIST} ORDER BY "from_id", "pos"`, [idsOf(records)]);
       const byFrom = new Map<string, string[]>();
       for (const r of rows) {
         const list = byFrom.get(r.from_id);
@@ -92,12 +106,17 @@ async function manyRows(
   columns: string,
 ): Promise<Row[]> {
   const field = q(target.fieldMap.get(rel.to_field!.toLowerCase())!.name);
-  return await ctx.db.all<Row>(`SELECT "__rel_from", ${columns} FROM (SELECT ${field} AS "__rel_from", ${columns}, ROW_NUMBER() OVER (PARTITION BY ${field} ORDER BY "_id") AS "__rel_n" FROM ${q(target.name)} WHERE ${field} IN (SELECT value FROM json_each(?)) AND ${filter.sql}) WHERE "__rel_n" <= ? ORDER BY "_id"`, [idsOf(records), ...filter.params, MAX_MANY_PER_RECORD]);
+  return await ctx.db.all<Row>(`SELECT "__rel_from", ${columns} FROM (SELECT ${field} AS "__rel_from", ${columns}, ROW_NUMBER() OVER (PARTITION BY ${field} ORDER BY "_id") AS "__rel_n" FROM ${q(target.name)} WHERE ${field} ${IN_LIST} AND ${filter.sql}) WHERE "__rel_n" <= ? ORDER BY "_id"`, [idsOf(records), ...filter.params, MAX_MANY_PER_RECORD]);
 }
 
 /** Parses `expand=a,b` (repeatable) into relations of `col`; 400 for a name that is no relation field of it. */
-export async function parseExpand(ctx: AppContext, col: Collection, raw: string[] | string | null | undefined): Promise<Relation[]> {
+export function parseExpand(ctx: AppContext, col: Collection, raw: string[] | string | null | undefined): Relation[] | Promise<Relation[]> {
+  // Without `expand` (most reads) the answer needs no promise.
   if (!raw || raw.length === 0) return [];
+  return parseExpandList(ctx, col, raw);
+}
+
+async function parseExpandList(ctx: AppContext, col: Collection, raw: string[] | string): Promise<Relation[]> {
   const list = (Array.isArray(raw) ? raw : raw ? [raw] : [])
     .flatMap((s) => s.split(","))
     .map((s) => s.trim())
@@ -120,8 +139,12 @@ export async function parseExpand(ctx: AppContext, col: Collection, raw: string[
  * whole collection. Exactly one
  * query per expanded field for the whole page, never one per record.
  */
-export async function expandRecords(ctx: AppContext, col: Collection, records: RecordJson[], rels: Relation[], p: Principal): Promise<void> {
+export function expandRecords(ctx: AppContext, col: Collection, records: RecordJson[], rels: Relation[], p: Principal): Promise<void> | undefined {
   if (!rels.length || !records.length) return;
+  return expandWith(ctx, records, rels, p);
+}
+
+async function expandWith(ctx: AppContext, records: RecordJson[], rels: Relation[], p: Principal): Promise<void> {
   const out = records.map(() => ({}) as Record<string, unknown>);
   for (const rel of rels) {
     const target = await findCollection(ctx, rel.to_col);
@@ -135,7 +158,7 @@ export async function expandRecords(ctx: AppContext, col: Collection, records: R
       const ids = [...new Set(records.map((r) => r[rel.from_field]).filter((v): v is string => typeof v === "string"))];
       const byId = new Map<string, RecordJson>();
       if (ids.length) {
-        const rows = await ctx.db.all<Row>(`SELECT ${columnsOf(target, "")} FROM ${q(target.name)} WHERE "_id" IN (SELECT value FROM json_each(?)) AND ${filter.sql}`, [JSON.stringify(ids), ...filter.params]);
+        const rows = await ctx.db.all<Row>(`SELECT ${columnsOf(target, "")} FROM ${q(target.name)} WHERE "_id" ${IN_LIST} AND ${filter.sql}`, [listParam(ids), ...filter.params]);
         for (const r of rows) byId.set(r._id as string, decodeRow(target, r));
       }
       records.forEach((r, i) => (out[i][rel.from_field] = byId.get(r[rel.from_field] as string) ?? null));
@@ -149,7 +172,7 @@ export async function expandRecords(ctx: AppContext, col: Collection, records: R
     } else {
       const tf = readFilter(target, p, "t.")!;
       // The first MAX_MANY_PER_RECORD readable linked records of each record, in link order.
-      const rows = await ctx.db.all<Row>(`SELECT "__rel_from", ${columnsOf(target, "")} FROM (SELECT j."from_id" AS "__rel_from", j."pos" AS "__rel_pos", ${columnsOf(target, "t.")}, ROW_NUMBER() OVER (PARTITION BY j."from_id" ORDER BY j."pos") AS "__rel_n" FROM ${q(junctionTable(rel))} AS j JOIN ${q(target.name)} AS t ON t."_id" = j."to_id" WHERE j."from_id" IN (SELECT value FROM json_each(?)) AND ${tf.sql}) WHERE "__rel_n" <= ? ORDER BY "__rel_from", "__rel_pos"`, [idsOf(records), ...tf.params, MAX_MANY_PER_RECORD]);
+      const rows = await ctx.db.all<Row>(`SELECT "__rel_from", ${columnsOf(target, "")} FROM (SELECT j."from_id" AS "__rel_from", j."pos" AS "__rel_pos", ${columnsOf(target, "t.")}, ROW_NUMBER() OVER (PARTITION BY j."from_id" ORDER BY j."pos") AS "__rel_n" FROM ${q(junctionTable(rel))} AS j JOIN ${q(target.name)} AS t ON t."_id" = j."to_id" WHERE j."from_id" ${IN_LIST} AND ${tf.sql}) WHERE "__rel_n" <= ? ORDER BY "__rel_from", "__rel_pos"`, [idsOf(records), ...tf.params, MAX_MANY_PER_RECORD]);
       const byFrom = groupBy(rows, "__rel_from");
       records.forEach((r, i) => (out[i][rel.from_field] = (byFrom.get(r._id as string) ?? []).map((t) => decodeRow(target, t))));
     }

@@ -13,6 +13,7 @@ import {
   type RelationEffects,
 } from "../records/store.ts";
 import { allRelations, junctionTable, restricted, type Relation } from "./catalog.ts";
+import { INSERT_ORDER } from "../query/dialect.ts";
 
 const same = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
 
@@ -157,7 +158,7 @@ async function relinkHolder(ctx: AppContext, holder: Collection, rel: Relation, 
 export async function onRecordRestore(ctx: AppContext, col: Collection, id: string, p: Principal): Promise<void> {
   // A record restored by hand no longer waits for the record whose cascade deleted it.
   await ctx.db.run("DELETE FROM _relation_cascades WHERE kind = 'record' AND rec_col = ? AND rec_id = ?", [col.name, id]);
-  const rows = await ctx.db.all<{ relation_id: string; kind: string; rec_col: string; rec_id: string; pos: number }>("SELECT relation_id, kind, rec_col, rec_id, pos FROM _relation_cascades WHERE cause_col = ? AND cause_id = ? ORDER BY rowid", [col.name, id]);
+  const rows = await ctx.db.all<{ relation_id: string; kind: string; rec_col: string; rec_id: string; pos: number }>(`SELECT relation_id, kind, rec_col, rec_id, pos FROM _relation_cascades WHERE cause_col = ? AND cause_id = ? ORDER BY ${INSERT_ORDER}`, [col.name, id]);
   if (!rows.length) return;
   await ctx.db.run("DELETE FROM _relation_cascades WHERE cause_col = ? AND cause_id = ?", [col.name, id]);
   const rels = await allRelations(ctx);
