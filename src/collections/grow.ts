@@ -20,12 +20,18 @@ const TYPE_WORD: Record<string, string> = {
 /**
  * Checks field names and value types against the collection (CONTRACT §2). Unknown fields
  * with a non-null value become new columns (inside the caller's transaction); returns the
- * collection as it is after that. Throws 422 listing every problem.
+ * collection as it is after that. Throws 422 listing every problem. Without new fields (most
+ * writes) and with the catalog current, it answers without a promise.
  */
-export async function ensureFields(ctx: AppContext, col: Collection, data: Record<string, unknown>): Promise<Collection> {
+export function ensureFields(ctx: AppContext, col: Collection, data: Record<string, unknown>): Collection | Promise<Collection> {
   // Re-read inside the write transaction: a change another process (the CLI) committed after the
   // caller looked the collection up must be neither missed nor overwritten by the row saved below.
-  col = await findCollection(ctx, col.name) ?? col;
+  const current = findCollection(ctx, col.name);
+  if (current instanceof Promise) return current.then((c) => checkFields(ctx, c ?? col, data));
+  return checkFields(ctx, current ?? col, data);
+}
+
+function checkFields(ctx: AppContext, col: Collection, data: Record<string, unknown>): Collection | Promise<Collection> {
   const errors: FieldError[] = [];
   const fresh: FieldDef[] = [];
   for (const name in data) {
@@ -59,6 +65,10 @@ export async function ensureFields(ctx: AppContext, col: Collection, data: Recor
     errors.push({ field: fresh[0].name, rule: "fields", message: `a collection has at most ${MAX_FIELDS} fields.` });
   if (errors.length) throw new ValidationError(errors);
   if (!fresh.length) return col;
+  return addFields(ctx, col, fresh);
+}
+
+async function addFields(ctx: AppContext, col: Collection, fresh: FieldDef[]): Promise<Collection> {
   for (const f of fresh) await addColumn(ctx.db, col.name, f.name, f.type);
   const fields = [...col.fields, ...fresh];
   const fts = await ftsAfterNewFields(ctx, col, fields);

@@ -157,7 +157,8 @@ export class SqliteEngine implements Engine {
   async transaction<T>(fn: () => Promise<T>): Promise<T> {
     const current = this.als.getStore();
     if (current && current.open) return this.savepoint(current, fn);
-    await this.lock();
+    const wait = this.lock();
+    if (wait) await wait;
     const tx: Tx = { open: true, depth: 0, afterCommit: [] };
     let result: T;
     try {

@@ -29,8 +29,21 @@ const MAX_LINKS = 10_000;
  * writer `p` may read (CONTRACT §6, §8c). Runs inside the caller's transaction, so records
  * written earlier in the same bulk or batch count.
  */
-export async function prepareRelations(ctx: AppContext, col: Collection, data: Record<string, unknown>, p: Principal): Promise<RelationWrite> {
-  const rels = await relationsFrom(ctx, col.name);
+export function prepareRelations(ctx: AppContext, col: Collection, data: Record<string, unknown>, p: Principal): RelationWrite | Promise<RelationWrite> {
+  const rels = relationsFrom(ctx, col.name);
+  // A collection without relations (the common case) is answered without a promise.
+  if (!(rels instanceof Promise) && !rels.length) return { stored: data, errors: [], links: [] };
+  return checkRelations(ctx, col, data, p, rels);
+}
+
+async function checkRelations(
+  ctx: AppContext,
+  col: Collection,
+  data: Record<string, unknown>,
+  p: Principal,
+  pending: readonly Relation[] | Promise<readonly Relation[]>,
+): Promise<RelationWrite> {
+  const rels = await pending;
   if (!rels.length) return { stored: data, errors: [], links: [] };
   const stored = { ...data };
   const errors: FieldError[] = [];
