@@ -1,0 +1,258 @@
+import { SQL } from "bun";
+import { AsyncLocalStorage } from "node:async_hooks";
+import type { Engine, RunResult, SqlValue } from "./engine.ts";
+import { isRetryable, mapPostgresError } from "./postgres-errors.ts";
+import { toPositional } from "./pg-placeholders.ts";
+
+/**
+ * The PostgreSQL engine, on Bun's built-in client (no dependency). What callers see is what the SQLite
+ * engine gives them:
+ * - results: `boolean` as 1/0, every integer (`int8` too) and `numeric` as a number, `json`/`jsonb` as
+ *   JSON text, `bytea` as Uint8Array, timestamps as epoch milliseconds;
+ * - parameters: numbers, bigints and booleans (true → 1, false → 0) are sent untyped, so PostgreSQL types
+ *   them from where they stand (as SQLite's dynamic typing does): 1 fits an integer and a boolean
+ *   column alike. Where nothing gives a type (`SELECT ?`), cast in the SQL;
+ * - transactions are SERIALIZABLE (SQLite's single writer is), retried whole on a serialization
+ *   failure or deadlock.
+ */
+
+export interface PostgresEngineOptions {
+  url: string;
+  /** Connections in the pool (DB_POOL_SIZE). */
+  poolSize?: number;
+  /** Longest a statement may run, in ms; 0 = no limit (DB_STATEMENT_TIMEOUT_MS). */
+  statementTimeoutMs?: number;
+  /** Longest wait for a new connection, in seconds. */
+  connectTimeoutS?: number;
+  /** How often a whole transaction is run again after a serialization failure or deadlock. */
+  maxRetries?: number;
+}
+
+/** A reserved connection holding one open transaction, shared by its savepoints. */
+interface Tx {
+  conn: SQL;
+  afterCommit: (() => void)[];
+  savepoints: number;
+}
+
+/** One level of a transaction: nested transactions of one level run one after the other. */
+interface Scope {
+  tx: Tx;
+  queue: Promise<unknown>;
+}
+
+const OID = {
+  bool: 16,
+  bytea: 17,
+  int8: 20,
+  json: 114,
+  numeric: 1700,
+  date: 1082,
+  timestamp: 1114,
+  timestamptz: 1184,
+  jsonb: 3802,
+} as const;
+
+type Converter = (v: unknown) => unknown;
+
+const converters: Record<number, Converter> = {
+  [OID.bool]: (v) => (v ? 1 : 0),
+  [OID.int8]: (v) => Number(v),
+  [OID.numeric]: (v) => Number(v),
+  [OID.json]: (v) => JSON.stringify(v),
+  [OID.jsonb]: (v) => JSON.stringify(v),
+  [OID.bytea]: (v) => new Uint8Array(v as Uint8Array),
+  [OID.date]: (v) => (v as Date).getTime(),
+  [OID.timestamp]: (v) => (v as Date).getTime(),
+  [OID.timestamptz]: (v) => (v as Date).getTime(),
+};
+
+interface PgResult extends Array<Record<string, unknown>> {
+  columns?: { name: string; type: number }[] | null;
+  affectedRows?: number;
+  count?: number;
+}
+
+/** Converts the values of the columns whose type SQLite would return differently. */
+function convertRows(rows: PgResult): Record<string, unknown>[] {
+  const todo = (rows.columns ?? []).flatMap((c) => (converters[c.type] ? [[c.name, converters[c.type]!] as const] : []));
+  if (todo.length === 0 || rows.length === 0) return rows;
+  for (const row of rows) {
+    for (const [name, convert] of todo) {
+      const v = row[name];
+      if (v !== null && v !== undefined) row[name] = convert(v);
+    }
+  }
+  return rows;
+}
+
+/** Parameters as the driver takes them: see the engine's comment for why numbers go untyped. */
+function toDriverParams(params: readonly SqlValue[]): unknown[] {
+  return params.map((p) => {
+    if (typeof p === "number" || typeof p === "bigint") return String(p);
+    if (typeof p === "boolean") return p ? "1" : "0";
+    return p;
+  });
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export class PostgresEngine implements Engine {
+  readonly dialect = "postgres" as const;
+  private readonly sql: SQL;
+  private readonly als = new AsyncLocalStorage<Scope>();
+  private readonly maxRetries: number;
+
+  constructor(opts: PostgresEngineOptions) {
+    const statementTimeout = opts.statementTimeoutMs ?? 30_000;
+    this.maxRetries = opts.maxRetries ?? 10;
+    this.sql = new SQL({
+      url: opts.url,
+      max: opts.poolSize ?? 10,
+      bigint: true,
+      idleTimeout: 30,
+      connectionTimeout: opts.connectTimeoutS ?? 5,
+      connection: { statement_timeout: statementTimeout, application_name: "baas" },
+    });
+  }
+
+  /** The connection of the current transaction, else the pool. */
+  private client(): SQL {
+    return this.als.getStore()?.tx.conn ?? this.sql;
+  }
+
+  private async query(sql: string, params: readonly SqlValue[] = []): Promise<PgResult> {
+    const { text, count } = toPositional(sql);
+    if (count !== params.length) throw new Error(`the statement has ${count} placeholders but ${params.length} values were given`);
+    const client = this.client();
+    const inTx = client !== this.sql;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return (await client.unsafe(text, toDriverParams(params))) as PgResult;
+      } catch (err) {
+        // A statement of its own is a whole transaction: a deadlock victim may run again.
+        if (!inTx && isRetryable(err) && attempt < this.maxRetries) {
+          await sleep(backoff(attempt));
+          continue;
+        }
+        throw mapPostgresError(err);
+      }
+    }
+  }
+
+  async get<T = Record<string, unknown>>(sql: string, params?: readonly SqlValue[]): Promise<T | null> {
+    const rows = convertRows(await this.query(sql, params));
+    return (rows[0] as T | undefined) ?? null;
+  }
+
+  async all<T = Record<string, unknown>>(sql: string, params?: readonly SqlValue[]): Promise<T[]> {
+    return convertRows(await this.query(sql, params)) as T[];
+  }
+
+  async run(sql: string, params?: readonly SqlValue[]): Promise<RunResult> {
+    const res = await this.query(sql, params);
+    return { changes: res.affectedRows ?? res.count ?? 0 };
+  }
+
+  async exec(sql: string): Promise<void> {
+    try {
+      await this.client().unsafe(sql).simple();
+    } catch (err) {
+      throw mapPostgresError(err);
+    }
+  }
+
+  inTransaction(): boolean {
+    return this.als.getStore() !== undefined;
+  }
+
+  afterCommit(cb: () => void): void {
+    const scope = this.als.getStore();
+    if (scope) scope.tx.afterCommit.push(cb);
+    else cb();
+  }
+
+  transaction<T>(fn: () => Promise<T>): Promise<T> {
+    const scope = this.als.getStore();
+    if (scope) return this.savepoint(scope, fn);
+    return this.outermost(fn);
+  }
+
+  /** A nested transaction: a savepoint that rolls back alone (and drops its after-commit callbacks). */
+  private savepoint<T>(scope: Scope, fn: () => Promise<T>): Promise<T> {
+    const run = async (): Promise<T> => {
+      const tx = scope.tx;
+      const name = `sp_${++tx.savepoints}`;
+      const mark = tx.afterCommit.length;
+      await this.txStatement(tx, `SAVEPOINT ${name}`);
+      try {
+        const result = await this.als.run({ tx, queue: Promise.resolve() }, fn);
+        await this.txStatement(tx, `RELEASE SAVEPOINT ${name}`);
+        return result;
+      } catch (err) {
+        tx.afterCommit.length = mark;
+        // A lost connection leaves nothing to roll back to: the outer transaction fails as a whole.
+        await this.txStatement(tx, `ROLLBACK TO SAVEPOINT ${name}`).catch(() => {});
+        await this.txStatement(tx, `RELEASE SAVEPOINT ${name}`).catch(() => {});
+        throw mapPostgresError(err);
+      }
+    };
+    const result = scope.queue.then(run, run);
+    scope.queue = result.catch(() => {});
+    return result;
+  }
+
+  private async txStatement(tx: Tx, text: string): Promise<void> {
+    await tx.conn.unsafe(text);
+  }
+
+  /** The outermost transaction on a reserved connection, run again whole on a serialization failure. */
+  private async outermost<T>(fn: () => Promise<T>): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      let conn: Awaited<ReturnType<SQL["reserve"]>>;
+      try {
+        conn = await this.sql.reserve();
+      } catch (err) {
+        throw mapPostgresError(err);
+      }
+      const tx: Tx = { conn, afterCommit: [], savepoints: 0 };
+      let healthy = true;
+      let result: T;
+      try {
+        await conn.unsafe("BEGIN ISOLATION LEVEL SERIALIZABLE");
+        result = await this.als.run({ tx, queue: Promise.resolve() }, fn);
+        await conn.unsafe("COMMIT");
+      } catch (err) {
+        const cause = (err as { cause?: unknown }).cause ?? err;
+        await conn.unsafe("ROLLBACK").catch(() => {
+          healthy = false;
+        });
+        if ((isRetryable(err) || isRetryable(cause)) && attempt < this.maxRetries) {
+          await sleep(backoff(attempt));
+          continue;
+        }
+        throw mapPostgresError(err);
+      } finally {
+        if (healthy) conn.release();
+        else conn.close().catch(() => {});
+      }
+      // Committed: the callbacks run outside the transaction's context, in the order they were queued.
+      for (const cb of tx.afterCommit) cb();
+      return result;
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.sql.close();
+  }
+}
+
+/** Milliseconds to wait before another try: growing, with jitter so two losers do not meet again. */
+function backoff(attempt: number): number {
+  return Math.min(200, 5 * 2 ** attempt) * (0.5 + Math.random());
+}
+
+/** Opens the PostgreSQL engine (the pool connects on first use). */
+export function openPostgres(opts: PostgresEngineOptions): PostgresEngine {
+  return new PostgresEngine(opts);
+}
