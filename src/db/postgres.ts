@@ -33,6 +33,10 @@ interface Tx {
   conn: SQL;
   afterCommit: (() => void)[];
   savepoints: number;
+  /** The failure that aborted the transaction (PostgreSQL then refuses every statement until a rollback). */
+  abortedBy: unknown;
+  /** Set once committed or rolled back: a statement still joining it is a bug of its caller. */
+  ended: boolean;
 }
 
 /** One level of a transaction: nested transactions of one level run one after the other. */
@@ -71,6 +75,7 @@ interface PgResult extends Array<Record<string, unknown>> {
   columns?: { name: string; type: number }[] | null;
   affectedRows?: number;
   count?: number;
+  command?: string | null;
 }
 
 /** Converts the values of the columns whose type SQLite would return differently. */
@@ -116,22 +121,24 @@ export class PostgresEngine implements Engine {
     });
   }
 
-  /** The connection of the current transaction, else the pool. */
-  private client(): SQL {
-    return this.als.getStore()?.tx.conn ?? this.sql;
+  /** The open transaction of the current async context, if any. */
+  private currentTx(): Tx | undefined {
+    const tx = this.als.getStore()?.tx;
+    if (tx?.ended) throw new Error("a statement joined a transaction that has already ended (a promise was not awaited)");
+    return tx;
   }
 
   private async query(sql: string, params: readonly SqlValue[] = []): Promise<PgResult> {
     const { text, count } = toPositional(sql);
     if (count !== params.length) throw new Error(`the statement has ${count} placeholders but ${params.length} values were given`);
-    const client = this.client();
-    const inTx = client !== this.sql;
+    const tx = this.currentTx();
     for (let attempt = 0; ; attempt++) {
       try {
-        return (await client.unsafe(text, toDriverParams(params))) as PgResult;
+        return (await (tx?.conn ?? this.sql).unsafe(text, toDriverParams(params))) as PgResult;
       } catch (err) {
+        if (tx) tx.abortedBy ??= err;
         // A statement of its own is a whole transaction: a deadlock victim may run again.
-        if (!inTx && isRetryable(err) && attempt < this.maxRetries) {
+        else if (isRetryable(err) && attempt < this.maxRetries) {
           await sleep(backoff(attempt));
           continue;
         }
@@ -155,9 +162,11 @@ export class PostgresEngine implements Engine {
   }
 
   async exec(sql: string): Promise<void> {
+    const tx = this.currentTx();
     try {
-      await this.client().unsafe(sql).simple();
+      await (tx?.conn ?? this.sql).unsafe(sql).simple();
     } catch (err) {
+      if (tx) tx.abortedBy ??= err;
       throw mapPostgresError(err);
     }
   }
@@ -184,6 +193,7 @@ export class PostgresEngine implements Engine {
       const tx = scope.tx;
       const name = `sp_${++tx.savepoints}`;
       const mark = tx.afterCommit.length;
+      const abortedBefore = tx.abortedBy;
       await this.txStatement(tx, `SAVEPOINT ${name}`);
       try {
         const result = await this.als.run({ tx, queue: Promise.resolve() }, fn);
@@ -191,9 +201,15 @@ export class PostgresEngine implements Engine {
         return result;
       } catch (err) {
         tx.afterCommit.length = mark;
-        // A lost connection leaves nothing to roll back to: the outer transaction fails as a whole.
-        await this.txStatement(tx, `ROLLBACK TO SAVEPOINT ${name}`).catch(() => {});
-        await this.txStatement(tx, `RELEASE SAVEPOINT ${name}`).catch(() => {});
+        try {
+          // Rolled back to the savepoint, the transaction is as it was before: usable again.
+          await this.txStatement(tx, `ROLLBACK TO SAVEPOINT ${name}`);
+          await this.txStatement(tx, `RELEASE SAVEPOINT ${name}`);
+          tx.abortedBy = abortedBefore;
+        } catch (rollbackErr) {
+          // A lost connection leaves nothing to roll back to: the outer transaction fails as a whole.
+          tx.abortedBy ??= rollbackErr;
+        }
         throw mapPostgresError(err);
       }
     };
@@ -215,13 +231,16 @@ export class PostgresEngine implements Engine {
       } catch (err) {
         throw mapPostgresError(err);
       }
-      const tx: Tx = { conn, afterCommit: [], savepoints: 0 };
+      const tx: Tx = { conn, afterCommit: [], savepoints: 0, abortedBy: undefined, ended: false };
       let healthy = true;
       let result: T;
       try {
         await conn.unsafe("BEGIN ISOLATION LEVEL SERIALIZABLE");
         result = await this.als.run({ tx, queue: Promise.resolve() }, fn);
-        await conn.unsafe("COMMIT");
+        // COMMIT of a transaction that a failed statement aborted rolls back without an error: never
+        // report such a transaction as saved (on SQLite the other writes would have been kept).
+        const done = (await conn.unsafe("COMMIT")) as PgResult;
+        if (done.command === "ROLLBACK") throw tx.abortedBy ?? new Error("the transaction was rolled back by the database");
       } catch (err) {
         const cause = (err as { cause?: unknown }).cause ?? err;
         await conn.unsafe("ROLLBACK").catch(() => {
@@ -233,6 +252,7 @@ export class PostgresEngine implements Engine {
         }
         throw mapPostgresError(err);
       } finally {
+        tx.ended = true;
         if (healthy) conn.release();
         else conn.close().catch(() => {});
       }

@@ -297,6 +297,29 @@ describe.skipIf(!postgresAvailable)("storage engine contract: postgres server", 
     }
   });
 
+  test("a failed statement whose error the transaction swallowed fails the commit: nothing is reported saved that was not", async () => {
+    const db = openPostgres({ url: await createTestDatabase(), poolSize: 2 });
+    try {
+      await db.exec("CREATE TABLE people (id text PRIMARY KEY, email text NOT NULL UNIQUE); INSERT INTO people VALUES ('u1', 'a@example.com');");
+      const err = await rejection(
+        db.transaction(async () => {
+          await db.run("INSERT INTO people (id, email) VALUES (?, ?)", ["u2", "b@example.com"]);
+          await db.run("INSERT INTO people (id, email) VALUES (?, ?)", ["u3", "a@example.com"]).catch(() => {});
+        }),
+      );
+      expect({ status: err.status, code: err.code, fields: err.extra.fields }).toEqual({ status: 409, code: "unique_violation", fields: ["email"] });
+      expect(await db.all("SELECT id FROM people ORDER BY id")).toEqual([{ id: "u1" }]);
+      // In a nested transaction the failure rolls back alone, and the rest commits (as on every engine).
+      await db.transaction(async () => {
+        await db.run("INSERT INTO people (id, email) VALUES (?, ?)", ["u2", "b@example.com"]);
+        await db.transaction(() => db.run("INSERT INTO people (id, email) VALUES (?, ?)", ["u3", "a@example.com"])).catch(() => {});
+      });
+      expect(await db.all("SELECT id FROM people ORDER BY id")).toEqual([{ id: "u1" }, { id: "u2" }]);
+    } finally {
+      await db.close();
+    }
+  });
+
   test("a statement over the statement timeout is 503 unavailable, and the connection serves the next one", async () => {
     const db = openPostgres({ url: await createTestDatabase(), poolSize: 1, statementTimeoutMs: 200 });
     try {
@@ -315,7 +338,21 @@ describe.skipIf(!postgresAvailable)("storage engine contract: postgres server", 
     try {
       await db.exec("CREATE TABLE kept (id text PRIMARY KEY)");
       await db.run("INSERT INTO kept (id) VALUES (?)", ["before"]);
+      // A transaction open when the server goes away is not saved, and says so.
+      const holding = gate();
+      const inserted = gate();
+      const inFlight = rejection(
+        db.transaction(async () => {
+          await db.run("INSERT INTO kept (id) VALUES (?)", ["in-flight"]);
+          inserted.open();
+          await holding.promise;
+          await db.run("INSERT INTO kept (id) VALUES (?)", ["in-flight-2"]);
+        }),
+      );
+      await inserted.promise;
       cluster.stop();
+      holding.open();
+      expect((await inFlight).status).toBe(503);
       for (const attempt of [
         () => db.get("SELECT id FROM kept"),
         () => db.run("INSERT INTO kept (id) VALUES (?)", ["during"]),
