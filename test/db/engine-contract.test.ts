@@ -320,6 +320,27 @@ describe.skipIf(!postgresAvailable)("storage engine contract: postgres server", 
     }
   });
 
+  test("more transactions than pooled connections wait their turn, and plain statements still get through", async () => {
+    const db = openPostgres({ url: await createTestDatabase(), poolSize: 2 });
+    try {
+      await db.exec("CREATE TABLE rows (id text PRIMARY KEY)");
+      const n = 12;
+      const all = await Promise.all([
+        ...Array.from({ length: n }, (_, i) =>
+          db.transaction(async () => {
+            await db.run("INSERT INTO rows (id) VALUES (?)", [`r${i}`]);
+            return db.get<{ c: number }>("SELECT COUNT(*) AS c FROM rows WHERE id = ?", [`r${i}`]);
+          }),
+        ),
+        db.get("SELECT 1 AS plain"),
+      ]);
+      expect(all.slice(0, n)).toEqual(Array.from({ length: n }, () => ({ c: 1 })));
+      expect(await db.get("SELECT COUNT(*) AS c FROM rows")).toEqual({ c: n });
+    } finally {
+      await db.close();
+    }
+  });
+
   test("a statement over the statement timeout is 503 unavailable, and the connection serves the next one", async () => {
     const db = openPostgres({ url: await createTestDatabase(), poolSize: 1, statementTimeoutMs: 200 });
     try {

@@ -152,6 +152,16 @@ describe.skipIf(!postgresAvailable)("PostgreSQL migrations of the system tables"
     }
   });
 
+  test("a test database made from the migrated template has every migration and nothing to apply", async () => {
+    const copy = openPostgres({ url: await createTestDatabase({ migrated: true }), poolSize: 1 });
+    try {
+      expect(await migratePostgres(copy)).toEqual([]);
+      expect(await copy.get('SELECT COUNT(*) AS n FROM "_users"')).toEqual({ n: 0 });
+    } finally {
+      await copy.close();
+    }
+  });
+
   test("collection names are unique whatever their case, as with COLLATE NOCASE", async () => {
     await db.run(`INSERT INTO "_collections" ("name", "rules", "created_at", "updated_at") VALUES (?, '{}', ?, ?)`, ["Posts", 1, 1]);
     expect(await db.get(`SELECT "name" FROM "_collections" WHERE "name" = ?`, ["posts"])).toEqual({ name: "Posts" });

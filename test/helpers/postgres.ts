@@ -3,6 +3,8 @@ import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { migratePostgres } from "../../src/db/migrate-postgres.ts";
+import { openPostgres } from "../../src/db/postgres.ts";
 
 // Throwaway PostgreSQL clusters for tests: initdb in a temp directory, pg_ctl on a free port with its
 // unix socket in that directory, no system service, no password. PostgreSQL refuses to run as root,
@@ -78,8 +80,8 @@ export interface PgCluster {
   readonly dir: string;
   /** URL of a database of this cluster (the superuser, no password). */
   url(database: string): string;
-  /** A new empty database, copied from a template (fast); returns its URL. */
-  createDatabase(): Promise<string>;
+  /** A new database, copied from a template (`template0`, empty, unless named); returns its URL. */
+  createDatabase(template?: string): Promise<string>;
   /** Stops the server (fast shutdown: open connections are closed). */
   stop(): void;
   /** Starts the server again on the same port. */
@@ -117,11 +119,11 @@ export async function startCluster(): Promise<PgCluster> {
     port,
     dir,
     url: (database) => `postgres://postgres@127.0.0.1:${port}/${database}`,
-    async createDatabase() {
+    async createDatabase(template = "template0") {
       const name = `t_${process.pid}_${++counter}`;
       const admin = new SQL({ url: cluster.url("postgres"), max: 1 });
       try {
-        await admin.unsafe(`CREATE DATABASE "${name}" TEMPLATE template0`);
+        await admin.unsafe(`CREATE DATABASE "${name}" TEMPLATE "${template}"`);
       } finally {
         await admin.close();
       }
@@ -141,29 +143,51 @@ export async function startCluster(): Promise<PgCluster> {
         if (running) runServerCommand([join(binDir!, "pg_ctl"), "-D", data, "-m", "immediate", "-w", "stop"]);
       } catch {}
       running = false;
-      clusters.delete(cluster);
       rmSync(dir, { recursive: true, force: true });
     },
   };
   cluster.start();
-  clusters.add(cluster);
+  watch(dir, data);
   return cluster;
 }
 
-const clusters = new Set<PgCluster>();
-process.on("exit", () => {
-  for (const c of clusters) c.destroy();
-});
+/**
+ * A watchdog that stops the server and removes its directory once this process is gone, however it ended
+ * (`bun test` runs no exit handler, and a killed run must not leave a PostgreSQL server behind either). Its output goes nowhere, so it never
+ * holds the test run's stdout open.
+ */
+function watch(dir: string, data: string): void {
+  const stop = [join(binDir!, "pg_ctl"), "-D", data, "-m", "immediate", "-w", "stop"].map((a) => `'${a}'`).join(" ");
+  const asUser = isRoot ? `runuser -u ${systemUser} -- ${stop}` : stop;
+  const script = `while kill -0 ${process.pid} 2>/dev/null; do sleep 1; done; if [ -d '${data}' ]; then ${asUser}; rm -rf '${dir}'; fi`;
+  Bun.spawn(["sh", "-c", script], { stdio: ["ignore", "ignore", "ignore"] }).unref();
+}
 
 let shared: Promise<PgCluster> | null = null;
+let template: Promise<string> | null = null;
 
-/** The cluster shared by every test of this process, started on first use and removed at exit. */
+/** The cluster shared by every test of this process, started on first use, removed once the process is gone. */
 export function sharedCluster(): Promise<PgCluster> {
   shared ??= startCluster();
   return shared;
 }
 
-/** A fresh empty database on the shared cluster; returns its URL. */
-export async function createTestDatabase(): Promise<string> {
-  return (await sharedCluster()).createDatabase();
+/**
+ * A fresh database on the shared cluster; returns its URL. Empty, or with `migrated` the system tables
+ * already made: a copy of a template migrated once per process.
+ */
+export async function createTestDatabase(opts: { migrated?: boolean } = {}): Promise<string> {
+  const cluster = await sharedCluster();
+  if (!opts.migrated) return cluster.createDatabase();
+  template ??= (async () => {
+    const url = await cluster.createDatabase("template0");
+    const engine = openPostgres({ url, poolSize: 1 });
+    try {
+      await migratePostgres(engine);
+    } finally {
+      await engine.close();
+    }
+    return new URL(url).pathname.slice(1);
+  })();
+  return cluster.createDatabase(await template);
 }
