@@ -11,6 +11,7 @@ import { createMailer, type Mailer } from "./mail/mailer.ts";
 import { getSetting } from "./settings/settings.ts";
 import type { HookSet } from "./hooks/types.ts";
 import { createEventBus, type EventBus } from "./events/bus.ts";
+import { closeRealtime } from "./realtime/hub.ts";
 import { subscribeCommitHooks } from "./hooks/commit.ts";
 
 /** Everything a service needs, passed explicitly. Tests build their own. */
@@ -63,8 +64,9 @@ export function createContext(config: Config, opts: ContextOptions = {}): AppCon
   return ctx;
 }
 
-/** Closes the mailer and the database. */
+/** Ends the realtime streams, closes the mailer and the database. */
 export function closeContext(ctx: AppContext): void {
+  closeRealtime(ctx);
   ctx.mailer.close();
   try {
     ctx.sqlite.exec("PRAGMA optimize");

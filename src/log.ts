@@ -1,3 +1,5 @@
+import { writeSync } from "node:fs";
+
 /** Structured log lines on stderr. Never pass secrets here. */
 export interface Logger {
   debug(msg: string, fields?: Record<string, unknown>): void;
@@ -25,34 +27,105 @@ function safeJson(v: unknown): string {
   }
 }
 
+// A value written as it is in text lines: plain printable ASCII without spaces, quotes or `=` ambiguity.
+const PLAIN = /^[\x21\x23-\x7e]+$/;
+
 /**
  * `key=value` pairs. A value that is not plain printable ASCII (spaces, quotes, control characters, structure)
  * is written as JSON, so a line stays one line and a client's text cannot forge another one.
  */
 function textFields(fields: Record<string, unknown>): string {
-  return Object.entries(fields)
-    .filter(([, v]) => v !== undefined)
-    .map(([k, v]) => `${k}=${typeof v === "string" && /^[\x21\x23-\x7e]+$/.test(v) ? v : safeJson(v)}`)
-    .join(" ");
+  let out = "";
+  for (const k in fields) {
+    const v = fields[k];
+    if (v === undefined) continue;
+    const text = typeof v === "number" && Number.isFinite(v) ? String(v) : typeof v === "string" && PLAIN.test(v) ? v : safeJson(v);
+    out += out ? ` ${k}=${text}` : `${k}=${text}`;
+  }
+  return out;
+}
+
+// The time stamp of the last line: lines written in the same millisecond share one ISO string.
+let stampMs = NaN;
+let stampIso = "";
+function isoNow(): string {
+  const ms = Date.now();
+  if (ms !== stampMs) {
+    stampMs = ms;
+    stampIso = new Date(ms).toISOString();
+  }
+  return stampIso;
 }
 
 /** One log line in the given format, without the trailing newline. */
-export function formatLine(format: LogFormat, level: LogLevel, msg: string, fields?: Record<string, unknown>, now = new Date()): string {
-  if (format === "json") return safeJson({ time: now.toISOString(), level, msg, ...fields });
-  const extra = fields && Object.keys(fields).length ? " " + textFields(fields) : "";
-  return `${now.toISOString()} ${level.toUpperCase()} ${msg}${extra}`;
+export function formatLine(format: LogFormat, level: LogLevel, msg: string, fields?: Record<string, unknown>, now?: Date): string {
+  const time = now ? now.toISOString() : isoNow();
+  if (format === "json") return safeJson({ time, level, msg, ...fields });
+  const extra = fields ? textFields(fields) : "";
+  return `${time} ${level.toUpperCase()} ${msg}${extra ? " " + extra : ""}`;
 }
 
-/** A logger writing lines at `level` and above (error is the highest) to `write` (default stderr). */
-export function createLogger(opts: { format?: LogFormat; level?: LogLevel; write?: (line: string) => void } = {}): Logger {
+// Log lines for stderr wait here and go out together: when 64 KiB have gathered, 50 ms after the
+// first of them, before a start/stop line of the server, and at exit. One write per batch instead
+// of a synchronous write per request.
+const FLUSH_BYTES = 64 * 1024;
+const FLUSH_MS = 50;
+let pending = "";
+let flushTimer: ReturnType<typeof setTimeout> | null = null;
+let exitHookSet = false;
+
+/** Writes the log lines still waiting for stderr, synchronously (so nothing is lost at exit). */
+export function flushLog(): void {
+  if (flushTimer) clearTimeout(flushTimer);
+  flushTimer = null;
+  if (!pending) return;
+  let out = Buffer.from(pending);
+  pending = "";
+  while (out.length) {
+    try {
+      out = out.subarray(writeSync(2, out));
+    } catch (err) {
+      // A full non-blocking pipe: wait for the reader rather than drop lines.
+      if ((err as NodeJS.ErrnoException).code !== "EAGAIN") return;
+      Bun.sleepSync(1);
+    }
+  }
+}
+
+/** Writes one line to stderr now, after the log lines still waiting (the server's start and stop lines). */
+export function writeLineNow(line: string): void {
+  pending += line + "\n";
+  flushLog();
+}
+
+function writeStderr(line: string): void {
+  pending += line;
+  if (!exitHookSet) {
+    exitHookSet = true;
+    process.on("exit", flushLog);
+  }
+  if (pending.length >= FLUSH_BYTES) flushLog();
+  else if (!flushTimer) {
+    flushTimer = setTimeout(flushLog, FLUSH_MS);
+    flushTimer.unref?.();
+  }
+}
+
+/**
+ * A logger writing lines at `level` and above (error is the highest) to `write` (default stderr, one write
+ * per line; `buffered` gathers them, see flushLog: the server's request log).
+ */
+export function createLogger(
+  opts: { format?: LogFormat; level?: LogLevel; write?: (line: string) => void; buffered?: boolean } = {},
+): Logger {
   const format = opts.format ?? "text";
   const max = LOG_LEVELS.indexOf(opts.level ?? "info");
-  const write = opts.write ?? ((l: string) => void process.stderr.write(l));
-  const at =
-    (level: LogLevel) =>
-    (msg: string, fields?: Record<string, unknown>): void => {
-      if (LOG_LEVELS.indexOf(level) <= max) write(formatLine(format, level, msg, fields) + "\n");
-    };
+  const write = opts.write ?? (opts.buffered ? writeStderr : (l: string) => void process.stderr.write(l));
+  const off = (): void => {};
+  const at = (level: LogLevel) =>
+    LOG_LEVELS.indexOf(level) <= max
+      ? (msg: string, fields?: Record<string, unknown>): void => write(formatLine(format, level, msg, fields) + "\n")
+      : off;
   return { debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error") };
 }
 

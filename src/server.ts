@@ -6,7 +6,9 @@ import { closeContext, createContext, type AppContext, type ContextOptions } fro
 import type { Config } from "./config.ts";
 import { PUBLIC_URL_META, setMeta } from "./db/meta.ts";
 import { createApp } from "./http/app.ts";
+import { createLogger } from "./log.ts";
 import { resumeFtsBuilds } from "./search/fts.ts";
+import { closeRealtime } from "./realtime/hub.ts";
 
 export interface Running {
   ctx: AppContext;
@@ -38,7 +40,9 @@ export async function startServer(config: Config, opts: ContextOptions = {}): Pr
       `ADMIN_SECRET is too short (${config.adminSecret.length} characters): it must be at least ${MIN_ADMIN_SECRET_LENGTH}. ` +
         "Use a long random value (e.g. 'openssl rand -base64 32'), or leave ADMIN_SECRET unset and one is generated.",
     );
-  const ctx = createContext(config, opts);
+  // The request log writes a line per request: buffered, flushed on a short timer and at exit.
+  const log = opts.log ?? createLogger({ format: config.logFormat, level: config.logLevel, buffered: true });
+  const ctx = createContext(config, { ...opts, log });
   ensureJwtKey(ctx);
   const app = createApp(ctx);
   try {
@@ -83,6 +87,8 @@ export async function startServer(config: Config, opts: ContextOptions = {}): Pr
     async stop({ graceMs = 10_000 } = {}) {
       if (stopped) return;
       stopped = true;
+      // Event streams never end by themselves: they are closed first, so the wait below is for real requests.
+      closeRealtime(ctx);
       const force = setTimeout(() => void server.stop(true), graceMs);
       await server.stop(false);
       clearTimeout(force);

@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { loadConfig } from "../../src/config.ts";
 import type { AdminSecretState } from "../../src/auth/admin.ts";
-import { formatLine } from "../../src/log.ts";
+import { formatLine, writeLineNow } from "../../src/log.ts";
 import { startServer } from "../../src/server.ts";
 import { UsageError } from "../run.ts";
 
@@ -53,8 +53,8 @@ Examples:
         );
       }
       // Start and stop lines are written whatever LOG_LEVEL says (people and scripts wait for them), in the log's format.
-      const say = (msg: string) =>
-        process.stderr.write((config.logFormat === "json" ? formatLine("json", "info", msg) : msg) + "\n");
+      // Written at once, after the log lines still buffered, so stderr keeps the order things happened in.
+      const say = (msg: string) => writeLineNow(config.logFormat === "json" ? formatLine("json", "info", msg) : msg);
       say(secretSourceLine(secret));
       say(`baas listening on http://${config.host}:${running.server.port} (data: ${config.dataDir})`);
       let stopping = false;

@@ -141,6 +141,15 @@ export function isAdminToken(ctx: AppContext, token: string): boolean {
   return claims.epoch === Number(getMeta(ctx.sqlite, "admin_epoch") ?? "1");
 }
 
+/**
+ * True while `value` is still a valid admin credential (the secret or a live admin token). A re-check
+ * of a credential that was accepted before (a realtime stream), so it is not counted as a guess.
+ */
+export function isAdminCredential(ctx: AppContext, value: string): boolean {
+  // An ADMIN_SECRET set by the operator may itself contain dots, so a failed token check still tries the secret.
+  return (value.split(".").length === 3 && isAdminToken(ctx, value)) || isAdminSecret(ctx, value);
+}
+
 /** `POST /admin/login`: exchanges the secret for an admin token. 10 wrong tries a minute per IP. */
 export function adminLogin(ctx: AppContext, secret: unknown, ip: string): { token: string; expires_in: number } {
   if (!checkAdminSecretGuess(ctx, typeof secret === "string" ? secret : "", ip)) throw invalidAdminCredentials("invalid_credentials");

@@ -5,8 +5,9 @@ import type { Collection, FieldDef, FieldRule, FtsState, IndexDef, Rules } from 
 
 /**
  * In-memory cache of the `_collections` table. Another process (the CLI) may change the
- * table at any time; `PRAGMA data_version` tells us cheaply when anyone else committed,
- * and `_meta.schema_version` whether it was a catalog change.
+ * table at any time; `PRAGMA data_version` tells us when anyone else committed, and
+ * `_meta.schema_version` whether it was a catalog change. The question is asked at most once
+ * per event-loop turn (see refreshCatalog), not once per request.
  */
 export interface Catalog {
   byName: Map<string, Collection>;
@@ -18,6 +19,9 @@ export interface Catalog {
   inWriteTx?: boolean;
   /** Checked against the database during the current write transaction (see refreshCatalog). */
   checkedInTx?: boolean;
+  /** The event-loop turn and in-process commit count of the last check against the database. */
+  checkedTurn: number;
+  checkedCommits: number;
 }
 
 interface Row {
@@ -32,7 +36,38 @@ interface Row {
 }
 
 export function createCatalog(): Catalog {
-  return { byName: new Map(), schemaVersion: -1, dataVersion: -1, stale: true };
+  return { byName: new Map(), schemaVersion: -1, dataVersion: -1, stale: true, checkedTurn: -1, checkedCommits: -1 };
+}
+
+// Event-loop turns, counted lazily: a turn ends when the immediate queued at its first check runs.
+// Requests that arrive together are handled in one turn; any request that arrives after another
+// process committed (the CLI, whose exit or reply reaches us as an event) starts a later turn.
+let turn = 0;
+let turnEndQueued = false;
+function currentTurn(): number {
+  if (!turnEndQueued) {
+    turnEndQueued = true;
+    setImmediate(() => {
+      turn++;
+      turnEndQueued = false;
+    });
+  }
+  return turn;
+}
+
+// Write transactions committed by any connection of this process. Another connection in the same
+// process (a second context, as tests and tools open one) may commit between two awaits of one turn:
+// the next check then asks the database again.
+let commitsInProcess = 0;
+
+/**
+ * Notes a write transaction `ctx` committed (called by inTransaction), so every other context of this
+ * process re-checks at its next read. Its own commit does not change what `ctx` has to learn.
+ */
+export function noteCommit(ctx: AppContext): void {
+  const upToDate = ctx.catalog.checkedCommits === commitsInProcess;
+  commitsInProcess++;
+  if (upToDate) ctx.catalog.checkedCommits = commitsInProcess;
 }
 
 function readSchemaVersion(sqlite: Database): number {
@@ -70,7 +105,12 @@ export function reloadCatalog(ctx: AppContext): void {
   cat.stale = false;
 }
 
-/** Makes sure the cache reflects the database, reloading when this or another process changed it. */
+/**
+ * Makes sure the cache reflects the database, reloading when this or another process changed it.
+ * The database is asked at most once per event-loop turn (and once at the start of each write
+ * transaction, which holds the write lock), so a CLI change is seen by the next request after it
+ * commits without a statement on every request.
+ */
 export function refreshCatalog(ctx: AppContext): void {
   const cat = ctx.catalog;
   if (cat.stale) return reloadCatalog(ctx);
@@ -78,6 +118,12 @@ export function refreshCatalog(ctx: AppContext): void {
   // is enough (bulk inserts would otherwise ask SQLite several times per record).
   if (cat.checkedInTx) return;
   if (cat.inWriteTx) cat.checkedInTx = true;
+  else {
+    const t = currentTurn();
+    if (cat.checkedTurn === t && cat.checkedCommits === commitsInProcess) return;
+    cat.checkedTurn = t;
+    cat.checkedCommits = commitsInProcess;
+  }
   const dv = readDataVersion(ctx.sqlite);
   if (dv === cat.dataVersion) return;
   cat.dataVersion = dv;

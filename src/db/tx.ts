@@ -1,3 +1,4 @@
+import { noteCommit } from "../collections/catalog.ts";
 import type { AppContext } from "../context.ts";
 import { mapSqliteError } from "./sqlite-errors.ts";
 
@@ -23,7 +24,9 @@ export function inTransaction<T>(ctx: AppContext, fn: () => T): T {
         }
       })
       .immediate();
-    // Committed: the staged change events go out, in commit order.
+    // Committed: other contexts of this process re-check the database at their next read, and the
+    // staged change events go out, in commit order.
+    noteCommit(ctx);
     ctx.events.commit();
     return result;
   } catch (err) {

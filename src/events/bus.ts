@@ -33,12 +33,18 @@ export interface EventBus {
   commit(): void;
   /** Adds a listener; returns the function that removes it. */
   subscribe(listener: ChangeListener): () => void;
+  /**
+   * Adds a listener called once per committed transaction, before the change listeners, with its events
+   * (none when it changed no record, e.g. a catalog change): for in-process caches. It must not throw.
+   */
+  onCommit(listener: (events: readonly ChangeEvent[]) => void): () => void;
 }
 
 /** A listener that throws is reported to `onError` and never stops the others. */
 export function createEventBus(onError: (err: unknown, event: ChangeEvent) => void): EventBus {
   let staged: ChangeEvent[] = [];
   const listeners = new Set<ChangeListener>();
+  const commitListeners = new Set<(events: readonly ChangeEvent[]) => void>();
   return {
     stage(event) {
       staged.push(event);
@@ -48,9 +54,10 @@ export function createEventBus(onError: (err: unknown, event: ChangeEvent) => vo
       staged.length = Math.min(staged.length, mark);
     },
     commit() {
-      if (staged.length === 0) return;
       const events = staged;
       staged = [];
+      for (const listener of commitListeners) listener(events);
+      if (events.length === 0) return;
       for (const event of events) {
         for (const listener of listeners) {
           try {
@@ -64,6 +71,10 @@ export function createEventBus(onError: (err: unknown, event: ChangeEvent) => vo
     subscribe(listener) {
       listeners.add(listener);
       return () => listeners.delete(listener);
+    },
+    onCommit(listener) {
+      commitListeners.add(listener);
+      return () => commitListeners.delete(listener);
     },
   };
 }

@@ -1,6 +1,6 @@
-import { cors } from "@elysiajs/cors";
 import { Elysia } from "elysia";
 import type { AppContext } from "../context.ts";
+import { corsPlugin } from "./plugins/cors.ts";
 import { toErrorResponse } from "./plugins/errors.ts";
 import { refuseImpersonationOnAuth, rememberClientIp } from "./request.ts";
 import { requestLogger } from "./plugins/request-log.ts";
@@ -18,27 +18,18 @@ import { queryRoutes } from "./routes/query.ts";
 import { recordRoutes } from "./routes/records.ts";
 import { consoleRoutes } from "./routes/console.ts";
 import { recordWriteRoutes } from "./routes/records-write.ts";
+import { realtimeRoutes } from "./routes/realtime.ts";
 
 /**
  * Builds the HTTP app over a context. It never listens; `cli/commands/serve.ts` does. `requestLog: false`
  * leaves out the per-request log line (tests that read the log for other lines).
  */
 export function createApp(ctx: AppContext, opts: { requestLog?: boolean } = {}) {
-  const origins = ctx.config.corsOrigins;
   const app = new Elysia();
   // The wrapper sees the final response of every request (errors and unknown routes included).
   if (opts.requestLog ?? true) app.wrap(requestLogger(ctx.log) as Parameters<typeof app.wrap>[0]);
   return app
-    .use(
-      cors({
-        origin: origins === "*" ? true : origins,
-        methods: ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"],
-        allowedHeaders: ["Content-Type", "Authorization", "X-Admin-Token", "X-API-Key", "X-Request-Id"],
-        exposeHeaders: ["Retry-After", "WWW-Authenticate", "X-Request-Id"],
-        credentials: origins !== "*",
-        maxAge: 600,
-      }),
-    )
+    .use(corsPlugin(ctx.config.corsOrigins))
     .onError({ as: "global" }, ({ error, code, request }) => toErrorResponse(error, code, ctx.log, request))
     .onRequest(({ request, server }) => {
       rememberClientIp(request, server);
@@ -55,6 +46,7 @@ export function createApp(ctx: AppContext, opts: { requestLog?: boolean } = {}) 
     .use(authExtraRoutes(ctx))
     .use(adminUserRoutes(ctx))
     .use(oauthRoutes(ctx))
+    .use(realtimeRoutes(ctx))
     .use(queryRoutes(ctx))
     .use(recordWriteRoutes(ctx))
     .use(recordRoutes(ctx));

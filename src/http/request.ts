@@ -47,13 +47,20 @@ export function clientInfo(request: Request, server: Server<unknown> | null | un
  * permanent (an API key), set up 2FA, change the user or log them out everywhere.
  */
 export function refuseImpersonationOnAuth(ctx: AppContext, request: Request): void {
-  let path = new URL(request.url).pathname;
+  const authorization = request.headers.get("authorization");
+  if (!authorization) return;
+  // A path without "auth", an escape or a dot cannot name an /auth route however it is written:
+  // most requests stop here without parsing the URL.
+  const url = request.url;
+  const rest = url.slice(url.indexOf("/", url.indexOf("//") + 2));
+  if (!/auth|%|\./i.test(rest.split("?", 1)[0])) return;
+  let path = new URL(url).pathname;
   try {
     path = decodeURIComponent(path);
   } catch {}
   path = path.replace(/\/+/g, "/").replace(/\/$/, "").toLowerCase();
   if (path !== "/api/v1/auth" && !path.startsWith("/api/v1/auth/")) return;
   if (request.method === "GET" && path === "/api/v1/auth/me") return;
-  if (isImpersonationToken(ctx, request.headers.get("authorization")))
+  if (isImpersonationToken(ctx, authorization))
     throw forbidden("an impersonation token acts only on the data API and GET /auth/me");
 }

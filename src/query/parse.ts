@@ -35,6 +35,8 @@ export interface ListQuery extends ReadQuery {
   fields: string[] | null;
   /** `expand=a,b`: names of relation fields to embed (checked by the relations code). */
   expand: string[];
+  /** `total=false` skips the count of matches (offset mode; cursor mode never counts). */
+  total: boolean;
 }
 
 export const AGGREGATE_FNS = ["sum", "avg", "min", "max", "count"] as const;
@@ -150,6 +152,7 @@ export function parseReadQuery(params: URLSearchParams): ReadQuery {
 /** Parses the list parameters of a request. */
 export function parseListQuery(params: URLSearchParams): ListQuery {
   const fields = one(params, "fields");
+  const total = one(params, "total");
   return {
     ...parseReadQuery(params),
     limit: parseInt(one(params, "limit"), "limit", 50, 1, 500),
@@ -158,6 +161,7 @@ export function parseListQuery(params: URLSearchParams): ListQuery {
     sort: parseSort(params),
     fields: fields === null || !fields.trim() ? null : list(fields),
     expand: list(one(params, "expand")),
+    total: total === null || total === "" || parseBool(total, "total"),
   };
 }
 

@@ -36,6 +36,8 @@ export interface ReadPlan {
   fts: string | null;
   /** The FTS5 MATCH expression bound for `search`, else null. */
   match: string | null;
+  /** True when a filter extension's condition looks at other tables (e.g. a relation's "linked to"). */
+  external: boolean;
 }
 
 /**
@@ -155,12 +157,15 @@ export function planRead(
     parts.push(visible.sql);
     params.push(...visible.params);
   }
+  let external = false;
   for (const cond of rq.filters) {
-    const w = extension(ctx, col, cond, table, p) ?? compileFilter(col, cond);
+    let w = extension(ctx, col, cond, table, p);
+    if (w) external = true;
+    else w = compileFilter(col, cond);
     parts.push(w.sql);
     params.push(...w.params);
   }
-  return { table, from, where: { sql: parts.length ? parts.join(" AND ") : "1", params }, visible, fts, match };
+  return { table, from, where: { sql: parts.length ? parts.join(" AND ") : "1", params }, visible, fts, match, external };
 }
 
 /** One ORDER BY term. */

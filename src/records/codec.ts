@@ -42,11 +42,14 @@ export function userFields(body: Record<string, unknown>): Record<string, unknow
   return out;
 }
 
+/** The by-id SELECT of each catalog entry (entries are replaced, never changed, on a schema change). */
+const fetchSql = new WeakMap<Collection, string>();
+
 /** Reads one record by id (soft-deleted ones too); null when there is none. */
 export function fetchRecord(ctx: AppContext, col: Collection, id: string): RecordJson | null {
   if (typeof id !== "string" || id.length > 64) return null;
-  const row = ctx.sqlite
-    .query<Record<string, unknown>, [string]>(`SELECT ${selectList(col)} FROM ${q(col.name)} WHERE "_id" = ?`)
-    .get(id);
+  let sql = fetchSql.get(col);
+  if (sql === undefined) fetchSql.set(col, (sql = `SELECT ${selectList(col)} FROM ${q(col.name)} WHERE "_id" = ?`));
+  const row = ctx.sqlite.query<Record<string, unknown>, [string]>(sql).get(id);
   return row ? decodeRow(col, row) : null;
 }

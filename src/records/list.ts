@@ -95,7 +95,7 @@ export function runListQuery(ctx: AppContext, col: Collection, lq: ListQuery, ac
     const more = rows.length > lq.limit;
     if (more) rows.pop();
     const items = col.fields.some((f) => f.type === "boolean" || f.type === "json") ? rows.map((r) => decodeRow(col, r)) : rows;
-    const total = lq.after === null ? countPlan(ctx, plan) : null;
+    const total = lq.after === null && lq.total ? countPlan(ctx, plan, col.name) : null;
     return { items, next_cursor: more ? (items[items.length - 1]._id as string) : null, total };
   });
 }

@@ -28,18 +28,23 @@ export interface Relation {
 interface RelationCache {
   schemaVersion: number;
   list: Relation[];
+  /** Relations by lower-cased `from_col`, and by lower-cased `from_col` NUL `from_field`. */
+  from: Map<string, Relation[]>;
+  byField: Map<string, Relation>;
 }
 
 const CACHE_KEY = "relations";
+const NONE: readonly Relation[] = Object.freeze([]);
 
 /**
- * Every relation, cached per catalog schema version: relation changes bump that version
- * (also from another process such as the CLI), so the cache never serves a stale list.
+ * The relation cache, built once per catalog schema version: relation changes bump that version
+ * (also from another process such as the CLI), so the cache never serves a stale list, and a
+ * request's lookups are map reads.
  */
-export function allRelations(ctx: AppContext): Relation[] {
+function relationCache(ctx: AppContext): RelationCache {
   refreshCatalog(ctx);
   const cached = ctx.cache.get(CACHE_KEY) as RelationCache | undefined;
-  if (cached && cached.schemaVersion === ctx.catalog.schemaVersion && !ctx.catalog.stale) return cached.list;
+  if (cached && cached.schemaVersion === ctx.catalog.schemaVersion && !ctx.catalog.stale) return cached;
   const rows = ctx.db.select().from(relationsTable).orderBy(asc(relationsTable.createdAt), asc(relationsTable.id)).all();
   const list = rows.map(
     (r): Relation => ({
@@ -53,20 +58,34 @@ export function allRelations(ctx: AppContext): Relation[] {
       created_at: r.createdAt,
     }),
   );
-  ctx.cache.set(CACHE_KEY, { schemaVersion: ctx.catalog.schemaVersion, list });
-  return list;
+  const from = new Map<string, Relation[]>();
+  const byField = new Map<string, Relation>();
+  for (const r of list) {
+    const col = r.from_col.toLowerCase();
+    from.set(col, [...(from.get(col) ?? []), r]);
+    const key = `${col}\0${r.from_field.toLowerCase()}`;
+    if (!byField.has(key)) byField.set(key, r);
+  }
+  const cache = { schemaVersion: ctx.catalog.schemaVersion, list, from, byField };
+  ctx.cache.set(CACHE_KEY, cache);
+  return cache;
+}
+
+/** Every relation (a shared array: do not change it). */
+export function allRelations(ctx: AppContext): Relation[] {
+  return relationCache(ctx).list;
 }
 
 const same = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
 
-/** The relations whose field lives on `col` (one, many and many_via declared from it). */
-export function relationsFrom(ctx: AppContext, col: string): Relation[] {
-  return allRelations(ctx).filter((r) => same(r.from_col, col));
+/** The relations whose field lives on `col` (one, many and many_via declared from it); a shared array. */
+export function relationsFrom(ctx: AppContext, col: string): readonly Relation[] {
+  return relationCache(ctx).from.get(col.toLowerCase()) ?? NONE;
 }
 
 /** The relation declared on `col.field`, if any. */
 export function relationOfField(ctx: AppContext, col: string, field: string): Relation | undefined {
-  return allRelations(ctx).find((r) => same(r.from_col, col) && same(r.from_field, field));
+  return relationCache(ctx).byField.get(`${col.toLowerCase()}\0${field.toLowerCase()}`);
 }
 
 /** The junction table of a many_via relation; its name is built from the relation's generated id only. */

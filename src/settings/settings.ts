@@ -29,6 +29,8 @@ export const SETTING_DEFS = {
   oauth_oidc_client_id: { kind: "string", default: "" },
   oauth_oidc_client_secret: { kind: "string", default: "", secret: true },
   oauth_oidc_scopes: { kind: "string", default: "openid email profile" },
+  realtime_max_streams_per_ip: { kind: "integer", default: 100, min: 1, max: 1_000_000 },
+  realtime_max_topics_per_ip: { kind: "integer", default: 1000, min: 1, max: 10_000_000 },
 } satisfies Record<string, Def>;
 
 export type SettingKey = keyof typeof SETTING_DEFS;

@@ -51,42 +51,59 @@ function stamp(res: Response, id: string): Response {
   }
 }
 
+function finish(log: Logger, request: Request, id: string, started: number, status: number): void {
+  const fields = {
+    method: request.method,
+    path: loggedPath(request.url),
+    status,
+    duration_ms: Math.round((performance.now() - started) * 10) / 10,
+    request_id: id,
+  };
+  if (status >= 500) log.error("request", fields);
+  else log.info("request", fields);
+}
+
+function answered(log: Logger, request: Request, id: string, started: number, res: unknown): unknown {
+  if (!(res instanceof Response)) return res;
+  finish(log, request, id, started, res.status);
+  return stamp(res, id);
+}
+
+async function settle(log: Logger, request: Request, id: string, started: number, out: Promise<unknown>): Promise<unknown> {
+  let res: unknown;
+  try {
+    res = await out;
+  } catch (err) {
+    finish(log, request, id, started, 500);
+    throw err;
+  }
+  return answered(log, request, id, started, res);
+}
+
 /**
  * Wraps the app's fetch handler: every request gets an id (X-Request-Id on the response) and, once answered,
  * one log line with method, path (secrets redacted), status, duration and id; 5xx at error level, the rest at info.
+ * The wrapped handler is built once per handler, not per request (Elysia asks the wrapper on every request).
  */
 export function requestLogger(log: Logger) {
-  return (fn: (...args: unknown[]) => unknown, request: Request) =>
-    (...args: unknown[]) => {
-      const started = performance.now();
-      const incoming = request.headers.get("x-request-id");
-      const id = incoming && SANE_ID.test(incoming) ? incoming : crypto.randomUUID();
-      ids.set(request, id);
-      const finish = (status: number) => {
-        const fields = {
-          method: request.method,
-          path: loggedPath(request.url),
-          status,
-          duration_ms: Math.round((performance.now() - started) * 10) / 10,
-          request_id: id,
-        };
-        if (status >= 500) log.error("request", fields);
-        else log.info("request", fields);
-      };
-      const done = (res: unknown) => {
-        if (!(res instanceof Response)) return res;
-        finish(res.status);
-        return stamp(res, id);
-      };
-      const failed = (err: unknown) => {
-        finish(500);
-        throw err;
-      };
-      try {
-        const out = fn(...args);
-        return out instanceof Promise ? out.then(done, failed) : done(out);
-      } catch (err) {
-        return failed(err);
-      }
-    };
+  const wrapped = new WeakMap<object, (request: Request) => unknown>();
+  const wrap = (fn: (request: Request) => unknown) => (request: Request) => {
+    const started = performance.now();
+    const incoming = request.headers.get("x-request-id");
+    const id = incoming && SANE_ID.test(incoming) ? incoming : crypto.randomUUID();
+    ids.set(request, id);
+    let out: unknown;
+    try {
+      out = fn(request);
+    } catch (err) {
+      finish(log, request, id, started, 500);
+      throw err;
+    }
+    return out instanceof Promise ? settle(log, request, id, started, out) : answered(log, request, id, started, out);
+  };
+  return (fn: (request: Request) => unknown) => {
+    let w = wrapped.get(fn);
+    if (!w) wrapped.set(fn, (w = wrap(fn)));
+    return w;
+  };
 }

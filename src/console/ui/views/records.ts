@@ -1,6 +1,7 @@
 /** The records browser: filter, sort, search, cursor pages, create/edit as JSON, soft delete, restore, hard delete. */
 import { api, seg } from "../api.ts";
 import { fmtTime, fmtValue, h, replace } from "../dom.ts";
+import { follow } from "../live.ts";
 import { badge, busy, button, checkbox, confirmDialog, field, loading, openDialog, parseJsonInput, showError, table, toast } from "../ui.ts";
 import { SYSTEM_FIELDS } from "./collection.ts";
 import type { CollectionJson } from "./collections.ts";
@@ -70,6 +71,7 @@ export async function renderRecords(body: HTMLElement, col: CollectionJson, stal
   const limit = h("select", { name: "limit", "aria-label": "Page size" }, [10, 20, 50, 100, 500].map((n) => h("option", { value: String(n), selected: n === 20 }, `${n} per page`)));
   const apply = h("button", { type: "submit", class: "btn primary" }, "Apply");
   const results = h("div", { class: "results", "aria-live": "polite" });
+  const liveBadge = badge("not live");
 
   // Cursor pages: cursors[i] is the `after` of page i+1 (null for the first page).
   let cursors: (string | null)[] = [null];
@@ -89,11 +91,12 @@ export async function renderRecords(body: HTMLElement, col: CollectionJson, stal
     return p;
   };
 
-  const load = async (pageIndex: number) => {
+  let shownPage = 0;
+  const load = async (pageIndex: number, opts: { quiet?: boolean } = {}) => {
     const p = params();
     const after = cursors[pageIndex];
     if (after) p.set("after", after);
-    replace(results, loading());
+    if (!opts.quiet) replace(results, loading());
     let page: Page;
     try {
       page = await api<Page>("GET", `${base}?${p}`);
@@ -102,6 +105,7 @@ export async function renderRecords(body: HTMLElement, col: CollectionJson, stal
       throw err;
     }
     if (stale()) return;
+    shownPage = pageIndex;
     if (page.total !== null) total = page.total;
     cursors = cursors.slice(0, pageIndex + 1);
     if (page.next_cursor) cursors.push(page.next_cursor);
@@ -146,11 +150,18 @@ export async function renderRecords(body: HTMLElement, col: CollectionJson, stal
       { class: "toolbar-row" },
       button("Add filter", () => addFilter()),
       h("span", { class: "spacer" }),
+      liveBadge,
       button("New record", () => editRecord(col, null, pickers, async () => (await load(0), await afterWrite()))),
       apply,
     ),
   );
   replace(body, form, results);
+  // The page shown reloads itself (quietly) when records of the collection change, whoever changed them.
+  follow([col.name], stale, () => void load(shownPage, { quiet: true }).catch(() => {}), (on) => {
+    liveBadge.className = `badge ${on ? "ok" : ""}`.trim();
+    liveBadge.textContent = on ? "live" : "not live";
+    liveBadge.title = on ? "This page updates itself when records change" : "Live updates are off; Apply reloads";
+  });
   await load(0).catch((err) => showError(err));
 }
 

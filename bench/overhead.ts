@@ -1,0 +1,85 @@
+// Per-request overhead, in process: a fixed loop of app.handle requests (no sockets, no load
+// generator), so the figures do not depend on what else runs on the machine as much as req/s do.
+// Prints CPU microseconds per request for each workload. Run it under `bun --cpu-prof` and read
+// the profile with bench/profile-top.ts to see where the time goes. Requests go in batches of CONC
+// (default 1) started in one event-loop turn, as a loaded server receives them; with CONC=1 each
+// request has a turn of its own, so once-per-turn work counts every time.
+//
+//   [CONC=32] bun bench/overhead.ts [get|list|create|all] [iterations]
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ensureAdminSecret } from "../src/auth/admin.ts";
+import { ensureJwtKey } from "../src/auth/keys.ts";
+import { loadConfig } from "../src/config.ts";
+import { closeContext, createContext } from "../src/context.ts";
+import { createApp } from "../src/http/app.ts";
+import { createLogger } from "../src/log.ts";
+
+const SECRET = "bench-admin-secret-0123456789";
+const which = process.argv[2] ?? "all";
+const N = Number(process.argv[3] ?? 20000);
+const RECORDS = 20000;
+const CONC = Number(process.env.CONC ?? 1);
+
+const dir = mkdtempSync(join(tmpdir(), "baas-overhead-"));
+const config = loadConfig({ data: dir, port: 0 }, { ADMIN_SECRET: SECRET });
+// The request log goes where a server's goes (stderr); run with 2>/dev/null.
+const ctx = createContext(config, { log: createLogger({ format: config.logFormat, level: config.logLevel, buffered: true }) });
+ensureJwtKey(ctx);
+ensureAdminSecret(ctx);
+const app = createApp(ctx);
+
+async function call(method: string, path: string, body?: unknown, token?: string): Promise<any> {
+  const headers: Record<string, string> = {};
+  if (token) headers.authorization = `Bearer ${token}`;
+  if (body !== undefined) headers["content-type"] = "application/json";
+  const res = await app.handle(new Request(`http://localhost${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) }));
+  const text = await res.text();
+  if (res.status >= 400) throw new Error(`${method} ${path}: ${res.status} ${text}`);
+  return text ? JSON.parse(text) : null;
+}
+
+let seed = 1;
+const rand = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+const record = () => ({ title: `item ${Math.floor(rand() * 1e6)}`, category: `c${Math.floor(rand() * 20)}`, score: Math.floor(rand() * 1000), done: false });
+
+await call("POST", "/api/v1/admin/collections", { name: "items", rules: { read: "public", create: "public", update: "public", delete: "public" } }, SECRET);
+await call("POST", "/api/v1/items", record());
+await call("POST", "/api/v1/admin/collections/items/indexes", { fields: ["category", "score"] }, SECRET);
+for (let i = 0; i < RECORDS; i += 500) await call("POST", "/api/v1/items/bulk", Array.from({ length: 500 }, record));
+const user = await call("POST", "/api/v1/auth/register", { email: "bench@example.com", password: "bench-password-1" });
+const token = user.access_token as string;
+const ids = (ctx.sqlite.query("SELECT _id FROM items LIMIT 2000").all() as { _id: string }[]).map((r) => r._id);
+
+const workloads: Record<string, (i: number) => Promise<unknown>> = {
+  get: (i) => call("GET", `/api/v1/items/${ids[i % ids.length]}`, undefined, token),
+  list: (i) => call("GET", `/api/v1/items?filter=category:eq:c${i % 20}&sort=-score&limit=50`, undefined, token),
+  create: () => call("POST", "/api/v1/items", record(), token),
+};
+
+for (const [name, run] of Object.entries(workloads)) {
+  if (which !== "all" && which !== name) continue;
+  const n = name === "list" ? Math.ceil(N / 10) : N;
+  const turn = () => new Promise((r) => setImmediate(r));
+  const batch = async (i: number) => {
+    const all: Promise<unknown>[] = [];
+    for (let j = 0; j < CONC; j++) all.push(run(i + j));
+    await Promise.all(all);
+    await turn();
+  };
+  for (let i = 0; i < Math.min(n, 500); i += CONC) await batch(i); // warm-up
+  const from = Math.round((performance.timeOrigin + performance.now()) * 1000);
+  const t0 = process.cpuUsage();
+  const w0 = performance.now();
+  for (let i = 0; i < n; i += CONC) await batch(i);
+  const cpu = process.cpuUsage(t0);
+  const wall = performance.now() - w0;
+  const to = Math.round((performance.timeOrigin + performance.now()) * 1000);
+  console.log(
+    `${name}: ${n} requests, ${((cpu.user + cpu.system) / n).toFixed(1)} µs CPU/request, ${((wall * 1000) / n).toFixed(1)} µs wall/request, --window=${from},${to}`,
+  );
+}
+
+closeContext(ctx);
+rmSync(dir, { recursive: true, force: true });

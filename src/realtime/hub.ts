@@ -1,0 +1,264 @@
+import type { AppContext } from "../context.ts";
+import { findCollection } from "../collections/catalog.ts";
+import type { Collection } from "../collections/types.ts";
+import { randomToken } from "../crypto.ts";
+import { AppError, forbidden, notFound } from "../errors.ts";
+import type { ChangeEvent } from "../events/bus.ts";
+import { canRead } from "../records/access.ts";
+import type { RecordJson } from "../records/codec.ts";
+import { attachRelationFields } from "../relations/expand.ts";
+import { relationsFrom } from "../relations/catalog.ts";
+import { getSetting } from "../settings/settings.ts";
+import { endedIdentities, type Identity } from "./identity.ts";
+import { ReplayBuffer, type HeldEvent } from "./replay.ts";
+import { SseSink, sseFrame } from "./sse.ts";
+import { parseTopics, type Topic } from "./topics.ts";
+
+/** Bytes a stream may have waiting for its reader before it is reset and closed. */
+export const STREAM_BUFFER_BYTES = 4 * 1024 * 1024;
+export const PING_MS = 25_000;
+/** How often the identities of open streams are re-checked (a revoked session ends its stream within 1 s). */
+export const IDENTITY_CHECK_MS = 300;
+
+interface Client {
+  id: string;
+  ip: string;
+  identity: Identity;
+  topics: Topic[];
+  sink: SseSink;
+  /** Replay from this event number when the first subscriptions arrive; null once done. */
+  resumeFrom: number | null;
+  /** Number of the last event sent, so a replay and the live flow never send one twice. */
+  lastSeq: number;
+}
+
+export interface OpenOptions {
+  identity: Identity;
+  ip: string;
+  lastEventId: string | null;
+  /** Topics of `?subscribe=`, or null. */
+  subscribe: string[] | null;
+}
+
+export interface RealtimeHub {
+  /** Opens a stream: `reset` first when a resume cannot be served, then `connect`. Limits → 429. */
+  open(opts: OpenOptions): Response;
+  /** POST /realtime: replaces a stream's topics and binds the caller's identity to it. */
+  subscribe(clientId: unknown, topics: unknown, identity: Identity): { ok: true; subscriptions: unknown[] };
+  /** Ends every stream (graceful stop). */
+  closeAll(): void;
+  /** Open streams, for tests and the bench. */
+  readonly size: number;
+}
+
+const hubs = new WeakMap<AppContext, RealtimeHub>();
+
+/** The context's realtime hub, made at first use. */
+export function realtimeHub(ctx: AppContext): RealtimeHub {
+  let hub = hubs.get(ctx);
+  if (!hub) hubs.set(ctx, (hub = createHub(ctx)));
+  return hub;
+}
+
+/** Ends every realtime stream of the context, if it has any. */
+export function closeRealtime(ctx: AppContext): void {
+  hubs.get(ctx)?.closeAll();
+}
+
+const PING = new TextEncoder().encode(": ping\n\n");
+
+const tooMany = (message: string) => new AppError(429, "rate_limited", message, {}, { "retry-after": "5" });
+
+function createHub(ctx: AppContext): RealtimeHub {
+  const clients = new Map<string, Client>();
+  const buffer = new ReplayBuffer();
+  // Event ids carry the process's epoch: an id from before a restart cannot be mistaken for a current one.
+  const epoch = `${ctx.clock.now().toString(36)}${randomToken(3)}`;
+  const eventId = (seq: number) => `${epoch}-${seq}`;
+  let pending: HeldEvent[] = [];
+  let scheduled = false;
+  let timers: ReturnType<typeof setInterval>[] = [];
+
+  ctx.events.subscribe((event) => {
+    pending.push(buffer.push(event, ctx.clock.now()));
+    // IMPORTANT: the writer only queues; rule checks and fan-out run after its request, so no
+    // number of subscribers (or a stalled one) slows a write.
+    if (!scheduled && clients.size) {
+      scheduled = true;
+      setImmediate(flush);
+    }
+    if (!clients.size) pending = [];
+  });
+
+  function flush() {
+    scheduled = false;
+    const events = pending;
+    pending = [];
+    for (const held of events) deliver(held, clients.values());
+  }
+
+  /** Sends one event to every listed client it concerns and may be read by. */
+  function deliver(held: HeldEvent, targets: Iterable<Client>) {
+    const e = held.event;
+    const col = findCollection(ctx, e.collection);
+    if (!col) return;
+    const hard = e.action === "hard_delete";
+    const action = hard ? "delete" : e.action;
+    const withRelations = !hard && relationsFrom(ctx, col.name).some((r) => r.type !== "one");
+    const frames = new Map<string, Uint8Array>();
+    for (const c of targets) {
+      if (held.seq <= c.lastSeq || !c.topics.length || !concerns(c, col, e)) continue;
+      c.lastSeq = held.seq;
+      // Relation fields (`many` lists only readable targets) depend on the reader; plain records do not.
+      const key = withRelations ? c.identity.key : "";
+      let frame = frames.get(key);
+      if (frame === undefined) {
+        const record = hard ? { _id: e.record._id } : recordAsRead(col, e.record, withRelations ? c : null);
+        frame = sseFrame(action, JSON.stringify({ collection: col.name, action, record }), eventId(held.seq));
+        frames.set(key, frame);
+      }
+      if (!c.sink.send(frame)) drop(c);
+    }
+  }
+
+  function recordAsRead(col: Collection, record: RecordJson, reader: Client | null): RecordJson {
+    if (!reader) return record;
+    const copy = { ...record };
+    attachRelationFields(ctx, col, [copy], reader.identity.principal);
+    return copy;
+  }
+
+  /** A topic names the record, and the subscriber may read it (rule checked now, on the record in memory). */
+  function concerns(c: Client, col: Collection, e: ChangeEvent): boolean {
+    const p = c.identity.principal;
+    const id = e.record._id;
+    const named = c.topics.some(
+      (t) => t.collection === col.name && (t.id === null || t.id === id) && (!t.matcher || t.matcher(ctx, col, e.record, p)),
+    );
+    return named && canRead(col, p, e.record);
+  }
+
+  function drop(c: Client) {
+    clients.delete(c.id);
+    c.sink.end();
+    if (!clients.size) stopTimers();
+  }
+
+  function startTimers() {
+    if (timers.length) return;
+    const ping = setInterval(() => {
+      for (const c of clients.values()) if (!c.sink.send(PING)) drop(c);
+    }, PING_MS);
+    const check = setInterval(checkIdentities, IDENTITY_CHECK_MS);
+    timers = [ping, check];
+    for (const t of timers) t.unref?.();
+  }
+
+  function stopTimers() {
+    for (const t of timers) clearInterval(t);
+    timers = [];
+  }
+
+  function checkIdentities() {
+    const bound = [...clients.values()].filter((c) => c.identity.principal.kind !== "anonymous");
+    if (!bound.length) return;
+    let ended: Set<Identity>;
+    try {
+      ended = endedIdentities(ctx, bound.map((c) => c.identity));
+    } catch (err) {
+      ctx.log.warn("realtime identity check failed", { error: String(err) });
+      return;
+    }
+    for (const c of bound) if (ended.has(c.identity)) drop(c);
+  }
+
+  function ipUsage(ip: string) {
+    let streams = 0;
+    let topics = 0;
+    for (const c of clients.values())
+      if (c.ip === ip) {
+        streams++;
+        topics += c.topics.length;
+      }
+    return { streams, topics };
+  }
+
+  /** Sets a client's topics; on the first subscription, replays what it missed since connecting (or its Last-Event-ID). */
+  function setTopics(c: Client, topics: Topic[]) {
+    c.topics = topics;
+    if (c.resumeFrom === null || !topics.length) return;
+    const from = c.resumeFrom;
+    c.resumeFrom = null;
+    if (!buffer.holdsAfter(from)) {
+      c.sink.send(sseFrame("reset", JSON.stringify({ reason: "too_old" }), eventId(buffer.lastSeq)));
+      c.lastSeq = buffer.lastSeq;
+      return;
+    }
+    for (const held of buffer.after(Math.max(from, c.lastSeq))) deliver(held, [c]);
+  }
+
+  function parseLastEventId(raw: string | null): number | null {
+    if (!raw) return null;
+    const m = /^([0-9a-z_-]+)-(\d{1,15})$/i.exec(raw.trim());
+    if (!m || m[1] !== epoch) return -1;
+    return Number(m[2]);
+  }
+
+  return {
+    get size() {
+      return clients.size;
+    },
+
+    open({ identity, ip, lastEventId, subscribe }) {
+      const usage = ipUsage(ip);
+      if (usage.streams >= getSetting(ctx, "realtime_max_streams_per_ip"))
+        throw tooMany("too many realtime streams from this address");
+      const topics = subscribe ? checkTopicCount(subscribe, usage.topics) : [];
+      const parsed = subscribe ? parseTopics(ctx, topics, identity.principal) : [];
+      const id = randomToken(24);
+      const sink = new SseSink(STREAM_BUFFER_BYTES, () => {
+        if (clients.get(id)?.sink === sink) clients.delete(id);
+        if (!clients.size) stopTimers();
+      });
+      const resume = parseLastEventId(lastEventId);
+      const c: Client = { id, ip, identity, topics: [], sink, resumeFrom: buffer.lastSeq, lastSeq: buffer.lastSeq };
+      if (resume !== null) {
+        if (buffer.holdsAfter(resume)) c.resumeFrom = c.lastSeq = resume;
+        else sink.send(sseFrame("reset", JSON.stringify({ reason: "too_old" }), eventId(buffer.lastSeq)));
+      }
+      sink.send(sseFrame("connect", JSON.stringify({ client_id: id }), eventId(Math.max(c.lastSeq, c.resumeFrom ?? 0))));
+      clients.set(id, c);
+      startTimers();
+      if (parsed.length) setTopics(c, parsed);
+      return sink.response;
+    },
+
+    subscribe(clientId, raw, identity) {
+      const c = typeof clientId === "string" ? clients.get(clientId) : undefined;
+      if (!c) throw notFound("unknown client_id: open GET /api/v1/realtime first");
+      // SECURITY: a stream serves one caller; another identity may not read it (or change what it receives).
+      if (c.identity.principal.kind !== "anonymous" && c.identity.key !== identity.key)
+        throw forbidden("this client_id is bound to another identity");
+      const list = checkTopicCount(raw, ipUsage(c.ip).topics - c.topics.length);
+      const topics = parseTopics(ctx, list, identity.principal);
+      c.identity = identity;
+      setTopics(c, topics);
+      return { ok: true, subscriptions: topics.map((t) => t.source) };
+    },
+
+    closeAll() {
+      stopTimers();
+      for (const c of [...clients.values()]) {
+        clients.delete(c.id);
+        c.sink.end();
+      }
+    },
+  };
+
+  function checkTopicCount(raw: unknown, usedByIp: number): unknown[] {
+    if (!Array.isArray(raw)) return raw as unknown[];
+    if (usedByIp + raw.length > getSetting(ctx, "realtime_max_topics_per_ip"))
+      throw tooMany("too many realtime topics from this address");
+    return raw;
+  }
+}

@@ -1,0 +1,79 @@
+import { isAdminCredential } from "../auth/admin.ts";
+import { looksLikeJwt, verifyJwt } from "../auth/jwt.ts";
+import { jwtKey } from "../auth/keys.ts";
+import type { Principal } from "../auth/principal.ts";
+import type { AppContext } from "../context.ts";
+
+/** Who a stream acts for, and what ends that. */
+export interface Identity {
+  principal: Principal;
+  /** Equal for the same caller across credentials: "anonymous", "admin" or "user:<id>". */
+  key: string;
+  /** Unix ms at which the credential expires (an access or admin token's `exp`), else null. */
+  expiresAt: number | null;
+  /** The admin credential, re-checked while the stream lives (a rotated secret ends it). */
+  adminCredential: string | null;
+}
+
+export const ANONYMOUS_IDENTITY: Identity = { principal: { kind: "anonymous" }, key: "anonymous", expiresAt: null, adminCredential: null };
+
+/** The identity of a request whose credentials resolved to `principal`. */
+export function identityOf(ctx: AppContext, principal: Principal, request: Request): Identity {
+  if (principal.kind === "anonymous") return ANONYMOUS_IDENTITY;
+  const h = request.headers;
+  const bearer = /^Bearer\s+(.+)$/i.exec(h.get("authorization")?.trim() ?? "")?.[1].trim() ?? null;
+  const adminToken = h.get("x-admin-token")?.trim() || null;
+  const token = adminToken ?? bearer;
+  let expiresAt: number | null = null;
+  if (token && looksLikeJwt(token)) {
+    const exp = verifyJwt(jwtKey(ctx), token, ctx.clock.now())?.exp;
+    if (typeof exp === "number") expiresAt = exp * 1000;
+  }
+  if (principal.kind === "admin") return { principal, key: "admin", expiresAt, adminCredential: token };
+  return { principal, key: `user:${principal.userId}`, expiresAt, adminCredential: null };
+}
+
+/**
+ * The streams whose identity has ended, among `identities`: an expired credential, a revoked or
+ * expired session, a revoked API key, a deleted user, a rotated admin secret. One query per kind
+ * for all streams, so the check stays cheap with many subscribers; it reads the database, so a
+ * revocation made by another process (the CLI) is seen too.
+ */
+export function endedIdentities(ctx: AppContext, identities: Identity[]): Set<Identity> {
+  const now = ctx.clock.now();
+  const ended = new Set<Identity>();
+  const sessions = new Map<string, Identity[]>();
+  const keys = new Map<string, Identity[]>();
+  const users = new Map<string, Identity[]>();
+  const add = (m: Map<string, Identity[]>, k: string, i: Identity) => (m.get(k) ?? m.set(k, []).get(k)!).push(i);
+  for (const i of identities) {
+    const p = i.principal;
+    if (i.expiresAt !== null && i.expiresAt <= now) ended.add(i);
+    else if (p.kind === "admin") {
+      if (i.adminCredential && !isAdminCredential(ctx, i.adminCredential)) ended.add(i);
+    } else if (p.kind === "user") {
+      if (p.sessionId) add(sessions, p.sessionId, i);
+      else if (p.apiKeyId) add(keys, p.apiKeyId, i);
+      else add(users, p.userId, i);
+    }
+  }
+  const live = (sql: string, ids: Map<string, Identity[]>, ...extra: number[]) => {
+    if (!ids.size) return;
+    const alive = new Set(
+      ctx.sqlite
+        .query<{ id: string; user_id: string }, (string | number)[]>(sql)
+        .all(JSON.stringify([...ids.keys()]), ...extra)
+        .map((r) => `${r.id}\u0000${r.user_id}`),
+    );
+    for (const [id, list] of ids)
+      for (const i of list) if (!alive.has(`${id}\u0000${(i.principal as { userId: string }).userId}`)) ended.add(i);
+  };
+  live(
+    "SELECT id, user_id FROM _sessions WHERE id IN (SELECT value FROM json_each(?)) AND revoked_at IS NULL AND expires_at > ?",
+    sessions,
+    now,
+  );
+  live("SELECT id, user_id FROM _api_keys WHERE id IN (SELECT value FROM json_each(?)) AND revoked_at IS NULL", keys);
+  live("SELECT id, id AS user_id FROM _users WHERE id IN (SELECT value FROM json_each(?))", users);
+  return ended;
+}

@@ -1,0 +1,102 @@
+import type { Principal } from "../auth/principal.ts";
+import type { AppContext } from "../context.ts";
+import type { Collection } from "../collections/types.ts";
+import type { RecordJson } from "../records/codec.ts";
+import type { FilterCond } from "../query/parse.ts";
+import { planRead, resolveField, typedValue, type FieldRef, type SqlValue } from "../query/sql.ts";
+import { relationOfField } from "../relations/catalog.ts";
+import { relationFilter } from "../relations/filter.ts";
+
+/** Decides whether a record (as stored after a change) matches a topic's filter. */
+export type RecordMatcher = (ctx: AppContext, col: Collection, record: RecordJson, p: Principal) => boolean;
+
+type Test = (v: SqlValue) => boolean;
+
+/** A stored value as its column holds it: booleans 1/0, json as its text, undefined as NULL. */
+function stored(field: FieldRef, v: unknown): SqlValue {
+  if (v === undefined || v === null) return null;
+  if (field.type === "boolean") return v ? 1 : 0;
+  if (field.type === "json") return typeof v === "string" ? v : JSON.stringify(v);
+  return v as SqlValue;
+}
+
+/** SQLite's LIKE: `%` any run, `_` one character, ASCII case-insensitive. */
+function likeRegExp(pattern: string): RegExp {
+  let re = "";
+  for (const ch of pattern) {
+    if (ch === "%") re += "[\\s\\S]*";
+    else if (ch === "_") re += "[\\s\\S]";
+    else re += ch.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  }
+  return new RegExp(`^${re}$`, "i");
+}
+
+/** One condition as an in-memory test with the SQL semantics of query/sql.ts (NULL compares as unknown). */
+function compileTest(field: FieldRef, cond: FilterCond): Test {
+  const isNull = cond.value === "null";
+  switch (cond.op) {
+    case "eq": {
+      if (isNull) return (v) => v === null;
+      const want = typedValue(field, cond.value);
+      return (v) => v !== null && v === want;
+    }
+    case "ne": {
+      if (isNull) return (v) => v !== null;
+      const want = typedValue(field, cond.value);
+      return (v) => v !== want;
+    }
+    case "gt":
+    case "lt":
+    case "gte":
+    case "lte": {
+      const want = typedValue(field, cond.value)!;
+      const op = cond.op;
+      return (v) => {
+        if (v === null || typeof v !== typeof want) return false;
+        return op === "gt" ? v > want : op === "lt" ? v < want : op === "gte" ? v >= want : v <= want;
+      };
+    }
+    case "like": {
+      const re = likeRegExp(cond.value.includes("%") ? cond.value : `%${cond.value}%`);
+      return (v) => v !== null && re.test(String(v));
+    }
+    case "in": {
+      const items = cond.value.split(",");
+      const values = new Set(items.filter((i) => i !== "null").map((i) => typedValue(field, i)));
+      const withNull = values.size < items.length;
+      return (v) => (v === null ? withNull : values.has(v));
+    }
+  }
+}
+
+/**
+ * Compiles a topic's filter conditions. Conditions on plain columns are tested in memory on the
+ * record; those on virtual relation fields (`many`, `many_via`), which live in other tables, are
+ * asked of the database for that one record. Every condition is first checked exactly as a list
+ * checks it (unknown field, bad operator or value: 400).
+ */
+export function compileMatcher(ctx: AppContext, col: Collection, filters: FilterCond[], p: Principal): RecordMatcher {
+  planRead(ctx, col, { filters, search: null, includeDeleted: true }, "all", p, relationFilter);
+  const memory: { name: string; field: FieldRef; test: Test }[] = [];
+  const virtual: FilterCond[] = [];
+  for (const cond of filters) {
+    const rel = relationOfField(ctx, col.name, cond.field);
+    if (rel && rel.type !== "one") virtual.push(cond);
+    else {
+      const field = resolveField(col, cond.field);
+      memory.push({ name: field.name, field, test: compileTest(field, cond) });
+    }
+  }
+  return (ctx, current, record, who) => {
+    for (const m of memory) if (!m.test(stored(m.field, record[m.name]))) return false;
+    if (!virtual.length) return true;
+    try {
+      const plan = planRead(ctx, current, { filters: virtual, search: null, includeDeleted: true }, "all", who, relationFilter);
+      const sql = `SELECT 1 FROM ${plan.from} WHERE ${plan.where.sql} AND ${plan.table}."_id" = ?`;
+      return !!ctx.sqlite.query(sql).get(...plan.where.params, record._id as string);
+    } catch {
+      // The field or relation went away since the topic was set: nothing matches it any more.
+      return false;
+    }
+  };
+}

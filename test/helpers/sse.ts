@@ -1,0 +1,143 @@
+import { createTestApp, type TestApp } from "./app.ts";
+
+/** One Server-Sent Event as a client sees it; `data` parsed as JSON when it is JSON. */
+export interface SseMessage {
+  event: string;
+  data: any;
+  id: string | null;
+}
+
+/** Polls `check` until it returns something truthy, or fails after `ms`. */
+export async function until<T>(check: () => T | undefined | null | false, ms = 5_000, what = "condition"): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = check();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await Bun.sleep(10);
+  }
+}
+
+/** A tiny SSE client over fetch: reads the stream in the background and keeps every message. */
+export class SseClient {
+  messages: SseMessage[] = [];
+  comments: string[] = [];
+  ended = false;
+  endedAt = 0;
+  private abort = new AbortController();
+
+  private constructor(readonly response: Response) {}
+
+  /** Opens a stream; a non-200 answer is returned as the client's response with nothing read. */
+  static async open(url: string, headers: Record<string, string> = {}): Promise<SseClient> {
+    const abort = new AbortController();
+    const res = await fetch(url, { headers: { accept: "text/event-stream", ...headers }, signal: abort.signal });
+    const c = new SseClient(res);
+    c.abort = abort;
+    if (res.status === 200 && res.body) void c.read(res.body);
+    else c.ended = true;
+    return c;
+  }
+
+  private async read(body: ReadableStream<Uint8Array>) {
+    const decoder = new TextDecoder();
+    let buf = "";
+    try {
+      const reader = body.getReader();
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        buf += decoder.decode(value, { stream: true });
+        let from = 0;
+        let i: number;
+        while ((i = buf.indexOf("\n\n", from)) >= 0) {
+          this.parse(buf.slice(from, i));
+          from = i + 2;
+        }
+        buf = buf.slice(from);
+      }
+    } catch {}
+    this.ended = true;
+    this.endedAt = Date.now();
+  }
+
+  private parse(block: string) {
+    let event = "message";
+    let id: string | null = null;
+    const data: string[] = [];
+    for (const line of block.split("\n")) {
+      if (line.startsWith(":")) this.comments.push(line.slice(1).trim());
+      else if (line.startsWith("event:")) event = line.slice(6).trim();
+      else if (line.startsWith("id:")) id = line.slice(3).trim();
+      else if (line.startsWith("data:")) data.push(line.slice(5).replace(/^ /, ""));
+    }
+    if (!data.length) return;
+    const text = data.join("\n");
+    let parsed: unknown = text;
+    try {
+      parsed = JSON.parse(text);
+    } catch {}
+    this.messages.push({ event, data: parsed, id });
+  }
+
+  /** The change events received (everything but connect/reset). */
+  changes(): SseMessage[] {
+    return this.messages.filter((m) => m.event !== "connect" && m.event !== "reset");
+  }
+
+  /** Waits for the first message matching `pred`. */
+  next(pred: (m: SseMessage) => boolean, ms = 5_000): Promise<SseMessage> {
+    return until(() => this.messages.find(pred), ms, "an event");
+  }
+
+  /** Waits until `n` change events arrived. */
+  async waitChanges(n: number, ms = 5_000): Promise<SseMessage[]> {
+    await until(() => this.changes().length >= n, ms, `${n} change events (have ${this.changes().length})`);
+    return this.changes();
+  }
+
+  /** The client_id of the connect event. */
+  async clientId(): Promise<string> {
+    return (await this.next((m) => m.event === "connect")).data.client_id;
+  }
+
+  close() {
+    this.abort.abort();
+  }
+}
+
+/** A test app listening on a free local port. */
+export interface LiveApp extends TestApp {
+  base: string;
+  /** Opens a stream at /api/v1/realtime (plus `query`). */
+  stream(opts?: { token?: string; headers?: Record<string, string>; query?: string }): Promise<SseClient>;
+  /** POST /api/v1/realtime. */
+  subscribe(clientId: string, subscriptions: unknown, token?: string): Promise<{ status: number; body: any }>;
+  /** Stops listening and closes the app. */
+  stop(): Promise<void>;
+}
+
+/** createTestApp, listening on 127.0.0.1 with an OS-chosen port. */
+export function createLiveApp(opts: Parameters<typeof createTestApp>[0] = {}): LiveApp {
+  const t = createTestApp(opts);
+  t.app.listen({ port: 0, hostname: "127.0.0.1", idleTimeout: 30 });
+  const base = `http://127.0.0.1:${t.app.server!.port}`;
+  const clients: SseClient[] = [];
+  return {
+    ...t,
+    base,
+    async stream(o = {}) {
+      const headers = { ...o.headers };
+      if (o.token) headers.authorization = `Bearer ${o.token}`;
+      const c = await SseClient.open(`${base}/api/v1/realtime${o.query ?? ""}`, headers);
+      clients.push(c);
+      return c;
+    },
+    subscribe: (clientId, subscriptions, token) => t.req("POST", "/api/v1/realtime", { body: { client_id: clientId, subscriptions }, token }),
+    async stop() {
+      for (const c of clients) c.close();
+      await t.app.server?.stop(true);
+      t.close();
+    },
+  };
+}
