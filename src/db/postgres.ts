@@ -1,5 +1,6 @@
 import { SQL } from "bun";
 import { AsyncLocalStorage } from "node:async_hooks";
+import { runAfterCommit } from "./after-commit.ts";
 import type { Engine, RunResult, SqlValue } from "./engine.ts";
 import { isRetryable, mapPostgresError } from "./postgres-errors.ts";
 import { toPositional } from "./pg-placeholders.ts";
@@ -26,6 +27,8 @@ export interface PostgresEngineOptions {
   connectTimeoutS?: number;
   /** How often a whole transaction is run again after a serialization failure or deadlock. */
   maxRetries?: number;
+  /** Hears an after-commit callback that threw (the commit stands; the other callbacks still run). */
+  onCallbackError?: (err: unknown) => void;
 }
 
 /** A reserved connection holding one open transaction, shared by its savepoints. */
@@ -107,10 +110,12 @@ export class PostgresEngine implements Engine {
   private readonly sql: SQL;
   private readonly als = new AsyncLocalStorage<Scope>();
   private readonly maxRetries: number;
+  private readonly onCallbackError: (err: unknown) => void;
 
   constructor(opts: PostgresEngineOptions) {
     const statementTimeout = opts.statementTimeoutMs ?? 30_000;
     this.maxRetries = opts.maxRetries ?? 10;
+    this.onCallbackError = opts.onCallbackError ?? ((err) => console.error("after-commit callback failed", err));
     this.sql = new SQL({
       url: opts.url,
       max: opts.poolSize ?? 10,
@@ -178,7 +183,11 @@ export class PostgresEngine implements Engine {
   afterCommit(cb: () => void): void {
     const scope = this.als.getStore();
     if (scope) scope.tx.afterCommit.push(cb);
-    else cb();
+    else this.runCallbacks([cb]);
+  }
+
+  private runCallbacks(cbs: (() => void)[]): void {
+    runAfterCommit(cbs, this.onCallbackError);
   }
 
   transaction<T>(fn: () => Promise<T>): Promise<T> {
@@ -257,7 +266,7 @@ export class PostgresEngine implements Engine {
         else conn.close().catch(() => {});
       }
       // Committed: the callbacks run outside the transaction's context, in the order they were queued.
-      for (const cb of tx.afterCommit) cb();
+      this.runCallbacks(tx.afterCommit);
       return result;
     }
   }
