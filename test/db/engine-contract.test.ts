@@ -82,6 +82,8 @@ for (const e of engines) {
         CREATE TABLE items (id text PRIMARY KEY, n ${t.int}, d ${t.real}, b ${t.bool}, x ${t.blob}, s text);
         CREATE TABLE people (id text PRIMARY KEY, email text NOT NULL UNIQUE);
         CREATE TABLE counters (k text PRIMARY KEY, v ${t.int} NOT NULL);
+        CREATE TABLE parents (id text PRIMARY KEY);
+        CREATE TABLE children (id text PRIMARY KEY, parent_id text NOT NULL REFERENCES parents (id));
       `);
     });
     afterAll(async () => {
@@ -268,6 +270,25 @@ for (const e of engines) {
       expect(seen).toEqual(["next"]);
       expect(callbackErrors.map((err) => (err as Error).message)).toEqual(["callback failed"]);
       expect(await db.get("SELECT id FROM items WHERE id = ?", ["cb1"])).toEqual({ id: "cb1" });
+    });
+
+    test("a missing or still referenced related row is 409 conflict; a missing required value is 422 required", async () => {
+      const missing = await rejection(db.run("INSERT INTO children (id, parent_id) VALUES (?, ?)", ["c1", "nobody"]));
+      expect(missing).toBeInstanceOf(AppError);
+      expect({ status: missing.status, body: missing.body() }).toEqual({
+        status: 409,
+        body: { error: "a related record is missing or still referenced", code: "conflict" },
+      });
+      await db.run("INSERT INTO parents (id) VALUES (?)", ["p1"]);
+      await db.run("INSERT INTO children (id, parent_id) VALUES (?, ?)", ["c1", "p1"]);
+      const referenced = await rejection(db.transaction(() => db.run("DELETE FROM parents WHERE id = ?", ["p1"])));
+      expect({ status: referenced.status, code: referenced.code }).toEqual({ status: 409, code: "conflict" });
+      const required = await rejection(db.run("INSERT INTO children (id, parent_id) VALUES (?, ?)", ["c2", null]));
+      expect({ status: required.status, body: required.body() }).toEqual({
+        status: 422,
+        body: { errors: [{ field: "parent_id", rule: "required", message: '"parent_id" is required.' }] },
+      });
+      expect(await db.all("SELECT id FROM children")).toEqual([{ id: "c1" }]);
     });
 
     test("a unique violation is 409 unique_violation naming the field, inside a transaction or not", async () => {
