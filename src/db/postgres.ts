@@ -38,7 +38,7 @@ interface Tx {
   savepoints: number;
   /** The failure that aborted the transaction (PostgreSQL then refuses every statement until a rollback). */
   abortedBy: unknown;
-  /** Set once committed or rolled back: a statement still joining it is a bug of its caller. */
+  /** Set once committed or rolled back: a statement of its context that comes later runs on its own. */
   ended: boolean;
 }
 
@@ -126,11 +126,17 @@ export class PostgresEngine implements Engine {
     });
   }
 
-  /** The open transaction of the current async context, if any. */
+  /**
+   * The open transaction of the current async context, if any. A statement left running by a transaction
+   * that has ended (a promise it did not await) runs on its own, as on the SQLite engine.
+   */
+  private currentScope(): Scope | undefined {
+    const scope = this.als.getStore();
+    return scope && !scope.tx.ended ? scope : undefined;
+  }
+
   private currentTx(): Tx | undefined {
-    const tx = this.als.getStore()?.tx;
-    if (tx?.ended) throw new Error("a statement joined a transaction that has already ended (a promise was not awaited)");
-    return tx;
+    return this.currentScope()?.tx;
   }
 
   private async query(sql: string, params: readonly SqlValue[] = []): Promise<PgResult> {
@@ -177,11 +183,11 @@ export class PostgresEngine implements Engine {
   }
 
   inTransaction(): boolean {
-    return this.als.getStore() !== undefined;
+    return this.currentScope() !== undefined;
   }
 
   afterCommit(cb: () => void): void {
-    const scope = this.als.getStore();
+    const scope = this.currentScope();
     if (scope) scope.tx.afterCommit.push(cb);
     else this.runCallbacks([cb]);
   }
@@ -191,7 +197,7 @@ export class PostgresEngine implements Engine {
   }
 
   transaction<T>(fn: () => Promise<T>): Promise<T> {
-    const scope = this.als.getStore();
+    const scope = this.currentScope();
     if (scope) return this.savepoint(scope, fn);
     return this.outermost(fn);
   }

@@ -214,6 +214,18 @@ for (const e of engines) {
       expect(await db.all("SELECT id FROM items WHERE id IN (?, ?) ORDER BY id", ["iso1", "iso2"])).toEqual([{ id: "iso2" }]);
     });
 
+    test("a statement that outlives its transaction (a promise not awaited) runs on its own", async () => {
+      const later = gate();
+      let leftBehind!: Promise<unknown>;
+      await db.transaction(async () => {
+        leftBehind = later.promise.then(() => db.run("INSERT INTO items (id) VALUES (?)", ["late1"]));
+        await db.run("INSERT INTO items (id) VALUES (?)", ["late0"]);
+      });
+      later.open();
+      await leftBehind;
+      expect(await db.all("SELECT id FROM items WHERE id LIKE 'late%' ORDER BY id")).toEqual([{ id: "late0" }, { id: "late1" }]);
+    });
+
     test("concurrent read-modify-write transactions lose no update", async () => {
       await db.run("INSERT INTO counters (k, v) VALUES (?, ?)", ["rmw", 0]);
       const n = 8;
