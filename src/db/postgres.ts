@@ -105,6 +105,20 @@ function toDriverParams(params: readonly SqlValue[]): unknown[] {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** Rewritten statements by their text: the same few hundred statements run again and again. */
+const positional = new Map<string, { text: string; count: number }>();
+
+function rewrite(sql: string): { text: string; count: number } {
+  let hit = positional.get(sql);
+  if (!hit) {
+    // A bound on memory for SQL built with varying text (IN lists of any length).
+    if (positional.size >= 2000) positional.clear();
+    hit = toPositional(sql);
+    positional.set(sql, hit);
+  }
+  return hit;
+}
+
 export class PostgresEngine implements Engine {
   readonly dialect = "postgres" as const;
   private readonly sql: SQL;
@@ -140,7 +154,7 @@ export class PostgresEngine implements Engine {
   }
 
   private async query(sql: string, params: readonly SqlValue[] = []): Promise<PgResult> {
-    const { text, count } = toPositional(sql);
+    const { text, count } = rewrite(sql);
     if (count !== params.length) throw new Error(`the statement has ${count} placeholders but ${params.length} values were given`);
     const tx = this.currentTx();
     for (let attempt = 0; ; attempt++) {

@@ -160,6 +160,20 @@ for (const e of engines) {
       expect(await db.get("SELECT s FROM items WHERE id = ?", ["rb0"])).toEqual({ s: null });
     });
 
+    test("a schema change made in a transaction that rolls back does not survive", async () => {
+      await rejection(
+        db.transaction(async () => {
+          await db.exec("CREATE TABLE ghost (id text); ALTER TABLE items ADD COLUMN extra text");
+          await db.run("UPDATE items SET extra = ? WHERE id = ?", ["x", "none"]);
+          throw new Error("undo");
+        }),
+      );
+      await expect(db.get("SELECT extra FROM items")).rejects.toThrow();
+      await expect(db.get("SELECT id FROM ghost")).rejects.toThrow();
+      await db.transaction(() => db.exec("ALTER TABLE items ADD COLUMN kept text"));
+      expect(await db.get("SELECT kept FROM items WHERE id = ?", ["none"])).toBeNull();
+    });
+
     test("a nested transaction that throws rolls back alone; the outer one goes on and commits", async () => {
       await db.transaction(async () => {
         await db.run("INSERT INTO items (id) VALUES (?)", ["n1"]);
