@@ -102,10 +102,10 @@ export async function startCluster(): Promise<PgCluster> {
     chownSync(dir, uid, gid);
   }
   const data = join(dir, "data");
-  const port = await freePort();
+  let port = await freePort();
   runServerCommand([join(binDir!, "initdb"), "-D", data, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync", "--no-instructions"]);
   // Durability is of no use to a throwaway test cluster: fsync off keeps it fast.
-  const opts = [
+  const opts = () => [
     `-p ${port}`,
     `-k ${dir}`,
     "-c listen_addresses=127.0.0.1",
@@ -116,7 +116,9 @@ export async function startCluster(): Promise<PgCluster> {
   ].join(" ");
   let running = false;
   const cluster: PgCluster = {
-    port,
+    get port() {
+      return port;
+    },
     dir,
     url: (database) => `postgres://postgres@127.0.0.1:${port}/${database}`,
     async createDatabase(template = "template0") {
@@ -130,7 +132,7 @@ export async function startCluster(): Promise<PgCluster> {
       return cluster.url(name);
     },
     start() {
-      runServerCommand([join(binDir!, "pg_ctl"), "-D", data, "-o", opts, "-l", join(dir, "server.log"), "-w", "-t", "60", "start"]);
+      runServerCommand([join(binDir!, "pg_ctl"), "-D", data, "-o", opts(), "-l", join(dir, "server.log"), "-w", "-t", "60", "start"]);
       running = true;
     },
     stop() {
@@ -146,7 +148,16 @@ export async function startCluster(): Promise<PgCluster> {
       rmSync(dir, { recursive: true, force: true });
     },
   };
-  cluster.start();
+  // Another process may take the free port before the server binds it: then try another one.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      cluster.start();
+      break;
+    } catch (err) {
+      if (attempt === 3) throw err;
+      port = await freePort();
+    }
+  }
   watch(dir, data);
   return cluster;
 }
