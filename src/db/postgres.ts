@@ -291,6 +291,40 @@ export class PostgresEngine implements Engine {
     }
   }
 
+  /**
+   * Sends a change notice to every node listening on `channel` (PostgreSQL NOTIFY). Inside a transaction
+   * it goes out when the outermost transaction commits, and never when it rolls back.
+   */
+  async notify(channel: string, payload = ""): Promise<void> {
+    await this.get("SELECT pg_notify(?, ?) AS sent", [channel, payload]);
+  }
+
+  /**
+   * Listens on `channel` on a connection of its own. `onListen` runs once the server has acknowledged it,
+   * and again after every reconnect: notices sent while the connection was down are lost, so that is
+   * where a node re-validates what it caches. A callback that throws is reported, never fatal.
+   * Returns the function that stops listening.
+   */
+  async listen(channel: string, onNotify: (payload: string) => void, onListen?: () => void): Promise<() => Promise<void>> {
+    const guard = (fn: () => void) => {
+      try {
+        fn();
+      } catch (err) {
+        this.onCallbackError(err);
+      }
+    };
+    try {
+      const sub = await this.sql.listen(
+        channel,
+        (payload) => guard(() => onNotify(payload)),
+        onListen && (() => guard(onListen)),
+      );
+      return () => sub.unlisten();
+    } catch (err) {
+      throw mapPostgresError(err);
+    }
+  }
+
   async close(): Promise<void> {
     await this.sql.close();
   }
