@@ -35,7 +35,7 @@ describe.skipIf(!postgresAvailable)("change notices between nodes", () => {
     }
   });
 
-  test("a notice sent in a transaction goes out with its commit, never with a rollback", async () => {
+  test("a notice sent in a transaction goes out with its commit, never with a rollback, nor with a rolled-back savepoint", async () => {
     const got: string[] = [];
     const stop = await b.listen("baas_tx", (p) => got.push(p));
     try {
@@ -46,6 +46,12 @@ describe.skipIf(!postgresAvailable)("change notices between nodes", () => {
         })
         .catch(() => {});
       await a.transaction(async () => {
+        await a
+          .transaction(async () => {
+            await a.notify("baas_tx", "savepoint rolled back");
+            throw new Error("undo the savepoint");
+          })
+          .catch(() => {});
         await a.transaction(async () => a.notify("baas_tx", "committed"));
       });
       await waitFor(() => got.length > 0, { what: "the committed notice" });
