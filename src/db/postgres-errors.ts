@@ -68,6 +68,9 @@ export function mapPostgresError(err: unknown): unknown {
     const field = e.column ?? e.constraint ?? "value";
     return new ValidationError([{ field, rule: "check", message: `"${field}" is not allowed.` }]);
   }
+  if (state === "22021") {
+    return new AppError(400, "bad_request", "a text value holds a NUL character (\\u0000), which cannot be stored", {}, {}, { cause: err });
+  }
   if (state.startsWith("22")) {
     return new AppError(400, "bad_request", "a value does not fit the type of its column", {}, {}, { cause: err });
   }

@@ -429,6 +429,25 @@ describe.skipIf(!postgresAvailable)("storage engine contract: postgres server", 
     }
   });
 
+  test("a value PostgreSQL cannot store is 400 bad_request, never a 500", async () => {
+    const db = openPostgres({ url: await createTestDatabase(), poolSize: 1 });
+    try {
+      await db.exec("CREATE TABLE t (id text, n bigint)");
+      const nul = await rejection(db.run("INSERT INTO t (id) VALUES (?)", ["a\u0000b"]));
+      expect({ status: nul.status, body: nul.body() }).toEqual({
+        status: 400,
+        body: { error: "a text value holds a NUL character (\\u0000), which cannot be stored", code: "bad_request" },
+      });
+      const fraction = await rejection(db.run("INSERT INTO t (n) VALUES (?)", [1.5]));
+      expect({ status: fraction.status, body: fraction.body() }).toEqual({
+        status: 400,
+        body: { error: "a value does not fit the type of its column", code: "bad_request" },
+      });
+    } finally {
+      await db.close();
+    }
+  });
+
   test("a statement given more or fewer values than it has placeholders is refused", async () => {
     const db = openPostgres({ url: await createTestDatabase(), poolSize: 1 });
     try {
