@@ -2,7 +2,7 @@ import { SQL } from "bun";
 import { AsyncLocalStorage } from "node:async_hooks";
 import { runAfterCommit } from "./after-commit.ts";
 import type { Engine, RunResult, SqlValue } from "./engine.ts";
-import { isRetryable, mapPostgresError } from "./postgres-errors.ts";
+import { isRetryable, mapPostgresError, sqlState } from "./postgres-errors.ts";
 import { toPositional } from "./pg-placeholders.ts";
 
 /**
@@ -161,9 +161,9 @@ export class PostgresEngine implements Engine {
       try {
         return (await (tx?.conn ?? this.sql).unsafe(text, toDriverParams(params))) as PgResult;
       } catch (err) {
-        if (tx) tx.abortedBy ??= err;
+        if (tx) throw this.failIn(tx, err);
         // A statement of its own is a whole transaction: a deadlock victim may run again.
-        else if (isRetryable(err) && attempt < this.maxRetries) {
+        if (isRetryable(err) && attempt < this.maxRetries) {
           await sleep(backoff(attempt));
           continue;
         }
@@ -191,9 +191,18 @@ export class PostgresEngine implements Engine {
     try {
       await (tx?.conn ?? this.sql).unsafe(sql).simple();
     } catch (err) {
-      if (tx) tx.abortedBy ??= err;
-      throw mapPostgresError(err);
+      throw tx ? this.failIn(tx, err) : mapPostgresError(err);
     }
+  }
+
+  /**
+   * Records the failure that aborted `tx` and returns the error to throw: the first failure again for a
+   * statement refused because of it (25P02), so the caller learns what actually went wrong.
+   */
+  private failIn(tx: Tx, err: unknown): unknown {
+    if (sqlState(err) === "25P02" && tx.abortedBy) return mapPostgresError(tx.abortedBy);
+    tx.abortedBy ??= err;
+    return mapPostgresError(err);
   }
 
   inTransaction(): boolean {
@@ -223,7 +232,9 @@ export class PostgresEngine implements Engine {
       const name = `sp_${++tx.savepoints}`;
       const mark = tx.afterCommit.length;
       const abortedBefore = tx.abortedBy;
-      await this.txStatement(tx, `SAVEPOINT ${name}`);
+      await this.txStatement(tx, `SAVEPOINT ${name}`).catch((err) => {
+        throw this.failIn(tx, err);
+      });
       try {
         const result = await this.als.run({ tx, queue: Promise.resolve() }, fn);
         await this.txStatement(tx, `RELEASE SAVEPOINT ${name}`);
@@ -275,7 +286,8 @@ export class PostgresEngine implements Engine {
         await conn.unsafe("ROLLBACK").catch(() => {
           healthy = false;
         });
-        if ((isRetryable(err) || isRetryable(cause)) && attempt < this.maxRetries) {
+        // A serialization failure dooms the whole try, whatever `fn` made of it: run it again.
+        if ((isRetryable(err) || isRetryable(cause) || isRetryable(tx.abortedBy)) && attempt < this.maxRetries) {
           await sleep(backoff(attempt));
           continue;
         }

@@ -397,6 +397,21 @@ describe.skipIf(!postgresAvailable)("storage engine contract: postgres server", 
       );
       expect({ status: err.status, code: err.code, fields: err.extra.fields }).toEqual({ status: 409, code: "unique_violation", fields: ["email"] });
       expect(await db.all("SELECT id FROM people ORDER BY id")).toEqual([{ id: "u1" }]);
+      // A statement refused because of the earlier failure reports that failure, not "transaction aborted".
+      const later = await rejection(
+        db.transaction(async () => {
+          await db.run("INSERT INTO people (id, email) VALUES (?, ?)", ["u3", "a@example.com"]).catch(() => {});
+          await db.transaction(() => db.run("INSERT INTO people (id, email) VALUES (?, ?)", ["u4", "d@example.com"]));
+        }),
+      );
+      expect({ status: later.status, code: later.code }).toEqual({ status: 409, code: "unique_violation" });
+      const plain = await rejection(
+        db.transaction(async () => {
+          await db.run("INSERT INTO people (id, email) VALUES (?, ?)", ["u3", "a@example.com"]).catch(() => {});
+          await db.get("SELECT 1 AS one");
+        }),
+      );
+      expect({ status: plain.status, code: plain.code }).toEqual({ status: 409, code: "unique_violation" });
       // In a nested transaction the failure rolls back alone, and the rest commits (as on every engine).
       await db.transaction(async () => {
         await db.run("INSERT INTO people (id, email) VALUES (?, ?)", ["u2", "b@example.com"]);
