@@ -21,12 +21,15 @@ export function isRetryable(err: unknown): boolean {
 
 /**
  * True when the database cannot be reached: the connection was refused, closed or timed out, the
- * server is shutting down or starting, or it has no connection slot left.
+ * server is shutting down or starting, it has no connection slot left, or it refused the credentials
+ * or the database name.
  */
 export function isUnavailable(err: unknown): boolean {
   if (!(err instanceof Error)) return false;
   const state = sqlState(err);
   if (state.startsWith("08") || state === "57P01" || state === "57P02" || state === "57P03" || state === "53300") return true;
+  // Refused credentials or a database that does not exist: to a client of baas, the database is unreachable.
+  if (state.startsWith("28") || state === "3D000") return true;
   if (state) return false;
   const code = (err as PgErrorLike).code ?? "";
   return /CONNECTION|ECONN|TIMEOUT|SOCKET|EPIPE|ENOTCONN|EHOSTUNREACH|ENETUNREACH|TLS/i.test(code);

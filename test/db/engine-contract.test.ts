@@ -463,6 +463,25 @@ describe.skipIf(!postgresAvailable)("storage engine contract: postgres server", 
     }
   });
 
+  test("a database that does not exist, or a refused login, is 503 unavailable", async () => {
+    const url = new URL(await createTestDatabase());
+    const noDb = new URL(url);
+    noDb.pathname = "/no_such_database";
+    const noUser = new URL(url);
+    noUser.username = "nobody";
+    const wrongDb = openPostgres({ url: noDb.toString(), poolSize: 1 });
+    const wrongUser = openPostgres({ url: noUser.toString(), poolSize: 1 });
+    try {
+      for (const db of [wrongDb, wrongUser]) {
+        const err = await rejection(db.get("SELECT 1 AS one"));
+        expect({ status: err.status, code: err.code }).toEqual({ status: 503, code: "unavailable" });
+      }
+    } finally {
+      await wrongDb.close();
+      await wrongUser.close();
+    }
+  });
+
   test("a statement given more or fewer values than it has placeholders is refused", async () => {
     const db = openPostgres({ url: await createTestDatabase(), poolSize: 1 });
     try {
