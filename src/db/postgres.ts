@@ -83,10 +83,10 @@ interface PgResult extends Array<Record<string, unknown>> {
 
 /** Converts the values of the columns whose type SQLite would return differently. */
 function convertRows(rows: PgResult): Record<string, unknown>[] {
-  const todo = (rows.columns ?? []).flatMap((c) => (converters[c.type] ? [[c.name, converters[c.type]!] as const] : []));
-  if (todo.length === 0 || rows.length === 0) return rows;
+  const conversions = (rows.columns ?? []).flatMap((c) => (converters[c.type] ? [[c.name, converters[c.type]!] as const] : []));
+  if (conversions.length === 0 || rows.length === 0) return rows;
   for (const row of rows) {
-    for (const [name, convert] of todo) {
+    for (const [name, convert] of conversions) {
       const v = row[name];
       if (v !== null && v !== undefined) row[name] = convert(v);
     }
