@@ -255,6 +255,24 @@ for (const e of engines) {
       expect(await db.get("SELECT v FROM counters WHERE k = ?", ["rmw"])).toEqual({ v: n });
     });
 
+    test("a limit checked and then taken in one transaction holds under concurrency (count, then insert)", async () => {
+      await db.exec("CREATE TABLE attempts (id text PRIMARY KEY, ip text NOT NULL)");
+      const limit = 3;
+      const results = await Promise.all(
+        Array.from({ length: 10 }, (_, i) =>
+          db.transaction(async () => {
+            const row = await db.get<{ c: number }>("SELECT COUNT(*) AS c FROM attempts WHERE ip = ?", ["10.0.0.1"]);
+            await Promise.resolve();
+            if (row!.c >= limit) return "refused";
+            await db.run("INSERT INTO attempts (id, ip) VALUES (?, ?)", [`a${i}`, "10.0.0.1"]);
+            return "taken";
+          }),
+        ),
+      );
+      expect(results.filter((r) => r === "taken").length).toBe(limit);
+      expect(await db.get("SELECT COUNT(*) AS c FROM attempts")).toEqual({ c: limit });
+    });
+
     test("afterCommit runs after the outermost commit only, never after a rollback", async () => {
       const seen: string[] = [];
       db.afterCommit(() => seen.push("outside"));
