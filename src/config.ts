@@ -7,6 +7,8 @@ export interface Config {
   host: string;
   dataDir: string;
   dbPath: string;
+  /** Where the data lives: the SQLite file in the data dir (default), or a PostgreSQL database. */
+  database: DatabaseConfig;
   sync: "normal" | "full";
   adminSecret: string | null;
   publicUrl: string;
@@ -27,8 +29,23 @@ export interface Config {
   oauthBaseUrls: { codehost: string | null; portal: string | null };
 }
 
+/** The storage engine and its settings. */
+export type DatabaseConfig =
+  | { engine: "sqlite" }
+  | {
+      engine: "postgres";
+      /** The postgres:// URL as given (it may hold a password: never log it). */
+      url: string;
+      /** Connections in the pool (DB_POOL_SIZE). */
+      poolSize: number;
+      /** Longest a statement may run, in ms; 0 = no limit (DB_STATEMENT_TIMEOUT_MS). */
+      statementTimeoutMs: number;
+    };
+
 export interface ConfigFlags {
   port?: string | number;
+  /** A postgres:// URL (env DATABASE_URL); absent = SQLite in the data dir. */
+  database?: string;
   host?: string;
   data?: string;
   sync?: string;
@@ -62,6 +79,7 @@ export function loadConfig(flags: ConfigFlags = {}, env: Record<string, string |
     host,
     dataDir,
     dbPath: join(dataDir, "baas.db"),
+    database: databaseFrom(flags.database ?? env.DATABASE_URL, env),
     sync: syncRaw,
     adminSecret: env.ADMIN_SECRET ? env.ADMIN_SECRET : null,
     publicUrl,
@@ -80,6 +98,29 @@ export function loadConfig(flags: ConfigFlags = {}, env: Record<string, string |
       portal: env.OAUTH_PORTAL_BASE_URL ? stripSlash(env.OAUTH_PORTAL_BASE_URL) : null,
     },
   };
+}
+
+/**
+ * Parses `--database` / DATABASE_URL: empty means SQLite; else a postgres:// (or postgresql://) URL with a
+ * host and a database name. Errors never repeat the URL, which may hold a password.
+ */
+function databaseFrom(raw: string | undefined, env: Record<string, string | undefined>): DatabaseConfig {
+  const value = raw?.trim();
+  if (!value) return { engine: "sqlite" };
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new ConfigError("database must be a postgres:// URL (postgres://user:password@host:port/database)");
+  }
+  if (url.protocol !== "postgres:" && url.protocol !== "postgresql:") {
+    throw new ConfigError(`database must be a postgres:// URL, got a ${url.protocol}// URL`);
+  }
+  if (!url.hostname) throw new ConfigError("database URL has no host");
+  if (!/^\/[^/]+$/.test(url.pathname)) throw new ConfigError("database URL must name a database: postgres://host:port/database");
+  const poolSize = intFrom("DB_POOL_SIZE", env.DB_POOL_SIZE, 10, 1);
+  if (poolSize > 1000) throw new ConfigError(`DB_POOL_SIZE must be at most 1000, got ${poolSize}`);
+  return { engine: "postgres", url: value, poolSize, statementTimeoutMs: intFrom("DB_STATEMENT_TIMEOUT_MS", env.DB_STATEMENT_TIMEOUT_MS, 30_000, 0) };
 }
 
 function oneOf<T extends string>(name: string, raw: string, allowed: readonly T[]): T {

@@ -1,4 +1,4 @@
-import { AppError } from "../errors.ts";
+import { AppError, ValidationError } from "../errors.ts";
 
 /** Maps a SQLite error to an AppError where it is the client's doing; anything else is returned unchanged. */
 export function mapSqliteError(err: unknown): unknown {
@@ -14,6 +14,14 @@ export function mapSqliteError(err: unknown): unknown {
     return new AppError(409, "unique_violation", `a record with the same ${fields.join(", ") || "value"} already exists`, {
       fields,
     });
+  }
+  // The same answers as the PostgreSQL engine gives for the same broken constraint (postgres-errors.ts).
+  if (code === "SQLITE_CONSTRAINT_FOREIGNKEY" || /FOREIGN KEY constraint failed/.test(msg)) {
+    return new AppError(409, "conflict", "a related record is missing or still referenced", {}, {}, { cause: err });
+  }
+  if (code === "SQLITE_CONSTRAINT_NOTNULL" || /NOT NULL constraint failed/.test(msg)) {
+    const field = /NOT NULL constraint failed: (.*)$/.exec(msg)?.[1]?.split(".").pop() ?? "value";
+    return new ValidationError([{ field, rule: "required", message: `"${field}" is required.` }]);
   }
   if (code === "SQLITE_BUSY" || /database is locked/.test(msg)) {
     return new AppError(503, "busy", "the database is busy, try again", {}, { "Retry-After": "1" }, { cause: err });

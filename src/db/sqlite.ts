@@ -1,5 +1,6 @@
 import type { Database } from "bun:sqlite";
 import { AsyncLocalStorage } from "node:async_hooks";
+import { runAfterCommit } from "./after-commit.ts";
 import type { Engine, RunResult, SqlValue } from "./engine.ts";
 import { mapSqliteError } from "./sqlite-errors.ts";
 
@@ -201,13 +202,7 @@ export class SqliteEngine implements Engine {
   }
 
   private runCallbacks(cbs: (() => void)[]): void {
-    for (const cb of cbs) {
-      try {
-        cb();
-      } catch (err) {
-        this.onCallbackError(err);
-      }
-    }
+    runAfterCommit(cbs, this.onCallbackError);
   }
 
   async close(): Promise<void> {

@@ -1,0 +1,12 @@
+// The PostgreSQL migrations of the system tables, imported as text so the compiled binary carries them.
+// Same names as ../index.ts, one for one: both engines record the same names in `_migrations`.
+import init from "./0000_init.sql" with { type: "text" };
+import relations from "./0005_relations.sql" with { type: "text" };
+import loginAttempts from "./0006_login_attempts.sql" with { type: "text" };
+
+/** Migrations in the order they apply. */
+export const postgresMigrations: { name: string; sql: string }[] = [
+  { name: "0000_init", sql: init },
+  { name: "0005_relations", sql: relations },
+  { name: "0006_login_attempts", sql: loginAttempts },
+];

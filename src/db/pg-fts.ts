@@ -1,0 +1,142 @@
+import { badRequest } from "../errors.ts";
+
+// Full text on PostgreSQL: the search syntax of the SQLite engine (words, `prefix*`, "quoted phrases",
+// AND, OR, NOT, parentheses; a space between terms means AND) turned into a `to_tsquery('english', …)`
+// text, searched against a generated `tsvector` column with a GIN index.
+
+type Token =
+  | { kind: "term"; words: string[]; prefix: boolean; text: string }
+  | { kind: "AND" | "OR" | "NOT" | "(" | ")"; text: string };
+
+const invalid = (why: string) => badRequest(`invalid search query: ${why}`);
+
+/** The words of a piece of text as the index sees them: runs of letters and digits. */
+function wordsOf(text: string): string[] {
+  return text.split(/[^\p{L}\p{N}]+/u).filter(Boolean);
+}
+
+function tokenize(raw: string): Token[] {
+  const out: Token[] = [];
+  let i = 0;
+  while (i < raw.length) {
+    const c = raw[i]!;
+    if (/\s/.test(c)) {
+      i++;
+    } else if (c === "(" || c === ")") {
+      out.push({ kind: c, text: c });
+      i++;
+    } else if (c === '"') {
+      const end = raw.indexOf('"', i + 1);
+      if (end < 0) throw invalid("a quote is not closed");
+      const phrase = raw.slice(i + 1, end);
+      i = end + 1;
+      const prefix = raw[i] === "*";
+      if (prefix) i++;
+      out.push({ kind: "term", words: wordsOf(phrase), prefix, text: `"${phrase}"` });
+    } else {
+      let j = i;
+      while (j < raw.length && !/[\s"()]/.test(raw[j]!)) j++;
+      const word = raw.slice(i, j);
+      i = j;
+      if (word === "AND" || word === "OR" || word === "NOT") {
+        out.push({ kind: word, text: word });
+        continue;
+      }
+      const bare = word.replace(/\*+$/, "");
+      if (!bare) throw invalid("* must follow a word");
+      out.push({ kind: "term", words: wordsOf(bare), prefix: bare !== word, text: word });
+    }
+  }
+  if (!out.length) throw invalid("it is empty");
+  return out;
+}
+
+/** Joins two operands; a missing one (a term without letters or digits) drops out, as in FTS5. */
+function join(left: string | null, op: "&" | "|", right: string | null): string | null {
+  if (left === null) return right;
+  if (right === null) return left;
+  return `(${left} ${op} ${right})`;
+}
+
+/**
+ * Parses with the precedence of SQLite's FTS5: NOT (binary: `a NOT b`) binds tighter than AND (written
+ * or implied), which binds tighter than OR. Returns a fully parenthesised tsquery text, or null when no
+ * term has a word.
+ */
+function parse(tokens: Token[]): string | null {
+  let pos = 0;
+  const peek = () => tokens[pos];
+  const fail = (): never => {
+    throw invalid(`syntax error near "${peek()?.text ?? ""}"`);
+  };
+  const primary = (): string | null => {
+    const t = peek();
+    if (!t) return fail();
+    if (t.kind === "(") {
+      pos++;
+      const inner = orExpr();
+      if (peek()?.kind !== ")") fail();
+      pos++;
+      return inner;
+    }
+    if (t.kind !== "term") return fail();
+    pos++;
+    // A term with no letter or digit (an empty phrase, "--") is ignored, as FTS5 ignores it.
+    if (!t.words.length) return null;
+    const lexemes = t.words.map((w, k) => (t.prefix && k === t.words.length - 1 ? `${w}:*` : w));
+    return lexemes.length === 1 ? lexemes[0]! : `(${lexemes.join(" <-> ")})`;
+  };
+  const notExpr = (): string | null => {
+    let left = primary();
+    while (peek()?.kind === "NOT") {
+      pos++;
+      const right = primary();
+      if (left !== null && right !== null) left = `(${left} & !${right})`;
+    }
+    return left;
+  };
+  const andExpr = (): string | null => {
+    let left = notExpr();
+    for (;;) {
+      const t = peek();
+      if (t?.kind === "AND") pos++;
+      else if (!(t?.kind === "term" || t?.kind === "(")) return left;
+      left = join(left, "&", notExpr());
+    }
+  };
+  const orExpr = (): string | null => {
+    let left = andExpr();
+    while (peek()?.kind === "OR") {
+      pos++;
+      left = join(left, "|", andExpr());
+    }
+    return left;
+  };
+  const result = orExpr();
+  if (pos < tokens.length) fail();
+  return result;
+}
+
+/**
+ * Turns a user's search text into the text of `to_tsquery('english', ?)`. Every word is reduced to its
+ * letters and digits (so nothing in it is read as tsquery syntax); a word with punctuation in it, like
+ * `e-mail`, is a phrase of its parts, as on SQLite. Structural mistakes are 400. "" (no term with a
+ * word) matches nothing.
+ */
+export function toTsQuery(raw: string): string {
+  return parse(tokenize(raw)) ?? "";
+}
+
+/** A PostgreSQL identifier, quoted. */
+export function quoteIdent(name: string): string {
+  return `"${name.replace(/"/g, '""')}"`;
+}
+
+/**
+ * The expression of a collection's generated `tsvector` column: its text fields joined by spaces,
+ * stemmed with the `english` configuration.
+ */
+export function tsvectorExpr(fields: readonly string[]): string {
+  const body = fields.length ? fields.map((f) => `coalesce(${quoteIdent(f)}, '')`).join(" || ' ' || ") : "''";
+  return `to_tsvector('english'::regconfig, ${body})`;
+}

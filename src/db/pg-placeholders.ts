@@ -1,0 +1,49 @@
+/**
+ * Rewrites the `?` placeholders of the storage interface to PostgreSQL's `$1..$n`, in order. A `?`
+ * inside a quoted literal ('…', E'…', $tag$…$tag$), a quoted identifier ("…") or a comment is left
+ * alone. (So SQL for PostgreSQL cannot use the jsonb `?` operators: use `jsonb_exists()` instead.)
+ */
+export function toPositional(sql: string): { text: string; count: number } {
+  let out = "";
+  let n = 0;
+  let i = 0;
+  const len = sql.length;
+  while (i < len) {
+    const c = sql[i]!;
+    const next = sql[i + 1];
+    if (c === "?") {
+      out += `$${++n}`;
+      i++;
+      continue;
+    }
+    let end = i + 1;
+    if (c === "'" || c === '"') {
+      // E'…' strings take backslash escapes; a doubled quote is one quote in both kinds.
+      const backslash = c === "'" && i > 0 && /[eE]/.test(sql[i - 1]!) && !/[\w$]/.test(sql[i - 2] ?? "");
+      end = i + 1;
+      while (end < len) {
+        if (backslash && sql[end] === "\\") end += 2;
+        else if (sql[end] === c && sql[end + 1] === c) end += 2;
+        else if (sql[end] === c) break;
+        else end++;
+      }
+      end = Math.min(end + 1, len);
+    } else if (c === "-" && next === "-") {
+      const nl = sql.indexOf("\n", i);
+      end = nl === -1 ? len : nl;
+    } else if (c === "/" && next === "*") {
+      const close = sql.indexOf("*/", i + 2);
+      end = close === -1 ? len : close + 2;
+    } else if (c === "$" && !/[\w$]/.test(sql[i - 1] ?? "")) {
+      // A dollar-quoted string: $$…$$ or $tag$…$tag$ (not a $1 parameter, which starts with a digit).
+      const tag = /^\$([A-Za-z_][A-Za-z0-9_]*)?\$/.exec(sql.slice(i));
+      if (tag) {
+        const close = sql.indexOf(tag[0], i + tag[0].length);
+        end = close === -1 ? len : close + tag[0].length;
+      }
+    }
+    out += sql.slice(i, end);
+    i = end;
+  }
+  return { text: out, count: n };
+}

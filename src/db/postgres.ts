@@ -1,0 +1,353 @@
+import { SQL } from "bun";
+import { AsyncLocalStorage } from "node:async_hooks";
+import { runAfterCommit } from "./after-commit.ts";
+import type { Engine, RunResult, SqlValue } from "./engine.ts";
+import { isRetryable, mapPostgresError, sqlState } from "./postgres-errors.ts";
+import { toPositional } from "./pg-placeholders.ts";
+
+/**
+ * The PostgreSQL engine, on Bun's built-in client (no dependency). What callers see is what the SQLite
+ * engine gives them:
+ * - results: `boolean` as 1/0, every integer (`int8` too) and `numeric` as a number, `json`/`jsonb` as
+ *   JSON text, `bytea` as Uint8Array, timestamps as epoch milliseconds;
+ * - parameters: numbers, bigints and booleans (true → 1, false → 0) are sent untyped, so PostgreSQL types
+ *   them from where they stand (as SQLite's dynamic typing does): 1 fits an integer and a boolean
+ *   column alike. Where nothing gives a type (`SELECT ?`), cast in the SQL;
+ * - transactions are SERIALIZABLE (SQLite's single writer is), retried whole on a serialization
+ *   failure or deadlock.
+ */
+
+export interface PostgresEngineOptions {
+  url: string;
+  /** Connections in the pool (DB_POOL_SIZE). */
+  poolSize?: number;
+  /** Longest a statement may run, in ms; 0 = no limit (DB_STATEMENT_TIMEOUT_MS). */
+  statementTimeoutMs?: number;
+  /** Longest wait for a new connection, in seconds. */
+  connectTimeoutS?: number;
+  /** How often a whole transaction is run again after a serialization failure or deadlock. */
+  maxRetries?: number;
+  /** Hears an after-commit callback that threw (the commit stands; the other callbacks still run). */
+  onCallbackError?: (err: unknown) => void;
+}
+
+/** A reserved connection holding one open transaction, shared by its savepoints. */
+interface Tx {
+  conn: SQL;
+  afterCommit: (() => void)[];
+  savepoints: number;
+  /** The failure that aborted the transaction (PostgreSQL then refuses every statement until a rollback). */
+  abortedBy: unknown;
+  /** Set once committed or rolled back: a statement of its context that comes later runs on its own. */
+  ended: boolean;
+}
+
+/** One level of a transaction: nested transactions of one level run one after the other. */
+interface Scope {
+  tx: Tx;
+  queue: Promise<unknown>;
+}
+
+const OID = {
+  bool: 16,
+  bytea: 17,
+  int8: 20,
+  json: 114,
+  numeric: 1700,
+  date: 1082,
+  timestamp: 1114,
+  timestamptz: 1184,
+  jsonb: 3802,
+} as const;
+
+type Converter = (v: unknown) => unknown;
+
+const converters: Record<number, Converter> = {
+  [OID.bool]: (v) => (v ? 1 : 0),
+  [OID.int8]: (v) => Number(v),
+  [OID.numeric]: (v) => Number(v),
+  [OID.json]: (v) => JSON.stringify(v),
+  [OID.jsonb]: (v) => JSON.stringify(v),
+  [OID.bytea]: (v) => new Uint8Array(v as Uint8Array),
+  [OID.date]: (v) => (v as Date).getTime(),
+  [OID.timestamp]: (v) => (v as Date).getTime(),
+  [OID.timestamptz]: (v) => (v as Date).getTime(),
+};
+
+interface PgResult extends Array<Record<string, unknown>> {
+  columns?: { name: string; type: number }[] | null;
+  affectedRows?: number;
+  count?: number;
+  command?: string | null;
+}
+
+/** Converts the values of the columns whose type SQLite would return differently. */
+function convertRows(rows: PgResult): Record<string, unknown>[] {
+  const conversions = (rows.columns ?? []).flatMap((c) => (converters[c.type] ? [[c.name, converters[c.type]!] as const] : []));
+  if (conversions.length === 0 || rows.length === 0) return rows;
+  for (const row of rows) {
+    for (const [name, convert] of conversions) {
+      const v = row[name];
+      if (v !== null && v !== undefined) row[name] = convert(v);
+    }
+  }
+  return rows;
+}
+
+/** Parameters as the driver takes them: see the engine's comment for why numbers go untyped. */
+function toDriverParams(params: readonly SqlValue[]): unknown[] {
+  return params.map((p) => {
+    if (typeof p === "number" || typeof p === "bigint") return String(p);
+    if (typeof p === "boolean") return p ? "1" : "0";
+    return p;
+  });
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Rewritten statements by their text: the same few hundred statements run again and again. */
+const positional = new Map<string, { text: string; count: number }>();
+
+function rewrite(sql: string): { text: string; count: number } {
+  let hit = positional.get(sql);
+  if (!hit) {
+    // A bound on memory for SQL built with varying text (IN lists of any length).
+    if (positional.size >= 2000) positional.clear();
+    hit = toPositional(sql);
+    positional.set(sql, hit);
+  }
+  return hit;
+}
+
+export class PostgresEngine implements Engine {
+  readonly dialect = "postgres" as const;
+  private readonly sql: SQL;
+  private readonly als = new AsyncLocalStorage<Scope>();
+  private readonly maxRetries: number;
+  private readonly onCallbackError: (err: unknown) => void;
+
+  constructor(opts: PostgresEngineOptions) {
+    const statementTimeout = opts.statementTimeoutMs ?? 30_000;
+    this.maxRetries = opts.maxRetries ?? 10;
+    this.onCallbackError = opts.onCallbackError ?? ((err) => console.error("after-commit callback failed", err));
+    this.sql = new SQL({
+      url: opts.url,
+      max: opts.poolSize ?? 10,
+      bigint: true,
+      idleTimeout: 30,
+      connectionTimeout: opts.connectTimeoutS ?? 5,
+      connection: { statement_timeout: statementTimeout, application_name: "baas" },
+    });
+  }
+
+  /**
+   * The open transaction of the current async context, if any. A statement left running by a transaction
+   * that has ended (a promise it did not await) runs on its own, as on the SQLite engine.
+   */
+  private currentScope(): Scope | undefined {
+    const scope = this.als.getStore();
+    return scope && !scope.tx.ended ? scope : undefined;
+  }
+
+  private currentTx(): Tx | undefined {
+    return this.currentScope()?.tx;
+  }
+
+  private async query(sql: string, params: readonly SqlValue[] = []): Promise<PgResult> {
+    const { text, count } = rewrite(sql);
+    if (count !== params.length) throw new Error(`the statement has ${count} placeholders but ${params.length} values were given`);
+    const tx = this.currentTx();
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return (await (tx?.conn ?? this.sql).unsafe(text, toDriverParams(params))) as PgResult;
+      } catch (err) {
+        if (tx) throw this.failIn(tx, err);
+        // A statement of its own is a whole transaction: a deadlock victim may run again.
+        if (isRetryable(err) && attempt < this.maxRetries) {
+          await sleep(backoff(attempt));
+          continue;
+        }
+        throw mapPostgresError(err);
+      }
+    }
+  }
+
+  async get<T = Record<string, unknown>>(sql: string, params?: readonly SqlValue[]): Promise<T | null> {
+    const rows = convertRows(await this.query(sql, params));
+    return (rows[0] as T | undefined) ?? null;
+  }
+
+  async all<T = Record<string, unknown>>(sql: string, params?: readonly SqlValue[]): Promise<T[]> {
+    return convertRows(await this.query(sql, params)) as T[];
+  }
+
+  async run(sql: string, params?: readonly SqlValue[]): Promise<RunResult> {
+    const res = await this.query(sql, params);
+    return { changes: res.affectedRows ?? res.count ?? 0 };
+  }
+
+  async exec(sql: string): Promise<void> {
+    const tx = this.currentTx();
+    try {
+      await (tx?.conn ?? this.sql).unsafe(sql).simple();
+    } catch (err) {
+      throw tx ? this.failIn(tx, err) : mapPostgresError(err);
+    }
+  }
+
+  /**
+   * Records the failure that aborted `tx` and returns the error to throw: the first failure again for a
+   * statement refused because of it (25P02), so the caller learns what actually went wrong.
+   */
+  private failIn(tx: Tx, err: unknown): unknown {
+    if (sqlState(err) === "25P02" && tx.abortedBy) return mapPostgresError(tx.abortedBy);
+    tx.abortedBy ??= err;
+    return mapPostgresError(err);
+  }
+
+  inTransaction(): boolean {
+    return this.currentScope() !== undefined;
+  }
+
+  afterCommit(cb: () => void): void {
+    const scope = this.currentScope();
+    if (scope) scope.tx.afterCommit.push(cb);
+    else this.runCallbacks([cb]);
+  }
+
+  private runCallbacks(cbs: (() => void)[]): void {
+    runAfterCommit(cbs, this.onCallbackError);
+  }
+
+  transaction<T>(fn: () => Promise<T>): Promise<T> {
+    const scope = this.currentScope();
+    if (scope) return this.savepoint(scope, fn);
+    return this.outermost(fn);
+  }
+
+  /** A nested transaction: a savepoint that rolls back alone (and drops its after-commit callbacks). */
+  private savepoint<T>(scope: Scope, fn: () => Promise<T>): Promise<T> {
+    const run = async (): Promise<T> => {
+      const tx = scope.tx;
+      const name = `sp_${++tx.savepoints}`;
+      const mark = tx.afterCommit.length;
+      const abortedBefore = tx.abortedBy;
+      await this.txStatement(tx, `SAVEPOINT ${name}`).catch((err) => {
+        throw this.failIn(tx, err);
+      });
+      try {
+        const result = await this.als.run({ tx, queue: Promise.resolve() }, fn);
+        await this.txStatement(tx, `RELEASE SAVEPOINT ${name}`);
+        return result;
+      } catch (err) {
+        tx.afterCommit.length = mark;
+        try {
+          // Rolled back to the savepoint, the transaction is as it was before: usable again.
+          await this.txStatement(tx, `ROLLBACK TO SAVEPOINT ${name}`);
+          await this.txStatement(tx, `RELEASE SAVEPOINT ${name}`);
+          tx.abortedBy = abortedBefore;
+        } catch (rollbackErr) {
+          // A lost connection leaves nothing to roll back to: the outer transaction fails as a whole.
+          tx.abortedBy ??= rollbackErr;
+        }
+        throw mapPostgresError(err);
+      }
+    };
+    const result = scope.queue.then(run, run);
+    scope.queue = result.catch(() => {});
+    return result;
+  }
+
+  private async txStatement(tx: Tx, text: string): Promise<void> {
+    await tx.conn.unsafe(text);
+  }
+
+  /** The outermost transaction on a reserved connection, run again whole on a serialization failure. */
+  private async outermost<T>(fn: () => Promise<T>): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      let conn: Awaited<ReturnType<SQL["reserve"]>>;
+      try {
+        conn = await this.sql.reserve();
+      } catch (err) {
+        throw mapPostgresError(err);
+      }
+      const tx: Tx = { conn, afterCommit: [], savepoints: 0, abortedBy: undefined, ended: false };
+      let healthy = true;
+      let result: T;
+      try {
+        await conn.unsafe("BEGIN ISOLATION LEVEL SERIALIZABLE");
+        result = await this.als.run({ tx, queue: Promise.resolve() }, fn);
+        // COMMIT of a transaction that a failed statement aborted rolls back without an error: never
+        // report such a transaction as saved (on SQLite the other writes would have been kept).
+        const done = (await conn.unsafe("COMMIT")) as PgResult;
+        if (done.command === "ROLLBACK") throw tx.abortedBy ?? new Error("the transaction was rolled back by the database");
+      } catch (err) {
+        const cause = (err as { cause?: unknown }).cause ?? err;
+        await conn.unsafe("ROLLBACK").catch(() => {
+          healthy = false;
+        });
+        // A serialization failure dooms the whole try, whatever `fn` made of it: run it again.
+        if ((isRetryable(err) || isRetryable(cause) || isRetryable(tx.abortedBy)) && attempt < this.maxRetries) {
+          await sleep(backoff(attempt));
+          continue;
+        }
+        throw mapPostgresError(err);
+      } finally {
+        tx.ended = true;
+        if (healthy) conn.release();
+        else conn.close().catch(() => {});
+      }
+      // Committed: the callbacks run outside the transaction's context, in the order they were queued.
+      this.runCallbacks(tx.afterCommit);
+      return result;
+    }
+  }
+
+  /**
+   * Sends a change notice to every node listening on `channel` (PostgreSQL NOTIFY). Inside a transaction
+   * it goes out when the outermost transaction commits, and never when it rolls back.
+   */
+  async notify(channel: string, payload = ""): Promise<void> {
+    await this.get("SELECT pg_notify(?, ?) AS sent", [channel, payload]);
+  }
+
+  /**
+   * Listens on `channel` on a connection of its own. `onListen` runs once the server has acknowledged it,
+   * and again after every reconnect: notices sent while the connection was down are lost, so that is
+   * where a node re-validates what it caches. A callback that throws is reported, never fatal.
+   * Returns the function that stops listening.
+   */
+  async listen(channel: string, onNotify: (payload: string) => void, onListen?: () => void): Promise<() => Promise<void>> {
+    const guard = (fn: () => void) => {
+      try {
+        fn();
+      } catch (err) {
+        this.onCallbackError(err);
+      }
+    };
+    try {
+      const sub = await this.sql.listen(
+        channel,
+        (payload) => guard(() => onNotify(payload)),
+        onListen && (() => guard(onListen)),
+      );
+      return () => sub.unlisten();
+    } catch (err) {
+      throw mapPostgresError(err);
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.sql.close();
+  }
+}
+
+/** Milliseconds to wait before another try: growing, with jitter so two losers do not meet again. */
+function backoff(attempt: number): number {
+  return Math.min(200, 5 * 2 ** attempt) * (0.5 + Math.random());
+}
+
+/** Opens the PostgreSQL engine (the pool connects on first use). */
+export function openPostgres(opts: PostgresEngineOptions): PostgresEngine {
+  return new PostgresEngine(opts);
+}
