@@ -1,6 +1,7 @@
 import { systemClock, type Clock } from "./clock.ts";
 import { createCatalog, type Catalog } from "./collections/catalog.ts";
 import type { Config } from "./config.ts";
+import { AppError } from "./errors.ts";
 import { migrate } from "./db/migrate.ts";
 import { openDatabase } from "./db/open.ts";
 import { SqliteEngine } from "./db/sqlite.ts";
@@ -38,6 +39,14 @@ export interface ContextOptions {
 
 /** Opens the database, runs migrations and loads the catalog. */
 export function createContext(config: Config, opts: ContextOptions = {}): AppContext {
+  // IMPORTANT: never fall back to the data directory's SQLite file when PostgreSQL was asked for: nodes
+  // meant to share one database would each write their own.
+  if (config.database.engine === "postgres")
+    throw new AppError(
+      400,
+      "unsupported",
+      "--database / DATABASE_URL (PostgreSQL) is not served by this version yet: unset it to keep the data in the data directory's SQLite database",
+    );
   const sqlite = openDatabase(config.dbPath, { sync: config.sync });
   migrate(sqlite);
   const log = opts.log ?? createLogger({ format: config.logFormat, level: config.logLevel });
