@@ -6,7 +6,19 @@ export interface Logger {
   info(msg: string, fields?: Record<string, unknown>): void;
   warn(msg: string, fields?: Record<string, unknown>): void;
   error(msg: string, fields?: Record<string, unknown>): void;
+  /**
+   * The request log's line (the `request` message with method, path, status, duration_ms and request_id,
+   * exactly as `info`/`error` would write it), formatted without a fields object; `request.enabled(status)`
+   * tells whether that level is on, so the caller can skip preparing the line. Optional: without it, the
+   * caller uses info/error.
+   */
+  request?: RequestLine;
 }
+
+/** Writes one request line at info (status < 500) or error level. */
+export type RequestLine = ((method: string, path: string, status: number, durationMs: number, requestId: string) => void) & {
+  enabled(status: number): boolean;
+};
 
 export type LogLevel = "error" | "warn" | "info" | "debug";
 export type LogFormat = "text" | "json";
@@ -126,7 +138,23 @@ export function createLogger(
     LOG_LEVELS.indexOf(level) <= max
       ? (msg: string, fields?: Record<string, unknown>): void => write(formatLine(format, level, msg, fields) + "\n")
       : off;
-  return { debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error") };
+  const infoOn = LOG_LEVELS.indexOf("info") <= max;
+  const errorOn = LOG_LEVELS.indexOf("error") <= max;
+  const request = ((method: string, path: string, status: number, durationMs: number, requestId: string): void => {
+    const level: LogLevel = status >= 500 ? "error" : "info";
+    if (format === "json") {
+      write(formatLine(format, level, "request", { method, path, status, duration_ms: durationMs, request_id: requestId }) + "\n");
+      return;
+    }
+    // The text line as textFields writes it: numbers as they are, strings plain or as JSON.
+    const m = PLAIN.test(method) ? method : safeJson(method);
+    const p = PLAIN.test(path) ? path : safeJson(path);
+    const id = PLAIN.test(requestId) ? requestId : safeJson(requestId);
+    const tag = level === "error" ? "ERROR" : "INFO";
+    write(`${isoNow()} ${tag} request method=${m} path=${p} status=${status} duration_ms=${durationMs} request_id=${id}\n`);
+  }) as RequestLine;
+  request.enabled = (status) => (status >= 500 ? errorOn : infoOn);
+  return { debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error"), request };
 }
 
 /** A logger that keeps lines in memory (tests read them) and prints nothing. */
