@@ -6,7 +6,7 @@ import { ensureFields } from "../collections/grow.ts";
 import type { Collection } from "../collections/types.ts";
 import { validateFieldRules } from "../collections/validate.ts";
 import { ValidationError } from "../errors.ts";
-import type { ChangeAction } from "../events/bus.ts";
+import type { ChangeAction, ChangeEvent } from "../events/bus.ts";
 import { hookAuth, runHooks } from "../hooks/run.ts";
 import type { HookEvent } from "../hooks/types.ts";
 import { prepareRelations, writeLinks } from "../relations/check.ts";
@@ -61,7 +61,9 @@ function stage(
   at: number,
   p: Principal,
 ): void {
-  ctx.events.stage({ collection: col.name, action, record, ...(previous ? { previous } : {}), at, by: actor(p) });
+  const event: ChangeEvent = { collection: col.name, action, record, at, by: actor(p) };
+  if (previous) event.previous = previous;
+  ctx.events.stage(event);
 }
 
 function hookEvent(col: Collection, op: HookEvent["op"], p: Principal, record: RecordJson | null, previous: RecordJson | null, data: Record<string, unknown> | null = null): HookEvent {
@@ -74,8 +76,10 @@ function hookEvent(col: Collection, op: HookEvent["op"], p: Principal, record: R
  */
 export async function insertRecord(ctx: AppContext, col: Collection, body: Record<string, unknown>, p: Principal): Promise<RecordJson> {
   const data = userFields(body);
-  runHooks(ctx, col, "beforeCreate", hookEvent(col, "create", p, null, null, data));
-  const clean = ctx.hooks.list.length ? userFields(data) : data;
+  // Without hooks no hook event is built (bulk inserts would build two per record for nothing).
+  const hooked = ctx.hooks.list.length > 0;
+  if (hooked) runHooks(ctx, col, "beforeCreate", hookEvent(col, "create", p, null, null, data));
+  const clean = hooked ? userFields(data) : data;
   const relations = await prepareRelations(ctx, col, clean, p);
   col = await ensureFields(ctx, col, relations.stored);
   const errors = [...validateFieldRules(col, clean, "create"), ...relations.errors];
@@ -97,7 +101,7 @@ export async function insertRecord(ctx: AppContext, col: Collection, body: Recor
   const plain = (await relationsFrom(ctx, col.name)).length === 0;
   const record = plain ? inserted : (await attachRelationFields(ctx, col, [inserted], p))[0];
   stage(ctx, col, "create", plain ? { ...record } : await adminView(ctx, col, record, p), undefined, now, p);
-  runHooks(ctx, col, "afterCreate", hookEvent(col, "create", p, record, null, clean));
+  if (ctx.hooks.list.length) runHooks(ctx, col, "afterCreate", hookEvent(col, "create", p, record, null, clean));
   return record;
 }
 
