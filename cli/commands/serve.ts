@@ -44,6 +44,12 @@ Examples:
       const config = loadConfig({ ...opts, data: opts.data ?? globalData });
       const { loadHooks } = await import("../../src/hooks/load.ts");
       const hooks = await loadHooks(config.hooksDir);
+      // Signals are caught from before the port opens: a SIGTERM sent as soon as the server answers (or says it
+      // listens) must stop it gracefully, not kill it. One that comes during the start is acted on right after it.
+      let stopRequested: string | null = null;
+      let stop = (signal: string) => void (stopRequested ??= signal);
+      process.on("SIGINT", () => stop("SIGINT"));
+      process.on("SIGTERM", () => stop("SIGTERM"));
       const running = await startServer(config, { hooks });
       const { secret } = running;
       if (secret.generated) {
@@ -59,7 +65,7 @@ Examples:
       say(secretSourceLine(secret));
       say(`baas listening on http://${config.host}:${running.server.port} (data: ${config.dataDir})`);
       let stopping = false;
-      const stop = async (signal: string) => {
+      stop = (signal: string) => {
         if (stopping) {
           // A second signal: drop the connections still open; the database is still closed cleanly.
           say(`received ${signal} again, closing open connections now`);
@@ -68,10 +74,8 @@ Examples:
         }
         stopping = true;
         say(`received ${signal}, finishing in-flight requests...`);
-        await running.stop();
-        process.exit(0);
+        void running.stop().then(() => process.exit(0));
       };
-      process.on("SIGINT", () => void stop("SIGINT"));
-      process.on("SIGTERM", () => void stop("SIGTERM"));
+      if (stopRequested) stop(stopRequested);
     });
 }
