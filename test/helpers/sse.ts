@@ -1,3 +1,4 @@
+import { waitFor } from "./wait.ts";
 import { createTestApp, type TestApp } from "./app.ts";
 
 /** One Server-Sent Event as a client sees it; `data` parsed as JSON when it is JSON. */
@@ -7,15 +8,9 @@ export interface SseMessage {
   id: string | null;
 }
 
-/** Polls `check` until it returns something truthy, or fails after `ms`. */
-export async function until<T>(check: () => T | undefined | null | false, ms = 5_000, what = "condition"): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = check();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await Bun.sleep(10);
-  }
+/** Polls `check` until it returns something truthy, or fails after `ms` (the shared `waitFor`). */
+export function until<T>(check: () => T | undefined | null | false, ms = 5_000, what = "condition"): Promise<T> {
+  return waitFor(check, { timeoutMs: ms, what }) as Promise<T>;
 }
 
 /** A tiny SSE client over fetch: reads the stream in the background and keeps every message. */

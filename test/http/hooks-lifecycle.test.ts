@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { HookLoadError, loadHooks } from "../../src/hooks/load.ts";
 import { appPerTest, createCollection } from "../helpers/app.ts";
+import { waitFor } from "../helpers/wait.ts";
 
 // Hook files as a user writes them, loaded from disk like `baas serve` does: restore handlers and
 // onCommit (sync, async, throwing, rejecting) next to the in-transaction handlers.
@@ -54,13 +55,7 @@ const t = appPerTest(
 );
 
 /** Waits (with a deadline) until `check` holds: async onCommit handlers finish after the response. */
-async function until(check: () => boolean, what: string) {
-  const deadline = Date.now() + 5000;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
+const until = (check: () => boolean, what: string) => waitFor(check, { timeoutMs: 5000, intervalMs: 5, what });
 
 const errors = () => t.log.lines.filter((l) => l.level === "error" && l.msg === "onCommit hook failed");
 
