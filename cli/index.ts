@@ -19,6 +19,7 @@ program
   .description("baas: a Backend-as-a-Service in one executable")
   .version(VERSION, "-v, --version")
   .option("--data <dir>", "data directory (env DATA_DIR, default ./baas_data)")
+  .option("--database <url>", "a PostgreSQL database (postgres://user:pass@host:port/db) instead of the data directory's SQLite file (env DATABASE_URL)")
   .option("--json", "print machine-readable JSON")
   .configureHelp({ showGlobalOptions: true })
   .showHelpAfterError("(run 'baas help <command>' for usage and examples)")
@@ -27,11 +28,13 @@ program
     "after",
     `
 Exit codes: 0 ok, 1 error (message on stderr), 2 usage (unknown command, missing argument, bad option).
-Every command works on the data directory directly, also while a server runs on it. Only serve
-creates a data directory; other commands exit 1 when it does not exist.
+Every command works on the data directory (or the --database) directly, also while a server runs on
+it. Only serve creates a data directory; other commands exit 1 when it does not exist.
 
 Environment (flags win):
   DATA_DIR              data directory (default ./baas_data)
+  DATABASE_URL          PostgreSQL database to use instead of <data>/baas.db (several servers may share it)
+  DB_POOL_SIZE, DB_STATEMENT_TIMEOUT_MS  PostgreSQL: connections per process (10), statement timeout (30000)
   PORT, HOST            serve: port (default 8090) and interface (default 0.0.0.0)
   SQLITE_SYNC           serve: normal|full
   ADMIN_SECRET          when set, it is the admin secret (else one is generated at the first start)
@@ -65,7 +68,7 @@ function fail(code: number, message: string, body?: Record<string, unknown>): ne
 /** `baas help a b` is `baas a b --help`, so help reaches nested commands (with their examples). */
 function helpToFlag(argv: string[]): string[] {
   let i = 2;
-  while (i < argv.length && argv[i].startsWith("-")) i += argv[i] === "--data" ? 2 : 1;
+  while (i < argv.length && argv[i].startsWith("-")) i += argv[i] === "--data" || argv[i] === "--database" ? 2 : 1;
   if (argv[i] !== "help" || i === argv.length - 1) return argv;
   const path = argv.slice(i + 1).filter((a) => !a.startsWith("-"));
   let cmd: Command = program;

@@ -1,7 +1,7 @@
 import { InvalidArgumentError, type Command } from "commander";
 import { existsSync, readFileSync } from "node:fs";
 import { loadConfig } from "../src/config.ts";
-import { closeContext, createContext, type AppContext } from "../src/context.ts";
+import { closeContext, openContext, type AppContext } from "../src/context.ts";
 import { getMeta, PUBLIC_URL_META } from "../src/db/meta.ts";
 import { AppError } from "../src/errors.ts";
 import { confirm, isInteractive } from "./prompts.ts";
@@ -9,6 +9,7 @@ import { confirm, isInteractive } from "./prompts.ts";
 /** Options every command accepts (declared once on the program). */
 export interface GlobalOptions {
   data?: string;
+  database?: string;
   json?: boolean;
 }
 
@@ -25,9 +26,10 @@ export function globalsOf(cmd: Command): GlobalOptions {
  * data directory: a mistyped --data must fail here instead of quietly making a new, empty database.
  */
 export async function withContext<T>(cmd: Command, fn: (ctx: AppContext) => T | Promise<T>): Promise<T> {
-  const config = loadConfig({ data: globalsOf(cmd).data });
-  if (!existsSync(config.dataDir)) throw new AppError(404, "not_found", `no baas data directory at ${config.dataDir}`);
-  const ctx = createContext(config);
+  const { data, database } = globalsOf(cmd);
+  const config = loadConfig({ data, database });
+  if (config.database.engine === "sqlite" && !existsSync(config.dataDir)) throw new AppError(404, "not_found", `no baas data directory at ${config.dataDir}`);
+  const ctx = await openContext(config);
   // Without PUBLIC_URL of its own, the CLI takes the one of the server started on this data
   // directory, so addresses it shows (OAuth redirect URLs) are the ones the server uses.
   if (!process.env.PUBLIC_URL) {

@@ -1,7 +1,8 @@
 import { systemClock, type Clock } from "./clock.ts";
 import { createCatalog, type Catalog } from "./collections/catalog.ts";
 import type { Config } from "./config.ts";
-import { AppError } from "./errors.ts";
+import { openPostgres } from "./db/postgres.ts";
+import { migratePostgres } from "./db/migrate-postgres.ts";
 import { migrate } from "./db/migrate.ts";
 import { openDatabase } from "./db/open.ts";
 import { SqliteEngine } from "./db/sqlite.ts";
@@ -31,28 +32,49 @@ export interface AppContext {
 }
 
 export interface ContextOptions {
+  /** The storage engine to use instead of the data directory's SQLite file (tests; openContext). */
+  engine?: Engine;
   clock?: Clock;
   log?: Logger;
   mailer?: Mailer;
   hooks?: HookSet;
 }
 
-/** Opens the database, runs migrations and loads the catalog. */
+/**
+ * Opens the configured database (the data directory's SQLite file, or PostgreSQL when `--database` /
+ * DATABASE_URL names one), runs the migrations and builds the context.
+ */
+export async function openContext(config: Config, opts: ContextOptions = {}): Promise<AppContext> {
+  if (opts.engine || config.database.engine !== "postgres") return createContext(config, opts);
+  const { url, poolSize, statementTimeoutMs } = config.database;
+  const log = opts.log ?? createLogger({ format: config.logFormat, level: config.logLevel });
+  const engine = openPostgres({
+    url,
+    poolSize,
+    statementTimeoutMs,
+    onCallbackError: (err) => log.error("after-commit callback failed", { error: err }),
+  });
+  try {
+    await migratePostgres(engine);
+  } catch (err) {
+    await engine.close().catch(() => {});
+    throw err;
+  }
+  return createContext(config, { ...opts, log, engine });
+}
+
+/**
+ * Builds the context on `opts.engine`, else on the data directory's SQLite file (migrated here).
+ * A PostgreSQL database is opened by openContext, which migrates it first.
+ */
 export function createContext(config: Config, opts: ContextOptions = {}): AppContext {
   // IMPORTANT: never fall back to the data directory's SQLite file when PostgreSQL was asked for: nodes
   // meant to share one database would each write their own.
-  if (config.database.engine === "postgres")
-    throw new AppError(
-      400,
-      "unsupported",
-      "--database / DATABASE_URL (PostgreSQL) is not served by this version yet: unset it to keep the data in the data directory's SQLite database",
-    );
-  const sqlite = openDatabase(config.dbPath, { sync: config.sync });
-  migrate(sqlite);
+  if (!opts.engine && config.database.engine === "postgres") throw new Error("createContext: open a PostgreSQL database with openContext");
   const log = opts.log ?? createLogger({ format: config.logFormat, level: config.logLevel });
   const ctx: AppContext = {
     config,
-    db: new SqliteEngine(sqlite, (err) => log.error("after-commit callback failed", { error: err })),
+    db: opts.engine ?? openSqlite(config, log),
     catalog: createCatalog(),
     clock: opts.clock ?? systemClock,
     log,
@@ -69,6 +91,12 @@ export function createContext(config: Config, opts: ContextOptions = {}): AppCon
   // The catalog starts stale: the first request loads it.
   subscribeCommitHooks(ctx);
   return ctx;
+}
+
+function openSqlite(config: Config, log: Logger): Engine {
+  const sqlite = openDatabase(config.dbPath, { sync: config.sync });
+  migrate(sqlite);
+  return new SqliteEngine(sqlite, (err) => log.error("after-commit callback failed", { error: err }));
 }
 
 /** Ends the realtime streams, closes the mailer and the database. */

@@ -2,7 +2,7 @@ import type { Server } from "bun";
 import { ensureAdminSecret, MIN_ADMIN_SECRET_LENGTH, type AdminSecretState } from "./auth/admin.ts";
 import { ensureJwtKey } from "./auth/keys.ts";
 import { prepareDummyHash } from "./auth/passwords.ts";
-import { closeContext, createContext, type AppContext, type ContextOptions } from "./context.ts";
+import { closeContext, openContext, type AppContext, type ContextOptions } from "./context.ts";
 import type { Config } from "./config.ts";
 import { startCheckpointer } from "./db/checkpointer.ts";
 import { PUBLIC_URL_META, setMeta } from "./db/meta.ts";
@@ -43,7 +43,7 @@ export async function startServer(config: Config, opts: ContextOptions = {}): Pr
     );
   // The request log writes a line per request: buffered, flushed on a short timer and at exit.
   const log = opts.log ?? createLogger({ format: config.logFormat, level: config.logLevel, buffered: true });
-  const ctx = createContext(config, { ...opts, log });
+  const ctx = await openContext(config, { ...opts, log });
   await ensureJwtKey(ctx);
   const app = createApp(ctx);
   try {
@@ -79,7 +79,7 @@ export async function startServer(config: Config, opts: ContextOptions = {}): Pr
   // `baas settings list` shows the same OAuth redirect addresses as GET /admin/settings.
   await setMeta(ctx.db, PUBLIC_URL_META, ctx.config.publicUrl);
   await resumeFtsBuilds(ctx);
-  const checkpointer = startCheckpointer(ctx.db, config.dbPath);
+  const checkpointer = ctx.db.dialect === "sqlite" ? startCheckpointer(ctx.db, config.dbPath) : null;
   let stopped = false;
   return {
     ctx,
@@ -97,7 +97,7 @@ export async function startServer(config: Config, opts: ContextOptions = {}): Pr
       let giveUp: ReturnType<typeof setTimeout> | undefined;
       await Promise.race([ctx.mailer.flush().catch(() => {}), new Promise((r) => (giveUp = setTimeout(r, graceMs)))]);
       clearTimeout(giveUp);
-      await checkpointer.stop();
+      await checkpointer?.stop();
       await closeContext(ctx);
     },
     forceClose() {

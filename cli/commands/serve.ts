@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { loadConfig } from "../../src/config.ts";
+import { loadConfig, type Config } from "../../src/config.ts";
 import type { AdminSecretState } from "../../src/auth/admin.ts";
 import { formatLine, writeLineNow } from "../../src/log.ts";
 import { startServer } from "../../src/server.ts";
@@ -23,6 +23,7 @@ export function registerServe(program: Command): void {
     .option("--port <n>", "port to listen on (env PORT, default 8090)")
     .option("--host <h>", "interface to bind (env HOST, default 0.0.0.0)")
     .option("--data <dir>", "data directory, created if missing (env DATA_DIR, default ./baas_data)")
+    .option("--database <url>", "a PostgreSQL database instead of the data directory's SQLite file (env DATABASE_URL)")
     .option("--sync <mode>", "normal|full: full makes each commit power-loss durable (env SQLITE_SYNC)")
     .option("--log-format <format>", "text|json: format of the request log on stderr (env LOG_FORMAT, default text)")
     // The program's --data is serve's own --data here, and its --json prints nothing for a server: not listed.
@@ -38,10 +39,10 @@ Examples:
   $ baas serve --port 8090 --data ./baas_data
   $ LOG_LEVEL=warn baas serve --log-format json`,
     )
-    .action(async (opts: { port?: string; host?: string; data?: string; sync?: string; logFormat?: string }) => {
-      const { data: globalData, json } = program.opts() as { data?: string; json?: boolean };
+    .action(async (opts: { port?: string; host?: string; data?: string; database?: string; sync?: string; logFormat?: string }) => {
+      const { data: globalData, database: globalDatabase, json } = program.opts() as { data?: string; database?: string; json?: boolean };
       if (json) throw new UsageError("serve has no --json output (for a JSON request log use --log-format json)");
-      const config = loadConfig({ ...opts, data: opts.data ?? globalData });
+      const config = loadConfig({ ...opts, data: opts.data ?? globalData, database: opts.database ?? globalDatabase });
       const { loadHooks } = await import("../../src/hooks/load.ts");
       const hooks = await loadHooks(config.hooksDir);
       // Signals are caught from before the port opens: a SIGTERM sent as soon as the server answers (or says it
@@ -63,7 +64,7 @@ Examples:
       // Written at once, after the log lines still buffered, so stderr keeps the order things happened in.
       const say = (msg: string) => writeLineNow(config.logFormat === "json" ? formatLine("json", "info", msg) : msg);
       say(secretSourceLine(secret));
-      say(`baas listening on http://${config.host}:${running.server.port} (data: ${config.dataDir})`);
+      say(`baas listening on http://${config.host}:${running.server.port} (${storageLabel(config)})`);
       let stopping = false;
       stop = (signal: string) => {
         if (stopping) {
@@ -78,4 +79,11 @@ Examples:
       };
       if (stopRequested) stop(stopRequested);
     });
+}
+
+/** Where the data lives, for the listening line: never the database URL's password. */
+function storageLabel(config: Config): string {
+  if (config.database.engine === "sqlite") return `data: ${config.dataDir}`;
+  const url = new URL(config.database.url);
+  return `database: postgres://${url.host}${url.pathname}`;
 }

@@ -26,6 +26,7 @@ CREATE TABLE "_settings" (
 );
 --> statement-breakpoint
 CREATE TABLE "_users" (
+  "rowid" bigint GENERATED ALWAYS AS IDENTITY,
   "id" text PRIMARY KEY NOT NULL,
   "email" text NOT NULL UNIQUE,
   "password_hash" text,
@@ -65,6 +66,7 @@ CREATE TABLE "_refresh_tokens" (
 CREATE INDEX "_refresh_tokens_session" ON "_refresh_tokens" ("session_id");
 --> statement-breakpoint
 CREATE TABLE "_api_keys" (
+  "rowid" bigint GENERATED ALWAYS AS IDENTITY,
   "id" text PRIMARY KEY NOT NULL,
   "user_id" text NOT NULL REFERENCES "_users"("id") ON DELETE CASCADE,
   "name" text NOT NULL,

@@ -1,5 +1,6 @@
 -- What a cascade soft delete did, so restoring the record that caused it can undo it (see ../0005_relations.sql).
 CREATE TABLE "_relation_cascades" (
+  "rowid" bigint GENERATED ALWAYS AS IDENTITY,
   "cause_col" text COLLATE baas_nocase NOT NULL,
   "cause_id" text NOT NULL,
   "relation_id" text NOT NULL,

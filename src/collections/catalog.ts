@@ -174,7 +174,7 @@ export async function listCollections(ctx: AppContext): Promise<Collection[]> {
 
 /** Marks a catalog change inside the current transaction: bumps the shared schema version, invalidates the cache. */
 export async function touchCatalog(ctx: AppContext): Promise<void> {
-  await ctx.db.run("INSERT INTO _meta (key, value) VALUES ('schema_version', '1') ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1");
+  await ctx.db.run("INSERT INTO _meta (key, value) VALUES ('schema_version', '1') ON CONFLICT(key) DO UPDATE SET value = CAST(CAST(_meta.value AS INTEGER) + 1 AS TEXT)");
   ctx.catalog.stale = true;
 }
 

@@ -12,29 +12,33 @@ export function q(name: string): string {
   return `"${name}"`;
 }
 
-const COLUMN_TYPE: Record<FieldType, string> = {
-  text: "TEXT",
-  number: "REAL",
-  boolean: "INTEGER",
-  json: "TEXT",
+// A JSON field keeps its JSON text on both engines (PostgreSQL: `text` too), so a stored value comes back
+// byte for byte and filters compare the same text.
+const COLUMN_TYPE: Record<Engine["dialect"], Record<FieldType, string>> = {
+  sqlite: { text: "TEXT", number: "REAL", boolean: "INTEGER", json: "TEXT" },
+  postgres: { text: "TEXT", number: "DOUBLE PRECISION", boolean: "BOOLEAN", json: "TEXT" },
 };
+
+/** The integer type of times (ms) and counters. */
+const INTEGER: Record<Engine["dialect"], string> = { sqlite: "INTEGER", postgres: "BIGINT" };
 
 /** Creates the table of a new collection with its system columns. */
 export async function createCollectionTable(db: Engine, name: string): Promise<void> {
   if (!NAME_RE.test(name)) throw new Error("invalid collection name");
+  const int = INTEGER[db.dialect];
   await db.exec(`CREATE TABLE ${q(name)} (
     "_id" TEXT PRIMARY KEY NOT NULL,
-    "_created_at" INTEGER NOT NULL,
-    "_updated_at" INTEGER NOT NULL,
+    "_created_at" ${int} NOT NULL,
+    "_updated_at" ${int} NOT NULL,
     "_owner_id" TEXT,
-    "_deleted_at" INTEGER
+    "_deleted_at" ${int}
   )`);
   await db.exec(`CREATE INDEX ${q(`_idx_${name}_owner`)} ON ${q(name)} ("_owner_id", "_id")`);
 }
 
 /** Adds a column for a newly seen field. */
 export async function addColumn(db: Engine, table: string, field: string, type: FieldType): Promise<void> {
-  await db.exec(`ALTER TABLE ${q(table)} ADD COLUMN ${q(field)} ${COLUMN_TYPE[type]}`);
+  await db.exec(`ALTER TABLE ${q(table)} ADD COLUMN ${q(field)} ${COLUMN_TYPE[db.dialect][type]}`);
 }
 
 /** Drops a collection's table (its indexes go with it). */
@@ -61,20 +65,32 @@ export async function dropIndex(db: Engine, index: string): Promise<void> {
 
 /** Whether any table or index of the database has that name (case-insensitive). */
 export async function schemaNameTaken(db: Engine, name: string): Promise<boolean> {
-  return (await db.get("SELECT 1 FROM sqlite_master WHERE lower(name) = lower(?)", [name])) !== null;
+  const sql =
+    db.dialect === "postgres"
+      ? "SELECT 1 FROM pg_catalog.pg_class WHERE relnamespace = CAST(current_schema() AS regnamespace) AND lower(relname) = lower(?)"
+      : "SELECT 1 FROM sqlite_master WHERE lower(name) = lower(?)";
+  return (await db.get(sql, [name])) !== null;
 }
 
 /** Creates the junction table of a many_via relation and its reverse index. */
 export async function createJunctionTable(db: Engine, table: string): Promise<void> {
   const t = q(table);
-  await db.exec(`CREATE TABLE ${t} ("from_id" TEXT NOT NULL, "to_id" TEXT NOT NULL, "pos" INTEGER NOT NULL, PRIMARY KEY ("from_id", "to_id")) WITHOUT ROWID`);
+  const rowid = db.dialect === "sqlite" ? " WITHOUT ROWID" : "";
+  await db.exec(`CREATE TABLE ${t} ("from_id" TEXT NOT NULL, "to_id" TEXT NOT NULL, "pos" ${INTEGER[db.dialect]} NOT NULL, PRIMARY KEY ("from_id", "to_id"))${rowid}`);
   await db.exec(`CREATE INDEX ${q(`${table}_to`)} ON ${t} ("to_id", "from_id")`);
 }
 
 /**
  * A number that changes whenever another connection commits (SQLite's `data_version`): the catalog
  * cache compares it to learn cheaply that another process (the CLI) may have changed the schema.
+ * PostgreSQL has no such counter, and other nodes commit all the time: there it is the catalog's own
+ * version (`_meta.schema_version`), so the catalog is still re-checked once per event-loop turn, and
+ * caches keyed on it (counts) must not be used on that engine.
  */
 export async function externalChangeCounter(db: Engine): Promise<number> {
+  if (db.dialect === "postgres") {
+    const row = await db.get<{ value: string }>("SELECT value FROM _meta WHERE key = 'schema_version'");
+    return row ? Number(row.value) : 0;
+  }
   return (await db.get<{ data_version: number }>("PRAGMA data_version"))!.data_version;
 }

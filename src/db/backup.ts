@@ -10,6 +10,7 @@ import { AppError, badRequest } from "../errors.ts";
  * file next to the target and is renamed into place, so a failed backup never leaves half a file.
  */
 export async function backupDatabase(ctx: AppContext, file: string, opts: { overwrite?: boolean } = {}): Promise<{ ok: true; file: string; bytes: number }> {
+  refuseOnPostgres(ctx);
   if (!file) throw badRequest("a backup file name is required");
   const target = resolve(file);
   if (target === resolve(ctx.config.dbPath)) throw badRequest("the backup file cannot be the database itself");
@@ -35,6 +36,7 @@ export async function backupDatabase(ctx: AppContext, file: string, opts: { over
  * directory, streamed and then removed (also when the client goes away mid-download).
  */
 export async function backupDownload(ctx: AppContext): Promise<{ stream: ReadableStream<Uint8Array>; bytes: number; filename: string }> {
+  refuseOnPostgres(ctx);
   const tmp = join(ctx.config.dataDir, `.backup-${process.pid}-${randomUUID()}.db`);
   try {
     await ctx.db.run("VACUUM INTO ?", [tmp]);
@@ -63,4 +65,10 @@ export async function backupDownload(ctx: AppContext): Promise<{ stream: Readabl
   });
   const stamp = new Date(ctx.clock.now()).toISOString().replace(/[-:]/g, "").replace(/\..*$/, "").replace("T", "-");
   return { stream, bytes, filename: `baas-backup-${stamp}.db` };
+}
+
+/** A backup is a copy of the SQLite file; PostgreSQL has its own tool for that (CONTRACT §11). */
+function refuseOnPostgres(ctx: AppContext): void {
+  if (ctx.db.dialect === "postgres")
+    throw badRequest("backup copies the SQLite database; this server stores its data in PostgreSQL: use pg_dump (e.g. pg_dump --format=custom --file=baas.dump <database>)");
 }

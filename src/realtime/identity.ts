@@ -3,7 +3,7 @@ import { looksLikeJwt, verifyJwt } from "../auth/jwt.ts";
 import { jwtKey } from "../auth/keys.ts";
 import type { Principal } from "../auth/principal.ts";
 import type { AppContext } from "../context.ts";
-import { IN_LIST, listParam } from "../query/dialect.ts";
+import { inList, listParam } from "../query/dialect.ts";
 
 /** Who a stream acts for, and what ends that. */
 export interface Identity {
@@ -68,11 +68,11 @@ export async function endedIdentities(ctx: AppContext, identities: Identity[]): 
       for (const i of list) if (!alive.has(`${id}\u0000${(i.principal as { userId: string }).userId}`)) ended.add(i);
   };
   await live(
-    `SELECT id, user_id FROM _sessions WHERE id ${IN_LIST} AND revoked_at IS NULL AND expires_at > ?`,
+    `SELECT id, user_id FROM _sessions WHERE id ${inList(ctx.db)} AND revoked_at IS NULL AND expires_at > ?`,
     sessions,
     now,
   );
-  await live(`SELECT id, user_id FROM _api_keys WHERE id ${IN_LIST} AND revoked_at IS NULL`, keys);
-  await live(`SELECT id, id AS user_id FROM _users WHERE id ${IN_LIST}`, users);
+  await live(`SELECT id, user_id FROM _api_keys WHERE id ${inList(ctx.db)} AND revoked_at IS NULL`, keys);
+  await live(`SELECT id, id AS user_id FROM _users WHERE id ${inList(ctx.db)}`, users);
   return ended;
 }

@@ -44,7 +44,8 @@ export async function countPlan(ctx: AppContext, plan: ReadPlan, collection: str
     );
   // Inside a write transaction the count may include changes that roll back; full-text matches
   // depend on an index that may still be building: neither is kept.
-  if (plan.fts || ctx.db.inTransaction()) return await run();
+  // On PostgreSQL other nodes write without this process learning of it: nothing is kept there.
+  if (plan.fts || ctx.db.inTransaction() || ctx.db.dialect === "postgres") return await run();
   const buckets = countCache(ctx).buckets;
   const name = plan.external ? EXTERNAL : collection.toLowerCase();
   const key = `${plan.from} WHERE ${plan.where.sql}\0${JSON.stringify(plan.where.params)}`;

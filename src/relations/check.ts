@@ -6,7 +6,7 @@ import type { Collection } from "../collections/types.ts";
 import type { FieldError } from "../errors.ts";
 import { junctionTable, relationsFrom, type Relation } from "./catalog.ts";
 import { readFilter } from "./read-filter.ts";
-import { IN_LIST, listParam } from "../query/dialect.ts";
+import { inList, listParam } from "../query/dialect.ts";
 
 /** What a create or update body means for the relations of its collection. */
 export interface RelationWrite {
@@ -99,7 +99,7 @@ async function missingIds(ctx: AppContext, rel: Relation, ids: string[], p: Prin
   const visible = target && readFilter(target, p);
   if (!target || !visible) return ids;
   const found = new Set(
-    (await ctx.db.all<{ _id: string }>(`SELECT "_id" FROM ${q(target.name)} WHERE "_id" ${IN_LIST} AND ${visible.sql}`, [listParam(ids), ...visible.params]))
+    (await ctx.db.all<{ _id: string }>(`SELECT "_id" FROM ${q(target.name)} WHERE "_id" ${inList(ctx.db)} AND ${visible.sql}`, [listParam(ids), ...visible.params]))
       .map((r) => r._id),
   );
   return ids.filter((id) => !found.has(id));

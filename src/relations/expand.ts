@@ -7,7 +7,7 @@ import { badRequest } from "../errors.ts";
 import { decodeRow, type RecordJson } from "../records/codec.ts";
 import { junctionTable, relationsFrom, type Relation } from "./catalog.ts";
 import { readFilter, type TargetFilter } from "./read-filter.ts";
-import { IN_LIST, listParam } from "../query/dialect.ts";
+import { inList, listParam } from "../query/dialect.ts";
 
 type Row = Record<string, unknown>;
 
@@ -67,7 +67,7 @@ async function attachWith(
   for (const rel of await relations) {
     if (only && !only.has(rel.from_field.toLowerCase())) continue;
     if (rel.type === "many_via") {
-      const rows = await ctx.db.all<{ from_id: string; to_id: string }>(`SELECT "from_id", "to_id" FROM ${q(junctionTable(rel))} WHERE "from_id" ${IN_LIST} ORDER BY "from_id", "pos"`, [idsOf(records)]);
+      const rows = await ctx.db.all<{ from_id: string; to_id: string }>(`SELECT "from_id", "to_id" FROM ${q(junctionTable(rel))} WHERE "from_id" ${inList(ctx.db)} ORDER BY "from_id", "pos"`, [idsOf(records)]);
       const byFrom = new Map<string, string[]>();
       for (const r of rows) {
         const list = byFrom.get(r.from_id);
@@ -106,7 +106,7 @@ async function manyRows(
   columns: string,
 ): Promise<Row[]> {
   const field = q(target.fieldMap.get(rel.to_field!.toLowerCase())!.name);
-  return await ctx.db.all<Row>(`SELECT "__rel_from", ${columns} FROM (SELECT ${field} AS "__rel_from", ${columns}, ROW_NUMBER() OVER (PARTITION BY ${field} ORDER BY "_id") AS "__rel_n" FROM ${q(target.name)} WHERE ${field} ${IN_LIST} AND ${filter.sql}) WHERE "__rel_n" <= ? ORDER BY "_id"`, [idsOf(records), ...filter.params, MAX_MANY_PER_RECORD]);
+  return await ctx.db.all<Row>(`SELECT "__rel_from", ${columns} FROM (SELECT ${field} AS "__rel_from", ${columns}, ROW_NUMBER() OVER (PARTITION BY ${field} ORDER BY "_id") AS "__rel_n" FROM ${q(target.name)} WHERE ${field} ${inList(ctx.db)} AND ${filter.sql}) AS "__rel" WHERE "__rel_n" <= ? ORDER BY "_id"`, [idsOf(records), ...filter.params, MAX_MANY_PER_RECORD]);
 }
 
 /** Parses `expand=a,b` (repeatable) into relations of `col`; 400 for a name that is no relation field of it. */
@@ -158,7 +158,7 @@ async function expandWith(ctx: AppContext, records: RecordJson[], rels: Relation
       const ids = [...new Set(records.map((r) => r[rel.from_field]).filter((v): v is string => typeof v === "string"))];
       const byId = new Map<string, RecordJson>();
       if (ids.length) {
-        const rows = await ctx.db.all<Row>(`SELECT ${columnsOf(target, "")} FROM ${q(target.name)} WHERE "_id" ${IN_LIST} AND ${filter.sql}`, [listParam(ids), ...filter.params]);
+        const rows = await ctx.db.all<Row>(`SELECT ${columnsOf(target, "")} FROM ${q(target.name)} WHERE "_id" ${inList(ctx.db)} AND ${filter.sql}`, [listParam(ids), ...filter.params]);
         for (const r of rows) byId.set(r._id as string, decodeRow(target, r));
       }
       records.forEach((r, i) => (out[i][rel.from_field] = byId.get(r[rel.from_field] as string) ?? null));
@@ -172,7 +172,7 @@ async function expandWith(ctx: AppContext, records: RecordJson[], rels: Relation
     } else {
       const tf = readFilter(target, p, "t.")!;
       // The first MAX_MANY_PER_RECORD readable linked records of each record, in link order.
-      const rows = await ctx.db.all<Row>(`SELECT "__rel_from", ${columnsOf(target, "")} FROM (SELECT j."from_id" AS "__rel_from", j."pos" AS "__rel_pos", ${columnsOf(target, "t.")}, ROW_NUMBER() OVER (PARTITION BY j."from_id" ORDER BY j."pos") AS "__rel_n" FROM ${q(junctionTable(rel))} AS j JOIN ${q(target.name)} AS t ON t."_id" = j."to_id" WHERE j."from_id" ${IN_LIST} AND ${tf.sql}) WHERE "__rel_n" <= ? ORDER BY "__rel_from", "__rel_pos"`, [idsOf(records), ...tf.params, MAX_MANY_PER_RECORD]);
+      const rows = await ctx.db.all<Row>(`SELECT "__rel_from", ${columnsOf(target, "")} FROM (SELECT j."from_id" AS "__rel_from", j."pos" AS "__rel_pos", ${columnsOf(target, "t.")}, ROW_NUMBER() OVER (PARTITION BY j."from_id" ORDER BY j."pos") AS "__rel_n" FROM ${q(junctionTable(rel))} AS j JOIN ${q(target.name)} AS t ON t."_id" = j."to_id" WHERE j."from_id" ${inList(ctx.db)} AND ${tf.sql}) AS "__rel" WHERE "__rel_n" <= ? ORDER BY "__rel_from", "__rel_pos"`, [idsOf(records), ...tf.params, MAX_MANY_PER_RECORD]);
       const byFrom = groupBy(rows, "__rel_from");
       records.forEach((r, i) => (out[i][rel.from_field] = (byFrom.get(r._id as string) ?? []).map((t) => decodeRow(target, t))));
     }

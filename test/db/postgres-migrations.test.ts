@@ -77,6 +77,8 @@ async function fromPostgres(db: PostgresEngine): Promise<{ tables: Map<string, C
   const pk = new Set(pks.map((r) => `${r.table_name}.${r.column_name}`));
   const out = new Map<string, Column[]>();
   for (const c of cols) {
+    // PostgreSQL's stand-in for SQLite's implicit rowid (an identity column), which listings order by.
+    if (c.column_name === "rowid") continue;
     const list = out.get(c.table_name) ?? [];
     list.push({
       name: c.column_name,

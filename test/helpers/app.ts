@@ -11,6 +11,7 @@ import { createApp } from "../../src/http/app.ts";
 import { memoryLogger } from "../../src/log.ts";
 import { rawDatabase } from "../../src/db/sqlite.ts";
 import type { Database } from "bun:sqlite";
+import { lazyPostgres, onPostgres } from "./engine.ts";
 
 export const ADMIN_SECRET = "test-admin-secret-0123456789";
 
@@ -23,8 +24,10 @@ export interface TestApp {
   log: ReturnType<typeof memoryLogger>;
   /** Settles when the JWT key and admin secret are stored (requests wait for it; await it before calling services on `ctx`). */
   ready: Promise<void>;
-  /** The SQLite file's own handle, for tests that look at stored rows directly. */
-  sqlite: Database;
+  /** The SQLite file's own handle, for tests that look at stored rows directly (SQLite only). */
+  readonly sqlite: Database;
+  /** On PostgreSQL, the URL of the app's database (else null). */
+  databaseUrl: Promise<string> | null;
   /** Sends a request through app.handle; `body` objects are sent as JSON, strings as they are. */
   req(method: string, path: string, opts?: { body?: unknown; token?: string | null; headers?: Record<string, string> }): Promise<TestResponse>;
   /** The same with the admin secret as Bearer token. */
@@ -47,9 +50,11 @@ export function createTestApp(
   const config = loadConfig({ data: dir, port: 0 }, { ADMIN_SECRET, ...opts.env });
   const clock = new ManualClock(Date.now());
   const log = memoryLogger();
-  const ctx = createContext(config, { clock, log, ...opts.context });
+  const pg = onPostgres ? lazyPostgres() : null;
+  const ctx = createContext(config, { clock, log, ...(pg ? { engine: pg.engine } : {}), ...opts.context });
   // Keys and the admin secret are stored before the first request is handled.
   const ready = (async () => {
+    await pg?.opened;
     await ensureJwtKey(ctx);
     await ensureAdminSecret(ctx);
   })();
@@ -80,7 +85,10 @@ export function createTestApp(
     config,
     log,
     ready,
-    sqlite: rawDatabase(ctx.db),
+    get sqlite() {
+      return rawDatabase(ctx.db);
+    },
+    databaseUrl: pg?.url ?? null,
     req,
     admin: (method, path, body) => req(method, path, { body, token: ADMIN_SECRET }),
     async close() {

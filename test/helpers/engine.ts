@@ -1,0 +1,39 @@
+import type { Engine, SqlValue } from "../../src/db/engine.ts";
+import { openPostgres } from "../../src/db/postgres.ts";
+import { createTestDatabase, postgresAvailable } from "./postgres.ts";
+
+/**
+ * Which engine the HTTP and CLI tests run on: SQLite by default, PostgreSQL with BAAS_TEST_ENGINE=postgres
+ * (`npm test` runs those suites once on each; see scripts/test.ts).
+ */
+export const testEngine: "sqlite" | "postgres" = process.env.BAAS_TEST_ENGINE === "postgres" ? "postgres" : "sqlite";
+export const onPostgres = testEngine === "postgres";
+
+if (onPostgres && !postgresAvailable) throw new Error("BAAS_TEST_ENGINE=postgres, but PostgreSQL's server binaries were not found");
+
+/** A URL of a fresh, migrated database on the test cluster. */
+export function freshDatabaseUrl(): Promise<string> {
+  return createTestDatabase({ migrated: true });
+}
+
+/**
+ * An engine usable at once whose PostgreSQL database is made in the background: every call waits for it.
+ * Test apps are built synchronously (createTestApp), and their `ready` promise waits for `opened`.
+ */
+export function lazyPostgres(): { engine: Engine; opened: Promise<Engine>; url: Promise<string> } {
+  const url = freshDatabaseUrl();
+  let real: Engine | null = null;
+  const opened = url.then((u) => (real = openPostgres({ url: u, poolSize: 4 })));
+  const engine: Engine = {
+    dialect: "postgres",
+    get: async <T>(sql: string, params?: readonly SqlValue[]) => (real ?? (await opened)).get<T>(sql, params),
+    all: async <T>(sql: string, params?: readonly SqlValue[]) => (real ?? (await opened)).all<T>(sql, params),
+    run: async (sql, params) => (real ?? (await opened)).run(sql, params),
+    exec: async (sql) => (real ?? (await opened)).exec(sql),
+    transaction: async (fn) => (real ?? (await opened)).transaction(fn),
+    inTransaction: () => real?.inTransaction() ?? false,
+    afterCommit: (cb) => (real ? real.afterCommit(cb) : cb()),
+    close: async () => (await opened.catch(() => null))?.close(),
+  };
+  return { engine, opened, url };
+}
