@@ -50,3 +50,19 @@ export async function countRows(t: HasDb, table: string, where?: string, params:
   const sql = `SELECT COUNT(*) AS n FROM ${q(table)}${where ? ` WHERE ${where}` : ""}`;
   return (await t.db.get<{ n: number }>(sql, params))!.n;
 }
+
+/**
+ * The plan of a query as one text, naming the indexes it uses. On PostgreSQL sequential scans are
+ * turned off for it: on a table of a few rows the planner would scan it whatever the indexes.
+ */
+export async function queryPlan(t: HasDb, sql: string, params: SqlValue[] = []): Promise<string> {
+  if (t.db.dialect === "sqlite") {
+    const rows = await t.db.all<{ detail: string }>(`EXPLAIN QUERY PLAN ${sql}`, params);
+    return rows.map((r) => r.detail).join(" ");
+  }
+  return await t.db.transaction(async () => {
+    await t.db.exec("SET LOCAL enable_seqscan = off");
+    const rows = await t.db.all<{ "QUERY PLAN": string }>(`EXPLAIN ${sql}`, params);
+    return rows.map((r) => r["QUERY PLAN"]).join(" ");
+  });
+}
