@@ -51,11 +51,11 @@ export async function aggregateRecords(ctx: AppContext, name: string, params: UR
   const valueType: FieldType = aq.fn === "min" || aq.fn === "max" ? field!.type : "number";
   return await runRead(plan, async () => {
     if (!group) {
-      const row = (await ctx.db.get<{ value: SqlValue }>(`SELECT ${expr} AS value FROM ${plan.from} WHERE ${plan.where.sql}`, [...plan.where.params]))!;
+      const row = (await ctx.db.get<{ value: SqlValue }>(`SELECT ${expr} AS value FROM ${plan.from.sql} WHERE ${plan.where.sql}`, [...plan.from.params, ...plan.where.params]))!;
       return { value: decodeValue(valueType, row.value) };
     }
     const g = column(col, group.name);
-    const rows = await ctx.db.all<{ g: SqlValue; value: SqlValue }>(`SELECT ${g} AS g, ${expr} AS value FROM ${plan.from} WHERE ${plan.where.sql} GROUP BY ${g} ORDER BY ${g} ASC LIMIT ?`, [...plan.where.params, MAX_GROUPS + 1]);
+    const rows = await ctx.db.all<{ g: SqlValue; value: SqlValue }>(`SELECT ${g} AS g, ${expr} AS value FROM ${plan.from.sql} WHERE ${plan.where.sql} GROUP BY ${g} ORDER BY ${g} ASC LIMIT ?`, [...plan.from.params, ...plan.where.params, MAX_GROUPS + 1]);
     if (rows.length > MAX_GROUPS)
       throw badRequest(
         `group_by "${group.name}" gives more than ${MAX_GROUPS} groups: narrow the records with a filter (or search) first`,
