@@ -52,6 +52,14 @@ export function createTestApp(
   const config = loadConfig({ data: dir, port: 0 }, { ADMIN_SECRET, ...opts.env });
   const clock = new ManualClock(Date.now());
   const log = memoryLogger();
+  // BAAS_TEST_SHOW_ERRORS=1 prints every error the app logs (e.g. the cause of a 500) as it happens.
+  if (process.env.BAAS_TEST_SHOW_ERRORS) {
+    const keep = log.error;
+    log.error = (msg, fields) => {
+      console.error(`app error: ${msg}`, fields?.error ?? fields ?? "");
+      keep(msg, fields);
+    };
+  }
   const pg = onPostgres ? lazyPostgres() : null;
   const ctx = createContext(config, { clock, log, ...(pg ? { engine: pg.engine } : {}), ...opts.context });
   // Keys and the admin secret are stored before the first request is handled.
