@@ -147,6 +147,16 @@ describe("search on both engines", () => {
   });
 });
 
+describe("a query nested very deeply", () => {
+  test("is 400 on SQLite (FTS5's parser stack), answered on PostgreSQL", async () => {
+    expect((await indexed("nested", [{ title: "alpha" }])).status).toBe(201);
+    const q = `${"alpha AND (".repeat(40)}alpha${")".repeat(40)}`;
+    const res = await t.req("GET", `/api/v1/nested?search=${enc(q)}`);
+    if (onPostgres) expect(res.body.items.map((r: { title: string }) => r.title)).toEqual(["alpha"]);
+    else expect(res.body).toEqual({ error: "invalid search query: parser stack overflow", code: "bad_request" });
+  });
+});
+
 describe("a text too large to index", () => {
   test("PostgreSQL refuses it with 400 (a tsvector holds at most 1 MB), SQLite indexes it", async () => {
     await createCollection(t, "big", { read: "public" });
