@@ -1,7 +1,7 @@
 import type { Engine } from "../db/engine.ts";
 import type { AppContext } from "../context.ts";
 import { findCollection, listCollections, requireCollection, saveCollectionRow } from "../collections/catalog.ts";
-import { q } from "../collections/ddl.ts";
+import { q, schemaIdent } from "../collections/ddl.ts";
 import type { Collection, FieldDef, FtsState } from "../collections/types.ts";
 import { toTsQuery, tsvectorExpr } from "../db/pg-fts.ts";
 import type { Where } from "../query/sql.ts";
@@ -88,13 +88,13 @@ async function createTriggers(db: Engine, name: string, fields: string[]): Promi
 
 /**
  * PostgreSQL: (re)creates the generated column over these text fields and its GIN index, which
- * PostgreSQL fills from every row before the statement ends. The index is named by PostgreSQL, so
- * no collection name is too long for it; it goes with the column.
+ * PostgreSQL fills from every row before the statement ends. The index goes with the column.
  */
 async function createPgColumn(db: Engine, name: string, fields: string[]): Promise<void> {
   await dropPgColumn(db, name);
   await db.exec(`ALTER TABLE ${q(name)} ADD COLUMN ${q(FTS_COLUMN)} tsvector GENERATED ALWAYS AS (${tsvectorExpr(fields)}) STORED`);
-  await db.exec(`CREATE INDEX ON ${q(name)} USING gin (${q(FTS_COLUMN)})`);
+  // `_fts_<name>`: no collection or user index can be called so (their names start with a letter).
+  await db.exec(`CREATE INDEX ${q(schemaIdent(db, ftsTable(name)))} ON ${q(name)} USING gin (${q(FTS_COLUMN)})`);
 }
 
 /** PostgreSQL: drops the generated column, and its index with it. */

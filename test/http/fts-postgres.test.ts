@@ -46,13 +46,24 @@ describe.skipIf(!onPostgres)("PostgreSQL: the index is a generated column", () =
     await resumeFtsBuilds(t.ctx);
     expect((await t.admin("GET", "/api/v1/admin/collections/walruses/fts")).body).toEqual(ready);
 
-    const index = await t.ctx.db.all<{ indexdef: string }>("SELECT indexdef FROM pg_catalog.pg_indexes WHERE schemaname = current_schema() AND tablename = 'walruses' AND indexdef LIKE '%gin%'");
-    expect(index.map((i) => i.indexdef)).toEqual([expect.stringContaining('USING gin (_fts)')]);
+    const index = await t.ctx.db.all<{ indexname: string; indexdef: string }>("SELECT indexname, indexdef FROM pg_catalog.pg_indexes WHERE schemaname = current_schema() AND tablename = 'walruses' AND indexdef LIKE '%gin%'");
+    expect(index).toEqual([{ indexname: "_fts_walruses", indexdef: expect.stringContaining("USING gin (_fts)") }]);
     // Disabling drops the column and its index with it.
     expect((await t.admin("DELETE", "/api/v1/admin/collections/walruses/fts")).status).toBe(200);
     const left = await t.ctx.db.all("SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'walruses' AND column_name = '_fts'");
     expect(left).toEqual([]);
     expect(await t.ctx.db.all("SELECT 1 FROM pg_catalog.pg_indexes WHERE schemaname = current_schema() AND tablename = 'walruses' AND indexdef LIKE '%gin%'")).toEqual([]);
+  });
+});
+
+describe("long collection names", () => {
+  test("two collections whose long names differ only at the end both get their indexes", async () => {
+    // 62 characters: the table names fit PostgreSQL's 63 bytes, `_fts_<name>` and `_idx_<name>_owner` do not.
+    const stem = "c".repeat(60);
+    for (const name of [`${stem}_a`, `${stem}_b`]) {
+      expect((await indexed(name, [{ title: `kept in ${name.slice(-1)}` }])).status).toBe(201);
+      expect(await titles(`/api/v1/${name}?search=kept`)).toEqual([`kept in ${name.slice(-1)}`]);
+    }
   });
 });
 
