@@ -12,16 +12,17 @@ import { AppError } from "../errors.ts";
 
 // One statement, so the count and the lock are decided inside the database: two processes (or
 // two requests racing past a slow hash) can never both take the last slot.
-// ?1 email, ?2 now, ?3 max attempts, ?4 lock duration. SET expressions see the row as it was.
+// ?1 email, ?2 now, ?3 max attempts, ?4 lock duration (cast, so PostgreSQL knows their type). SET
+// expressions see the row as it was.
 const TAKE_SLOT = `
   INSERT INTO _login_attempts (email, attempts, last_at, locked_until)
-  VALUES (?1, 1, ?2, CASE WHEN 1 >= ?3 THEN ?2 + ?4 END)
+  VALUES (?1, 1, CAST(?2 AS BIGINT), CASE WHEN 1 >= CAST(?3 AS BIGINT) THEN CAST(?2 AS BIGINT) + CAST(?4 AS BIGINT) END)
   ON CONFLICT (email) DO UPDATE SET
-    attempts = CASE WHEN COALESCE(locked_until, last_at + ?4) <= ?2 THEN 1 ELSE attempts + 1 END,
-    locked_until = CASE WHEN (CASE WHEN COALESCE(locked_until, last_at + ?4) <= ?2 THEN 1 ELSE attempts + 1 END) >= ?3
-                        THEN ?2 + ?4 END,
-    last_at = ?2
-  WHERE locked_until IS NULL OR locked_until <= ?2
+    attempts = CASE WHEN COALESCE(_login_attempts.locked_until, _login_attempts.last_at + CAST(?4 AS BIGINT)) <= CAST(?2 AS BIGINT) THEN 1 ELSE _login_attempts.attempts + 1 END,
+    locked_until = CASE WHEN (CASE WHEN COALESCE(_login_attempts.locked_until, _login_attempts.last_at + CAST(?4 AS BIGINT)) <= CAST(?2 AS BIGINT) THEN 1 ELSE _login_attempts.attempts + 1 END) >= CAST(?3 AS BIGINT)
+                        THEN CAST(?2 AS BIGINT) + CAST(?4 AS BIGINT) END,
+    last_at = CAST(?2 AS BIGINT)
+  WHERE _login_attempts.locked_until IS NULL OR _login_attempts.locked_until <= CAST(?2 AS BIGINT)
   RETURNING attempts`;
 
 /** 429 `account_locked` with Retry-After (seconds). */

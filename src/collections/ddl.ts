@@ -16,8 +16,11 @@ export function q(name: string): string {
 // byte for byte and filters compare the same text.
 const COLUMN_TYPE: Record<Engine["dialect"], Record<FieldType, string>> = {
   sqlite: { text: "TEXT", number: "REAL", boolean: "INTEGER", json: "TEXT" },
-  postgres: { text: "TEXT", number: "DOUBLE PRECISION", boolean: "BOOLEAN", json: "TEXT" },
+  postgres: { text: 'TEXT COLLATE "C"', number: "DOUBLE PRECISION", boolean: "BOOLEAN", json: 'TEXT COLLATE "C"' },
 };
+
+/** Text columns compare and sort by code point on both engines (SQLite's BINARY collation). */
+const TEXT: Record<Engine["dialect"], string> = { sqlite: "TEXT", postgres: 'TEXT COLLATE "C"' };
 
 /** The integer type of times (ms) and counters. */
 const INTEGER: Record<Engine["dialect"], string> = { sqlite: "INTEGER", postgres: "BIGINT" };
@@ -26,11 +29,12 @@ const INTEGER: Record<Engine["dialect"], string> = { sqlite: "INTEGER", postgres
 export async function createCollectionTable(db: Engine, name: string): Promise<void> {
   if (!NAME_RE.test(name)) throw new Error("invalid collection name");
   const int = INTEGER[db.dialect];
+  const text = TEXT[db.dialect];
   await db.exec(`CREATE TABLE ${q(name)} (
-    "_id" TEXT PRIMARY KEY NOT NULL,
+    "_id" ${text} PRIMARY KEY NOT NULL,
     "_created_at" ${int} NOT NULL,
     "_updated_at" ${int} NOT NULL,
-    "_owner_id" TEXT,
+    "_owner_id" ${text},
     "_deleted_at" ${int}
   )`);
   await db.exec(`CREATE INDEX ${q(`_idx_${name}_owner`)} ON ${q(name)} ("_owner_id", "_id")`);
@@ -76,7 +80,7 @@ export async function schemaNameTaken(db: Engine, name: string): Promise<boolean
 export async function createJunctionTable(db: Engine, table: string): Promise<void> {
   const t = q(table);
   const rowid = db.dialect === "sqlite" ? " WITHOUT ROWID" : "";
-  await db.exec(`CREATE TABLE ${t} ("from_id" TEXT NOT NULL, "to_id" TEXT NOT NULL, "pos" ${INTEGER[db.dialect]} NOT NULL, PRIMARY KEY ("from_id", "to_id"))${rowid}`);
+  await db.exec(`CREATE TABLE ${t} ("from_id" ${TEXT[db.dialect]} NOT NULL, "to_id" ${TEXT[db.dialect]} NOT NULL, "pos" ${INTEGER[db.dialect]} NOT NULL, PRIMARY KEY ("from_id", "to_id"))${rowid}`);
   await db.exec(`CREATE INDEX ${q(`${table}_to`)} ON ${t} ("to_id", "from_id")`);
 }
 

@@ -2,6 +2,7 @@
  * Rewrites the `?` placeholders of the storage interface to PostgreSQL's `$1..$n`, in order. A `?`
  * inside a quoted literal ('…', E'…', $tag$…$tag$), a quoted identifier ("…") or a comment is left
  * alone. (So SQL for PostgreSQL cannot use the jsonb `?` operators: use `jsonb_exists()` instead.)
+ * A numbered `?N` (SQLite's form for a value used more than once) is `$N`; `count` is then the highest N.
  */
 export function toPositional(sql: string): { text: string; count: number } {
   let out = "";
@@ -12,8 +13,15 @@ export function toPositional(sql: string): { text: string; count: number } {
     const c = sql[i]!;
     const next = sql[i + 1];
     if (c === "?") {
-      out += `$${++n}`;
-      i++;
+      const digits = /^\d+/.exec(sql.slice(i + 1, i + 6));
+      if (digits) {
+        out += `$${digits[0]}`;
+        n = Math.max(n, Number(digits[0]));
+        i += 1 + digits[0].length;
+      } else {
+        out += `$${++n}`;
+        i++;
+      }
       continue;
     }
     let end = i + 1;

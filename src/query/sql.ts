@@ -1,5 +1,6 @@
 import type { Principal } from "../auth/principal.ts";
 import type { AppContext } from "../context.ts";
+import type { Dialect } from "../db/engine.ts";
 import { q } from "../collections/ddl.ts";
 import { SYSTEM_FIELDS, SYSTEM_FIELD_TYPES, type Collection, type FieldType } from "../collections/types.ts";
 import { badRequest } from "../errors.ts";
@@ -38,6 +39,8 @@ export interface ReadPlan {
   match: string | null;
   /** True when a filter extension's condition looks at other tables (e.g. a relation's "linked to"). */
   external: boolean;
+  /** The engine the plan's SQL is for. */
+  dialect: Dialect;
 }
 
 /**
@@ -84,7 +87,7 @@ const COMPARE: Record<string, string> = { gt: ">", lt: "<", gte: ">=", lte: "<="
 const MAX_IN_VALUES = 500;
 
 /** One filter condition on a plain column (CONTRACT §4). `null` means SQL NULL for eq, ne and in. */
-function compileFilter(col: Collection, cond: FilterCond): Where {
+function compileFilter(col: Collection, cond: FilterCond, dialect: Dialect): Where {
   const field = resolveField(col, cond.field);
   const c = column(col, field.name);
   const isNull = cond.value === "null";
@@ -93,7 +96,7 @@ function compileFilter(col: Collection, cond: FilterCond): Where {
       return isNull ? { sql: `${c} IS NULL`, params: [] } : { sql: `${c} = ?`, params: [typedValue(field, cond.value)] };
     case "ne":
       // "not equal" keeps records where the field is null: null is not equal to the value.
-      return isNull ? { sql: `${c} IS NOT NULL`, params: [] } : { sql: `${c} IS NOT ?`, params: [typedValue(field, cond.value)] };
+      return isNull ? { sql: `${c} IS NOT NULL`, params: [] } : { sql: `${c} ${dialect === "postgres" ? "IS DISTINCT FROM" : "IS NOT"} ?`, params: [typedValue(field, cond.value)] };
     case "gt":
     case "lt":
     case "gte":
@@ -102,6 +105,8 @@ function compileFilter(col: Collection, cond: FilterCond): Where {
       return { sql: `${c} ${COMPARE[cond.op]} ?`, params: [typedValue(field, cond.value)] };
     case "like": {
       const pattern = cond.value.includes("%") ? cond.value : `%${cond.value}%`;
+      // SQLite's LIKE ignores ASCII case and reads any value as text; PostgreSQL's ILIKE needs the text.
+      if (dialect === "postgres") return { sql: `${field.type === "text" ? c : `CAST(${c} AS TEXT)`} ILIKE ?`, params: [pattern] };
       return { sql: `${c} LIKE ?`, params: [pattern] };
     }
     case "in": {
@@ -144,7 +149,7 @@ export function planRead(
     parts.push(ftsMatch(fts));
     params.push(match);
   }
-  const visible: Where = { sql: "1", params: [] };
+  const visible: Where = { sql: "TRUE", params: [] };
   const seen: string[] = [];
   if (!rq.includeDeleted) seen.push(`${table}."_deleted_at" IS NULL`);
   if (access === "own") {
@@ -161,11 +166,11 @@ export function planRead(
   for (const cond of rq.filters) {
     let w = extension(ctx, col, cond, table, p);
     if (w) external = true;
-    else w = compileFilter(col, cond);
+    else w = compileFilter(col, cond, ctx.db.dialect);
     parts.push(w.sql);
     params.push(...w.params);
   }
-  return { table, from, where: { sql: parts.length ? parts.join(" AND ") : "1", params }, visible, fts, match, external };
+  return { table, from, where: { sql: parts.length ? parts.join(" AND ") : "TRUE", params }, visible, fts, match, external, dialect: ctx.db.dialect };
 }
 
 /** One ORDER BY term. */
@@ -184,7 +189,9 @@ export function orderTerms(col: Collection, plan: ReadPlan, sort: SortKey[]): Or
 
 /** ORDER BY clause text: the terms, then `_id` ascending (CONTRACT §8b). */
 export function orderBySql(plan: ReadPlan, terms: OrderTerm[]): string {
-  return [...terms.map((t) => `${t.expr} ${t.desc ? "DESC" : "ASC"}`), `${plan.table}."_id" ASC`].join(", ");
+  // PostgreSQL is told SQLite's order of nulls (first ascending, last descending): cursors rely on it.
+  const nulls = plan.dialect === "postgres" ? (desc: boolean) => (desc ? " NULLS LAST" : " NULLS FIRST") : () => "";
+  return [...terms.map((t) => `${t.expr} ${t.desc ? "DESC" : "ASC"}${nulls(t.desc)}`), `${plan.table}."_id" ASC`].join(", ");
 }
 
 /**

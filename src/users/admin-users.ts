@@ -38,7 +38,8 @@ export async function listUsers(ctx: AppContext, opts: { search?: unknown; limit
   if (search.length > 254) throw badRequest("search is too long");
   // LIKE wildcards in the search text are escaped: the text is matched literally.
   const pattern = `%${search.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-  const where = "WHERE email LIKE ? ESCAPE '\\'";
+  // PostgreSQL: the column's case-insensitive collation allows no LIKE, so its lower case is matched by code point.
+  const where = ctx.db.dialect === "postgres" ? "WHERE lower(email) COLLATE \"C\" LIKE ? ESCAPE '\\'" : "WHERE email LIKE ? ESCAPE '\\'";
   const total = (await ctx.db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM _users ${where}`, [pattern]))!.n;
   const rows = await ctx.db.all<Parameters<typeof userToJson>[0]>(`SELECT * FROM _users ${where} ORDER BY created_at DESC, ${INSERT_ORDER} DESC LIMIT ? OFFSET ?`, [pattern, limit, (page - 1) * limit]);
   return { items: rows.map(userToJson), total };

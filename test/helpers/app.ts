@@ -26,6 +26,8 @@ export interface TestApp {
   ready: Promise<void>;
   /** The SQLite file's own handle, for tests that look at stored rows directly (SQLite only). */
   readonly sqlite: Database;
+  /** The app's storage engine (ctx.db): for tests that look at stored rows on either engine. */
+  db: AppContext["db"];
   /** On PostgreSQL, the URL of the app's database (else null). */
   databaseUrl: Promise<string> | null;
   /** Sends a request through app.handle; `body` objects are sent as JSON, strings as they are. */
@@ -50,6 +52,14 @@ export function createTestApp(
   const config = loadConfig({ data: dir, port: 0 }, { ADMIN_SECRET, ...opts.env });
   const clock = new ManualClock(Date.now());
   const log = memoryLogger();
+  // BAAS_TEST_SHOW_ERRORS=1 prints every error the app logs (e.g. the cause of a 500) as it happens.
+  if (process.env.BAAS_TEST_SHOW_ERRORS) {
+    const keep = log.error;
+    log.error = (msg, fields) => {
+      console.error(`app error: ${msg}`, fields?.error ?? fields ?? "");
+      keep(msg, fields);
+    };
+  }
   const pg = onPostgres ? lazyPostgres() : null;
   const ctx = createContext(config, { clock, log, ...(pg ? { engine: pg.engine } : {}), ...opts.context });
   // Keys and the admin secret are stored before the first request is handled.
@@ -77,7 +87,7 @@ export function createTestApp(
     } catch {}
     return { status: res.status, body: parsed, headers: res.headers, text };
   };
-  return {
+  const t: Omit<TestApp, "sqlite"> = {
     ctx,
     app,
     clock,
@@ -85,9 +95,7 @@ export function createTestApp(
     config,
     log,
     ready,
-    get sqlite() {
-      return rawDatabase(ctx.db);
-    },
+    db: ctx.db,
     databaseUrl: pg?.url ?? null,
     req,
     admin: (method, path, body) => req(method, path, { body, token: ADMIN_SECRET }),
@@ -97,6 +105,8 @@ export function createTestApp(
       if (!opts.dir) rmSync(dir, { recursive: true, force: true });
     },
   };
+  // A getter that is not enumerable: spreading a TestApp (as live apps do) must not ask for it on PostgreSQL.
+  return Object.defineProperty(t, "sqlite", { get: () => rawDatabase(ctx.db), enumerable: false }) as TestApp;
 }
 
 /** Registers a user and returns its tokens and id. */

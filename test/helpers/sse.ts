@@ -118,7 +118,7 @@ export function createLiveApp(opts: Parameters<typeof createTestApp>[0] = {}): L
   t.app.listen({ port: 0, hostname: "127.0.0.1", idleTimeout: 30 });
   const base = `http://127.0.0.1:${t.app.server!.port}`;
   const clients: SseClient[] = [];
-  return {
+  const live: Omit<LiveApp, "sqlite"> = {
     ...t,
     base,
     async stream(o = {}) {
@@ -135,6 +135,7 @@ export function createLiveApp(opts: Parameters<typeof createTestApp>[0] = {}): L
       await t.close();
     },
   };
+  return Object.defineProperty(live, "sqlite", { get: () => t.sqlite, enumerable: false }) as LiveApp;
 }
 
 /** A browser-style stream of `t`: opened bare, then bound to `token` (or anonymous) with `topics`; a refused POST throws. */
