@@ -12,6 +12,20 @@ interface Tx {
   afterCommit: (() => void)[];
 }
 
+/** A transaction waiting in a group (see SqliteEngine.transaction). */
+interface Member {
+  fn: () => Promise<unknown>;
+  resolve: (value: unknown) => void;
+  reject: (error: unknown) => void;
+}
+
+interface Group {
+  members: Member[];
+}
+
+/** Most transactions one COMMIT acknowledges; later ones wait for the next. */
+const MAX_GROUP = 64;
+
 /**
  * One level of a transaction, as the async context sees it: nested transactions started at the same level
  * (e.g. together in a Promise.all) run one after the other, each in its own savepoint.
@@ -57,6 +71,8 @@ export class SqliteEngine implements Engine {
   readonly dialect = "sqlite" as const;
   private readonly als = new AsyncLocalStorage<Scope>();
   private readonly fileLock: FileLock;
+  /** The write transaction being run, which transactions that start meanwhile join. */
+  private group: Group | null = null;
 
   /**
    * `onCallbackError` hears an after-commit callback that threw (the commit stands).
@@ -170,27 +186,79 @@ export class SqliteEngine implements Engine {
       scope.queue = run.catch(() => {});
       return run;
     }
+    // Group commit: while this connection's write transaction runs, transactions that start join it and
+    // run after it, each in a savepoint of its own, and one COMMIT acknowledges them all.
+    const group = this.group;
+    if (group && group.members.length < MAX_GROUP) {
+      return new Promise<T>((resolve, reject) => group.members.push({ fn, resolve: resolve as (v: unknown) => void, reject }));
+    }
     const wait = this.lock();
     if (wait) await wait;
-    const tx: Tx = { open: true, depth: 0, afterCommit: [] };
-    let result: T;
+    return this.runGroup(fn);
+  }
+
+  /**
+   * Runs `first` and every transaction that joins meanwhile in one SQLite transaction, each in its own
+   * savepoint (one that fails rolls back alone and gets its own error), then commits once. Each member
+   * is answered, and its after-commit callbacks run, only after that COMMIT; if the COMMIT fails, every
+   * member that had succeeded gets that failure. Called holding the lock; releases it.
+   */
+  private async runGroup<T>(first: () => Promise<T>): Promise<T> {
+    let own: { ok: true; value: T } | { ok: false; error: unknown } | undefined;
+    const group: Group = {
+      members: [{ fn: first, resolve: (value) => (own = { ok: true, value: value as T }), reject: (error) => (own = { ok: false, error }) }],
+    };
+    const done: { member: Member; tx: Tx; value: unknown }[] = [];
     try {
       this.sqlite.query("BEGIN IMMEDIATE").run();
-      try {
-        result = await this.als.run({ tx, queue: Promise.resolve() }, fn);
-        this.sqlite.query("COMMIT").run();
-      } catch (err) {
-        if (this.sqlite.inTransaction) this.sqlite.query("ROLLBACK").run();
-        throw err;
-      }
     } catch (err) {
+      this.unlock();
       throw mapSqliteError(err);
+    }
+    this.group = group;
+    let commitError: unknown = null;
+    try {
+      for (let i = 0; i < group.members.length; i++) {
+        const member = group.members[i]!;
+        const tx: Tx = { open: true, depth: 0, afterCommit: [] };
+        this.sqlite.query("SAVEPOINT member").run();
+        try {
+          const value = await this.als.run({ tx, queue: Promise.resolve() }, member.fn);
+          this.sqlite.query("RELEASE member").run();
+          done.push({ member, tx, value });
+        } catch (err) {
+          if (this.sqlite.inTransaction) {
+            this.sqlite.query("ROLLBACK TO member").run();
+            this.sqlite.query("RELEASE member").run();
+          }
+          member.reject(mapSqliteError(err));
+        } finally {
+          tx.open = false;
+        }
+      }
+      this.group = null;
+      this.sqlite.query("COMMIT").run();
+    } catch (err) {
+      commitError = mapSqliteError(err);
+      try {
+        if (this.sqlite.inTransaction) this.sqlite.query("ROLLBACK").run();
+      } catch {}
     } finally {
-      tx.open = false;
+      this.group = null;
+      // Members that joined after a failure of the transaction itself never ran.
+      for (const m of group.members) if (!done.some((d) => d.member === m) && m !== group.members[0]) m.reject(commitError ?? new Error("transaction ended"));
       this.unlock();
     }
-    this.runCallbacks(tx.afterCommit);
-    return result;
+    for (const d of done) {
+      if (commitError) d.member.reject(commitError);
+      else {
+        this.runCallbacks(d.tx.afterCommit);
+        d.member.resolve(d.value);
+      }
+    }
+    if (!own) throw commitError ?? new Error("transaction ended");
+    if (!own.ok) throw own.error;
+    return own.value;
   }
 
   private async savepoint<T>(tx: Tx, fn: () => Promise<T>): Promise<T> {

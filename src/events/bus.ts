@@ -51,7 +51,7 @@ export interface EventBus {
 /** A listener that throws is reported to `onError` and never stops the others. */
 export function createEventBus(onError: (err: unknown, event: ChangeEvent) => void): EventBus {
   let staged: ChangeEvent[] = [];
-  // Made at the first isolated transaction: the SQLite path (one writer) never pays for a lookup.
+  // Made at the first isolated transaction (every outermost one, see inTransaction).
   let scoped: AsyncLocalStorage<ChangeEvent[]> | null = null;
   const queue = () => scoped?.getStore() ?? staged;
   const listeners = new Set<ChangeListener>();
