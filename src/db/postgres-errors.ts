@@ -13,10 +13,14 @@ export function sqlState(err: unknown): string {
   return (err as PgErrorLike | null)?.errno ?? "";
 }
 
-/** A serialization failure or deadlock: the whole transaction may be run again. */
+/**
+ * A serialization failure or deadlock, or a schema change that lost a race (two writers adding the same
+ * column, table or index: the second waits for the first's lock, then finds it there): the whole
+ * transaction may be run again, and then sees the winner's change. SQLite's single writer never races so.
+ */
 export function isRetryable(err: unknown): boolean {
   const state = sqlState(err);
-  return state === "40001" || state === "40P01";
+  return state === "40001" || state === "40P01" || state === "42701" || state === "42P07" || state === "42710";
 }
 
 /**

@@ -11,7 +11,7 @@ import { createApp } from "../../src/http/app.ts";
 import { memoryLogger } from "../../src/log.ts";
 import { rawDatabase } from "../../src/db/sqlite.ts";
 import type { Database } from "bun:sqlite";
-import { lazyPostgres, onPostgres } from "./engine.ts";
+import { databaseUrlForDir, lazyPostgres, onPostgres } from "./engine.ts";
 
 export const ADMIN_SECRET = "test-admin-secret-0123456789";
 
@@ -60,7 +60,7 @@ export function createTestApp(
       keep(msg, fields);
     };
   }
-  const pg = onPostgres ? lazyPostgres() : null;
+  const pg = onPostgres ? lazyPostgres(databaseUrlForDir(dir)) : null;
   const ctx = createContext(config, { clock, log, ...(pg ? { engine: pg.engine } : {}), ...opts.context });
   // Keys and the admin secret are stored before the first request is handled.
   const ready = (async () => {
