@@ -158,6 +158,25 @@ describe("search on both engines", () => {
   });
 });
 
+describe("hostile search text", () => {
+  test("is answered 200 or 400, never 500, on list, count and aggregate", async () => {
+    expect((await indexed("hostile", [{ title: "the quick brown fox 東京", n: 1 }])).status).toBe(201);
+    const inputs = [
+      "東".repeat(1000), "é".repeat(1000), "x".repeat(1000), "a ".repeat(499), `${"a OR ".repeat(199)}a`,
+      `${"(".repeat(300)}fox${")".repeat(300)}`, "(".repeat(999), "NOT ".repeat(10), "a:*", "fox:*", "'fox'", "fox\\", "!fox",
+      "fox & dog", "fox <-> dog", "fox | !", "fox:A", "<->", "&&", "'", "''", "\"", '"" fox', "*fox", "fox**", '"quick br"*',
+      "😀🔥", "\u202e", "NEAR(a b)", "title:fox", "' OR 1=1 --", "fox; DROP TABLE hostile",
+    ];
+    for (const q of inputs) {
+      for (const path of ["/api/v1/hostile?", "/api/v1/hostile/count?", "/api/v1/hostile/aggregate?fn=sum&field=n&"]) {
+        const res = await t.req("GET", `${path}search=${enc(q)}`);
+        if (res.status !== 200) expect({ q, status: res.status, code: res.body.code }).toEqual({ q, status: 400, code: "bad_request" });
+      }
+    }
+    expect(await titles("/api/v1/hostile?search=fox")).toEqual(["the quick brown fox 東京"]);
+  });
+});
+
 describe("a query nested very deeply", () => {
   test("is 400 on SQLite (FTS5's parser stack), answered on PostgreSQL", async () => {
     expect((await indexed("nested", [{ title: "alpha" }])).status).toBe(201);
