@@ -255,7 +255,7 @@ export async function ftsAfterNewFields(ctx: AppContext, col: Collection, fields
   if (!col.fts.enabled) return col.fts;
   const text = textFields(fields);
   if (text.length === col.fts.fields.length) return col.fts;
-  // PostgreSQL computes the new column for every row: old rows hold null in the new fields.
+  // PostgreSQL: the column's expression names the fields, so it is made again over the new list.
   if (ctx.db.dialect === "postgres") await createPgColumn(ctx.db, col.name, text);
   else await createTriggers(ctx.db, col.name, text);
   return { ...col.fts, fields: text };
