@@ -116,6 +116,9 @@ export async function dropFtsObjects(db: Engine, name: string): Promise<void> {
 async function createIndexObjects(db: Engine, col: Collection): Promise<string[]> {
   const fields = textFields(col.fields);
   if (db.dialect === "postgres") {
+    // An admin's request that computes every row: a large collection may take longer than the
+    // statement timeout (DB_STATEMENT_TIMEOUT_MS), which is lifted for this transaction only.
+    await db.exec("SET LOCAL statement_timeout = 0");
     await createPgColumn(db, col.name, fields);
     return fields;
   }

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createCollection, createTestApp, type TestApp } from "../helpers/app.ts";
-import { onPostgres } from "../helpers/engine.ts";
+import { freshDatabaseUrl, onPostgres } from "../helpers/engine.ts";
+import { openPostgres } from "../../src/db/postgres.ts";
 import { resumeFtsBuilds } from "../../src/search/fts.ts";
 
 // Full text on PostgreSQL (a generated `tsvector` column `_fts` with a GIN index) next to SQLite's FTS5:
@@ -54,6 +55,29 @@ describe.skipIf(!onPostgres)("PostgreSQL: the index is a generated column", () =
     expect(left).toEqual([]);
     expect(await t.ctx.db.all("SELECT 1 FROM pg_catalog.pg_indexes WHERE schemaname = current_schema() AND tablename = 'walruses' AND indexdef LIKE '%gin%'")).toEqual([]);
   });
+});
+
+describe.skipIf(!onPostgres)("PostgreSQL: enabling on a large collection", () => {
+  test("is not cut short by the statement timeout, which still bounds other statements", async () => {
+    const engine = openPostgres({ url: await freshDatabaseUrl(), poolSize: 2, statementTimeoutMs: 500 });
+    const big = createTestApp({ context: { engine } });
+    try {
+      await big.ready;
+      await createCollection(big, "logs", { read: "public" });
+      expect((await big.admin("POST", "/api/v1/logs", { line: "first" })).status).toBe(201);
+      await engine.transaction(async () => {
+        await engine.exec("SET LOCAL statement_timeout = 0");
+        await engine.exec(`INSERT INTO "logs" ("_id", "_created_at", "_updated_at", "line") SELECT 'r' || g, 1, 1, 'otter number ' || g || ' swims in the bay' FROM generate_series(1, 200000) AS g`);
+      });
+      // The timeout holds for a plain statement that runs longer.
+      await expect(engine.get("SELECT pg_sleep(1)")).rejects.toMatchObject({ status: 503 });
+      const res = await big.admin("POST", "/api/v1/admin/collections/logs/fts");
+      expect(res.status).toBe(201);
+      expect(res.body).toEqual({ enabled: true, fields: ["line"], indexed_records: 200_001, state: "ready" });
+    } finally {
+      await big.close();
+    }
+  }, 120_000);
 });
 
 describe("long collection names", () => {
