@@ -7,7 +7,8 @@ import { resumeFtsBuilds } from "../../src/search/fts.ts";
 // Full text on PostgreSQL (a generated `tsvector` column `_fts` with a GIN index) next to SQLite's FTS5:
 // the index is complete when enabling answers, the system column never shows, malformed queries get
 // the same 400s, and relevance pages by cursor like on SQLite. Where the engines differ by design
-// (stop words, a text too large to index), each engine's answer is pinned.
+// (stop words, deep nesting), each engine's answer is pinned; a text too large to index is in
+// value-limits.test.ts.
 
 let t: TestApp;
 const enc = encodeURIComponent;
@@ -208,23 +209,5 @@ describe("a query nested very deeply", () => {
     const res = await t.req("GET", `/api/v1/nested?search=${enc(q)}`);
     if (onPostgres) expect(res.body.items.map((r: { title: string }) => r.title)).toEqual(["alpha"]);
     else expect(res.body).toEqual({ error: "invalid search query: parser stack overflow", code: "bad_request" });
-  });
-});
-
-describe("a text too large to index", () => {
-  test("PostgreSQL refuses it with 400 (a tsvector holds at most 1 MB), SQLite indexes it", async () => {
-    await createCollection(t, "big", { read: "public" });
-    expect((await t.admin("POST", "/api/v1/admin/collections/big/fts")).status).toBe(201);
-    // About 150,000 different words: more than a tsvector can hold, well under the body limit.
-    const words = Array.from({ length: 150_000 }, (_, i) => `w${i.toString(36)}x`).join(" ");
-    const res = await t.admin("POST", "/api/v1/big", { title: words });
-    if (onPostgres) {
-      expect(res.status).toBe(400);
-      expect(res.body).toEqual({ error: "a value is too large for the database to store or index", code: "bad_request" });
-      expect((await t.req("GET", "/api/v1/big/count")).body).toEqual({ total: 0 });
-    } else {
-      expect(res.status).toBe(201);
-      expect((await t.req("GET", "/api/v1/big/count?search=w0x")).body).toEqual({ total: 1 });
-    }
   });
 });
