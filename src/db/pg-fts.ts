@@ -1,55 +1,8 @@
-import { badRequest } from "../errors.ts";
+import { invalidSearch, tokenize, type Token } from "../search/syntax.ts";
 
-// Full text on PostgreSQL: the search syntax of the SQLite engine (words, `prefix*`, "quoted phrases",
-// AND, OR, NOT, parentheses; a space between terms means AND) turned into a `to_tsquery('english', …)`
-// text, searched against a generated `tsvector` column with a GIN index.
-
-type Token =
-  | { kind: "term"; words: string[]; prefix: boolean; text: string }
-  | { kind: "AND" | "OR" | "NOT" | "(" | ")"; text: string };
-
-const invalid = (why: string) => badRequest(`invalid search query: ${why}`);
-
-/** The words of a piece of text as the index sees them: runs of letters and digits. */
-function wordsOf(text: string): string[] {
-  return text.split(/[^\p{L}\p{N}]+/u).filter(Boolean);
-}
-
-function tokenize(raw: string): Token[] {
-  const out: Token[] = [];
-  let i = 0;
-  while (i < raw.length) {
-    const c = raw[i]!;
-    if (/\s/.test(c)) {
-      i++;
-    } else if (c === "(" || c === ")") {
-      out.push({ kind: c, text: c });
-      i++;
-    } else if (c === '"') {
-      const end = raw.indexOf('"', i + 1);
-      if (end < 0) throw invalid("a quote is not closed");
-      const phrase = raw.slice(i + 1, end);
-      i = end + 1;
-      const prefix = raw[i] === "*";
-      if (prefix) i++;
-      out.push({ kind: "term", words: wordsOf(phrase), prefix, text: `"${phrase}"` });
-    } else {
-      let j = i;
-      while (j < raw.length && !/[\s"()]/.test(raw[j]!)) j++;
-      const word = raw.slice(i, j);
-      i = j;
-      if (word === "AND" || word === "OR" || word === "NOT") {
-        out.push({ kind: word, text: word });
-        continue;
-      }
-      const bare = word.replace(/\*+$/, "");
-      if (!bare) throw invalid("* must follow a word");
-      out.push({ kind: "term", words: wordsOf(bare), prefix: bare !== word, text: word });
-    }
-  }
-  if (!out.length) throw invalid("it is empty");
-  return out;
-}
+// Full text on PostgreSQL: the search syntax (search/syntax.ts: words, `prefix*`, "quoted phrases", AND,
+// OR, NOT, parentheses; a space between terms means AND) turned into a `to_tsquery('english', …)` text,
+// searched against a generated `tsvector` column with a GIN index.
 
 /** Joins two operands; a missing one (a term without letters or digits) drops out, as in FTS5. */
 function join(left: string | null, op: "&" | "|", right: string | null): string | null {
@@ -67,7 +20,7 @@ function parse(tokens: Token[]): string | null {
   let pos = 0;
   const peek = () => tokens[pos];
   const fail = (): never => {
-    throw invalid(`syntax error near "${peek()?.text ?? ""}"`);
+    throw invalidSearch(`syntax error near "${peek()?.text ?? ""}"`);
   };
   const primary = (): string | null => {
     const t = peek();

@@ -6,7 +6,7 @@ import type { Collection, FieldDef, FtsState } from "../collections/types.ts";
 import { toTsQuery, tsvectorExpr } from "../db/pg-fts.ts";
 import type { Where } from "../query/sql.ts";
 import { inTransaction } from "../db/tx.ts";
-import { badRequest } from "../errors.ts";
+import { tokenize } from "./syntax.ts";
 
 // Full-text search over a collection: one FTS5 table `_fts_<name>` whose rowid is the record
 // row's rowid (always named `_rowid_`, which no user field can shadow) and whose one column
@@ -116,6 +116,9 @@ export async function dropFtsObjects(db: Engine, name: string): Promise<void> {
 async function createIndexObjects(db: Engine, col: Collection): Promise<string[]> {
   const fields = textFields(col.fields);
   if (db.dialect === "postgres") {
+    // An admin's request that computes every row: a large collection may take longer than the
+    // statement timeout (DB_STATEMENT_TIMEOUT_MS), which is lifted for this transaction only.
+    await db.exec("SET LOCAL statement_timeout = 0");
     await createPgColumn(db, col.name, fields);
     return fields;
   }
@@ -255,7 +258,7 @@ export async function ftsAfterNewFields(ctx: AppContext, col: Collection, fields
   if (!col.fts.enabled) return col.fts;
   const text = textFields(fields);
   if (text.length === col.fts.fields.length) return col.fts;
-  // PostgreSQL computes the new column for every row: old rows hold null in the new fields.
+  // PostgreSQL: the column's expression names the fields, so it is made again over the new list.
   if (ctx.db.dialect === "postgres") await createPgColumn(ctx.db, col.name, text);
   else await createTriggers(ctx.db, col.name, text);
   return { ...col.fts, fields: text };
@@ -304,43 +307,16 @@ const BAREWORD_RE = /^[\p{L}\p{N}_]+$/u;
  * Turns a user's search text into an FTS5 query. Words, `prefix*`, "quoted phrases", AND, OR,
  * NOT and parentheses keep their meaning; any other punctuation is quoted, so a word like
  * `e-mail` or `title:x` is searched as text instead of read as FTS5 syntax. Structural mistakes
- * (unterminated quote, dangling operator) end as 400.
+ * (unterminated quote, dangling operator) end as 400: the tokenizer's, or FTS5's when it parses.
  */
 export function toMatchQuery(raw: string): string {
-  const out: string[] = [];
-  let i = 0;
-  while (i < raw.length) {
-    const c = raw[i];
-    if (/\s/.test(c)) {
-      i++;
-    } else if (c === "(" || c === ")") {
-      out.push(c);
-      i++;
-    } else if (c === '"') {
-      const end = raw.indexOf('"', i + 1);
-      if (end < 0) throw badRequest("invalid search query: a quote is not closed");
-      const phrase = raw.slice(i + 1, end);
-      i = end + 1;
-      const star = raw[i] === "*";
-      if (star) i++;
-      out.push(`"${phrase}"${star ? "*" : ""}`);
-    } else {
-      let j = i;
-      while (j < raw.length && !/[\s"()]/.test(raw[j])) j++;
-      let word = raw.slice(i, j);
-      i = j;
-      if (word === "AND" || word === "OR" || word === "NOT") {
-        out.push(word);
-        continue;
-      }
-      const star = word.endsWith("*");
-      word = word.replace(/\*+$/, "");
-      if (!word) throw badRequest("invalid search query: * must follow a word");
-      out.push((BAREWORD_RE.test(word) ? word : `"${word}"`) + (star ? "*" : ""));
-    }
-  }
-  if (!out.length) throw badRequest("invalid search query: it is empty");
-  return out.join(" ");
+  return tokenize(raw)
+    .map((t) => {
+      if (t.kind !== "term") return t.text;
+      const star = t.prefix ? "*" : "";
+      return (t.quoted || !BAREWORD_RE.test(t.raw) ? `"${t.raw}"` : t.raw) + star;
+    })
+    .join(" ");
 }
 
 /**

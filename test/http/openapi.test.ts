@@ -1,6 +1,5 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { ADMIN_SECRET, createTestApp, type TestResponse } from "../helpers/app.ts";
-import { onPostgres } from "../helpers/engine.ts";
 import { checkSchema, resolveRef } from "../helpers/json-schema.ts";
 
 const t = createTestApp();
@@ -239,9 +238,7 @@ describe("real answers match the document", () => {
     expect((await call("POST", "/api/v1/auth/logout", { token })).status).toBe(401);
   });
 
-  // Skipped on PostgreSQL: enabling the full-text index there answers 500 (a syntax error in its DDL) at
-  // this commit; the full-text tests of the engine cover that fix, and this one runs there once it lands.
-  test.skipIf(onPostgres)("full-text admin answers match the document", async () => {
+  test("full-text admin answers match the document", async () => {
     expect((await call("POST", "/api/v1/admin/collections", { ...admin, body: { name: "notes", rules: { read: "public" } } })).status).toBe(201);
     expect((await call("POST", "/api/v1/admin/collections/notes/fts", admin)).status).toBe(201);
     expect((await call("POST", "/api/v1/admin/collections/notes/fts", admin)).status).toBe(200);
