@@ -41,12 +41,14 @@ export async function aggregateRecords(ctx: AppContext, name: string, params: UR
   if ((aq.fn === "sum" || aq.fn === "avg") && field!.type !== "number")
     throw badRequest(`${aq.fn} needs a number field: "${field!.name}" is ${field!.type}`);
   const c = field ? column(col, field.name) : null;
+  // PostgreSQL has no MIN/MAX of booleans (SQLite's are 0/1): false < true, so they are "all" and "any".
+  const pgBoolean = ctx.db.dialect === "postgres" && field?.type === "boolean";
   const expr = {
     count: c ? `COUNT(${c})` : "COUNT(*)",
     sum: `COALESCE(SUM(${c}), 0)`,
     avg: `AVG(${c})`,
-    min: `MIN(${c})`,
-    max: `MAX(${c})`,
+    min: pgBoolean ? `BOOL_AND(${c})` : `MIN(${c})`,
+    max: pgBoolean ? `BOOL_OR(${c})` : `MAX(${c})`,
   }[aq.fn];
   const valueType: FieldType = aq.fn === "min" || aq.fn === "max" ? field!.type : "number";
   return await runRead(plan, async () => {
@@ -55,7 +57,9 @@ export async function aggregateRecords(ctx: AppContext, name: string, params: UR
       return { value: decodeValue(valueType, row.value) };
     }
     const g = column(col, group.name);
-    const rows = await ctx.db.all<{ g: SqlValue; value: SqlValue }>(`SELECT ${g} AS g, ${expr} AS value FROM ${plan.from} WHERE ${plan.where.sql} GROUP BY ${g} ORDER BY ${g} ASC LIMIT ?`, [...plan.where.params, MAX_GROUPS + 1]);
+    // The null group comes first on both engines (SQLite's order; PostgreSQL puts nulls last unless told).
+    const nulls = ctx.db.dialect === "postgres" ? " NULLS FIRST" : "";
+    const rows = await ctx.db.all<{ g: SqlValue; value: SqlValue }>(`SELECT ${g} AS g, ${expr} AS value FROM ${plan.from} WHERE ${plan.where.sql} GROUP BY ${g} ORDER BY ${g} ASC${nulls} LIMIT ?`, [...plan.where.params, MAX_GROUPS + 1]);
     if (rows.length > MAX_GROUPS)
       throw badRequest(
         `group_by "${group.name}" gives more than ${MAX_GROUPS} groups: narrow the records with a filter (or search) first`,
