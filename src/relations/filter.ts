@@ -37,10 +37,11 @@ function relationCondition(ctx: AppContext, rel: Relation, cond: FilterCond, tab
     // The catalog was brought up to date when the relations were read.
     const to = ctx.catalog.byName.get(rel.to_col.toLowerCase());
     const field = rel.to_field ? to?.fieldMap.get(rel.to_field.toLowerCase()) : undefined;
-    if (!to || !field) return { sql: cond.op === "ne" ? "1" : "0", params: [] };
+    // TRUE/FALSE, not 1/0: PostgreSQL takes no integer as a condition.
+    if (!to || !field) return { sql: cond.op === "ne" ? "TRUE" : "FALSE", params: [] };
     // SECURITY: only target records the requester may read count, else a filter would reveal
     // which records have hidden children (the field itself lists only readable ones).
-    const visible = readFilter(to, p, "r.") ?? { sql: "0", params: [] };
+    const visible = readFilter(to, p, "r.") ?? { sql: "FALSE", params: [] };
     source = `${q(to.name)} AS r WHERE r.${q(field.name)} = ${table}."_id" AND ${visible.sql}`;
     bound = visible.params;
     target = `r."_id"`;

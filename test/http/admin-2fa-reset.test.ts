@@ -128,7 +128,8 @@ describe("baas users reset-2fa and security", () => {
     const app = createTestApp();
     try {
       const u = await userWith2fa(app, "cli-2fa@example.test");
-      const data = ["--data", app.dir];
+      // The app's data: its data directory, and on PostgreSQL its database.
+      const data = ["--data", app.dir, ...(app.databaseUrl ? ["--database", await app.databaseUrl] : [])];
       const shown = await runCli(bin, ["users", "security", "cli-2fa@example.test", ...data]);
       expect(shown.code).toBe(0);
       expect(shown.stdout).toContain("two_factor:     on");

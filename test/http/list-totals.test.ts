@@ -1,6 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
+import type { SqlValue } from "../../src/db/engine.ts";
 import { appPerTest, createCollection, registerUser } from "../helpers/app.ts";
+import { secondEngine } from "../helpers/engine.ts";
 
 // `total` on a list (CONTRACT §4): `total=false` skips the count; a repeated count of the same filter
 // is answered from memory, and any committed write to the collection (by this server, or by another
@@ -19,12 +21,24 @@ const total = async (path = EVEN) => {
 };
 const evenIds = async () => (await t.req("GET", "/api/v1/notes?filter=cat:eq:even&limit=50")).body.items.map((r: { _id: string }) => r._id) as string[];
 
-/** Runs `code` in another bun process on the server's database file (as the CLI or any other tool would write). */
-async function inAnotherProcess(code: string, arg = "") {
-  const script = `import { Database } from "bun:sqlite"; const db = new Database(process.env.DB_FILE); db.exec("PRAGMA busy_timeout = 5000"); const arg = process.env.ARG; ${code}; db.close();`;
+/**
+ * Runs one statement as another process on the same database would (the CLI, any other tool, another
+ * node): on SQLite a second bun process writing the database file, on PostgreSQL a connection pool of its own.
+ */
+async function writeElsewhere(sql: string, params: SqlValue[] = []) {
+  const { engine } = await secondEngine(t);
+  if (engine) {
+    try {
+      await engine.run(sql, params);
+    } finally {
+      await engine.close();
+    }
+    return;
+  }
+  const script = `import { Database } from "bun:sqlite"; const db = new Database(process.env.DB_FILE); db.exec("PRAGMA busy_timeout = 5000"); const s = JSON.parse(process.env.STATEMENT); db.query(s.sql).run(...s.params); db.close();`;
   const proc = Bun.spawn([process.execPath, "-e", script], {
     cwd: t.dir,
-    env: { ...process.env, DB_FILE: join(t.dir, "baas.db"), ARG: arg },
+    env: { ...process.env, DB_FILE: join(t.dir, "baas.db"), STATEMENT: JSON.stringify({ sql, params }) },
     stdout: "pipe",
     stderr: "pipe",
   });
@@ -130,19 +144,17 @@ describe("writes by another process", () => {
   test("a record soft-deleted, then inserted, by another process shows in the next total", async () => {
     expect(await total()).toBe(3);
     const [first] = await evenIds();
-    await inAnotherProcess(`db.query('UPDATE "notes" SET "_deleted_at" = 1 WHERE "_id" = ?').run(arg)`, first);
+    await writeElsewhere('UPDATE "notes" SET "_deleted_at" = 1 WHERE "_id" = ?', [first!]);
     expect(await total()).toBe(2);
     expect(await total()).toBe(2);
-    await inAnotherProcess(
-      `db.query('INSERT INTO "notes" ("_id", "_created_at", "_updated_at", "cat") VALUES (?, 1, 1, ?)').run("zz-other-process", "even")`,
-    );
+    await writeElsewhere('INSERT INTO "notes" ("_id", "_created_at", "_updated_at", "cat") VALUES (?, 1, 1, ?)', ["zz-other-process", "even"]);
     expect(await total()).toBe(3);
     expect((await t.req("GET", "/api/v1/notes/count?filter=cat:eq:even")).body).toEqual({ total: 3 });
   });
 
   test("every record deleted by another process: the next total is 0", async () => {
     expect(await total()).toBe(3);
-    await inAnotherProcess(`db.exec('DELETE FROM "notes"')`);
+    await writeElsewhere('DELETE FROM "notes"');
     expect(await total()).toBe(0);
     expect(await total("/api/v1/notes")).toBe(0);
   });

@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { appPerTest, createCollection } from "../helpers/app.ts";
+import { schemaObjectExists } from "../helpers/schema.ts";
 
 // Every test gets its own app with four collections and no relation yet.
 const t = appPerTest(async (t) => {
@@ -113,10 +114,9 @@ describe("admin relations API", () => {
     const via = before.find((r: any) => r.type === "many_via");
     expect(via).toBeDefined();
     const junction = `_rel_${via.id.toLowerCase()}`;
-    const has = () => t.sqlite.query("SELECT 1 FROM sqlite_master WHERE name = ?").get(junction) !== null;
-    expect(has()).toBe(true);
+    expect(await schemaObjectExists(t, junction)).toBe(true);
     expect((await t.admin("DELETE", "/api/v1/admin/collections/tags")).status).toBe(200);
-    expect(has()).toBe(false);
+    expect(await schemaObjectExists(t, junction)).toBe(false);
     const after = (await t.admin("GET", "/api/v1/admin/relations")).body.items;
     expect(after.some((r: any) => r.from_col === "tags" || r.to_col === "tags")).toBe(false);
     expect(after.length).toBe(before.length - 1);

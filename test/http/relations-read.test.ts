@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { createTestApp, registerUser } from "../helpers/app.ts";
+import { countRows } from "../helpers/schema.ts";
 
 setDefaultTimeout(30_000); // password hashing on a loaded machine
 const t = createTestApp();
@@ -89,11 +90,10 @@ describe("many_via links", () => {
   test("hard-deleting a record removes its links", async () => {
     const post = await create("posts", { title: "h", tags: [tagA] });
     const viaRel = (await t.admin("GET", "/api/v1/admin/relations")).body.items.find((r: any) => r.type === "many_via");
-    const count = () =>
-      (t.sqlite.query(`SELECT COUNT(*) AS n FROM "_rel_${viaRel.id.toLowerCase()}" WHERE from_id = ?`).get(post) as { n: number }).n;
-    expect(count()).toBe(1);
+    const count = () => countRows(t, `_rel_${viaRel.id.toLowerCase()}`, "from_id = ?", [post]);
+    expect(await count()).toBe(1);
     expect((await t.admin("DELETE", `/api/v1/admin/collections/posts/records/${post}`)).status).toBe(200);
-    expect(count()).toBe(0);
+    expect(await count()).toBe(0);
   });
 });
 
@@ -217,6 +217,7 @@ describe("expand", () => {
     }
   });
 
+  const CALLS = ["get", "all", "run", "exec"] as const;
   test("expand on a list of 50 costs one query per expanded field, however many records", async () => {
     await t.admin("POST", "/api/v1/admin/collections", { name: "bulkposts" });
     await rel({ from_col: "bulkposts", from_field: "author", to_col: "authors", type: "one" });
@@ -227,15 +228,15 @@ describe("expand", () => {
       const id = await create("bulkposts", { i, author: i % 2 ? ann : bob, tags: i % 3 ? [tagA] : [tagA, tagB] });
       await create("comments", { bp: id, text: `c${i}` });
     }
-    const sqlite = t.sqlite as any;
-    const original = sqlite.query.bind(sqlite);
-    const originalPrepare = sqlite.prepare.bind(sqlite);
+    // Statements are counted where every one passes: the engine's get/all/run/exec.
+    const db = t.db as unknown as Record<(typeof CALLS)[number], (sql: string, params?: unknown) => unknown>;
+    const originals = Object.fromEntries(CALLS.map((k) => [k, db[k]])) as typeof db;
     let count = 0;
-    // every statement but the cheap PRAGMA data_version freshness checks of the catalog; total=false
-    // because a repeated count is answered from memory, which would make the first request differ
-    const counted = (sql: string) => !/^\s*PRAGMA/i.test(sql);
-    sqlite.query = (sql: string) => (counted(sql) && count++, original(sql));
-    sqlite.prepare = (sql: string) => (counted(sql) && count++, originalPrepare(sql));
+    // every statement but the cheap freshness checks of the catalog (SQLite: PRAGMA data_version,
+    // PostgreSQL: the schema version in _meta); total=false because a repeated count is answered from
+    // memory, which would make the first request differ
+    const counted = (sql: string) => !/^\s*PRAGMA|'schema_version'/i.test(sql);
+    for (const k of CALLS) db[k] = (sql, params) => (counted(sql) && count++, originals[k].call(t.db, sql, params));
     const measure = async (path: string) => {
       count = 0;
       const res = await t.admin("GET", path);
@@ -255,8 +256,7 @@ describe("expand", () => {
       expect(exp50.n).toBe(exp5.n);
       expect(exp50.n - plain50.n).toBe(3);
     } finally {
-      sqlite.query = original;
-      sqlite.prepare = originalPrepare;
+      Object.assign(db, originals);
     }
   });
 });

@@ -1,14 +1,18 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { ADMIN_SECRET, createTestApp, registerUser, type TestApp } from "../helpers/app.ts";
+import { secondEngine } from "../helpers/engine.ts";
 
 setDefaultTimeout(30_000);
 
 const RULES = { read: "public", create: "public" };
 
-/** A fresh app with a public collection, so wrong credentials are the only thing that can fail. */
-async function freshApp(dir?: string): Promise<TestApp> {
-  const t = createTestApp(dir ? { dir } : {});
-  if (!dir) expect((await t.admin("POST", "/api/v1/admin/collections", { name: "notes", rules: RULES })).status).toBe(201);
+/**
+ * A fresh app with a public collection, so wrong credentials are the only thing that can fail; with
+ * `sharing`, a second app on that one's data (its data directory; on PostgreSQL its database).
+ */
+async function freshApp(sharing?: TestApp): Promise<TestApp> {
+  const t = createTestApp(sharing ? { dir: sharing.dir, context: await secondEngine(sharing) } : {});
+  if (!sharing) expect((await t.admin("POST", "/api/v1/admin/collections", { name: "notes", rules: RULES })).status).toBe(201);
   return t;
 }
 
@@ -97,7 +101,7 @@ describe("a user's credentials are not admin guesses", () => {
 describe("the count lives in the database", () => {
   test("a second process on the same data directory sees the limit reached through the first", async () => {
     const a = await freshApp();
-    const b = await freshApp(a.dir);
+    const b = await freshApp(a);
     try {
       for (let i = 0; i < 10; i++) expect((await a.req("GET", "/api/v1/notes", { token: `guess-${i}` })).status).toBe(401);
       expect((await b.req("GET", "/api/v1/notes", { token: "one-more" })).status).toBe(429);

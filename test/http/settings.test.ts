@@ -55,7 +55,7 @@ describe("runtime settings", () => {
     expect((await t.admin("GET", S)).body.oauth_codehost_client_secret).toBe("********");
     expect(JSON.stringify((await t.admin("GET", S)).body)).not.toContain("s3cret-value");
     await t.admin("PATCH", S, { oauth_codehost_client_secret: "********" });
-    const row = t.sqlite.query<{ value: string }, []>("SELECT value FROM _settings WHERE key = 'oauth_codehost_client_secret'").get();
+    const row = await t.db.get<{ value: string }>("SELECT value FROM _settings WHERE key = ?", ["oauth_codehost_client_secret"]);
     expect(JSON.parse(row!.value)).toBe("s3cret-value");
     // Back to the defaults, so the other tests of this shared app see them in any order.
     expect((await t.admin("PATCH", S, { oauth_codehost_client_id: "", oauth_codehost_client_secret: "" })).status).toBe(200);
