@@ -3,6 +3,7 @@ import { SQL } from "bun";
 import { ADMIN_SECRET } from "../helpers/app.ts";
 import { postgresAvailable, startCluster, warnIfSkipped, type PgCluster } from "../helpers/postgres.ts";
 import { spawnServer, type ServerProcess } from "../helpers/server.ts";
+import { SseClient } from "../helpers/sse.ts";
 import { waitFor } from "../helpers/wait.ts";
 
 // The database goes away for 5 s under a steady load of writes and reads (CONTRACT §11): while it is
@@ -82,6 +83,9 @@ describe.skipIf(!postgresAvailable)("PostgreSQL down for 5 s under load", () => 
     };
     const workers = Array.from({ length: WORKERS }, worker);
 
+    // A realtime stream open through the outage: changes of other nodes may have been lost meanwhile.
+    const stream = await SseClient.open(`${server.url}/api/v1/realtime?subscribe=load`);
+    await stream.clientId();
     await waitFor(() => acknowledged.length >= 20, { timeoutMs: 20_000, what: "writes before the stop" });
     const beforeStop = outcomes.length;
     cluster.stop();
@@ -94,6 +98,11 @@ describe.skipIf(!postgresAvailable)("PostgreSQL down for 5 s under load", () => 
     await waitFor(() => acknowledged.length >= backAt + 20, { timeoutMs: 30_000, what: "writes after the restart" });
     running = false;
     await Promise.all(workers);
+    // Once the node listens again, its streams are told to reload and end; a new one works.
+    const reset = await stream.next((m) => m.event === "reset", 15_000);
+    expect(reset.data).toEqual({ reason: "reconnected" });
+    await waitFor(() => stream.ended, { what: "the stream to end after its reset" });
+    expect(stream.changes().length).toBeGreaterThan(0);
 
     // Never a 500 (or anything but success and 503), and the process never went away.
     expect(transportErrors).toEqual([]);
