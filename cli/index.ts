@@ -5,6 +5,7 @@ import { AppError, ValidationError } from "../src/errors.ts";
 import { VERSION } from "../src/version.ts";
 import { registerAdmin } from "./commands/admin.ts";
 import { registerCollections } from "./commands/collections.ts";
+import { registerDb } from "./commands/db.ts";
 import { registerIndexes } from "./commands/indexes.ts";
 import { registerRelations } from "./commands/relations.ts";
 import { registerServe } from "./commands/serve.ts";
@@ -57,6 +58,7 @@ registerRelations(program);
 registerUsers(program);
 registerSettings(program);
 registerAdmin(program);
+registerDb(program);
 registerTypes(program);
 
 function fail(code: number, message: string, body?: Record<string, unknown>): never {

@@ -1,6 +1,6 @@
 import { InvalidArgumentError, type Command } from "commander";
 import { existsSync, readFileSync } from "node:fs";
-import { loadConfig } from "../src/config.ts";
+import { loadConfig, type Config } from "../src/config.ts";
 import { closeContext, openContext, type AppContext } from "../src/context.ts";
 import { getMeta, PUBLIC_URL_META } from "../src/db/meta.ts";
 import { AppError } from "../src/errors.ts";
@@ -29,7 +29,9 @@ export async function withContext<T>(cmd: Command, fn: (ctx: AppContext) => T | 
   const { data, database } = globalsOf(cmd);
   const config = loadConfig({ data, database });
   if (config.database.engine === "sqlite" && !existsSync(config.dataDir)) throw new AppError(404, "not_found", `no baas data directory at ${config.dataDir}`);
-  const ctx = await openContext(config);
+  const ctx = await openContext(config).catch((err) => {
+    throw unreachable(config, err);
+  });
   // Without PUBLIC_URL of its own, the CLI takes the one of the server started on this data
   // directory, so addresses it shows (OAuth redirect URLs) are the ones the server uses.
   if (!process.env.PUBLIC_URL) {
@@ -42,6 +44,21 @@ export async function withContext<T>(cmd: Command, fn: (ctx: AppContext) => T | 
     await ctx.mailer.flush().catch(() => {});
     await closeContext(ctx);
   }
+}
+
+/**
+ * A PostgreSQL database that cannot be reached, said with where it is (host, port, database: never the
+ * user or password of the URL) and why; any other error as it is.
+ */
+export function unreachable(config: Config, err: unknown): unknown {
+  if (config.database.engine !== "postgres" || !(err instanceof AppError) || err.code !== "unavailable") return err;
+  const url = new URL(config.database.url);
+  const where = `${url.hostname}:${url.port || "5432"}${url.pathname}`;
+  const cause = (err as { cause?: unknown }).cause;
+  let why = cause instanceof Error ? cause.message : "";
+  // A driver message could quote the URL: never print its credentials.
+  for (const secret of [url.password, decodeURIComponent(url.password)]) if (secret) why = why.split(secret).join("***");
+  return new AppError(503, "unavailable", `cannot use the PostgreSQL database at ${where}${why ? `: ${why}` : ""}`);
 }
 
 /**

@@ -1,7 +1,9 @@
-// `npm test`: the whole suite in a random order that can be replayed. The seed is TEST_SEED when set,
+// `npm test`: the whole suite in a random order that can be replayed, then the HTTP and CLI suites again on
+// PostgreSQL (BAAS_TEST_ENGINE=postgres) when its server binaries are present. The seed is TEST_SEED when set,
 // else a random one; it is printed first (and again at the end) so a failing order can be run again.
-// Bun's own output, its " N pass" / " N fail" summary included, and its exit code pass through unchanged.
-export {}; // a module, so top-level await is allowed
+// Bun's own output passes through; the last lines add up both runs (" N pass" / " N fail"), and the exit code
+// is non-zero when either run failed. Arguments (test files or filters) run on SQLite only.
+import { postgresAvailable, postgresSkipReason } from "../test/helpers/postgres.ts";
 
 const given = process.env.TEST_SEED?.trim();
 if (given && !/^\d+$/.test(given)) {
@@ -11,9 +13,47 @@ if (given && !/^\d+$/.test(given)) {
 const seed = given || String(Math.floor(Math.random() * 2 ** 32));
 const replay = `test seed: ${seed} (replay: TEST_SEED=${seed} npm test)`;
 console.log(replay);
-const proc = Bun.spawn([process.execPath, "test", "--timeout", "60000", "--randomize", `--seed=${seed}`, ...process.argv.slice(2)], {
-  stdio: ["inherit", "inherit", "inherit"],
-});
-const code = await proc.exited;
+
+/** Runs `bun test` with these arguments, echoing its output, and returns its exit code and counts. */
+async function run(args: string[], env: Record<string, string> = {}): Promise<{ code: number; pass: number; fail: number }> {
+  const proc = Bun.spawn([process.execPath, "test", "--timeout", "60000", "--randomize", `--seed=${seed}`, ...args], {
+    stdio: ["inherit", "pipe", "pipe"],
+    env: { ...process.env, ...env },
+  });
+  const counts = { pass: 0, fail: 0 };
+  const echo = async (stream: ReadableStream<Uint8Array>, out: NodeJS.WriteStream) => {
+    const decoder = new TextDecoder();
+    let pending = "";
+    const reader = stream.getReader();
+    for (;;) {
+      const { done, value: chunk } = await reader.read();
+      if (done) break;
+      out.write(chunk);
+      pending += decoder.decode(chunk, { stream: true });
+      const lines = pending.split("\n");
+      pending = lines.pop()!;
+      for (const line of lines) {
+        const m = /^\s*(\d+) (pass|fail)$/.exec(line);
+        if (m) counts[m[2] as "pass" | "fail"] = Number(m[1]);
+      }
+    }
+  };
+  await Promise.all([echo(proc.stdout, process.stdout), echo(proc.stderr, process.stderr)]);
+  return { code: await proc.exited, ...counts };
+}
+
+const own = process.argv.slice(2);
+const results = [await run(own)];
+if (own.length === 0) {
+  if (postgresAvailable) {
+    console.log("\nThe HTTP and CLI suites on PostgreSQL (BAAS_TEST_ENGINE=postgres):");
+    results.push(await run(["test/http", "test/cli"], { BAAS_TEST_ENGINE: "postgres" }));
+  } else console.log(`\nThe HTTP and CLI suites were not run on PostgreSQL: ${postgresSkipReason}`);
+}
+if (results.length > 1) {
+  console.log("\nBoth engines:");
+  console.log(` ${results.reduce((n, r) => n + r.pass, 0)} pass`);
+  console.log(` ${results.reduce((n, r) => n + r.fail, 0)} fail`);
+}
 console.log(replay);
-process.exit(code);
+process.exit(results.some((r) => r.code !== 0) ? 1 : 0);

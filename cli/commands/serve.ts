@@ -3,7 +3,7 @@ import { loadConfig, type Config } from "../../src/config.ts";
 import type { AdminSecretState } from "../../src/auth/admin.ts";
 import { formatLine, writeLineNow } from "../../src/log.ts";
 import { startServer } from "../../src/server.ts";
-import { UsageError } from "../run.ts";
+import { UsageError, unreachable } from "../run.ts";
 
 /** Says where the admin secret comes from (never the secret itself). */
 function secretSourceLine(s: AdminSecretState): string {
@@ -51,7 +51,9 @@ Examples:
       let stop = (signal: string) => void (stopRequested ??= signal);
       process.on("SIGINT", () => stop("SIGINT"));
       process.on("SIGTERM", () => stop("SIGTERM"));
-      const running = await startServer(config, { hooks });
+      const running = await startServer(config, { hooks }).catch((err) => {
+        throw unreachable(config, err);
+      });
       const { secret } = running;
       if (secret.generated) {
         // Through the same synchronous path as the lines after it, so it cannot come out after them.

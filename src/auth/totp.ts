@@ -144,7 +144,7 @@ export async function enableTotp(ctx: AppContext, p: Principal, input: unknown):
     await ctx.db.run("DELETE FROM _recovery_codes WHERE user_id = ?", [user.id]);
     for (const c of codes)
       await ctx.db.run("INSERT INTO _recovery_codes (user_id, code_hash) VALUES (?, ?) ON CONFLICT DO NOTHING", [user.id, await hashRecoveryCode(ctx, c)]);
-    await ctx.db.run("UPDATE _users SET totp_enabled = 1, updated_at = ? WHERE id = ?", [ctx.clock.now(), user.id]);
+    await ctx.db.run("UPDATE _users SET totp_enabled = TRUE, updated_at = ? WHERE id = ?", [ctx.clock.now(), user.id]);
   });
   return { enabled: true, recovery_codes: codes };
 }
@@ -168,7 +168,7 @@ export async function disableTotp(ctx: AppContext, p: Principal, input: unknown)
 export async function removeTotp(ctx: AppContext, userId: string): Promise<void> {
   const now = ctx.clock.now();
   await ctx.db.transaction(async () => {
-    await ctx.db.run("UPDATE _users SET totp_enabled = 0, totp_secret = NULL, totp_last_step = NULL, updated_at = ? WHERE id = ?", [now, userId]);
+    await ctx.db.run("UPDATE _users SET totp_enabled = FALSE, totp_secret = NULL, totp_last_step = NULL, updated_at = ? WHERE id = ?", [now, userId]);
     await ctx.db.run("DELETE FROM _recovery_codes WHERE user_id = ?", [userId]);
     await ctx.db.run("UPDATE _tokens SET used_at = ? WHERE user_id = ? AND kind = 'totp_login' AND used_at IS NULL", [now, userId]);
   });
@@ -192,8 +192,8 @@ export async function finishLogin(ctx: AppContext, user: UserRow, client: Client
 }
 
 /** `POST /auth/2fa/verify {totp_token, code}`: the session for a valid token and code; 401 otherwise. */
-export async function verifyTotpLogin(ctx: AppContext, input: unknown, client: ClientInfo): Promise<SessionResponse> {
-  const { totp_token, code } = asObject(input);
+export async function verifyTotpLogin(ctx: AppContext, input: Record<string, unknown>, client: ClientInfo): Promise<SessionResponse> {
+  const { totp_token, code } = input;
   if (typeof totp_token !== "string" || !totp_token || totp_token.length > 256) throw badTotpToken();
   const hash = sha256(totp_token);
   const now = ctx.clock.now();
@@ -206,7 +206,7 @@ export async function verifyTotpLogin(ctx: AppContext, input: unknown, client: C
       await takeLoginAttempt(ctx, user.email);
       if (!await useCode(ctx, user, code, { allowRecovery: true })) {
         const attempts = row.attempts + 1;
-        await ctx.db.run("UPDATE _tokens SET attempts = ?, used_at = CASE WHEN ? >= ? THEN ? ELSE used_at END WHERE hash = ?", [attempts, attempts, TOTP_MAX_ATTEMPTS, now, hash]);
+        await ctx.db.run("UPDATE _tokens SET attempts = ?, used_at = CASE WHEN CAST(? AS BIGINT) >= CAST(? AS BIGINT) THEN CAST(? AS BIGINT) ELSE used_at END WHERE hash = ?", [attempts, attempts, TOTP_MAX_ATTEMPTS, now, hash]);
         return "code";
       }
       await ctx.db.run("UPDATE _tokens SET used_at = ? WHERE hash = ?", [now, hash]);

@@ -47,7 +47,7 @@ export async function sendVerificationEmail(ctx: AppContext, user: UserRow): Pro
 export async function verifyEmail(ctx: AppContext, token: unknown): Promise<{ ok: true; user: UserJson }> {
   const userId = await consumeMailToken(ctx, token, "verify_email");
   if (!userId) throw new AppError(400, "invalid_token", "invalid or expired verification token");
-  await ctx.db.run("UPDATE _users SET is_verified = 1, updated_at = ? WHERE id = ?", [ctx.clock.now(), userId]);
+  await ctx.db.run("UPDATE _users SET is_verified = TRUE, updated_at = ? WHERE id = ?", [ctx.clock.now(), userId]);
   const user = await findUserById(ctx, userId);
   if (!user) throw new AppError(400, "invalid_token", "invalid or expired verification token");
   return { ok: true, user: userToJson(user) };
@@ -73,7 +73,7 @@ export async function resendVerification(ctx: AppContext, p: Principal): Promise
  */
 export async function claimUnverifiedAccount(ctx: AppContext, userId: string): Promise<void> {
   await ctx.db.transaction(async () => {
-    const claimed = await ctx.db.run("UPDATE _users SET is_verified = 1, password_hash = NULL, updated_at = ? WHERE id = ? AND is_verified = 0", [ctx.clock.now(), userId]);
+    const claimed = await ctx.db.run("UPDATE _users SET is_verified = TRUE, password_hash = NULL, updated_at = ? WHERE id = ? AND is_verified = FALSE", [ctx.clock.now(), userId]);
     if (claimed.changes === 0) return;
     await removeTotp(ctx, userId);
     await revokeUserSessions(ctx, userId);

@@ -77,7 +77,9 @@ export async function deleteCollection(ctx: AppContext, name: string): Promise<{
   const col = await requireCollection(ctx, name);
   await inTransaction(ctx, async () => {
     await dropRelationsOf(ctx, col.name);
-    await dropFtsObjects(ctx.db, col.name);
+    // On PostgreSQL a full-text index exists only while enabled (and goes with the table); SQLite drops
+    // whatever an interrupted change may have left.
+    if (ctx.db.dialect === "sqlite" || col.fts.enabled) await dropFtsObjects(ctx.db, col.name);
     await dropCollectionTable(ctx.db, col.name);
     await ctx.db.run("DELETE FROM _collections WHERE name = ?", [col.name]);
     await touchCatalog(ctx);

@@ -13,10 +13,14 @@ export function sqlState(err: unknown): string {
   return (err as PgErrorLike | null)?.errno ?? "";
 }
 
-/** A serialization failure or deadlock: the whole transaction may be run again. */
+/**
+ * A serialization failure or deadlock, or a schema change that lost a race (two writers adding the same
+ * column, table or index: the second waits for the first's lock, then finds it there): the whole
+ * transaction may be run again, and then sees the winner's change. SQLite's single writer never races so.
+ */
 export function isRetryable(err: unknown): boolean {
   const state = sqlState(err);
-  return state === "40001" || state === "40P01";
+  return state === "40001" || state === "40P01" || state === "42701" || state === "42P07" || state === "42710";
 }
 
 /**
@@ -73,6 +77,11 @@ export function mapPostgresError(err: unknown): unknown {
   }
   if (state === "22021") {
     return new AppError(400, "bad_request", "a text value holds a NUL character (\\u0000), which cannot be stored", {}, {}, { cause: err });
+  }
+  if (state === "54000") {
+    // A limit of the stored form that SQLite does not have: a text too large for a full-text vector
+    // (1 MB) or for a btree index entry (about 2.7 kB).
+    return new AppError(400, "bad_request", "a value is too large for the database to store or index", {}, {}, { cause: err });
   }
   if (state.startsWith("22")) {
     return new AppError(400, "bad_request", "a value does not fit the type of its column", {}, {}, { cause: err });

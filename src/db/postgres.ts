@@ -103,6 +103,11 @@ function toDriverParams(params: readonly SqlValue[]): unknown[] {
   });
 }
 
+/** Keeps the failed statement's text (never its values) on an error the engine does not map, for the log. */
+function noteStatement(err: unknown, sql: string): void {
+  if (err instanceof Error && !("statement" in err)) Object.defineProperty(err, "statement", { value: sql.slice(0, 1000), enumerable: false });
+}
+
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Rewritten statements by their text: the same few hundred statements run again and again. */
@@ -161,6 +166,7 @@ export class PostgresEngine implements Engine {
       try {
         return (await (tx?.conn ?? this.sql).unsafe(text, toDriverParams(params))) as PgResult;
       } catch (err) {
+        noteStatement(err, sql);
         if (tx) throw this.failIn(tx, err);
         // A statement of its own is a whole transaction: a deadlock victim may run again.
         if (isRetryable(err) && attempt < this.maxRetries) {
@@ -191,6 +197,7 @@ export class PostgresEngine implements Engine {
     try {
       await (tx?.conn ?? this.sql).unsafe(sql).simple();
     } catch (err) {
+      noteStatement(err, sql);
       throw tx ? this.failIn(tx, err) : mapPostgresError(err);
     }
   }

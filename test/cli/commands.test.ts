@@ -4,10 +4,11 @@ import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import pkg from "../../package.json" with { type: "json" };
 import { ADMIN } from "../../src/auth/principal.ts";
-import { loadConfig } from "../../src/config.ts";
-import { closeContext, createContext } from "../../src/context.ts";
+import { closeContext } from "../../src/context.ts";
 import { createRecord } from "../../src/records/create.ts";
-import { buildBinary, runCli, tempDataDir, type CliResult } from "../helpers/cli.ts";
+import { schemaNameTaken } from "../../src/collections/ddl.ts";
+import { buildBinary, databaseEnv, openDataDir, runCli, tempDataDir, withDataDir, type CliResult } from "../helpers/cli.ts";
+import { onPostgres } from "../helpers/engine.ts";
 import { waitFor } from "../helpers/wait.ts";
 
 setDefaultTimeout(60_000);
@@ -83,7 +84,8 @@ describe("program", () => {
     try {
       const r = await runCli(bin, ["collections", "create", "viaenv", "--json"], { env: { DATA_DIR: other } });
       expect(r.code).toBe(0);
-      expect(existsSync(join(other, "baas.db"))).toBe(true);
+      // The SQLite file is made in the directory; on PostgreSQL the data lives in the database instead.
+      if (!onPostgres) expect(existsSync(join(other, "baas.db"))).toBe(true);
       const list = await runCli(bin, ["--data", other, "collections", "list", "--json"]);
       expect(list.json().items.map((c: { name: string }) => c.name)).toEqual(["viaenv"]);
     } finally {
@@ -233,9 +235,7 @@ describe("collections", () => {
     expect(r.code).toBe(0);
     expect(r.json()).toEqual({ ok: true });
     expect((await cli(["collections", "show", "notes"])).code).toBe(1);
-    const db = new Database(join(dir, "baas.db"), { readonly: true });
-    expect(db.query("SELECT name FROM sqlite_master WHERE name = 'notes'").get()).toBeNull();
-    db.close();
+    expect(await withDataDir(dir, (ctx) => schemaNameTaken(ctx.db, "notes"))).toBe(false);
   });
 
   test("delete of an unknown collection exits 1", async () => {
@@ -323,7 +323,8 @@ describe("admin and backup", () => {
     expect(j.json().secret).not.toBe(r.stdout.trim());
   });
 
-  test("backup writes a consistent SQLite copy and --json prints { ok, file, bytes }", async () => {
+  // A backup is a copy of the SQLite file; on PostgreSQL it is refused (test/cli/backup-postgres.test.ts).
+  test.skipIf(onPostgres)("backup writes a consistent SQLite copy and --json prints { ok, file, bytes }", async () => {
     await must(["collections", "create", "posts"]);
     const file = join(dir, "copy.db");
     const r = await cli(["backup", file, "--json"]);
@@ -337,7 +338,8 @@ describe("admin and backup", () => {
     copy.close();
   });
 
-  test("backup refuses to overwrite an existing file unless --force", async () => {
+  // A backup is a copy of the SQLite file; on PostgreSQL it is refused (test/cli/backup-postgres.test.ts).
+  test.skipIf(onPostgres)("backup refuses to overwrite an existing file unless --force", async () => {
     await must(["backup", join(dir, "copy.db")]);
     const file = join(dir, "copy.db");
     const r = await cli(["backup", file]);
@@ -348,7 +350,8 @@ describe("admin and backup", () => {
     expect(forced.stdout).toContain("backup written");
   });
 
-  test("backup into a missing directory exits 1", async () => {
+  // A backup is a copy of the SQLite file; on PostgreSQL it is refused (test/cli/backup-postgres.test.ts).
+  test.skipIf(onPostgres)("backup into a missing directory exits 1", async () => {
     const r = await cli(["backup", join(dir, "no/such/dir/copy.db")]);
     expect(r.code).toBe(1);
     expect(r.stderr).toContain("does not exist");
@@ -371,11 +374,9 @@ describe("users", () => {
     expect(u).toMatchObject({ email: "ada@example.com", is_verified: true, roles: ["editor", "admin"], metadata: {} });
     expect(Object.keys(u).sort()).toEqual(["created_at", "email", "id", "is_verified", "metadata", "roles"]);
     adaId = u.id;
-    const db = new Database(join(dir, "baas.db"), { readonly: true });
-    const row = db.query<{ password_hash: string }, [string]>("SELECT password_hash FROM _users WHERE id = ?").get(adaId)!;
+    const row = (await withDataDir(dir, (ctx) => ctx.db.get<{ password_hash: string }>("SELECT password_hash FROM _users WHERE id = ?", [adaId])))!;
     expect(row.password_hash.startsWith("$argon2id$")).toBe(true);
     expect(await Bun.password.verify("correct horse battery", row.password_hash)).toBe(true);
-    db.close();
   });
 
   test("create without a password and without a terminal makes a user with no password", async () => {
@@ -446,15 +447,13 @@ describe("users", () => {
 
   test("unlock clears a lockout and prints the user", async () => {
     await createAda();
-    const db = new Database(join(dir, "baas.db"));
-    db.query("INSERT INTO _login_attempts (email, attempts, last_at, locked_until) VALUES ('ada@example.com', 10, ?, ?)").run(Date.now(), Date.now() + 60_000);
-    db.close();
+    await withDataDir(dir, (ctx) =>
+      ctx.db.run("INSERT INTO _login_attempts (email, attempts, last_at, locked_until) VALUES ('ada@example.com', 10, ?, ?)", [Date.now(), Date.now() + 60_000]),
+    );
     const r = await cli(["users", "unlock", "ada@example.com", "--json"]);
     expect(r.code).toBe(0);
     expect(r.json().email).toBe("ada@example.com");
-    const check = new Database(join(dir, "baas.db"), { readonly: true });
-    expect(check.query("SELECT 1 FROM _login_attempts WHERE email = 'ada@example.com'").get()).toBeNull();
-    check.close();
+    expect(await withDataDir(dir, (ctx) => ctx.db.get("SELECT 1 AS one FROM _login_attempts WHERE email = 'ada@example.com'"))).toBeNull();
   });
 
   test("delete refuses without --yes, and with --yes prints { ok, id }", async () => {
@@ -541,7 +540,7 @@ describe("indexes and fts", () => {
   };
   beforeEach(async () => {
     await cli(["collections", "create", "articles"]);
-    const ctx = createContext(loadConfig({ data: dir }, {}));
+    const ctx = await openDataDir(dir);
     try {
       await createRecord(ctx, "articles", { slug: "a", title: "Hello world", views: 1 }, ADMIN);
       await createRecord(ctx, "articles", { slug: "b", title: "Goodbye moon", views: 1 }, ADMIN);
@@ -590,7 +589,8 @@ describe("indexes and fts", () => {
     expect((await cli(["indexes", "list", "articles", "--json"])).json().items).toHaveLength(1);
   });
 
-  test("fts status, enable and disable print the admin API's bodies", async () => {
+  // Full-text search on PostgreSQL (a generated tsvector) is not in this version yet.
+  test.skipIf(onPostgres)("fts status, enable and disable print the admin API's bodies", async () => {
     expect((await cli(["fts", "status", "articles", "--json"])).json()).toEqual({ enabled: false, fields: [], indexed_records: 0, state: "disabled" });
     const on = await cli(["fts", "enable", "articles", "--json"]);
     expect(on.code).toBe(0);
@@ -628,7 +628,7 @@ describe.skipIf(!scriptBin)("prompts on a terminal", () => {
       stdin: "pipe",
       stdout: "pipe",
       stderr: "pipe",
-      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? "/tmp", TERM: "xterm" },
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? "/tmp", TERM: "xterm", ...(await databaseEnv(["--data", dir], dir)) },
     });
     let out = "";
     const reading = (async () => {
@@ -679,9 +679,7 @@ describe.skipIf(!scriptBin)("prompts on a terminal", () => {
     expect(r.code).toBe(0);
     expect(r.out).toContain("Password for tty@example.com");
     expect(r.out).not.toContain("tty-password-9");
-    const db = new Database(join(dir, "baas.db"), { readonly: true });
-    const row = db.query<{ password_hash: string }, []>("SELECT password_hash FROM _users WHERE email = 'tty@example.com'").get()!;
+    const row = (await withDataDir(dir, (ctx) => ctx.db.get<{ password_hash: string }>("SELECT password_hash FROM _users WHERE email = 'tty@example.com'")))!;
     expect(await Bun.password.verify("tty-password-9", row.password_hash)).toBe(true);
-    db.close();
   });
 });

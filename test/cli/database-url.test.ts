@@ -1,10 +1,12 @@
-import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { existsSync, readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { buildBinary, runCli, tempDataDir } from "../helpers/cli.ts";
+import { createTestDatabase, postgresAvailable } from "../helpers/postgres.ts";
 
-// A PostgreSQL DATABASE_URL is refused, never quietly replaced by the data directory's SQLite file:
-// nodes meant to share one database would each write their own.
+// `--database` / DATABASE_URL on every command: a PostgreSQL database is used, or, when it cannot be
+// reached, the command stops; it never quietly falls back to the data directory's SQLite file (nodes
+// meant to share one database would each write their own).
 
 setDefaultTimeout(60_000);
 
@@ -15,21 +17,46 @@ beforeAll(async () => {
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-const PG = { DATABASE_URL: "postgres://baas:secret-pw@127.0.0.1:1/baas", ADMIN_SECRET: "a-long-enough-admin-secret" };
+const DOWN = { DATABASE_URL: "postgres://baas:secret-pw@127.0.0.1:1/baas", ADMIN_SECRET: "a-long-enough-admin-secret" };
 
 for (const args of [["serve", "--port", "0"], ["collections", "list"], ["users", "list"]]) {
-  test(`${args.join(" ")} with a PostgreSQL DATABASE_URL exits 1 and writes no SQLite file`, async () => {
-    const r = await runCli(bin, [...args, "--data", dir], { env: PG });
+  test(`${args.join(" ")} with an unreachable PostgreSQL DATABASE_URL exits 1 naming it, without its password, and writes no SQLite file`, async () => {
+    const r = await runCli(bin, [...args, "--data", dir], { env: DOWN });
     expect(r.code).toBe(1);
-    expect(r.stderr).toContain("DATABASE_URL (PostgreSQL) is not served by this version yet");
+    expect(r.stderr).toContain("cannot use the PostgreSQL database at 127.0.0.1:1/baas");
     expect(r.stderr).not.toContain("secret-pw");
     expect(existsSync(join(dir, "baas.db"))).toBe(false);
     expect(readdirSync(dir)).toEqual([]);
   });
 }
 
+test("--database wins over DATABASE_URL and is refused the same way when unreachable", async () => {
+  const r = await runCli(bin, ["collections", "list", "--json", "--data", dir, "--database", "postgres://u:other-pw@127.0.0.1:1/elsewhere"], { env: { DATABASE_URL: "" } });
+  expect(r.code).toBe(1);
+  expect(JSON.parse(r.stderr)).toEqual({ error: expect.stringContaining("cannot use the PostgreSQL database at 127.0.0.1:1/elsewhere"), code: "unavailable" });
+  expect(r.stderr).not.toContain("other-pw");
+  expect(readdirSync(dir)).toEqual([]);
+});
+
 test("a malformed DATABASE_URL is a usage error that does not repeat the URL", async () => {
   const r = await runCli(bin, ["collections", "list", "--data", dir], { env: { DATABASE_URL: "mysql://u:pw-123@h/db" } });
   expect(r.code).toBe(2);
   expect(r.stderr).not.toContain("pw-123");
+});
+
+describe.skipIf(!postgresAvailable)("a reachable database", () => {
+  test("commands given DATABASE_URL or --database store in it, not in the data directory", async () => {
+    const url = await createTestDatabase();
+    const dir = tempDataDir();
+    const made = await runCli(bin, ["collections", "create", "posts", "--data", dir], { env: { DATABASE_URL: url } });
+    expect(made.code).toBe(0);
+    const listed = await runCli(bin, ["collections", "list", "--json", "--data", dir, "--database", url], { env: { DATABASE_URL: "" } });
+    expect(listed.code).toBe(0);
+    expect(listed.json().items.map((c: { name: string }) => c.name)).toEqual(["posts"]);
+    // The data directory's SQLite file never saw it.
+    expect(readdirSync(dir)).toEqual([]);
+    const sqlite = await runCli(bin, ["collections", "list", "--json", "--data", dir], { env: { DATABASE_URL: "" } });
+    expect(sqlite.json().items).toEqual([]);
+    rmSync(dir, { recursive: true, force: true });
+  });
 });

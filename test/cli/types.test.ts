@@ -3,6 +3,7 @@ import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { createTestApp } from "../helpers/app.ts";
 import { buildBinary, runCli, tempDataDir } from "../helpers/cli.ts";
+import { onPostgres } from "../helpers/engine.ts";
 
 setDefaultTimeout(120_000);
 
@@ -131,9 +132,12 @@ export async function use(): Promise<void> {
 
   test("a missing data directory exits 1 and an unknown option exits 2", async () => {
     const missing = join(work, "no-such-dir");
-    const r = await runCli(bin, ["types", "--data", missing]);
-    expect(r.code).toBe(1);
-    expect(r.stderr).toBe(`error: no baas data directory at ${missing}\n`);
+    // On PostgreSQL the data lives in the database: a data directory is not needed there.
+    if (!onPostgres) {
+      const r = await runCli(bin, ["types", "--data", missing]);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toBe(`error: no baas data directory at ${missing}\n`);
+    }
     const u = await runCli(bin, ["types", "--colection", "posts", "--data", dir]);
     expect(u.code).toBe(2);
   });

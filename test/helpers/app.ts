@@ -11,7 +11,7 @@ import { createApp } from "../../src/http/app.ts";
 import { memoryLogger } from "../../src/log.ts";
 import { rawDatabase } from "../../src/db/sqlite.ts";
 import type { Database } from "bun:sqlite";
-import { lazyPostgres, onPostgres } from "./engine.ts";
+import { databaseUrlForDir, lazyPostgres, onPostgres } from "./engine.ts";
 
 export const ADMIN_SECRET = "test-admin-secret-0123456789";
 
@@ -52,7 +52,15 @@ export function createTestApp(
   const config = loadConfig({ data: dir, port: 0 }, { ADMIN_SECRET, ...opts.env });
   const clock = new ManualClock(Date.now());
   const log = memoryLogger();
-  const pg = onPostgres ? lazyPostgres() : null;
+  // BAAS_TEST_SHOW_ERRORS=1 prints every error the app logs (e.g. the cause of a 500) as it happens.
+  if (process.env.BAAS_TEST_SHOW_ERRORS) {
+    const keep = log.error;
+    log.error = (msg, fields) => {
+      console.error(`app error: ${msg}`, fields?.error ?? fields ?? "");
+      keep(msg, fields);
+    };
+  }
+  const pg = onPostgres ? lazyPostgres(databaseUrlForDir(dir)) : null;
   const ctx = createContext(config, { clock, log, ...(pg ? { engine: pg.engine } : {}), ...opts.context });
   // Keys and the admin secret are stored before the first request is handled.
   const ready = (async () => {

@@ -1,6 +1,9 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { loadConfig } from "../../src/config.ts";
+import { closeContext, openContext, type AppContext } from "../../src/context.ts";
+import { databaseUrlForDir, onPostgres } from "./engine.ts";
 
 const ROOT = resolve(import.meta.dir, "../..");
 let built: Promise<string> | null = null;
@@ -32,15 +35,28 @@ export interface CliResult {
   json(): any;
 }
 
+/**
+ * On PostgreSQL (BAAS_TEST_ENGINE=postgres), the DATABASE_URL of the data directory a run names (`--data`,
+ * else DATA_DIR, else ./baas_data), so `serve` and the commands of one data directory share one database;
+ * nothing when the run names a database itself.
+ */
+export async function databaseEnv(args: readonly string[], cwd: string, env: Record<string, string> = {}): Promise<Record<string, string>> {
+  if (!onPostgres || "DATABASE_URL" in env || args.includes("--database")) return {};
+  const at = args.lastIndexOf("--data");
+  const dir = at >= 0 && at + 1 < args.length ? args[at + 1] : (env.DATA_DIR ?? "baas_data");
+  return { DATABASE_URL: await databaseUrlForDir(resolve(cwd, dir)) };
+}
+
 /** Runs the compiled binary with `args` (no terminal: stdin is a pipe or closed). */
 export async function runCli(
   bin: string,
   args: string[],
   opts: { stdin?: string; env?: Record<string, string>; cwd?: string } = {},
 ): Promise<CliResult> {
-  const env: Record<string, string> = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? "/tmp", ...opts.env };
+  const cwd = opts.cwd ?? tmpdir();
+  const env: Record<string, string> = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? "/tmp", ...(await databaseEnv(args, cwd, opts.env)), ...opts.env };
   const proc = Bun.spawn([bin, ...args], {
-    cwd: opts.cwd ?? tmpdir(),
+    cwd,
     env,
     stdin: opts.stdin === undefined ? "ignore" : new TextEncoder().encode(opts.stdin),
     stdout: "pipe",
@@ -64,4 +80,23 @@ export async function runCli(
 /** A fresh temporary data directory. */
 export function tempDataDir(): string {
   return mkdtempSync(join(tmpdir(), "baas-cli-"));
+}
+
+/**
+ * A context on the database of a data directory (its SQLite file; on PostgreSQL the directory's database),
+ * for tests that set up or check stored rows directly. Close it with closeContext.
+ */
+export async function openDataDir(dir: string): Promise<AppContext> {
+  const database = onPostgres ? await databaseUrlForDir(dir) : undefined;
+  return openContext(loadConfig({ data: dir, database }, {}));
+}
+
+/** Runs `fn` on a context of the data directory's database, closed after. */
+export async function withDataDir<T>(dir: string, fn: (ctx: AppContext) => Promise<T>): Promise<T> {
+  const ctx = await openDataDir(dir);
+  try {
+    return await fn(ctx);
+  } finally {
+    await closeContext(ctx);
+  }
 }

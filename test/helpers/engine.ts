@@ -1,3 +1,4 @@
+import { resolve } from "node:path";
 import type { Engine, SqlValue } from "../../src/db/engine.ts";
 import { openPostgres } from "../../src/db/postgres.ts";
 import { createTestDatabase, postgresAvailable } from "./postgres.ts";
@@ -16,12 +17,24 @@ export function freshDatabaseUrl(): Promise<string> {
   return createTestDatabase({ migrated: true });
 }
 
+const byDataDir = new Map<string, Promise<string>>();
+
 /**
- * An engine usable at once whose PostgreSQL database is made in the background: every call waits for it.
+ * The database of a data directory: on PostgreSQL a test app, `serve` and every CLI run of one data
+ * directory share one fresh database, made on first use, as they share its SQLite file otherwise.
+ */
+export function databaseUrlForDir(dir: string): Promise<string> {
+  const key = resolve(dir);
+  let url = byDataDir.get(key);
+  if (!url) byDataDir.set(key, (url = freshDatabaseUrl()));
+  return url;
+}
+
+/**
+ * An engine usable at once whose PostgreSQL database (`url`) is made in the background: every call waits for it.
  * Test apps are built synchronously (createTestApp), and their `ready` promise waits for `opened`.
  */
-export function lazyPostgres(): { engine: Engine; opened: Promise<Engine>; url: Promise<string> } {
-  const url = freshDatabaseUrl();
+export function lazyPostgres(url: Promise<string> = freshDatabaseUrl()): { engine: Engine; opened: Promise<Engine>; url: Promise<string> } {
   let real: Engine | null = null;
   const opened = url.then((u) => (real = openPostgres({ url: u, poolSize: 4 })));
   const engine: Engine = {
@@ -36,4 +49,13 @@ export function lazyPostgres(): { engine: Engine; opened: Promise<Engine>; url: 
     close: async () => (await opened.catch(() => null))?.close(),
   };
   return { engine, opened, url };
+}
+
+/**
+ * Options for `createContext` that open a second connection to a test app's database, as another
+ * process (the CLI) or another node would: on SQLite the data directory's file (no engine given), on
+ * PostgreSQL a pool of its own on the app's database. `closeContext` closes it.
+ */
+export async function secondEngine(t: { databaseUrl: Promise<string> | null }): Promise<{ engine?: Engine }> {
+  return t.databaseUrl ? { engine: openPostgres({ url: await t.databaseUrl, poolSize: 2 }) } : {};
 }

@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { ADMIN_SECRET } from "./app.ts";
+import { databaseEnv } from "./cli.ts";
 
 const ROOT = resolve(import.meta.dir, "../..");
 
@@ -30,9 +31,10 @@ export async function spawnServer(
 ): Promise<ServerProcess> {
   const dir = opts.dir ?? mkdtempSync(join(tmpdir(), "baas-srv-"));
   const cmd = opts.cmd ?? [process.execPath, join(ROOT, "cli/index.ts")];
-  const proc = Bun.spawn([...cmd, "serve", "--port", "0", "--host", "127.0.0.1", "--data", dir, ...(opts.args ?? [])], {
+  const args = ["serve", "--port", "0", "--host", "127.0.0.1", "--data", dir, ...(opts.args ?? [])];
+  const proc = Bun.spawn([...cmd, ...args], {
     cwd: dir,
-    env: { ...process.env, ADMIN_SECRET, ...opts.env },
+    env: { ...process.env, ADMIN_SECRET, ...(await databaseEnv(args, dir, opts.env)), ...opts.env },
     stdin: "ignore",
     stdout: "pipe",
     stderr: "pipe",

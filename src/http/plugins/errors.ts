@@ -47,5 +47,8 @@ export function toErrorResponse(error: unknown, code: string | number, log: Logg
 }
 
 function describe(error: unknown): unknown {
-  return error instanceof Error ? { message: error.message, stack: error.stack } : String(error);
+  if (!(error instanceof Error)) return String(error);
+  // The statement a database error came from (its text only: values are never logged).
+  const statement = (error as { statement?: unknown }).statement;
+  return { message: error.message, stack: error.stack, ...(typeof statement === "string" ? { statement } : {}) };
 }

@@ -1,0 +1,217 @@
+import { collectionFromRow, reloadCatalog } from "../collections/catalog.ts";
+import { addColumn, createCollectionTable, createIndex, createJunctionTable, q } from "../collections/ddl.ts";
+import type { Collection } from "../collections/types.ts";
+import type { AppContext } from "../context.ts";
+import { AppError } from "../errors.ts";
+import { junctionTable } from "../relations/catalog.ts";
+import { enableFts } from "../search/fts.ts";
+import { postgresMigrations } from "../../migrations/postgres/index.ts";
+import type { Engine, SqlValue } from "./engine.ts";
+
+// `baas db copy --to postgres://…` (CONTRACT §11): the whole SQLite database of a data directory into an
+// empty PostgreSQL database, in one transaction on each side (a consistent snapshot read, one commit).
+// System tables are copied column by column (the columns both sides have, so a generated or identity
+// column of PostgreSQL is left to PostgreSQL); collections, their indexes, many_via junction tables and
+// full-text indexes are made by the same DDL functions and services the server uses, then filled.
+
+/** Row counts of one table on both sides after the copy. */
+export interface CopiedTable {
+  table: string;
+  source: number;
+  target: number;
+}
+
+export interface CopyResult {
+  ok: true;
+  tables: CopiedTable[];
+}
+
+/** Progress: rows of `table` written so far, of `total`. */
+export type CopyProgress = (p: { table: string; done: number; total: number }) => void;
+
+/** Bound parameters per INSERT (PostgreSQL allows 65,535). */
+const MAX_PARAMS = 30_000;
+/** Rows per INSERT and per read of the source. */
+const MAX_ROWS = 1_000;
+
+/** The tables the migrations make (and `_migrations` itself): all an empty target may hold. */
+const SYSTEM_TABLES = new Set([
+  "_migrations",
+  ...postgresMigrations.flatMap((m) => [...m.sql.matchAll(/CREATE TABLE (?:IF NOT EXISTS )?"(\w+)"/g)].map((x) => x[1])),
+]);
+
+/** Tables of the target's schema. */
+async function targetTables(db: Engine): Promise<string[]> {
+  const rows = await db.all<{ name: string }>(
+    "SELECT table_name AS name FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' ORDER BY table_name",
+  );
+  return rows.map((r) => r.name);
+}
+
+/** The columns of a target table a copy may write (not generated, not identity). */
+async function writableColumns(db: Engine, table: string): Promise<Set<string>> {
+  const rows = await db.all<{ name: string }>(
+    "SELECT column_name AS name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ? AND is_generated = 'NEVER' AND is_identity = 'NO'",
+    [table],
+  );
+  return new Set(rows.map((r) => r.name));
+}
+
+/**
+ * Refuses a target that holds anything: a table the migrations do not make, or a row in one they
+ * make (their own bookkeeping aside). Checked before the target is migrated and again in the copy's
+ * transaction.
+ */
+export async function assertTargetEmpty(db: Engine): Promise<void> {
+  for (const table of await targetTables(db)) {
+    if (!SYSTEM_TABLES.has(table)) throw targetNotEmpty(`it has a table "${table}"`);
+    if (table !== "_migrations" && (await db.get(`SELECT 1 AS one FROM ${q(table)} LIMIT 1`))) throw targetNotEmpty(`table "${table}" has rows`);
+  }
+}
+
+const targetNotEmpty = (why: string) =>
+  new AppError(409, "conflict", `the target database is not empty (${why}); db copy only fills an empty database: create a new one (CREATE DATABASE) and copy into that`);
+
+/** System tables in an order where every table comes after the tables its foreign keys name. */
+async function systemTablesInOrder(db: Engine): Promise<string[]> {
+  const tables = (await targetTables(db)).filter((t) => t.startsWith("_") && t !== "_migrations");
+  const refs = await db.all<{ child: string; parent: string }>(
+    `SELECT c.relname AS child, p.relname AS parent FROM pg_catalog.pg_constraint k
+       JOIN pg_catalog.pg_class c ON c.oid = k.conrelid JOIN pg_catalog.pg_class p ON p.oid = k.confrelid
+      WHERE k.contype = 'f' AND c.relnamespace = CAST(current_schema() AS regnamespace)`,
+  );
+  const ordered: string[] = [];
+  const placed = new Set<string>();
+  const visit = (t: string, path: Set<string>) => {
+    if (placed.has(t) || path.has(t)) return;
+    path.add(t);
+    for (const r of refs) if (r.child === t && r.parent !== t) visit(r.parent, path);
+    placed.add(t);
+    ordered.push(t);
+  };
+  for (const t of tables) visit(t, new Set());
+  return ordered;
+}
+
+interface SourceTable {
+  columns: string[];
+  /** Primary-key columns of a WITHOUT ROWID table (read in key order); null: read in rowid order. */
+  key: string[] | null;
+}
+
+async function sourceTable(db: Engine, table: string): Promise<SourceTable | null> {
+  const master = await db.get<{ sql: string }>("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", [table]);
+  if (!master) return null;
+  const info = await db.all<{ name: string; pk: number }>(`SELECT name, pk FROM pragma_table_info(?)`, [table]);
+  const key = /WITHOUT\s+ROWID/i.test(master.sql)
+    ? info.filter((c) => c.pk > 0).sort((a, b) => a.pk - b.pk).map((c) => c.name)
+    : null;
+  return { columns: info.map((c) => c.name), key };
+}
+
+async function count(db: Engine, table: string): Promise<number> {
+  return Number((await db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM ${q(table)}`))!.n);
+}
+
+/**
+ * Copies the rows of `table` (the columns both sides have), reading the source in key order in
+ * chunks and writing each chunk with one multi-row INSERT. `rewrite` may change a row before it is written.
+ */
+async function copyRows(
+  source: Engine,
+  target: Engine,
+  table: string,
+  onProgress: CopyProgress | undefined,
+  rewrite?: (r: Record<string, SqlValue>) => void,
+): Promise<CopiedTable> {
+  const src = await sourceTable(source, table);
+  if (!src) throw new Error(`the source has no table "${table}"`);
+  const writable = await writableColumns(target, table);
+  const cols = src.columns.filter((c) => writable.has(c));
+  const total = await count(source, table);
+  const perInsert = Math.max(1, Math.min(MAX_ROWS, Math.floor(MAX_PARAMS / Math.max(1, cols.length))));
+  const list = cols.map(q).join(", ");
+  const tuple = `(${cols.map(() => "?").join(", ")})`;
+  let done = 0;
+  onProgress?.({ table, done, total });
+  // Keyset reads: by rowid, or by the primary key of a WITHOUT ROWID table (as a row value).
+  const order = src.key ? src.key.map(q).join(", ") : "rowid";
+  const after = src.key ? `(${order}) > (${src.key.map(() => "?").join(", ")})` : "rowid > ?";
+  let last: SqlValue[] | null = null;
+  for (;;) {
+    const select: string = `SELECT ${src.key ? "" : "rowid AS __copy_rowid, "}${list} FROM ${q(table)}${last ? ` WHERE ${after}` : ""} ORDER BY ${order} LIMIT ?`;
+    const rows: Record<string, SqlValue>[] = await source.all<Record<string, SqlValue>>(select, [...(last ?? []), perInsert]);
+    if (!rows.length) break;
+    const params: SqlValue[] = [];
+    for (const r of rows) {
+      rewrite?.(r);
+      for (const c of cols) params.push(r[c] ?? null);
+    }
+    if (cols.length) await target.run(`INSERT INTO ${q(table)} (${list}) VALUES ${rows.map(() => tuple).join(", ")}`, params);
+    const end: Record<string, SqlValue> = rows[rows.length - 1];
+    last = src.key ? src.key.map((k) => end[k]) : [end.__copy_rowid];
+    done += rows.length;
+    onProgress?.({ table, done, total });
+    if (rows.length < perInsert) break;
+  }
+  return { table, source: total, target: await count(target, table) };
+}
+
+/**
+ * Copies everything of `source` (a SQLite context) into `target` (a migrated, empty PostgreSQL
+ * context). The source is read in one transaction (writers of the data directory wait meanwhile) and the
+ * target written in one: a failure leaves the target as it was. 409 when the target is not empty.
+ */
+export async function copyDatabase(source: AppContext, target: AppContext, opts: { onProgress?: CopyProgress } = {}): Promise<CopyResult> {
+  if (source.db.dialect !== "sqlite") throw new AppError(400, "bad_request", "db copy reads a SQLite data directory");
+  if (target.db.dialect !== "postgres") throw new AppError(400, "bad_request", "db copy writes to a PostgreSQL database (--to postgres://…)");
+  const sdb = source.db;
+  const tdb = target.db;
+  return await sdb.transaction(() =>
+    tdb.transaction(async () => {
+      await assertTargetEmpty(tdb);
+      const systemTables = await systemTablesInOrder(tdb);
+      const tables: CopiedTable[] = [];
+      const fts: Collection[] = [];
+      for (const table of systemTables) {
+        if (!(await sourceTable(sdb, table))) continue;
+        // A full-text index is made again on the target by the search service, after the rows are in.
+        const rewrite =
+          table === "_collections"
+            ? (r: Record<string, SqlValue>) => {
+                const col = collectionFromRow(r as never);
+                if (col.fts.enabled) {
+                  fts.push(col);
+                  r.fts = JSON.stringify({ enabled: false, fields: [] });
+                }
+              }
+            : undefined;
+        tables.push(await copyRows(sdb, tdb, table, opts.onProgress, rewrite));
+      }
+      const collections = (await sdb.all<Record<string, unknown>>("SELECT * FROM _collections ORDER BY name")).map((r) => collectionFromRow(r as never));
+      for (const col of collections) {
+        await createCollectionTable(tdb, col.name);
+        for (const f of col.fields) await addColumn(tdb, col.name, f.name, f.type);
+        for (const idx of col.indexes) await createIndex(tdb, col.name, idx.name, idx.fields, idx.unique);
+        tables.push(await copyRows(sdb, tdb, col.name, opts.onProgress));
+      }
+      const manyVia = await sdb.all<{ id: string }>("SELECT id FROM _relations WHERE type = 'many_via' ORDER BY id");
+      for (const rel of manyVia) {
+        const table = junctionTable(rel);
+        await createJunctionTable(tdb, table);
+        tables.push(await copyRows(sdb, tdb, table, opts.onProgress));
+      }
+      if (fts.length) {
+        await reloadCatalog(target);
+        for (const col of fts) {
+          await enableFts(target, col.name);
+          // Enabling stamps the collection as changed now: it keeps the time it had.
+          await tdb.run("UPDATE _collections SET updated_at = ? WHERE name = ?", [col.updatedAt, col.name]);
+        }
+      }
+      const short = tables.find((t) => t.source !== t.target);
+      if (short) throw new Error(`table "${short.table}": ${short.source} rows read, ${short.target} written; nothing was copied`);
+      return { ok: true as const, tables };
+    }),
+  );
+}
