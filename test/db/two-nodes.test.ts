@@ -73,6 +73,9 @@ describe.skipIf(!postgresAvailable)("two nodes on one PostgreSQL database", () =
     const again = await call(b, "POST", "/notes", { body: { title: "from A" } });
     expect(again.status).toBe(409);
     expect(again.body.code).toBe("unique_violation");
+    // Deleted on A: gone on B.
+    expect((await admin(a, "DELETE", "/admin/collections/notes")).status).toBe(200);
+    expect((await call(b, "GET", "/notes")).status).toBe(404);
   });
 
   test("a collection created with the CLI is usable on both nodes at their next request", async () => {
