@@ -47,13 +47,21 @@ export interface OpenOptions {
   onEnd?: () => void;
 }
 
+export type SubscribeResult = { ok: true; subscriptions: unknown[] };
+export type ForwardSubscribe = (clientId: string, topics: unknown, identity: Identity) => Promise<SubscribeResult>;
+
 export interface RealtimeHub {
   /** Opens a stream: `reset` first when a resume cannot be served, then `connect`. Limits → 429. */
   open(opts: OpenOptions): Promise<Response>;
   /** POST /realtime: replaces a stream's topics and binds the caller's identity to it. */
-  subscribe(clientId: unknown, topics: unknown, identity: Identity): Promise<{ ok: true; subscriptions: unknown[] }>;
+  subscribe(clientId: unknown, topics: unknown, identity: Identity): Promise<SubscribeResult>;
   /** Ends every stream (graceful stop). */
   closeAll(): void;
+  /**
+   * Makes this hub one node of several (relay.ts): new client ids start with `tag` and a dot, and a
+   * subscribe call naming another node's stream is handed to `forward`, which asks that node.
+   */
+  attachNode(tag: string, forward: ForwardSubscribe): void;
   /** Takes a committed change made elsewhere (another node, see relay.ts) as if committed here. */
   accept(event: ChangeEvent): void;
   /**
@@ -97,6 +105,7 @@ function createHub(ctx: AppContext): RealtimeHub {
   let delivering: Promise<void> = Promise.resolve();
   const inOrder = (work: () => Promise<void>): Promise<void> => (delivering = delivering.then(work));
   let timers: ReturnType<typeof setInterval>[] = [];
+  let node: { tag: string; forward: ForwardSubscribe } | null = null;
 
   // Streams may not resume from an event number below this one (changes were missed after it).
   let replayFloor = 0;
@@ -279,7 +288,7 @@ function createHub(ctx: AppContext): RealtimeHub {
         throw tooMany("too many realtime streams from this address");
       const topics = subscribe ? await checkTopicCount(subscribe, usage.topics) : [];
       const parsed = subscribe ? await parseTopics(ctx, topics, identity.principal) : [];
-      const id = randomToken(24);
+      const id = node ? `${node.tag}.${randomToken(24)}` : randomToken(24);
       const sink = new SseSink(STREAM_BUFFER_BYTES, () => forget(c), onEnd, () => eventId(buffer.lastSeq));
       const resume = parseLastEventId(lastEventId);
       const c: Client = { id, ip, identity, topics: [], sink, resumeFrom: buffer.lastSeq, lastSeq: buffer.lastSeq };
@@ -296,7 +305,12 @@ function createHub(ctx: AppContext): RealtimeHub {
 
     async subscribe(clientId, raw, identity) {
       const c = typeof clientId === "string" ? clients.get(clientId) : undefined;
-      if (!c) throw notFound("unknown client_id: open GET /api/v1/realtime first");
+      if (!c) {
+        // A stream of another node sharing the database: that node answers.
+        const owner = node && typeof clientId === "string" ? clientId.slice(0, Math.max(0, clientId.indexOf("."))) : "";
+        if (node && owner && owner !== node.tag) return await node.forward(clientId as string, raw, identity);
+        throw notFound("unknown client_id: open GET /api/v1/realtime first");
+      }
       // SECURITY: a stream serves one caller; another identity may not read it (or change what it receives).
       if (c.identity.principal.kind !== "anonymous" && c.identity.key !== identity.key)
         throw forbidden("this client_id is bound to another identity");
@@ -316,6 +330,10 @@ function createHub(ctx: AppContext): RealtimeHub {
     },
 
     accept,
+
+    attachNode(tag, forward) {
+      node = { tag, forward };
+    },
 
     resetAll(reason) {
       replayFloor = buffer.lastSeq;

@@ -170,12 +170,45 @@ describe.skipIf(!postgresAvailable)("two nodes on one PostgreSQL database", () =
     s.close();
   });
 
+  test("POST /realtime through B sets the topics of a stream held by A, with B's caller as its identity", async () => {
+    expect((await admin(b, "POST", "/admin/collections", { name: "owned", rules: { read: "owner", create: "authenticated" } })).status).toBe(201);
+    const owner = await call(b, "POST", "/auth/register", { body: { email: "owner@example.com", password: "correct horse 5" } });
+    const other = await call(b, "POST", "/auth/register", { body: { email: "other@example.com", password: "correct horse 6" } });
+    // A bare stream, as a browser's EventSource opens it, on A; its topics set through B.
+    const s = await SseClient.open(`${a.url}/api/v1/realtime`);
+    const clientId = await s.clientId();
+    const set = await call(b, "POST", "/realtime", { body: { client_id: clientId, subscriptions: ["owned"] }, token: owner.body.access_token });
+    expect(set).toEqual({ status: 200, body: { ok: true, subscriptions: ["owned"] } });
+    // The stream is the owner's now: another user may not take it; an id A does not hold is 404.
+    const taken = await call(b, "POST", "/realtime", { body: { client_id: clientId, subscriptions: ["owned"] }, token: other.body.access_token });
+    expect(taken.status).toBe(403);
+    expect(taken.body.code).toBe("forbidden");
+    const unknown = await call(b, "POST", "/realtime", { body: { client_id: `${clientId.split(".")[0]}.nope`, subscriptions: [] } });
+    expect(unknown.status).toBe(404);
+    const bad = await call(b, "POST", "/realtime", { body: { client_id: clientId, subscriptions: ["no_such_collection"] }, token: owner.body.access_token });
+    expect(bad.status).toBe(400);
+    // Written on B by each user: A's stream gets the owner's record only (the read rule is checked on A).
+    await call(b, "POST", "/owned", { body: { mine: false }, token: other.body.access_token });
+    const mine = await call(b, "POST", "/owned", { body: { mine: true }, token: owner.body.access_token });
+    const [e] = await s.waitChanges(1, 10_000);
+    expect(e.data.record).toMatchObject({ _id: mine.body._id, mine: true });
+    // The owner logs out on B: the stream on A ends.
+    expect((await call(b, "POST", "/auth/logout", { token: owner.body.access_token })).status).toBe(200);
+    await waitFor(() => s.ended, { timeoutMs: 3_000, what: "the stream to end after logout" });
+    expect(s.changes()).toHaveLength(1);
+  });
+
   test("the admin secret rotated on A is refused on B", async () => {
+    // An admin stream held by B, bound through A with the secret: it ends with the rotation.
+    const s = await SseClient.open(`${b.url}/api/v1/realtime`);
+    const bound = await call(a, "POST", "/realtime", { body: { client_id: await s.clientId(), subscriptions: [] }, token: secret });
+    expect(bound.status).toBe(200);
     const rotated = await admin(a, "POST", "/admin/rotate-secret");
     expect(rotated.status).toBe(200);
     const fresh: string = rotated.body.secret;
     expect((await call(b, "GET", "/admin/settings", { token: secret })).status).toBe(401);
     expect((await call(b, "GET", "/admin/settings", { token: fresh })).status).toBe(200);
+    await waitFor(() => s.ended, { timeoutMs: 3_000, what: "the admin stream to end after the rotation" });
     // And the CLI rotates it for both nodes too.
     const r = await runCli(bin, ["admin", "rotate-secret", "--database", url]);
     expect(r.code).toBe(0);
