@@ -167,9 +167,11 @@ function parseMessage(payload: string): Partial<Notice & Ask & Answer> | null {
   }
 }
 
+const ACTIONS = new Set<ChangeAction>(["create", "update", "delete", "restore", "hard_delete"]);
+
 /** The event as the hub takes it; a record left out is read again now (null when it is gone). */
 async function receivedEvent(ctx: AppContext, w: WireEvent): Promise<ChangeEvent | null> {
-  if (typeof w.c !== "string" || typeof w.i !== "string") return null;
+  if (typeof w.c !== "string" || typeof w.i !== "string" || !ACTIONS.has(w.a)) return null;
   let record = w.r;
   if (!record || w.x) {
     const col = await findCollection(ctx, w.c);
