@@ -48,6 +48,16 @@ export interface OpenOptions {
 }
 
 export type SubscribeResult = { ok: true; subscriptions: unknown[] };
+
+/** The per-address stream and topic counts of every node sharing the database (relay.ts). */
+export interface SharedLimits {
+  /** Records a new stream of `ip` with `topics` topics, unless that passes a limit: then which one. */
+  admit(id: string, ip: string, topics: number, maxStreams: number, maxTopics: number): Promise<"streams" | "topics" | null>;
+  /** Sets a stream's topic count, unless that passes the limit. */
+  retopic(id: string, ip: string, topics: number, maxTopics: number): Promise<"topics" | null>;
+  /** Forgets a stream that ended. */
+  release(id: string): void;
+}
 export type ForwardSubscribe = (clientId: string, topics: unknown, identity: Identity) => Promise<SubscribeResult>;
 
 export interface RealtimeHub {
@@ -61,7 +71,7 @@ export interface RealtimeHub {
    * Makes this hub one node of several (relay.ts): new client ids start with `tag` and a dot, and a
    * subscribe call naming another node's stream is handed to `forward`, which asks that node.
    */
-  attachNode(tag: string, forward: ForwardSubscribe): void;
+  attachNode(tag: string, forward: ForwardSubscribe, limits: SharedLimits): void;
   /** Takes a committed change made elsewhere (another node, see relay.ts) as if committed here. */
   accept(event: ChangeEvent): void;
   /**
@@ -89,6 +99,8 @@ export function closeRealtime(ctx: AppContext): void {
 
 const PING = new TextEncoder().encode(": ping\n\n");
 
+const STREAMS_OVER = "too many realtime streams from this address";
+const TOPICS_OVER = "too many realtime topics from this address";
 const tooMany = (message: string) => new AppError(429, "rate_limited", message, {}, { "retry-after": "5" });
 
 function createHub(ctx: AppContext): RealtimeHub {
@@ -105,7 +117,7 @@ function createHub(ctx: AppContext): RealtimeHub {
   let delivering: Promise<void> = Promise.resolve();
   const inOrder = (work: () => Promise<void>): Promise<void> => (delivering = delivering.then(work));
   let timers: ReturnType<typeof setInterval>[] = [];
-  let node: { tag: string; forward: ForwardSubscribe } | null = null;
+  let node: { tag: string; forward: ForwardSubscribe; limits: SharedLimits } | null = null;
 
   // Streams may not resume from an event number below this one (changes were missed after it).
   let replayFloor = 0;
@@ -199,7 +211,10 @@ function createHub(ctx: AppContext): RealtimeHub {
 
   /** Removes a client from the registry and the follower index. */
   function forget(c: Client) {
-    if (clients.get(c.id) === c) clients.delete(c.id);
+    if (clients.get(c.id) === c) {
+      clients.delete(c.id);
+      node?.limits.release(c.id);
+    }
     index(c, []);
     if (!clients.size) stopTimers();
   }
@@ -284,11 +299,16 @@ function createHub(ctx: AppContext): RealtimeHub {
 
     async open({ identity, ip, lastEventId, subscribe, onEnd }) {
       const usage = ipUsage(ip);
-      if (usage.streams >= await getSetting(ctx, "realtime_max_streams_per_ip"))
-        throw tooMany("too many realtime streams from this address");
-      const topics = subscribe ? await checkTopicCount(subscribe, usage.topics) : [];
+      const maxStreams = await getSetting(ctx, "realtime_max_streams_per_ip");
+      // With several nodes the counts are every node's, taken below with the stream's row.
+      if (!node && usage.streams >= maxStreams) throw tooMany(STREAMS_OVER);
+      const topics = subscribe ? (node ? subscribe : await checkTopicCount(subscribe, usage.topics)) : [];
       const parsed = subscribe ? await parseTopics(ctx, topics, identity.principal) : [];
       const id = node ? `${node.tag}.${randomToken(24)}` : randomToken(24);
+      if (node) {
+        const over = await node.limits.admit(id, ip, parsed.length, maxStreams, await getSetting(ctx, "realtime_max_topics_per_ip"));
+        if (over) throw tooMany(over === "streams" ? STREAMS_OVER : TOPICS_OVER);
+      }
       const sink = new SseSink(STREAM_BUFFER_BYTES, () => forget(c), onEnd, () => eventId(buffer.lastSeq));
       const resume = parseLastEventId(lastEventId);
       const c: Client = { id, ip, identity, topics: [], sink, resumeFrom: buffer.lastSeq, lastSeq: buffer.lastSeq };
@@ -314,8 +334,10 @@ function createHub(ctx: AppContext): RealtimeHub {
       // SECURITY: a stream serves one caller; another identity may not read it (or change what it receives).
       if (c.identity.principal.kind !== "anonymous" && c.identity.key !== identity.key)
         throw forbidden("this client_id is bound to another identity");
-      const list = await checkTopicCount(raw, ipUsage(c.ip).topics - c.topics.length);
+      const list = node ? (raw as unknown[]) : await checkTopicCount(raw, ipUsage(c.ip).topics - c.topics.length);
       const topics = await parseTopics(ctx, list, identity.principal);
+      if (node && await node.limits.retopic(c.id, c.ip, topics.length, await getSetting(ctx, "realtime_max_topics_per_ip")))
+        throw tooMany(TOPICS_OVER);
       // Changes committed before this call go out under the topics (and identity) they were
       // committed under: a paused stream does not get them later, a dropped topic not at all.
       await flush();
@@ -331,8 +353,8 @@ function createHub(ctx: AppContext): RealtimeHub {
 
     accept,
 
-    attachNode(tag, forward) {
-      node = { tag, forward };
+    attachNode(tag, forward, limits) {
+      node = { tag, forward, limits };
     },
 
     resetAll(reason) {
@@ -348,7 +370,7 @@ function createHub(ctx: AppContext): RealtimeHub {
   async function checkTopicCount(raw: unknown, usedByIp: number): Promise<unknown[]> {
     if (!Array.isArray(raw)) return raw as unknown[];
     if (usedByIp + raw.length > await getSetting(ctx, "realtime_max_topics_per_ip"))
-      throw tooMany("too many realtime topics from this address");
+      throw tooMany(TOPICS_OVER);
     return raw;
   }
 }

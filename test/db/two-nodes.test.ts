@@ -198,6 +198,48 @@ describe.skipIf(!postgresAvailable)("two nodes on one PostgreSQL database", () =
     expect(s.changes()).toHaveLength(1);
   });
 
+  test("the realtime per-address limits count the streams and topics of both nodes", async () => {
+    const open = async (node: ServerProcess, query = "") => SseClient.open(`${node.url}/api/v1/realtime${query}`);
+    for (const name of ["lim_a", "lim_b"]) expect((await admin(a, "POST", "/admin/collections", { name, rules: { read: "public" } })).status).toBe(201);
+    expect((await admin(b, "PATCH", "/admin/settings", { realtime_max_streams_per_ip: 2, realtime_max_topics_per_ip: 3 })).status).toBe(200);
+    const held: SseClient[] = [];
+    try {
+      // Streams other tests closed may take a moment to be forgotten: open until this address holds exactly ours.
+      await waitFor(async () => {
+        for (const s of held.splice(0)) s.close();
+        const first = await open(a);
+        held.push(first);
+        if (first.response.status !== 200) return false;
+        const second = await open(b, "?subscribe=lim_a,lim_b");
+        held.push(second);
+        return second.response.status === 200;
+      }, { timeoutMs: 10_000, what: "two streams under the limit" });
+      // One stream on each node: a third on either is over the limit, though each node holds only one.
+      for (const node of [a, b]) {
+        const third = await open(node);
+        held.push(third);
+        expect(third.response.status).toBe(429);
+        expect((await third.response.json()).code).toBe("rate_limited");
+      }
+      // Two topics held on B: two more for A's stream pass the limit of 3, one does not.
+      const clientId = await held[0].clientId();
+      const over = await call(a, "POST", "/realtime", { body: { client_id: clientId, subscriptions: ["lim_a", "lim_b"] } });
+      expect(over.status).toBe(429);
+      expect((await call(a, "POST", "/realtime", { body: { client_id: clientId, subscriptions: ["lim_a"] } })).status).toBe(200);
+      // B's stream ends: A may open another.
+      held[1].close();
+      const again = await waitFor(async () => {
+        const s = await open(a);
+        held.push(s);
+        return s.response.status === 200 ? s : null;
+      }, { what: "a stream once B's ended" });
+      expect(again.response.status).toBe(200);
+    } finally {
+      for (const s of held) s.close();
+      await admin(b, "PATCH", "/admin/settings", { realtime_max_streams_per_ip: 100, realtime_max_topics_per_ip: 1000 });
+    }
+  });
+
   test("the admin secret rotated on A is refused on B", async () => {
     // An admin stream held by B, bound through A with the secret: it ends with the rotation.
     const s = await SseClient.open(`${b.url}/api/v1/realtime`);
