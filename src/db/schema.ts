@@ -107,7 +107,7 @@ export const adminAttempts = sqliteTable("_admin_attempts", {
   at: integer("at").notNull(),
 });
 
-/** Open realtime streams of the nodes sharing a PostgreSQL database, for the per-address limits (see realtime/relay.ts). */
+/** Open realtime streams of the nodes sharing a PostgreSQL database, for the per-address limits (see realtime/shared-limits.ts). */
 export const realtimeStreams = sqliteTable("_realtime_streams", {
   id: text("id").primaryKey(),
   node: text("node").notNull(),

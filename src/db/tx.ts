@@ -5,8 +5,9 @@ import { mapSqliteError } from "./sqlite-errors.ts";
 /**
  * Runs `fn` in one write transaction (a savepoint when already inside one).
  * Change events staged inside are published when the outermost transaction commits
- * and dropped with a rolled-back savepoint or transaction. The staging queue is marked and cut
- * back while the transaction holds the engine's lock, so another request's events are never touched.
+ * and dropped with a rolled-back savepoint or transaction. On SQLite the staging queue is marked and
+ * cut back while the transaction holds the engine's lock, so another request's events are never
+ * touched; on PostgreSQL, where transactions overlap, each has a queue of its own.
  * On failure the catalog cache is invalidated, so no column a rolled-back
  * transaction added stays in memory.
  */
