@@ -49,7 +49,7 @@ export interface OpenOptions {
 
 export type SubscribeResult = { ok: true; subscriptions: unknown[] };
 
-/** The per-address stream and topic counts of every node sharing the database (relay.ts). */
+/** The per-address stream and topic counts of every node sharing the database (shared-limits.ts). */
 export interface SharedLimits {
   /** Records a new stream of `ip` with `topics` topics, unless that passes a limit: then which one. */
   admit(id: string, ip: string, topics: number, maxStreams: number, maxTopics: number): Promise<"streams" | "topics" | null>;
