@@ -101,7 +101,10 @@ export async function startServer(config: Config, opts: ContextOptions = {}): Pr
       await Promise.race([ctx.mailer.flush().catch(() => {}), new Promise((r) => (giveUp = setTimeout(r, graceMs)))]);
       clearTimeout(giveUp);
       await checkpointer?.stop();
-      await stopListening().catch(() => {});
+      // Bounded: with the database gone, the stop must not wait for it.
+      let listenTimer: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([stopListening().catch(() => {}), new Promise((r) => (listenTimer = setTimeout(r, 2_000)))]);
+      clearTimeout(listenTimer);
       await closeContext(ctx);
     },
     forceClose() {

@@ -44,7 +44,23 @@ export async function ensureAdminSecret(ctx: AppContext): Promise<AdminSecretSta
   }
   await setMeta(ctx.db, SOURCE_META, "stored");
   if (stored) return { source: "stored", generated: null, replacedStored: false };
-  return { source: "generated", generated: await storeNewSecret(ctx), replacedStored: false };
+  const generated = await storeFirstSecret(ctx);
+  return generated ? { source: "generated", generated, replacedStored: false } : { source: "stored", generated: null, replacedStored: false };
+}
+
+/**
+ * Generates and stores the first admin secret, unless another process sharing the database (a node
+ * started at the same time) stored one first: then null, and that one is the secret, so no node
+ * prints a secret that does not work.
+ */
+async function storeFirstSecret(ctx: AppContext): Promise<string | null> {
+  const secret = `baas_admin_${randomToken(24)}`;
+  return await ctx.db.transaction(async () => {
+    const { changes } = await ctx.db.run("INSERT INTO _meta (key, value) VALUES ('admin_secret_hash', ?) ON CONFLICT (key) DO NOTHING", [sha256(secret)]);
+    if (!changes) return null;
+    await bumpAdminEpoch(ctx);
+    return secret;
+  });
 }
 
 async function bumpAdminEpoch(ctx: AppContext): Promise<void> {

@@ -56,7 +56,11 @@ export async function createCollectionTable(db: Engine, name: string): Promise<v
 
 /** Adds a column for a newly seen field. */
 export async function addColumn(db: Engine, table: string, field: string, type: FieldType): Promise<void> {
-  await db.exec(`ALTER TABLE ${q(table)} ADD COLUMN ${q(field)} ${COLUMN_TYPE[db.dialect][type]}`);
+  // On PostgreSQL writers add columns side by side (on other nodes too): one that waited for another's
+  // lock finds the column made, and its transaction is run again (a serialization failure when it
+  // writes the catalog row) with the catalog as it now is. SQLite's single writer never gets there.
+  const ifMissing = db.dialect === "postgres" ? "IF NOT EXISTS " : "";
+  await db.exec(`ALTER TABLE ${q(table)} ADD COLUMN ${ifMissing}${q(field)} ${COLUMN_TYPE[db.dialect][type]}`);
 }
 
 /** Drops a collection's table (its indexes go with it). */

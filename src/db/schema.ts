@@ -107,6 +107,15 @@ export const adminAttempts = sqliteTable("_admin_attempts", {
   at: integer("at").notNull(),
 });
 
+/** Open realtime streams of the nodes sharing a PostgreSQL database, for the per-address limits (see realtime/shared-limits.ts). */
+export const realtimeStreams = sqliteTable("_realtime_streams", {
+  id: text("id").primaryKey(),
+  node: text("node").notNull(),
+  ip: text("ip").notNull(),
+  topics: integer("topics").notNull(),
+  seenAt: integer("seen_at").notNull(),
+});
+
 export const relations = sqliteTable("_relations", {
   id: text("id").primaryKey(),
   fromCol: text("from_col").notNull(),

@@ -47,13 +47,31 @@ export interface OpenOptions {
   onEnd?: () => void;
 }
 
+export type SubscribeResult = { ok: true; subscriptions: unknown[] };
+
+/** The per-address stream and topic counts of every node sharing the database (shared-limits.ts). */
+export interface SharedLimits {
+  /** Records a new stream of `ip` with `topics` topics, unless that passes a limit: then which one. */
+  admit(id: string, ip: string, topics: number, maxStreams: number, maxTopics: number): Promise<"streams" | "topics" | null>;
+  /** Sets a stream's topic count, unless that passes the limit. */
+  retopic(id: string, ip: string, topics: number, maxTopics: number): Promise<"topics" | null>;
+  /** Forgets a stream that ended. */
+  release(id: string): void;
+}
+export type ForwardSubscribe = (clientId: string, topics: unknown, identity: Identity) => Promise<SubscribeResult>;
+
 export interface RealtimeHub {
   /** Opens a stream: `reset` first when a resume cannot be served, then `connect`. Limits → 429. */
   open(opts: OpenOptions): Promise<Response>;
   /** POST /realtime: replaces a stream's topics and binds the caller's identity to it. */
-  subscribe(clientId: unknown, topics: unknown, identity: Identity): Promise<{ ok: true; subscriptions: unknown[] }>;
+  subscribe(clientId: unknown, topics: unknown, identity: Identity): Promise<SubscribeResult>;
   /** Ends every stream (graceful stop). */
   closeAll(): void;
+  /**
+   * Makes this hub one node of several (relay.ts): new client ids start with `tag` and a dot, and a
+   * subscribe call naming another node's stream is handed to `forward`, which asks that node.
+   */
+  attachNode(tag: string, forward: ForwardSubscribe, limits: SharedLimits): void;
   /** Takes a committed change made elsewhere (another node, see relay.ts) as if committed here. */
   accept(event: ChangeEvent): void;
   /**
@@ -81,6 +99,8 @@ export function closeRealtime(ctx: AppContext): void {
 
 const PING = new TextEncoder().encode(": ping\n\n");
 
+const STREAMS_OVER = "too many realtime streams from this address";
+const TOPICS_OVER = "too many realtime topics from this address";
 const tooMany = (message: string) => new AppError(429, "rate_limited", message, {}, { "retry-after": "5" });
 
 function createHub(ctx: AppContext): RealtimeHub {
@@ -97,6 +117,7 @@ function createHub(ctx: AppContext): RealtimeHub {
   let delivering: Promise<void> = Promise.resolve();
   const inOrder = (work: () => Promise<void>): Promise<void> => (delivering = delivering.then(work));
   let timers: ReturnType<typeof setInterval>[] = [];
+  let node: { tag: string; forward: ForwardSubscribe; limits: SharedLimits } | null = null;
 
   // Streams may not resume from an event number below this one (changes were missed after it).
   let replayFloor = 0;
@@ -190,7 +211,10 @@ function createHub(ctx: AppContext): RealtimeHub {
 
   /** Removes a client from the registry and the follower index. */
   function forget(c: Client) {
-    if (clients.get(c.id) === c) clients.delete(c.id);
+    if (clients.get(c.id) === c) {
+      clients.delete(c.id);
+      node?.limits.release(c.id);
+    }
     index(c, []);
     if (!clients.size) stopTimers();
   }
@@ -275,11 +299,16 @@ function createHub(ctx: AppContext): RealtimeHub {
 
     async open({ identity, ip, lastEventId, subscribe, onEnd }) {
       const usage = ipUsage(ip);
-      if (usage.streams >= await getSetting(ctx, "realtime_max_streams_per_ip"))
-        throw tooMany("too many realtime streams from this address");
-      const topics = subscribe ? await checkTopicCount(subscribe, usage.topics) : [];
+      const maxStreams = await getSetting(ctx, "realtime_max_streams_per_ip");
+      // With several nodes the counts are every node's, taken below with the stream's row.
+      if (!node && usage.streams >= maxStreams) throw tooMany(STREAMS_OVER);
+      const topics = subscribe ? (node ? subscribe : await checkTopicCount(subscribe, usage.topics)) : [];
       const parsed = subscribe ? await parseTopics(ctx, topics, identity.principal) : [];
-      const id = randomToken(24);
+      const id = node ? `${node.tag}.${randomToken(24)}` : randomToken(24);
+      if (node) {
+        const over = await node.limits.admit(id, ip, parsed.length, maxStreams, await getSetting(ctx, "realtime_max_topics_per_ip"));
+        if (over) throw tooMany(over === "streams" ? STREAMS_OVER : TOPICS_OVER);
+      }
       const sink = new SseSink(STREAM_BUFFER_BYTES, () => forget(c), onEnd, () => eventId(buffer.lastSeq));
       const resume = parseLastEventId(lastEventId);
       const c: Client = { id, ip, identity, topics: [], sink, resumeFrom: buffer.lastSeq, lastSeq: buffer.lastSeq };
@@ -296,12 +325,19 @@ function createHub(ctx: AppContext): RealtimeHub {
 
     async subscribe(clientId, raw, identity) {
       const c = typeof clientId === "string" ? clients.get(clientId) : undefined;
-      if (!c) throw notFound("unknown client_id: open GET /api/v1/realtime first");
+      if (!c) {
+        // A stream of another node sharing the database: that node answers.
+        const owner = node && typeof clientId === "string" ? clientId.slice(0, Math.max(0, clientId.indexOf("."))) : "";
+        if (node && owner && owner !== node.tag) return await node.forward(clientId as string, raw, identity);
+        throw notFound("unknown client_id: open GET /api/v1/realtime first");
+      }
       // SECURITY: a stream serves one caller; another identity may not read it (or change what it receives).
       if (c.identity.principal.kind !== "anonymous" && c.identity.key !== identity.key)
         throw forbidden("this client_id is bound to another identity");
-      const list = await checkTopicCount(raw, ipUsage(c.ip).topics - c.topics.length);
+      const list = node ? (raw as unknown[]) : await checkTopicCount(raw, ipUsage(c.ip).topics - c.topics.length);
       const topics = await parseTopics(ctx, list, identity.principal);
+      if (node && await node.limits.retopic(c.id, c.ip, topics.length, await getSetting(ctx, "realtime_max_topics_per_ip")))
+        throw tooMany(TOPICS_OVER);
       // Changes committed before this call go out under the topics (and identity) they were
       // committed under: a paused stream does not get them later, a dropped topic not at all.
       await flush();
@@ -317,6 +353,10 @@ function createHub(ctx: AppContext): RealtimeHub {
 
     accept,
 
+    attachNode(tag, forward, limits) {
+      node = { tag, forward, limits };
+    },
+
     resetAll(reason) {
       replayFloor = buffer.lastSeq;
       const frame = sseFrame("reset", JSON.stringify({ reason }), eventId(buffer.lastSeq));
@@ -330,7 +370,7 @@ function createHub(ctx: AppContext): RealtimeHub {
   async function checkTopicCount(raw: unknown, usedByIp: number): Promise<unknown[]> {
     if (!Array.isArray(raw)) return raw as unknown[];
     if (usedByIp + raw.length > await getSetting(ctx, "realtime_max_topics_per_ip"))
-      throw tooMany("too many realtime topics from this address");
+      throw tooMany(TOPICS_OVER);
     return raw;
   }
 }

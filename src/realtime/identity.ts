@@ -3,6 +3,8 @@ import { looksLikeJwt, verifyJwt } from "../auth/jwt.ts";
 import { jwtKey } from "../auth/keys.ts";
 import type { Principal } from "../auth/principal.ts";
 import type { AppContext } from "../context.ts";
+import { safeEqual, sha256 } from "../crypto.ts";
+import { getMeta } from "../db/meta.ts";
 import { inList, listParam } from "../query/dialect.ts";
 
 /** Who a stream acts for, and what ends that. */
@@ -14,6 +16,42 @@ export interface Identity {
   expiresAt: number | null;
   /** The admin credential, re-checked while the stream lives (a rotated secret ends it). */
   adminCredential: string | null;
+  /**
+   * What is re-checked instead for an admin identity that another node resolved (the credential itself
+   * never leaves the node it was presented to): the secret's hash, or the admin token's epoch.
+   */
+  adminProof?: AdminProof;
+}
+
+export type AdminProof = { secretHash: string } | { epoch: number };
+
+/** An identity as sent to another node: what it needs to hold and re-check it, and no credential. */
+export interface WireIdentity {
+  principal: Principal;
+  key: string;
+  expiresAt: number | null;
+  adminProof: AdminProof | null;
+}
+
+/** The identity of this node's request, to be held by another node. */
+export async function identityForNode(ctx: AppContext, i: Identity): Promise<WireIdentity> {
+  let adminProof: AdminProof | null = i.adminProof ?? null;
+  if (i.adminCredential) {
+    const claims = looksLikeJwt(i.adminCredential) ? verifyJwt(await jwtKey(ctx), i.adminCredential, ctx.clock.now()) : null;
+    adminProof = claims?.typ === "admin" && typeof claims.epoch === "number" ? { epoch: claims.epoch } : { secretHash: sha256(i.adminCredential) };
+  }
+  return { principal: i.principal, key: i.key, expiresAt: i.expiresAt, adminProof };
+}
+
+/** The identity another node sent. */
+export function identityFromNode(w: WireIdentity): Identity {
+  return { principal: w.principal, key: w.key, expiresAt: w.expiresAt, adminCredential: null, ...(w.adminProof ? { adminProof: w.adminProof } : {}) };
+}
+
+async function adminProofHolds(ctx: AppContext, proof: AdminProof): Promise<boolean> {
+  if ("epoch" in proof) return proof.epoch === Number(await getMeta(ctx.db, "admin_epoch") ?? "1");
+  const stored = await getMeta(ctx.db, "admin_secret_hash");
+  return stored !== null && safeEqual(proof.secretHash, stored);
 }
 
 export const ANONYMOUS_IDENTITY: Identity = { principal: { kind: "anonymous" }, key: "anonymous", expiresAt: null, adminCredential: null };
@@ -52,6 +90,7 @@ export async function endedIdentities(ctx: AppContext, identities: Identity[]): 
     if (i.expiresAt !== null && i.expiresAt <= now) ended.add(i);
     else if (p.kind === "admin") {
       if (i.adminCredential && !await isAdminCredential(ctx, i.adminCredential)) ended.add(i);
+      else if (i.adminProof && !await adminProofHolds(ctx, i.adminProof)) ended.add(i);
     } else if (p.kind === "user") {
       if (p.sessionId) add(sessions, p.sessionId, i);
       else if (p.apiKeyId) add(keys, p.apiKeyId, i);

@@ -6,7 +6,10 @@ import { PostgresEngine } from "../db/postgres.ts";
 import type { ChangeAction, ChangeEvent } from "../events/bus.ts";
 import { fetchRecord, type RecordJson } from "../records/codec.ts";
 import { attachRelationFields } from "../relations/expand.ts";
-import { realtimeHub } from "./hub.ts";
+import { AppError, badRequest, notFound } from "../errors.ts";
+import { realtimeHub, type RealtimeHub, type SubscribeResult } from "./hub.ts";
+import { identityForNode, identityFromNode, type Identity, type WireIdentity } from "./identity.ts";
+import { sharedLimits } from "./shared-limits.ts";
 
 /**
  * Change events between nodes sharing one PostgreSQL database (CONTRACT §10, §11). Every process on
@@ -51,6 +54,27 @@ interface Relay {
 }
 
 const relays = new WeakMap<AppContext, Relay>();
+
+/** How long a node waits for the node holding a stream to answer a subscribe call. */
+export const FORWARD_TIMEOUT_MS = 5_000;
+
+/** A subscribe call for a stream held by node `to` (POST /realtime reached another node). */
+interface Ask {
+  q: string;
+  to: string;
+  from: string;
+  c: string;
+  s: unknown;
+  i: WireIdentity;
+}
+
+/** The answer of the node holding the stream: the body, or the error. */
+interface Answer {
+  p: string;
+  to: string;
+  ok?: SubscribeResult;
+  err?: { status: number; code: string; message: string; extra: Record<string, unknown>; headers: Record<string, string> };
+}
 
 const bytes = (s: string) => Buffer.byteLength(s, "utf8");
 // The smallest notice that can carry an event: `{"n":…,"s":…,"e":[…]}` around it.
@@ -135,18 +159,20 @@ export function relayFlushed(ctx: AppContext): Promise<void> {
   return relays.get(ctx)?.sending ?? Promise.resolve();
 }
 
-function parseNotice(payload: string): Notice | null {
+function parseMessage(payload: string): Partial<Notice & Ask & Answer> | null {
   try {
-    const n = JSON.parse(payload) as Notice;
-    return n && typeof n.n === "string" && Array.isArray(n.e) ? n : null;
+    const m = JSON.parse(payload) as Partial<Notice & Ask & Answer>;
+    return m && typeof m === "object" ? m : null;
   } catch {
     return null;
   }
 }
 
+const ACTIONS = new Set<ChangeAction>(["create", "update", "delete", "restore", "hard_delete"]);
+
 /** The event as the hub takes it; a record left out is read again now (null when it is gone). */
 async function receivedEvent(ctx: AppContext, w: WireEvent): Promise<ChangeEvent | null> {
-  if (typeof w.c !== "string" || typeof w.i !== "string") return null;
+  if (typeof w.c !== "string" || typeof w.i !== "string" || !ACTIONS.has(w.a)) return null;
   let record = w.r;
   if (!record || w.x) {
     const col = await findCollection(ctx, w.c);
@@ -168,16 +194,16 @@ export async function listenForChanges(ctx: AppContext): Promise<() => Promise<v
   const relay = relays.get(ctx);
   if (!(db instanceof PostgresEngine) || !relay) return async () => {};
   const hub = realtimeHub(ctx);
+  const send = (message: Ask | Answer) => db.run("SELECT pg_notify(?, ?)", [CHANGES_CHANNEL, JSON.stringify(message)]);
+  const asked = new Map<string, (a: Answer) => void>();
   let incoming: Promise<void> = Promise.resolve();
   let listening = false;
-  const onNotice = (payload: string) => {
-    const notice = parseNotice(payload);
-    if (!notice) return ctx.log.warn("a change notice that is not one was ignored", { bytes: payload.length });
-    if (notice.n === relay.node) return;
+
+  const onNotice = (notice: Partial<Notice>) => {
     incoming = incoming.then(async () => {
       // The notice may name a collection or a field the sender has just made.
       recheckCatalog(ctx);
-      for (const w of notice.e) {
+      for (const w of notice.e!) {
         try {
           const event = await receivedEvent(ctx, w);
           if (event) hub.accept(event);
@@ -187,6 +213,17 @@ export async function listenForChanges(ctx: AppContext): Promise<() => Promise<v
       }
     });
   };
+  const onMessage = (payload: string) => {
+    const m = parseMessage(payload);
+    if (!m) return ctx.log.warn("a change notice that is not one was ignored", { bytes: payload.length });
+    if (Array.isArray(m.e) && typeof m.n === "string") {
+      if (m.n !== relay.node) onNotice(m);
+    } else if (m.to === relay.node && typeof m.q === "string") {
+      void answer(ctx, hub, m as Ask).then(send).catch((err) => ctx.log.warn("a subscribe call of another node was not answered", { error: String(err) }));
+    } else if (m.to === relay.node && typeof m.p === "string") {
+      asked.get(m.p)?.(m as Answer);
+    }
+  };
   const onListen = () => {
     if (!listening) {
       listening = true;
@@ -195,5 +232,49 @@ export async function listenForChanges(ctx: AppContext): Promise<() => Promise<v
     ctx.catalog.stale = true;
     hub.resetAll("reconnected");
   };
-  return await db.listen(CHANGES_CHANNEL, onNotice, onListen);
+  const stop = await db.listen(CHANGES_CHANNEL, onMessage, onListen);
+  const limits = sharedLimits(ctx, db, relay.node);
+
+  // POST /realtime reached this node for a stream of another: ask that node, which answers as it would.
+  hub.attachNode(relay.node, async (clientId, topics, identity) => {
+    const ask: Ask = { q: randomToken(12), to: clientId.slice(0, clientId.indexOf(".")), from: relay.node, c: clientId, s: topics, i: await identityForNode(ctx, identity) };
+    const text = JSON.stringify(ask);
+    if (bytes(text) > MAX_NOTICE_BYTES)
+      throw badRequest("too many subscriptions to pass to the server holding this stream: send them in several calls, or on the GET");
+    const answered = new Promise<Answer | null>((resolve) => {
+      const timer = setTimeout(() => resolve(null), FORWARD_TIMEOUT_MS);
+      asked.set(ask.q, (a) => {
+        clearTimeout(timer);
+        resolve(a);
+      });
+    });
+    try {
+      await send(ask);
+      const a = await answered;
+      // No answer: no node holds that stream (any more).
+      if (!a) throw notFound("unknown client_id: open GET /api/v1/realtime first");
+      if (a.err) throw new AppError(a.err.status, a.err.code, a.err.message, a.err.extra, a.err.headers);
+      return a.ok!;
+    } finally {
+      asked.delete(ask.q);
+    }
+  }, limits);
+  return async () => {
+    limits.stop();
+    await stop();
+  };
+}
+
+/** Runs another node's subscribe call on this node's stream; the answer to send back. */
+async function answer(ctx: AppContext, hub: RealtimeHub, ask: Ask): Promise<Answer> {
+  try {
+    const identity: Identity = identityFromNode(ask.i);
+    return { p: ask.q, to: ask.from, ok: await hub.subscribe(ask.c, ask.s, identity) };
+  } catch (err) {
+    if (!(err instanceof AppError)) {
+      ctx.log.error("a subscribe call of another node failed", { error: String(err) });
+      return { p: ask.q, to: ask.from, err: { status: 500, code: "internal", message: "internal error", extra: {}, headers: {} } };
+    }
+    return { p: ask.q, to: ask.from, err: { status: err.status, code: err.code, message: err.message, extra: err.extra, headers: err.headers } };
+  }
 }

@@ -73,6 +73,9 @@ describe.skipIf(!postgresAvailable)("two nodes on one PostgreSQL database", () =
     const again = await call(b, "POST", "/notes", { body: { title: "from A" } });
     expect(again.status).toBe(409);
     expect(again.body.code).toBe("unique_violation");
+    // Deleted on A: gone on B.
+    expect((await admin(a, "DELETE", "/admin/collections/notes")).status).toBe(200);
+    expect((await call(b, "GET", "/notes")).status).toBe(404);
   });
 
   test("a collection created with the CLI is usable on both nodes at their next request", async () => {
@@ -167,12 +170,91 @@ describe.skipIf(!postgresAvailable)("two nodes on one PostgreSQL database", () =
     s.close();
   });
 
+  test("POST /realtime through B sets the topics of a stream held by A, with B's caller as its identity", async () => {
+    expect((await admin(b, "POST", "/admin/collections", { name: "owned", rules: { read: "owner", create: "authenticated" } })).status).toBe(201);
+    const owner = await call(b, "POST", "/auth/register", { body: { email: "owner@example.com", password: "correct horse 5" } });
+    const other = await call(b, "POST", "/auth/register", { body: { email: "other@example.com", password: "correct horse 6" } });
+    // A bare stream, as a browser's EventSource opens it, on A; its topics set through B.
+    const s = await SseClient.open(`${a.url}/api/v1/realtime`);
+    const clientId = await s.clientId();
+    const set = await call(b, "POST", "/realtime", { body: { client_id: clientId, subscriptions: ["owned"] }, token: owner.body.access_token });
+    expect(set).toEqual({ status: 200, body: { ok: true, subscriptions: ["owned"] } });
+    // The stream is the owner's now: another user may not take it; an id A does not hold is 404.
+    const taken = await call(b, "POST", "/realtime", { body: { client_id: clientId, subscriptions: ["owned"] }, token: other.body.access_token });
+    expect(taken.status).toBe(403);
+    expect(taken.body.code).toBe("forbidden");
+    const unknown = await call(b, "POST", "/realtime", { body: { client_id: `${clientId.split(".")[0]}.nope`, subscriptions: [] } });
+    expect(unknown.status).toBe(404);
+    // A node that does not answer (gone): 404 once the wait is over.
+    const gone = await call(b, "POST", "/realtime", { body: { client_id: "nosuchnode.nope", subscriptions: [] } });
+    expect(gone.status).toBe(404);
+    expect(gone.body.code).toBe("not_found");
+    const bad = await call(b, "POST", "/realtime", { body: { client_id: clientId, subscriptions: ["no_such_collection"] }, token: owner.body.access_token });
+    expect(bad.status).toBe(400);
+    // Written on B by each user: A's stream gets the owner's record only (the read rule is checked on A).
+    await call(b, "POST", "/owned", { body: { mine: false }, token: other.body.access_token });
+    const mine = await call(b, "POST", "/owned", { body: { mine: true }, token: owner.body.access_token });
+    const [e] = await s.waitChanges(1, 10_000);
+    expect(e.data.record).toMatchObject({ _id: mine.body._id, mine: true });
+    // The owner logs out on B: the stream on A ends.
+    expect((await call(b, "POST", "/auth/logout", { token: owner.body.access_token })).status).toBe(200);
+    await waitFor(() => s.ended, { timeoutMs: 3_000, what: "the stream to end after logout" });
+    expect(s.changes()).toHaveLength(1);
+  });
+
+  test("the realtime per-address limits count the streams and topics of both nodes", async () => {
+    const open = async (node: ServerProcess, query = "") => SseClient.open(`${node.url}/api/v1/realtime${query}`);
+    for (const name of ["lim_a", "lim_b"]) expect((await admin(a, "POST", "/admin/collections", { name, rules: { read: "public" } })).status).toBe(201);
+    expect((await admin(b, "PATCH", "/admin/settings", { realtime_max_streams_per_ip: 2, realtime_max_topics_per_ip: 3 })).status).toBe(200);
+    const held: SseClient[] = [];
+    try {
+      // Streams other tests closed may take a moment to be forgotten: open until this address holds exactly ours.
+      await waitFor(async () => {
+        for (const s of held.splice(0)) s.close();
+        const first = await open(a);
+        held.push(first);
+        if (first.response.status !== 200) return false;
+        const second = await open(b, "?subscribe=lim_a,lim_b");
+        held.push(second);
+        return second.response.status === 200;
+      }, { timeoutMs: 10_000, what: "two streams under the limit" });
+      // One stream on each node: a third on either is over the limit, though each node holds only one.
+      for (const node of [a, b]) {
+        const third = await open(node);
+        held.push(third);
+        expect(third.response.status).toBe(429);
+        expect((await third.response.json()).code).toBe("rate_limited");
+      }
+      // Two topics held on B: two more for A's stream pass the limit of 3, one does not.
+      const clientId = await held[0].clientId();
+      const over = await call(a, "POST", "/realtime", { body: { client_id: clientId, subscriptions: ["lim_a", "lim_b"] } });
+      expect(over.status).toBe(429);
+      expect((await call(a, "POST", "/realtime", { body: { client_id: clientId, subscriptions: ["lim_a"] } })).status).toBe(200);
+      // B's stream ends: A may open another.
+      held[1].close();
+      const again = await waitFor(async () => {
+        const s = await open(a);
+        held.push(s);
+        return s.response.status === 200 ? s : null;
+      }, { what: "a stream once B's ended" });
+      expect(again.response.status).toBe(200);
+    } finally {
+      for (const s of held) s.close();
+      await admin(b, "PATCH", "/admin/settings", { realtime_max_streams_per_ip: 100, realtime_max_topics_per_ip: 1000 });
+    }
+  });
+
   test("the admin secret rotated on A is refused on B", async () => {
+    // An admin stream held by B, bound through A with the secret: it ends with the rotation.
+    const s = await SseClient.open(`${b.url}/api/v1/realtime`);
+    const bound = await call(a, "POST", "/realtime", { body: { client_id: await s.clientId(), subscriptions: [] }, token: secret });
+    expect(bound.status).toBe(200);
     const rotated = await admin(a, "POST", "/admin/rotate-secret");
     expect(rotated.status).toBe(200);
     const fresh: string = rotated.body.secret;
     expect((await call(b, "GET", "/admin/settings", { token: secret })).status).toBe(401);
     expect((await call(b, "GET", "/admin/settings", { token: fresh })).status).toBe(200);
+    await waitFor(() => s.ended, { timeoutMs: 3_000, what: "the admin stream to end after the rotation" });
     // And the CLI rotates it for both nodes too.
     const r = await runCli(bin, ["admin", "rotate-secret", "--database", url]);
     expect(r.code).toBe(0);

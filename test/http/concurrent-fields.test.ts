@@ -1,0 +1,22 @@
+import { afterEach, expect, test } from "bun:test";
+import { createCollection, createTestApp, type TestApp } from "../helpers/app.ts";
+
+// Writes that arrive together and each bring a field the collection has not seen yet: on
+// PostgreSQL their transactions run side by side, and each adds the column; none may fail for it.
+
+let t: TestApp | null = null;
+afterEach(() => t?.close());
+
+test("records written at once with the same new fields are all created, and the fields are known once", async () => {
+  t = createTestApp();
+  await createCollection(t, "burst");
+  const replies = await Promise.all(
+    Array.from({ length: 8 }, (_, i) => t!.admin("POST", "/api/v1/burst", { n: i, label: `r${i}`, [`own${i % 2}`]: true })),
+  );
+  expect(replies.map((r) => r.status)).toEqual(Array(8).fill(201));
+  const col = await t.admin("GET", "/api/v1/admin/collections/burst");
+  const fields = (col.body.fields as { name: string; type: string }[]).map((f) => `${f.name}:${f.type}`).sort();
+  expect(fields).toEqual(["label:text", "n:number", "own0:boolean", "own1:boolean"]);
+  const list = await t.admin("GET", "/api/v1/burst?sort=n&limit=10");
+  expect(list.body.items.map((r: { n: number; label: string }) => [r.n, r.label])).toEqual(Array.from({ length: 8 }, (_, i) => [i, `r${i}`]));
+});
