@@ -4,6 +4,7 @@ import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ADMIN_SECRET } from "../helpers/app.ts";
 import { buildBinary, runCli, tempDataDir, type CliResult } from "../helpers/cli.ts";
+import { onPostgres } from "../helpers/engine.ts";
 import { spawnServer, type ServerProcess } from "../helpers/server.ts";
 
 // A CI pipeline's view: the binary sets everything up on the data directory of a server that
@@ -139,6 +140,8 @@ describe("a CI script sets up a running server through the CLI", () => {
     expect(dup.status).toBe(409);
     expect(dup.body.code).toBe("unique_violation");
     expect((await http("GET", "/api/v1/posts?search=banana")).status).toBe(400);
+    // Full-text search on PostgreSQL (a generated tsvector) is not in this version yet.
+    if (onPostgres) return;
     const fts = await ok(["fts", "enable", "posts"]);
     expect(fts).toMatchObject({ enabled: true, indexed_records: 2 });
     const found = await http("GET", "/api/v1/posts?search=banana");
@@ -206,7 +209,8 @@ describe("a CI script sets up a running server through the CLI", () => {
     await login("bob@example.com", "bob-password-1");
   });
 
-  test("a backup taken while the server runs is a consistent copy", async () => {
+  // A backup is a copy of the SQLite file; on PostgreSQL it is refused (test/cli/backup-postgres.test.ts).
+  test.skipIf(onPostgres)("a backup taken while the server runs is a consistent copy", async () => {
     await createPosts();
     await createUser("bob");
     await postByBob({ title: "kept" });
