@@ -13,6 +13,7 @@ import { getSetting } from "./settings/settings.ts";
 import type { HookSet } from "./hooks/types.ts";
 import { createEventBus, type EventBus } from "./events/bus.ts";
 import { closeRealtime } from "./realtime/hub.ts";
+import { relayFlushed, startChangeRelay } from "./realtime/relay.ts";
 import { subscribeCommitHooks } from "./hooks/commit.ts";
 
 /** Everything a service needs, passed explicitly. Tests build their own. */
@@ -90,6 +91,8 @@ export function createContext(config: Config, opts: ContextOptions = {}): AppCon
     createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, fromName: () => getSetting(ctx, "app_name"), log });
   // The catalog starts stale: the first request loads it.
   subscribeCommitHooks(ctx);
+  // On PostgreSQL other nodes (and CLI commands) share the database: they learn of this one's changes.
+  startChangeRelay(ctx);
   return ctx;
 }
 
@@ -103,5 +106,6 @@ function openSqlite(config: Config, log: Logger): Engine {
 export async function closeContext(ctx: AppContext): Promise<void> {
   closeRealtime(ctx);
   ctx.mailer.close();
+  await relayFlushed(ctx);
   await ctx.db.close();
 }

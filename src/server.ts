@@ -10,6 +10,7 @@ import { createApp } from "./http/app.ts";
 import { createLogger } from "./log.ts";
 import { resumeFtsBuilds } from "./search/fts.ts";
 import { closeRealtime } from "./realtime/hub.ts";
+import { listenForChanges } from "./realtime/relay.ts";
 
 export interface Running {
   ctx: AppContext;
@@ -79,6 +80,8 @@ export async function startServer(config: Config, opts: ContextOptions = {}): Pr
   // `baas settings list` shows the same OAuth redirect addresses as GET /admin/settings.
   await setMeta(ctx.db, PUBLIC_URL_META, ctx.config.publicUrl);
   await resumeFtsBuilds(ctx);
+  // On PostgreSQL, the changes other nodes commit reach this node's realtime subscribers.
+  const stopListening = await listenForChanges(ctx);
   const checkpointer = ctx.db.dialect === "sqlite" ? startCheckpointer(ctx.db, config.dbPath) : null;
   let stopped = false;
   return {
@@ -98,6 +101,7 @@ export async function startServer(config: Config, opts: ContextOptions = {}): Pr
       await Promise.race([ctx.mailer.flush().catch(() => {}), new Promise((r) => (giveUp = setTimeout(r, graceMs)))]);
       clearTimeout(giveUp);
       await checkpointer?.stop();
+      await stopListening().catch(() => {});
       await closeContext(ctx);
     },
     forceClose() {

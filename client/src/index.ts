@@ -1,5 +1,7 @@
 import { createAuth, type AuthApi } from "./auth.js";
 import { createCollectionApi, type CollectionApi } from "./collection.js";
+import { fetchEventSource, type EventSourceFactory } from "./event-source.js";
+import { createRealtime, type RealtimeApi } from "./realtime.js";
 import { createTransport, type ClientOptions, type RequestOptions } from "./transport.js";
 import type { BaasRecord } from "./types.js";
 
@@ -7,6 +9,8 @@ export { BaasError, isBaasError, type FieldError } from "./errors.js";
 export { memoryStorage, type SessionStorage } from "./storage.js";
 export type { AuthApi } from "./auth.js";
 export type { CollectionApi } from "./collection.js";
+export { fetchEventSource, type EventSourceFactory, type EventSourceLike, type SseEvent } from "./event-source.js";
+export type { RealtimeAction, RealtimeApi, RealtimeEvent, Topic, Unsubscribe } from "./realtime.js";
 export type { ClientOptions, FetchFunction, RequestOptions, StoredSession } from "./transport.js";
 export type * from "./types.js";
 
@@ -17,6 +21,10 @@ export interface BaasClient {
   readonly auth: AuthApi;
   /** The data API of a collection; `T` types its records (see `baas types`). */
   collection<T extends object = BaasRecord>(name: string): CollectionApi<T>;
+  /** Live changes over Server-Sent Events: `realtime.subscribe("posts", (e) => …)`. */
+  readonly realtime: RealtimeApi;
+  /** Shorthand for `realtime.subscribe`. */
+  subscribe: RealtimeApi["subscribe"];
   /** Any other call of the API, with the session's token and automatic refresh: `request("GET", "/auth/api-keys")`. */
   request<R = unknown>(method: string, path: string, opts?: RequestOptions): Promise<R>;
 }
@@ -27,10 +35,15 @@ export interface BaasClient {
  */
 export function createClient(url: string, options: ClientOptions = {}): BaasClient {
   const t = createTransport(url, options);
+  // Browsers have EventSource; Node 20 and Bun get the same protocol over fetch.
+  const native = (globalThis as { EventSource?: EventSourceFactory }).EventSource;
+  const realtime = createRealtime(t, options.EventSource ?? native ?? fetchEventSource(options.fetch ?? ((u, init) => globalThis.fetch(u, init))));
   return {
     url: t.baseUrl,
     auth: createAuth(t),
     collection: <T extends object = BaasRecord>(name: string) => createCollectionApi<T>(t, name),
+    realtime,
+    subscribe: (topic, handler) => realtime.subscribe(topic, handler),
     request: (method, path, opts) => t.request(method, path, opts),
   };
 }

@@ -1,4 +1,5 @@
 import { BaasError, errorFromResponse, isBaasError } from "./errors.js";
+import type { EventSourceFactory } from "./event-source.js";
 import { memoryStorage, type SessionStorage } from "./storage.js";
 import type { Session, User } from "./types.js";
 
@@ -15,6 +16,8 @@ export interface ClientOptions {
   fetch?: FetchFunction;
   /** Headers sent with every request, e.g. `{ "X-API-Key": "baas_…" }`. */
   headers?: Record<string, string>;
+  /** The EventSource to use for realtime (default: the global one, else one over `fetch`). */
+  EventSource?: EventSourceFactory;
 }
 
 /** What the client keeps between calls. */

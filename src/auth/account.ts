@@ -17,8 +17,7 @@ function body(input: unknown): Record<string, unknown> {
 }
 
 /** `POST /auth/register`: creates the user, sends the verification mail, starts a session. */
-export async function register(ctx: AppContext, input: unknown, client: ClientInfo): Promise<SessionResponse> {
-  const b = body(input);
+export async function register(ctx: AppContext, b: Record<string, unknown>, client: ClientInfo): Promise<SessionResponse> {
   const s = await getSettings(ctx);
   if (!s.auth_password_enabled) throw methodDisabled("password registration");
   if (!s.registration_open) throw new AppError(403, "registration_closed", "registration is closed");
@@ -43,8 +42,7 @@ export async function register(ctx: AppContext, input: unknown, client: ClientIn
  * A locked account gets 429 with Retry-After even with the right password. The second factor
  * is part of the flow (`finishLogin`), so no caller can hand out a session without it.
  */
-export async function login(ctx: AppContext, input: unknown, client: ClientInfo): Promise<LoginResult> {
-  const b = body(input);
+export async function login(ctx: AppContext, b: Record<string, unknown>, client: ClientInfo): Promise<LoginResult> {
   if (!(await getSettings(ctx)).auth_password_enabled) throw methodDisabled("password login");
   if (typeof b.email !== "string" || typeof b.password !== "string") {
     await verifyPassword(String(b.password ?? ""), null);

@@ -192,8 +192,8 @@ export async function finishLogin(ctx: AppContext, user: UserRow, client: Client
 }
 
 /** `POST /auth/2fa/verify {totp_token, code}`: the session for a valid token and code; 401 otherwise. */
-export async function verifyTotpLogin(ctx: AppContext, input: unknown, client: ClientInfo): Promise<SessionResponse> {
-  const { totp_token, code } = asObject(input);
+export async function verifyTotpLogin(ctx: AppContext, input: Record<string, unknown>, client: ClientInfo): Promise<SessionResponse> {
+  const { totp_token, code } = input;
   if (typeof totp_token !== "string" || !totp_token || totp_token.length > 256) throw badTotpToken();
   const hash = sha256(totp_token);
   const now = ctx.clock.now();

@@ -135,12 +135,24 @@ export function refreshCatalog(ctx: AppContext): Promise<void> | undefined {
   return checkDataVersion(ctx);
 }
 
+/**
+ * Makes the next lookup ask the database whether the catalog changed, even within this event-loop
+ * turn: for work triggered by another node's notice, which may name what that node just created.
+ */
+export function recheckCatalog(ctx: AppContext): void {
+  ctx.catalog.checkedTurn = -1;
+}
+
 async function checkDataVersion(ctx: AppContext): Promise<void> {
   const cat = ctx.catalog;
   const dv = await readDataVersion(ctx.db);
   if (dv === cat.dataVersion) return;
-  cat.dataVersion = dv;
-  if (await readSchemaVersion(ctx.db) !== cat.schemaVersion) await reloadCatalog(ctx);
+  // On PostgreSQL the counter is the schema version itself.
+  const schemaVersion = ctx.db.dialect === "postgres" ? dv : await readSchemaVersion(ctx.db);
+  // The version is noted once the catalog matches it (reloadCatalog notes its own): a check that runs
+  // meanwhile must not take the old catalog for the new version.
+  if (schemaVersion !== cat.schemaVersion) await reloadCatalog(ctx);
+  else cat.dataVersion = dv;
 }
 
 // The lookups below answer at once when the cache is current (the common case within a request),

@@ -1,3 +1,4 @@
+import { sha256 } from "../crypto.ts";
 import type { Engine } from "../db/engine.ts";
 import { NAME_RE, type FieldType } from "./types.ts";
 
@@ -10,6 +11,19 @@ const IDENT_RE = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 export function q(name: string): string {
   if (!IDENT_RE.test(name)) throw new Error(`refusing unsafe identifier ${JSON.stringify(name)}`);
   return `"${name}"`;
+}
+
+/** PostgreSQL's longest identifier, in bytes (our names are ASCII); SQLite takes any length. */
+const PG_MAX_IDENT = 63;
+
+/**
+ * A name of ours built from a collection name (an index, say) that fits the engine: on PostgreSQL a
+ * longer one is cut and ends in a hash of the whole, since PostgreSQL would cut it silently and two
+ * long names with the same start would then meet.
+ */
+export function schemaIdent(db: Engine, name: string): string {
+  if (db.dialect === "sqlite" || name.length <= PG_MAX_IDENT) return name;
+  return `${name.slice(0, PG_MAX_IDENT - 9)}_${sha256(name).slice(0, 8)}`;
 }
 
 // A JSON field keeps its JSON text on both engines (PostgreSQL: `text` too), so a stored value comes back
@@ -37,7 +51,7 @@ export async function createCollectionTable(db: Engine, name: string): Promise<v
     "_owner_id" ${text},
     "_deleted_at" ${int}
   )`);
-  await db.exec(`CREATE INDEX ${q(`_idx_${name}_owner`)} ON ${q(name)} ("_owner_id", "_id")`);
+  await db.exec(`CREATE INDEX ${q(schemaIdent(db, `_idx_${name}_owner`))} ON ${q(name)} ("_owner_id", "_id")`);
 }
 
 /** Adds a column for a newly seen field. */

@@ -7,9 +7,9 @@
  * - src/collections/ddl.ts: collection tables, columns (type names), indexes, the many_via
  *   junction tables (`WITHOUT ROWID`), whether a schema name is taken (`sqlite_master`), and the
  *   counter of other connections' commits the catalog cache polls (`PRAGMA data_version`).
- * - src/search/: FTS5 virtual tables, their triggers, `MATCH`, `bm25` ranking and the FTS query
- *   syntax (fts.ts, query.ts); query/sql.ts joins on the FTS table's `rowid` and spells MATCH
- *   through `ftsMatch`.
+ * - src/search/fts.ts: FTS5 virtual tables, their triggers, `MATCH`, `bm25` ranking and the FTS query
+ *   syntax; PostgreSQL's generated `tsvector` column (db/pg-fts.ts spells its queries). `ftsQuery`
+ *   gives query/sql.ts the join, the match and the relevance of each engine.
  * - src/query/: filters, sorts and cursors (sql.ts: LIKE, case-insensitive in SQLite; type affinity of compared
  *   values), and dialect.ts: "is one of these values" (`json_each` over a JSON array parameter)
  *   and the insertion-order tie-break (`rowid`) of system-table listings.

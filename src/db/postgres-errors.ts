@@ -78,6 +78,11 @@ export function mapPostgresError(err: unknown): unknown {
   if (state === "22021") {
     return new AppError(400, "bad_request", "a text value holds a NUL character (\\u0000), which cannot be stored", {}, {}, { cause: err });
   }
+  if (state === "54000") {
+    // A limit of the stored form that SQLite does not have: a text too large for a full-text vector
+    // (1 MB) or for a btree index entry (about 2.7 kB).
+    return new AppError(400, "bad_request", "a value is too large for the database to store or index", {}, {}, { cause: err });
+  }
   if (state.startsWith("22")) {
     return new AppError(400, "bad_request", "a value does not fit the type of its column", {}, {}, { cause: err });
   }

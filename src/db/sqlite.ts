@@ -12,6 +12,15 @@ interface Tx {
   afterCommit: (() => void)[];
 }
 
+/**
+ * One level of a transaction, as the async context sees it: nested transactions started at the same level
+ * (e.g. together in a Promise.all) run one after the other, each in its own savepoint.
+ */
+interface Scope {
+  tx: Tx;
+  queue: Promise<unknown>;
+}
+
 const NO_PARAMS: readonly SqlValue[] = [];
 
 /** Who holds a database file's connection(s) in this process: one transaction at a time. */
@@ -46,7 +55,7 @@ function lockFor(sqlite: Database): FileLock {
  */
 export class SqliteEngine implements Engine {
   readonly dialect = "sqlite" as const;
-  private readonly als = new AsyncLocalStorage<Tx>();
+  private readonly als = new AsyncLocalStorage<Scope>();
   private readonly fileLock: FileLock;
 
   /**
@@ -62,8 +71,7 @@ export class SqliteEngine implements Engine {
   /** True when this context may use the connection now: no transaction open, or its own. */
   private free(): boolean {
     if (!this.fileLock.locked) return true;
-    const tx = this.als.getStore();
-    return tx !== undefined && tx.open;
+    return this.als.getStore()?.tx.open === true;
   }
 
   get<T = Record<string, unknown>>(sql: string, params: readonly SqlValue[] = NO_PARAMS): Promise<T | null> {
@@ -145,19 +153,23 @@ export class SqliteEngine implements Engine {
   }
 
   inTransaction(): boolean {
-    const tx = this.als.getStore();
-    return tx !== undefined && tx.open;
+    return this.als.getStore()?.tx.open === true;
   }
 
   afterCommit(cb: () => void): void {
-    const tx = this.als.getStore();
+    const tx = this.als.getStore()?.tx;
     if (tx && tx.open) tx.afterCommit.push(cb);
     else this.runCallbacks([cb]);
   }
 
   async transaction<T>(fn: () => Promise<T>): Promise<T> {
-    const current = this.als.getStore();
-    if (current && current.open) return this.savepoint(current, fn);
+    const scope = this.als.getStore();
+    if (scope && scope.tx.open) {
+      // After the savepoints started before it at this level; a failed one does not stop the next.
+      const run = scope.queue.then(() => this.savepoint(scope.tx, fn));
+      scope.queue = run.catch(() => {});
+      return run;
+    }
     const wait = this.lock();
     if (wait) await wait;
     const tx: Tx = { open: true, depth: 0, afterCommit: [] };
@@ -165,7 +177,7 @@ export class SqliteEngine implements Engine {
     try {
       this.sqlite.query("BEGIN IMMEDIATE").run();
       try {
-        result = await this.als.run(tx, fn);
+        result = await this.als.run({ tx, queue: Promise.resolve() }, fn);
         this.sqlite.query("COMMIT").run();
       } catch (err) {
         if (this.sqlite.inTransaction) this.sqlite.query("ROLLBACK").run();
@@ -186,7 +198,7 @@ export class SqliteEngine implements Engine {
     const mark = tx.afterCommit.length;
     this.sqlite.query(`SAVEPOINT ${name}`).run();
     try {
-      const result = await fn();
+      const result = await this.als.run({ tx, queue: Promise.resolve() }, fn);
       this.sqlite.query(`RELEASE ${name}`).run();
       return result;
     } catch (err) {

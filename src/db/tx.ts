@@ -12,6 +12,7 @@ import { mapSqliteError } from "./sqlite-errors.ts";
  */
 export async function inTransaction<T>(ctx: AppContext, fn: () => Promise<T>): Promise<T> {
   const outer = !ctx.db.inTransaction();
+  if (outer && ctx.db.dialect === "postgres") return await concurrentTransaction(ctx, fn);
   try {
     return await ctx.db.transaction(async () => {
       // Holding the lock, nothing else is staging: what is queued at the start of an outermost
@@ -38,6 +39,28 @@ export async function inTransaction<T>(ctx: AppContext, fn: () => Promise<T>): P
         throw err;
       }
     });
+  } catch (err) {
+    ctx.catalog.stale = true;
+    throw mapSqliteError(err);
+  }
+}
+
+/**
+ * The outermost transaction on an engine whose transactions run side by side in one process
+ * (PostgreSQL): its change events are staged in a queue of its own, published by its commit only.
+ * The engine may run `fn` again after a serialization failure: each run starts with an empty queue.
+ */
+async function concurrentTransaction<T>(ctx: AppContext, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await ctx.db.transaction(() =>
+      ctx.events.isolated(async (queue) => {
+        ctx.db.afterCommit(() => {
+          noteCommit(ctx);
+          ctx.events.commit(queue);
+        });
+        return await fn();
+      }),
+    );
   } catch (err) {
     ctx.catalog.stale = true;
     throw mapSqliteError(err);

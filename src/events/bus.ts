@@ -1,3 +1,5 @@
+import { AsyncLocalStorage } from "node:async_hooks";
+
 /**
  * Change events (CONTRACT §5, §10): one per committed change of a record, in commit order.
  * Writers `stage` events inside their transaction; `inTransaction` publishes them when the
@@ -29,8 +31,14 @@ export interface EventBus {
   mark(): number;
   /** Drops what was staged after `mark` (a rolled-back savepoint or transaction). */
   rollbackTo(mark: number): void;
-  /** Delivers the staged events to every listener, in order, and empties the queue. */
-  commit(): void;
+  /** Delivers the staged events (or `queue`, one of `isolated`) to every listener, in order, and empties it. */
+  commit(queue?: ChangeEvent[]): void;
+  /**
+   * Runs `fn` with a staging queue of its own, handed to it: `stage`, `mark` and `rollbackTo` of its
+   * async context use that queue. For an engine whose transactions run concurrently in one process
+   * (PostgreSQL), so one transaction's commit or rollback never touches another's events.
+   */
+  isolated<T>(fn: (queue: ChangeEvent[]) => Promise<T>): Promise<T>;
   /** Adds a listener; returns the function that removes it. */
   subscribe(listener: ChangeListener): () => void;
   /**
@@ -43,19 +51,33 @@ export interface EventBus {
 /** A listener that throws is reported to `onError` and never stops the others. */
 export function createEventBus(onError: (err: unknown, event: ChangeEvent) => void): EventBus {
   let staged: ChangeEvent[] = [];
+  // Made at the first isolated transaction: the SQLite path (one writer) never pays for a lookup.
+  let scoped: AsyncLocalStorage<ChangeEvent[]> | null = null;
+  const queue = () => scoped?.getStore() ?? staged;
   const listeners = new Set<ChangeListener>();
   const commitListeners = new Set<(events: readonly ChangeEvent[]) => void>();
   return {
     stage(event) {
-      staged.push(event);
+      queue().push(event);
     },
-    mark: () => staged.length,
+    mark: () => queue().length,
     rollbackTo(mark) {
-      staged.length = Math.min(staged.length, mark);
+      const q = queue();
+      q.length = Math.min(q.length, mark);
     },
-    commit() {
-      const events = staged;
-      staged = [];
+    isolated(fn) {
+      scoped ??= new AsyncLocalStorage();
+      const own: ChangeEvent[] = [];
+      return scoped.run(own, () => fn(own));
+    },
+    commit(given) {
+      let events: ChangeEvent[];
+      if (given) {
+        events = given.splice(0);
+      } else {
+        events = staged;
+        staged = [];
+      }
       for (const listener of commitListeners) listener(events);
       if (events.length === 0) return;
       for (const event of events) {

@@ -19,6 +19,7 @@ import { recordRoutes } from "./routes/records.ts";
 import { consoleRoutes } from "./routes/console.ts";
 import { recordWriteRoutes } from "./routes/records-write.ts";
 import { realtimeRoutes } from "./routes/realtime.ts";
+import { openApiRoutes } from "./routes/openapi.ts";
 
 /**
  * Builds the HTTP app over a context. It never listens; `cli/commands/serve.ts` does. `requestLog: false`
@@ -47,6 +48,7 @@ export function createApp(ctx: AppContext, opts: { requestLog?: boolean } = {}) 
       refuseImpersonationOnAuth(ctx, request);
     })
     .use(healthRoutes())
+    .use(openApiRoutes(ctx, () => app.routes))
     .use(consoleRoutes(ctx))
     .use(mailPageRoutes(ctx))
     .use(adminRoutes(ctx))

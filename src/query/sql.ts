@@ -5,7 +5,7 @@ import { q } from "../collections/ddl.ts";
 import { SYSTEM_FIELDS, SYSTEM_FIELD_TYPES, type Collection, type FieldType } from "../collections/types.ts";
 import { badRequest } from "../errors.ts";
 import type { Access } from "../rules/access.ts";
-import { ftsTable, isFtsQueryError, toMatchQuery } from "../search/fts.ts";
+import { ftsQuery, isFtsQueryError } from "../search/fts.ts";
 import type { FilterCond, ReadQuery, SortKey } from "./parse.ts";
 
 // AST → SQL. The one builder behind list, count, aggregate and search: identifiers come only
@@ -25,18 +25,28 @@ export interface FieldRef {
   type: FieldType;
 }
 
-/** The FROM and WHERE of a read, and the FTS table when a search takes part. */
+/** The part a full-text `search` plays in a read (spelled per engine by src/search/fts.ts). */
+export interface SearchPlan {
+  /** The condition "the row matches the search", part of the plan's `where`. */
+  match: Where;
+  /** The relevance, best match first, as the ORDER BY term of a search without `sort`. */
+  rank: OrderTerm;
+}
+
+/** The FROM and WHERE of a read, and the full-text search when one takes part. */
 export interface ReadPlan {
   /** The quoted collection table; every column is qualified with it. */
   table: string;
-  from: string;
+  /**
+   * The FROM clause: the table, joined with what a search needs. Its values (none without a search)
+   * come before those of `where` in every statement: `[...from.params, ...where.params]`.
+   */
+  from: Where;
   where: Where;
   /** The part of `where` that decides which records the requester may see at all (soft delete, owner). */
   visible: Where;
-  /** The quoted FTS5 table joined in for `search`, else null. */
-  fts: string | null;
-  /** The FTS5 MATCH expression bound for `search`, else null. */
-  match: string | null;
+  /** The full-text search, else null. */
+  search: SearchPlan | null;
   /** True when a filter extension's condition looks at other tables (e.g. a relation's "linked to"). */
   external: boolean;
   /** The engine the plan's SQL is for. */
@@ -137,17 +147,16 @@ export function planRead(
   const table = q(col.name);
   const parts: string[] = [];
   const params: SqlValue[] = [];
-  let from = table;
-  let fts: string | null = null;
-  let match: string | null = null;
+  let from: Where = { sql: table, params: [] };
+  let search: SearchPlan | null = null;
   if (rq.search !== null) {
     if (!col.fts.enabled)
       throw badRequest(`collection "${col.name}" has no full-text index: enable it with POST /admin/collections/${col.name}/fts`);
-    fts = q(ftsTable(col.name));
-    from = `${table} JOIN ${fts} ON ${fts}.rowid = ${table}._rowid_`;
-    match = toMatchQuery(rq.search);
-    parts.push(ftsMatch(fts));
-    params.push(match);
+    const fts = ftsQuery(ctx.db, col.name, rq.search);
+    from = fts.from;
+    search = { match: fts.match, rank: { expr: fts.rank, desc: fts.rankDesc, rank: true } };
+    parts.push(fts.match.sql);
+    params.push(...fts.match.params);
   }
   const visible: Where = { sql: "TRUE", params: [] };
   const seen: string[] = [];
@@ -170,7 +179,7 @@ export function planRead(
     parts.push(w.sql);
     params.push(...w.params);
   }
-  return { table, from, where: { sql: parts.length ? parts.join(" AND ") : "TRUE", params }, visible, fts, match, external, dialect: ctx.db.dialect };
+  return { table, from, where: { sql: parts.length ? parts.join(" AND ") : "TRUE", params }, visible, search, external, dialect: ctx.db.dialect };
 }
 
 /** One ORDER BY term. */
@@ -183,7 +192,7 @@ export interface OrderTerm {
 
 /** The ORDER BY terms of a list, without the final `_id` tie-break; relevance when searching unsorted. */
 export function orderTerms(col: Collection, plan: ReadPlan, sort: SortKey[]): OrderTerm[] {
-  if (!sort.length) return plan.fts ? [{ expr: `${plan.fts}.rank`, desc: false, rank: true }] : [];
+  if (!sort.length) return plan.search ? [plan.search.rank] : [];
   return sort.map((k) => ({ expr: column(col, resolveField(col, k.field).name), desc: k.desc }));
 }
 
@@ -242,20 +251,16 @@ export function keysetPhases(plan: ReadPlan, terms: OrderTerm[], values: SqlValu
   }
   const op = first.desc ? "<" : ">";
   const range: Where = { sql: `${e} ${op}= ? AND (${e} ${op} ? OR ${rest.sql})`, params: [v, v, ...rest.params] };
-  return first.desc ? [range, isNull] : [range];
+  // The relevance of a matching row is never null.
+  return first.desc && !first.rank ? [range, isNull] : [range];
 }
 
-/** The condition "the row matches the bound full-text query" on a plan's full-text table. */
-export function ftsMatch(fts: string): string {
-  return `${fts} MATCH ?`;
-}
-
-/** Runs a read; a full-text query SQLite cannot parse becomes 400, never 500. */
+/** Runs a read; a full-text query the engine cannot parse becomes 400, never 500. */
 export async function runRead<T>(plan: ReadPlan, fn: () => Promise<T>): Promise<T> {
   try {
     return await fn();
   } catch (err) {
-    if (plan.fts && isFtsQueryError(err)) throw badRequest(`invalid search query: ${(err as Error).message.replace(/^fts5: /, "")}`);
+    if (plan.search && isFtsQueryError(err)) throw badRequest(`invalid search query: ${(err as Error).message.replace(/^fts5: /, "")}`);
     throw err;
   }
 }

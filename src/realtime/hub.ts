@@ -54,6 +54,13 @@ export interface RealtimeHub {
   subscribe(clientId: unknown, topics: unknown, identity: Identity): Promise<{ ok: true; subscriptions: unknown[] }>;
   /** Ends every stream (graceful stop). */
   closeAll(): void;
+  /** Takes a committed change made elsewhere (another node, see relay.ts) as if committed here. */
+  accept(event: ChangeEvent): void;
+  /**
+   * Changes may have been missed (the notices of other nodes were lost): every stream gets `reset`
+   * and ends, and no Last-Event-ID from before now can be resumed.
+   */
+  resetAll(reason: string): void;
   /** Open streams, for tests and the bench. */
   readonly size: number;
 }
@@ -91,7 +98,13 @@ function createHub(ctx: AppContext): RealtimeHub {
   const inOrder = (work: () => Promise<void>): Promise<void> => (delivering = delivering.then(work));
   let timers: ReturnType<typeof setInterval>[] = [];
 
-  ctx.events.subscribe((event) => {
+  // Streams may not resume from an event number below this one (changes were missed after it).
+  let replayFloor = 0;
+  const canResume = (from: number) => from >= replayFloor && buffer.holdsAfter(from);
+
+  ctx.events.subscribe(accept);
+
+  function accept(event: ChangeEvent) {
     pending.push(buffer.push(event, ctx.clock.now()));
     // IMPORTANT: the writer only queues; rule checks and fan-out run after its request, so no
     // number of subscribers (or a stalled one) slows a write.
@@ -100,7 +113,7 @@ function createHub(ctx: AppContext): RealtimeHub {
       setTimeout(() => void flush(), FANOUT_DELAY_MS);
     }
     if (!clients.size) pending = [];
-  });
+  }
 
   /** Queues the pending events for delivery, after those already queued; settles when they are sent. */
   function flush(): Promise<void> {
@@ -238,7 +251,7 @@ function createHub(ctx: AppContext): RealtimeHub {
     if (c.resumeFrom === null || !topics.length) return;
     const from = c.resumeFrom;
     c.resumeFrom = null;
-    if (!buffer.holdsAfter(from)) {
+    if (!canResume(from)) {
       c.sink.send(sseFrame("reset", JSON.stringify({ reason: "too_old" }), eventId(buffer.lastSeq)));
       c.lastSeq = buffer.lastSeq;
       return;
@@ -271,7 +284,7 @@ function createHub(ctx: AppContext): RealtimeHub {
       const resume = parseLastEventId(lastEventId);
       const c: Client = { id, ip, identity, topics: [], sink, resumeFrom: buffer.lastSeq, lastSeq: buffer.lastSeq };
       if (resume !== null) {
-        if (buffer.holdsAfter(resume)) c.resumeFrom = c.lastSeq = resume;
+        if (canResume(resume)) c.resumeFrom = c.lastSeq = resume;
         else sink.send(sseFrame("reset", JSON.stringify({ reason: "too_old" }), eventId(buffer.lastSeq)));
       }
       sink.send(sseFrame("connect", JSON.stringify({ client_id: id }), eventId(Math.max(c.lastSeq, c.resumeFrom ?? 0))));
@@ -300,6 +313,17 @@ function createHub(ctx: AppContext): RealtimeHub {
     closeAll() {
       stopTimers();
       for (const c of [...clients.values()]) drop(c);
+    },
+
+    accept,
+
+    resetAll(reason) {
+      replayFloor = buffer.lastSeq;
+      const frame = sseFrame("reset", JSON.stringify({ reason }), eventId(buffer.lastSeq));
+      for (const c of [...clients.values()]) {
+        forget(c);
+        c.sink.end(frame);
+      }
     },
   };
 

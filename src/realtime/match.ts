@@ -92,8 +92,8 @@ export async function compileMatcher(ctx: AppContext, col: Collection, filters: 
     if (!virtual.length) return true;
     try {
       const plan = planRead(ctx, current, { filters: virtual, search: null, includeDeleted: true }, "all", who, await relationFilter(ctx));
-      const sql = `SELECT 1 FROM ${plan.from} WHERE ${plan.where.sql} AND ${plan.table}."_id" = ?`;
-      return !!await ctx.db.get(sql, [...plan.where.params, record._id as string]);
+      const sql = `SELECT 1 FROM ${plan.from.sql} WHERE ${plan.where.sql} AND ${plan.table}."_id" = ?`;
+      return !!await ctx.db.get(sql, [...plan.from.params, ...plan.where.params, record._id as string]);
     } catch {
       // The field or relation went away since the topic was set: nothing matches it any more.
       return false;

@@ -41,24 +41,23 @@ export async function aggregateRecords(ctx: AppContext, name: string, params: UR
   if ((aq.fn === "sum" || aq.fn === "avg") && field!.type !== "number")
     throw badRequest(`${aq.fn} needs a number field: "${field!.name}" is ${field!.type}`);
   const c = field ? column(col, field.name) : null;
-  // PostgreSQL has no MIN/MAX of booleans: false < true, so they are "all true" and "any true".
-  const pgBoolean = ctx.db.dialect === "postgres" && field?.type === "boolean";
+  // PostgreSQL has no min or max of booleans: they are compared as 0 and 1, which SQLite stores.
+  const ordered = field?.type === "boolean" && plan.dialect === "postgres" ? `CAST(${c} AS INTEGER)` : c;
   const expr = {
     count: c ? `COUNT(${c})` : "COUNT(*)",
     sum: `COALESCE(SUM(${c}), 0)`,
     avg: `AVG(${c})`,
-    min: pgBoolean ? `BOOL_AND(${c})` : `MIN(${c})`,
-    max: pgBoolean ? `BOOL_OR(${c})` : `MAX(${c})`,
+    min: `MIN(${ordered})`,
+    max: `MAX(${ordered})`,
   }[aq.fn];
   const valueType: FieldType = aq.fn === "min" || aq.fn === "max" ? field!.type : "number";
   return await runRead(plan, async () => {
     if (!group) {
-      const row = (await ctx.db.get<{ value: SqlValue }>(`SELECT ${expr} AS value FROM ${plan.from} WHERE ${plan.where.sql}`, [...plan.where.params]))!;
+      const row = (await ctx.db.get<{ value: SqlValue }>(`SELECT ${expr} AS value FROM ${plan.from.sql} WHERE ${plan.where.sql}`, [...plan.from.params, ...plan.where.params]))!;
       return { value: decodeValue(valueType, row.value) };
     }
     const g = column(col, group.name);
-    const nullsFirst = ctx.db.dialect === "postgres" ? " NULLS FIRST" : "";
-    const rows = await ctx.db.all<{ g: SqlValue; value: SqlValue }>(`SELECT ${g} AS g, ${expr} AS value FROM ${plan.from} WHERE ${plan.where.sql} GROUP BY ${g} ORDER BY ${g} ASC${nullsFirst} LIMIT ?`, [...plan.where.params, MAX_GROUPS + 1]);
+    const rows = await ctx.db.all<{ g: SqlValue; value: SqlValue }>(`SELECT ${g} AS g, ${expr} AS value FROM ${plan.from.sql} WHERE ${plan.where.sql} GROUP BY ${g} ORDER BY ${g} ASC${plan.dialect === "postgres" ? " NULLS FIRST" : ""} LIMIT ?`, [...plan.from.params, ...plan.where.params, MAX_GROUPS + 1]);
     if (rows.length > MAX_GROUPS)
       throw badRequest(
         `group_by "${group.name}" gives more than ${MAX_GROUPS} groups: narrow the records with a filter (or search) first`,

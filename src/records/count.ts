@@ -40,15 +40,15 @@ function countCache(ctx: AppContext): CountCache {
 export async function countPlan(ctx: AppContext, plan: ReadPlan, collection: string): Promise<number> {
   const run = () =>
     runRead(plan, async () =>
-      (await ctx.db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM ${plan.from} WHERE ${plan.where.sql}`, [...plan.where.params]))!.n,
+      (await ctx.db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM ${plan.from.sql} WHERE ${plan.where.sql}`, [...plan.from.params, ...plan.where.params]))!.n,
     );
   // Inside a write transaction the count may include changes that roll back; full-text matches
   // depend on an index that may still be building: neither is kept.
   // On PostgreSQL other nodes write without this process learning of it: nothing is kept there.
-  if (plan.fts || ctx.db.inTransaction() || ctx.db.dialect === "postgres") return await run();
+  if (plan.search || ctx.db.inTransaction() || ctx.db.dialect === "postgres") return await run();
   const buckets = countCache(ctx).buckets;
   const name = plan.external ? EXTERNAL : collection.toLowerCase();
-  const key = `${plan.from} WHERE ${plan.where.sql}\0${JSON.stringify(plan.where.params)}`;
+  const key = `${plan.from.sql} WHERE ${plan.where.sql}\0${JSON.stringify(plan.where.params)}`;
   const dataVersion = ctx.catalog.dataVersion;
   const hit = buckets.get(name)?.get(key);
   if (hit && hit.dataVersion === dataVersion) return hit.n;

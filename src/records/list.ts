@@ -7,7 +7,6 @@ import { parseListQuery, type ListQuery } from "../query/parse.ts";
 import {
   column,
   keysetPhases,
-  ftsMatch,
   orderBySql,
   orderTerms,
   planRead,
@@ -59,9 +58,10 @@ async function cursorValues(ctx: AppContext, plan: ReadPlan, terms: OrderTerm[],
   let sql = `SELECT ${select} FROM ${plan.table} WHERE ${plan.table}."_id" = ? AND ${plan.visible.sql}`;
   let params: SqlValue[] = [after, ...plan.visible.params];
   if (terms.some((t) => t.rank)) {
-    // The rank of the cursor row exists only for this search: take it from the same MATCH.
-    sql = `SELECT ${select} FROM ${plan.from} WHERE ${plan.table}."_id" = ? AND ${plan.visible.sql} AND ${ftsMatch(plan.fts!)}`;
-    params = [after, ...plan.visible.params, plan.match];
+    // The rank of the cursor row exists only for this search: take it from the same match.
+    const match = plan.search!.match;
+    sql = `SELECT ${select} FROM ${plan.from.sql} WHERE ${plan.table}."_id" = ? AND ${plan.visible.sql} AND ${match.sql}`;
+    params = [...plan.from.params, after, ...plan.visible.params, ...match.params];
   }
   const row = await ctx.db.get<Record<string, SqlValue>>(sql, [...params]);
   if (!row) throw badRequest("invalid cursor: no record with that id in this listing");
@@ -75,7 +75,7 @@ export async function runListQuery(ctx: AppContext, col: Collection, lq: ListQue
   const select = selectList(col, lq.fields);
   const order = orderBySql(plan, terms);
   const page = async (where: Where, limit: number, offset: number) =>
-    await ctx.db.all<Record<string, unknown>>(`SELECT ${select} FROM ${plan.from} WHERE ${where.sql} ORDER BY ${order} LIMIT ?${offset ? " OFFSET ?" : ""}`, [...where.params, limit, ...(offset ? [offset] : [])]);
+    await ctx.db.all<Record<string, unknown>>(`SELECT ${select} FROM ${plan.from.sql} WHERE ${where.sql} ORDER BY ${order} LIMIT ?${offset ? " OFFSET ?" : ""}`, [...plan.from.params, ...where.params, limit, ...(offset ? [offset] : [])]);
   return await runRead(plan, async () => {
     let rows: Record<string, unknown>[] = [];
     if (lq.after === null) rows = await page(plan.where, lq.limit + 1, (lq.page - 1) * lq.limit);

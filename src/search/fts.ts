@@ -1,8 +1,10 @@
 import type { Engine } from "../db/engine.ts";
 import type { AppContext } from "../context.ts";
 import { findCollection, listCollections, requireCollection, saveCollectionRow } from "../collections/catalog.ts";
-import { q } from "../collections/ddl.ts";
+import { q, schemaIdent } from "../collections/ddl.ts";
 import type { Collection, FieldDef, FtsState } from "../collections/types.ts";
+import { toTsQuery, tsvectorExpr } from "../db/pg-fts.ts";
+import type { Where } from "../query/sql.ts";
 import { inTransaction } from "../db/tx.ts";
 import { badRequest } from "../errors.ts";
 
@@ -15,6 +17,11 @@ import { badRequest } from "../errors.ts";
 // the server. Soft-deleted rows stay indexed, so `search` with `include_deleted=true`
 // finds them too; without it every read already hides them.
 // A new text field only needs the triggers rebuilt, since old rows hold null there.
+//
+// On PostgreSQL the index is a generated column `_fts` of the collection table (a `tsvector` of the
+// same text, `english` configuration) with a GIN index: PostgreSQL fills it for every row when the
+// column is added and keeps it current on every write, so the index is ready at once and there is
+// no build in steps. A new text field rebuilds the column (its expression names the fields).
 
 export interface FtsStatus {
   enabled: boolean;
@@ -37,6 +44,12 @@ export const FTS_BUILD_CHUNK = 1000;
 export function ftsTable(name: string): string {
   return `_fts_${name}`;
 }
+
+/**
+ * The generated `tsvector` column of a collection on PostgreSQL. It starts with `_`, which no user field
+ * can, and no read names it: records, field lists, sorts and filters never see it.
+ */
+export const FTS_COLUMN = "_fts";
 
 const TRIGGERS = ["ai", "au", "ad"] as const;
 
@@ -73,15 +86,39 @@ async function createTriggers(db: Engine, name: string, fields: string[]): Promi
   END`);
 }
 
+/**
+ * PostgreSQL: (re)creates the generated column over these text fields and its GIN index, which
+ * PostgreSQL fills from every row before the statement ends. The index goes with the column.
+ */
+async function createPgColumn(db: Engine, name: string, fields: string[]): Promise<void> {
+  await dropPgColumn(db, name);
+  await db.exec(`ALTER TABLE ${q(name)} ADD COLUMN ${q(FTS_COLUMN)} tsvector GENERATED ALWAYS AS (${tsvectorExpr(fields)}) STORED`);
+  // `_fts_<name>`: no collection or user index can be called so (their names start with a letter).
+  await db.exec(`CREATE INDEX ${q(schemaIdent(db, ftsTable(name)))} ON ${q(name)} USING gin (${q(FTS_COLUMN)})`);
+}
+
+/** PostgreSQL: drops the generated column, and its index with it. */
+async function dropPgColumn(db: Engine, name: string): Promise<void> {
+  await db.exec(`ALTER TABLE IF EXISTS ${q(name)} DROP COLUMN IF EXISTS ${q(FTS_COLUMN)}`);
+}
+
 /** Drops the index and its triggers of a collection (no-op when there is none). */
 export async function dropFtsObjects(db: Engine, name: string): Promise<void> {
+  if (db.dialect === "postgres") return await dropPgColumn(db, name);
   await dropTriggers(db, name);
   await db.exec(`DROP TABLE IF EXISTS ${q(ftsTable(name))}`);
 }
 
-/** Creates the empty index and its triggers: from here on every write keeps the index current. */
+/**
+ * Creates the index and what keeps it current on every write. On SQLite it starts empty (see
+ * buildIndex); on PostgreSQL it is complete when this returns.
+ */
 async function createIndexObjects(db: Engine, col: Collection): Promise<string[]> {
   const fields = textFields(col.fields);
+  if (db.dialect === "postgres") {
+    await createPgColumn(db, col.name, fields);
+    return fields;
+  }
   await dropFtsObjects(db, col.name);
   await db.exec(`CREATE VIRTUAL TABLE ${q(ftsTable(col.name))} USING fts5(body, tokenize = 'porter unicode61 remove_diacritics 2')`);
   await createTriggers(db, col.name, fields);
@@ -91,6 +128,8 @@ async function createIndexObjects(db: Engine, col: Collection): Promise<string[]
 /** Active (not soft-deleted) records in the index. */
 async function indexedCount(db: Engine, name: string): Promise<number> {
   const t = q(name);
+  // Every row has its generated vector: the index holds every record.
+  if (db.dialect === "postgres") return (await db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM ${t} WHERE "_deleted_at" IS NULL`))!.n;
   const f = q(ftsTable(name));
   return (await db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM ${f} JOIN ${t} ON ${t}._rowid_ = ${f}.rowid WHERE ${t}."_deleted_at" IS NULL`))!.n;
 }
@@ -162,8 +201,9 @@ function runBuild(ctx: AppContext, name: string, onProgress?: (p: FtsProgress) =
 
 /**
  * `POST …/fts`: creates the index and fills it from every record, in steps that leave the server
- * responsive; resolves when the index is ready. `created` is false when it already existed (a
- * build still under way, here or left by a stopped process, is joined or resumed).
+ * responsive (on PostgreSQL: in the statement that creates it); resolves when the index is ready.
+ * `created` is false when it already existed (a build still under way, here or left by a stopped
+ * process, is joined or resumed).
  */
 export async function enableFts(
   ctx: AppContext,
@@ -172,21 +212,25 @@ export async function enableFts(
 ): Promise<{ status: FtsStatus; created: boolean }> {
   const col = await requireCollection(ctx, name);
   let created = false;
+  // Only SQLite's index is filled in steps after it is created.
+  const inSteps = ctx.db.dialect === "sqlite";
   if (!col.fts.enabled) {
     created = await inTransaction(ctx, async () => {
       const now = await requireCollection(ctx, name);
       if (now.fts.enabled) return false;
       const fields = await createIndexObjects(ctx.db, now);
-      await saveCollectionRow(ctx, { ...now, fts: { enabled: true, fields, building: true }, updatedAt: ctx.clock.now() });
+      await saveCollectionRow(ctx, { ...now, fts: inSteps ? { enabled: true, fields, building: true } : { enabled: true, fields }, updatedAt: ctx.clock.now() });
       return true;
     });
   }
-  if (created || (await requireCollection(ctx, name)).fts.building) await runBuild(ctx, col.name, opts.onProgress);
+  if ((created && inSteps) || (await requireCollection(ctx, name)).fts.building) await runBuild(ctx, col.name, opts.onProgress);
   return { status: await ftsStatus(ctx, name), created };
 }
 
 /** Resumes, in the background, the builds a stopped process left unfinished (called when a server starts). */
 export async function resumeFtsBuilds(ctx: AppContext): Promise<void> {
+  // PostgreSQL's index is complete when it is created: nothing is ever left to build.
+  if (ctx.db.dialect !== "sqlite") return;
   for (const col of await listCollections(ctx)) {
     if (!col.fts.enabled || !col.fts.building) continue;
     runBuild(ctx, col.name).catch((err) => ctx.log.error(`full-text index of "${col.name}": build stopped`, { err }));
@@ -211,8 +255,47 @@ export async function ftsAfterNewFields(ctx: AppContext, col: Collection, fields
   if (!col.fts.enabled) return col.fts;
   const text = textFields(fields);
   if (text.length === col.fts.fields.length) return col.fts;
-  await createTriggers(ctx.db, col.name, text);
+  // PostgreSQL computes the new column for every row: old rows hold null in the new fields.
+  if (ctx.db.dialect === "postgres") await createPgColumn(ctx.db, col.name, text);
+  else await createTriggers(ctx.db, col.name, text);
   return { ...col.fts, fields: text };
+}
+
+/** How a read searches the index of a collection: see ftsQuery. */
+export interface FtsQuery {
+  /** The collection table joined with what the search needs (the FROM clause). */
+  from: Where;
+  /** The condition "the row matches". */
+  match: Where;
+  /** The relevance of a matching row, an expression without values; best first in `rankDesc` order. */
+  rank: string;
+  rankDesc: boolean;
+}
+
+/**
+ * The SQL of a search for `text` (400 when it is malformed) in the index of collection `name`.
+ * SQLite: the FTS5 table joined on the row id, `MATCH`, and FTS5's `rank` (BM25, lower is better).
+ * PostgreSQL: the query computed once in a one-row subquery that the planner folds into the
+ * condition on the GIN-indexed column, and `ts_rank` (higher is better).
+ */
+export function ftsQuery(db: Engine, name: string, text: string): FtsQuery {
+  const table = q(name);
+  if (db.dialect === "postgres") {
+    const vector = `${table}.${q(FTS_COLUMN)}`;
+    return {
+      from: { sql: `${table} CROSS JOIN (SELECT to_tsquery('english', ?) AS "q") AS "_search"`, params: [toTsQuery(text)] },
+      match: { sql: `${vector} @@ "_search"."q"`, params: [] },
+      rank: `ts_rank(${vector}, "_search"."q")`,
+      rankDesc: true,
+    };
+  }
+  const fts = q(ftsTable(name));
+  return {
+    from: { sql: `${table} JOIN ${fts} ON ${fts}.rowid = ${table}._rowid_`, params: [] },
+    match: { sql: `${fts} MATCH ?`, params: [toMatchQuery(text)] },
+    rank: `${fts}.rank`,
+    rankDesc: false,
+  };
 }
 
 const BAREWORD_RE = /^[\p{L}\p{N}_]+$/u;
@@ -260,7 +343,10 @@ export function toMatchQuery(raw: string): string {
   return out.join(" ");
 }
 
-/** True for the error SQLite raises for a MATCH expression it cannot parse. */
+/**
+ * True for the error SQLite raises for a MATCH expression it cannot parse, or PostgreSQL for a
+ * tsquery (toTsQuery writes only valid ones: this is a safety net).
+ */
 export function isFtsQueryError(err: unknown): boolean {
-  return err instanceof Error && /fts5|unknown special query|no such column/i.test(err.message);
+  return err instanceof Error && /fts5|unknown special query|no such column|syntax error in tsquery/i.test(err.message);
 }

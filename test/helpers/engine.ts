@@ -50,3 +50,12 @@ export function lazyPostgres(url: Promise<string> = freshDatabaseUrl()): { engin
   };
   return { engine, opened, url };
 }
+
+/**
+ * Options for `createContext` that open a second connection to a test app's database, as another
+ * process (the CLI) or another node would: on SQLite the data directory's file (no engine given), on
+ * PostgreSQL a pool of its own on the app's database. `closeContext` closes it.
+ */
+export async function secondEngine(t: { databaseUrl: Promise<string> | null }): Promise<{ engine?: Engine }> {
+  return t.databaseUrl ? { engine: openPostgres({ url: await t.databaseUrl, poolSize: 2 }) } : {};
+}

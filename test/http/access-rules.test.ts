@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { q } from "../../src/collections/ddl.ts";
 import { ADMIN_SECRET, createTestApp, registerUser } from "../helpers/app.ts";
+import { countRows } from "../helpers/schema.ts";
 
 // Every rule value on every data call, for every kind of requester (CONTRACT §1, §3, §4, §8b).
 // The record under test is always owned by "owner"; "other" is a second user; "staff" has the role "staff".
@@ -15,7 +17,7 @@ beforeAll(async () => {
   const owner = await registerUser(t, "owner@example.com");
   const other = await registerUser(t, "other@example.com");
   const staff = await registerUser(t, "staff@example.com");
-  t.sqlite.query("UPDATE _users SET roles = ? WHERE id = ?").run(JSON.stringify(["staff"]), staff.id);
+  await t.db.run("UPDATE _users SET roles = ? WHERE id = ?", [JSON.stringify(["staff"]), staff.id]);
   // Roles are read from the access token, so the role applies from the next login.
   const login = await t.req("POST", "/api/v1/auth/login", { body: { email: "staff@example.com", password: "password123" } });
   Object.assign(tokens, { owner: owner.token, other: other.token, staff: login.body.access_token });
@@ -41,10 +43,13 @@ async function collectionWith(op: string, rule: RuleName, extra: Record<string, 
   return name;
 }
 
+/** Makes `owner` the owner of a stored record. */
+const setOwner = (col: string, id: string, owner: string) => t.db.run(`UPDATE ${q(col)} SET "_owner_id" = ? WHERE "_id" = ?`, [owner, id]);
+
 /** A record owned by the "owner" user. */
 async function seed(col: string, deleted = false): Promise<string> {
   const res = await t.admin("POST", `/api/v1/${col}`, { title: "seed" });
-  t.sqlite.query(`UPDATE "${col}" SET "_owner_id" = ? WHERE "_id" = ?`).run(ids.owner!, res.body._id);
+  await setOwner(col, res.body._id, ids.owner!);
   if (deleted) await t.admin("DELETE", `/api/v1/${col}/${res.body._id}`);
   return res.body._id;
 }
@@ -101,7 +106,7 @@ describe("read rule on GET /:collection (list)", () => {
     const ownerRec = await seed(col);
     // A record of the "other" user, so owner filtering shows a difference.
     const o = await t.admin("POST", `/api/v1/${col}`, { title: "other's" });
-    t.sqlite.query(`UPDATE "${col}" SET "_owner_id" = ? WHERE "_id" = ?`).run(ids.other!, o.body._id);
+    await setOwner(col, o.body._id, ids.other!);
     await forEachWho(want, async (who, w) => {
       const res = await call(who, "GET", `/api/v1/${col}`);
       if (typeof w === "number") return expectStatus(res, w);
@@ -132,8 +137,7 @@ describe("create rule on POST /:collection", () => {
       if (status === 201) expect(res.body._owner_id).toBe(who === "anon" || who === "admin" ? null : ids[who]!);
     });
     // Nothing was stored by a refused create.
-    const stored = t.sqlite.query(`SELECT COUNT(*) AS n FROM "${col}"`).get() as { n: number };
-    expect(stored.n).toBe(want.filter((s) => s === 201).length);
+    expect(await countRows(t, col)).toBe(want.filter((s) => s === 201).length);
   });
 });
 

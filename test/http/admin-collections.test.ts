@@ -5,6 +5,8 @@ import { closeContext, createContext } from "../../src/context.ts";
 import { inTransaction } from "../../src/db/tx.ts";
 import { memoryLogger } from "../../src/log.ts";
 import { appPerTest, createCollection, registerUser } from "../helpers/app.ts";
+import { secondEngine } from "../helpers/engine.ts";
+import { countRows, schemaObjectExists, tableExists } from "../helpers/schema.ts";
 
 // Every test gets its own app; each block creates the collections its tests use.
 const t = appPerTest();
@@ -39,8 +41,7 @@ describe("POST /admin/collections", () => {
 
   test("the new collection's table exists in the database", async () => {
     await createCollection(t, "posts");
-    const row = t.sqlite.query("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'posts'").get();
-    expect(row).toEqual({ name: "posts" });
+    expect(await tableExists(t, "posts")).toBe(true);
   });
 
   test.each([
@@ -211,7 +212,7 @@ describe("changes from another process", () => {
 
   test("a catalog write from a snapshot older than a field another process added keeps that field", async () => {
     // A second connection on the same data dir, as the CLI opens it, holding a snapshot without fields.
-    const other = createContext(t.config, { clock: t.clock, log: memoryLogger() });
+    const other = createContext(t.config, { clock: t.clock, log: memoryLogger(), ...(await secondEngine(t)) });
     const stale = await requireCollection(other, "shared");
     expect((await t.req("POST", "/api/v1/shared", { body: { added: 1 } })).status).toBe(201);
     await inTransaction(other, () => saveCollectionRow(other, { ...stale, rules: { ...stale.rules, read: "authenticated" } }));
@@ -223,7 +224,7 @@ describe("changes from another process", () => {
   });
 
   test("rules changed by another process are seen at once", async () => {
-    const other = createContext(t.config, { clock: t.clock, log: memoryLogger() });
+    const other = createContext(t.config, { clock: t.clock, log: memoryLogger(), ...(await secondEngine(t)) });
     await updateCollectionRules(other, "shared", { rules: { create: "disabled" } });
     await closeContext(other);
     const res = await t.req("POST", "/api/v1/shared", { body: { added: 3 } });
@@ -263,8 +264,7 @@ describe("stats and deletion", () => {
     await t.admin("DELETE", `/api/v1/counted/${rec.body._id}`);
     const res = await t.admin("DELETE", `${C}/counted/records/${rec.body._id}`);
     expect(res.body).toEqual({ ok: true, id: rec.body._id });
-    const row = t.sqlite.query('SELECT COUNT(*) AS n FROM "counted" WHERE "_id" = ?').get(rec.body._id);
-    expect(row).toEqual({ n: 0 });
+    expect(await countRows(t, "counted", '"_id" = ?', [rec.body._id])).toBe(0);
   });
 
   test("hard delete needs admin credentials: a user's token is 403, none 401", async () => {
@@ -279,8 +279,7 @@ describe("stats and deletion", () => {
     const res = await t.admin("DELETE", `${C}/counted`);
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ ok: true });
-    const table = t.sqlite.query("SELECT name FROM sqlite_master WHERE name = 'counted'").get();
-    expect(table).toBeNull();
+    expect(await schemaObjectExists(t, "counted")).toBe(false);
     expect((await t.admin("GET", `${C}/counted`)).status).toBe(404);
     expect((await t.admin("GET", "/api/v1/counted")).status).toBe(404);
     expect((await t.admin("DELETE", `${C}/counted`)).status).toBe(404);

@@ -17,7 +17,7 @@ describe("API keys", () => {
     const res = await createKey(u.token, "  deploy bot ");
     expect(res.status).toBe(201);
     expect(res.body).toEqual({ id: expect.any(String), name: "deploy bot", key: expect.stringMatching(/^baas_[A-Za-z0-9_-]{43}$/), created_at: t.clock.now() });
-    const rows = t.sqlite.query<{ key_hash: string }, []>("SELECT key_hash FROM _api_keys").all();
+    const rows = await t.db.all<{ key_hash: string }>("SELECT key_hash FROM _api_keys");
     expect(rows.some((r) => r.key_hash.includes(res.body.key.slice(5)))).toBe(false);
     const list = await t.req("GET", "/api/v1/auth/api-keys", { token: u.token });
     expect(list.status).toBe(200);

@@ -38,7 +38,7 @@ describe("POST /auth/register", () => {
     expect(c).toEqual({ sub: u.id, sid: expect.any(String), roles: [], iat: now, exp: now + 900 });
     const [h, b, sig] = u.token.split(".");
     expect(sig).toBe(hmacSha256(await jwtKey(t.ctx), `${h}.${b}`));
-    const session = t.sqlite.query("SELECT user_id FROM _sessions WHERE id = ?").get(c.sid as string);
+    const session = await t.db.get("SELECT user_id FROM _sessions WHERE id = ?", [c.sid as string]);
     expect(session).toEqual({ user_id: u.id });
   });
 
@@ -56,7 +56,7 @@ describe("POST /auth/register", () => {
     expect(res.status).toBe(422);
     expect(res.body.errors).toContainEqual({ field, rule, message: expect.any(String) });
     const email = (body as { email?: unknown }).email;
-    if (typeof email === "string") expect(t.sqlite.query("SELECT 1 FROM _users WHERE email = ?").get(email)).toBeNull();
+    if (typeof email === "string") expect(await t.db.get("SELECT 1 AS found FROM _users WHERE email = ?", [email])).toBeNull();
   });
 
   test("passwords of exactly 8 and 256 characters are accepted", async () => {
@@ -179,7 +179,7 @@ describe("access tokens", () => {
     await t.admin("POST", "/api/v1/admin/collections", { name: "revoked_check" });
     const u = await registerUser(t, "revoke@example.com");
     expect((await t.req("GET", "/api/v1/revoked_check", { token: u.token })).status).toBe(200);
-    t.sqlite.query("UPDATE _sessions SET revoked_at = ? WHERE id = ?").run(t.clock.now(), claimsOf(u.token).sid as string);
+    await t.db.run("UPDATE _sessions SET revoked_at = ? WHERE id = ?", [t.clock.now(), claimsOf(u.token).sid as string]);
     expect((await t.req("GET", `${A}/me`, { token: u.token })).status).toBe(401);
     expect((await t.req("GET", "/api/v1/revoked_check", { token: u.token })).status).toBe(401);
   });

@@ -1,5 +1,6 @@
 import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { createTestApp, registerUser } from "../helpers/app.ts";
+import { secondEngine } from "../helpers/engine.ts";
 import { createMailTestApp } from "../helpers/smtp.ts";
 
 // Password hashing (argon2id) is slow on a loaded machine; these tests hash several times each.
@@ -10,6 +11,15 @@ afterAll(close);
 
 const MIN = 60_000;
 const post = (path: string, body?: unknown, token?: string) => t.req("POST", `/api/v1/auth${path}`, { body, token });
+/**
+ * Registers a user and waits until its verification mail has arrived: each mail goes out on a connection
+ * of its own, so a mail sent right after could otherwise arrive first and pass for the last one.
+ */
+async function register(email: string, password?: string) {
+  const user = await registerUser(t, email, password);
+  await t.ctx.mailer.flush();
+  return user;
+}
 /** Waits until every queued mail reached the capture server, then returns the token of the last mail to `email`. */
 async function tokenFor(email: string) {
   await t.ctx.mailer.flush();
@@ -23,7 +33,7 @@ async function mailsTo(email: string) {
 describe("mail templates and verification", () => {
   test("registration sends a verification mail with plain text, HTML, the app name and the verify-email link", async () => {
     await t.admin("PATCH", "/api/v1/admin/settings", { app_name: "Acme <Notes>" });
-    await registerUser(t, "verify1@example.test");
+    await register("verify1@example.test");
     const mails = await mailsTo("verify1@example.test");
     expect(mails.length).toBe(1);
     const m = mails[0];
@@ -38,7 +48,7 @@ describe("mail templates and verification", () => {
   });
 
   test("verify-email with the mailed token marks the user verified and answers ok with the user", async () => {
-    const u = await registerUser(t, "verify2@example.test");
+    const u = await register("verify2@example.test");
     expect(u.body.user.is_verified).toBe(false);
     const token = await tokenFor("verify2@example.test");
     const res = await post("/verify-email", { token });
@@ -48,7 +58,7 @@ describe("mail templates and verification", () => {
   });
 
   test("a verify-email token works only once", async () => {
-    await registerUser(t, "verify3@example.test");
+    await register("verify3@example.test");
     const token = await tokenFor("verify3@example.test");
     expect((await post("/verify-email", { token })).status).toBe(200);
     const again = await post("/verify-email", { token });
@@ -65,14 +75,14 @@ describe("mail templates and verification", () => {
   });
 
   test("a verify-email token expires after 24 hours", async () => {
-    await registerUser(t, "verify4@example.test");
+    await register("verify4@example.test");
     const token = await tokenFor("verify4@example.test");
     t.clock.advance(24 * 60 * MIN + 1000);
     expect((await post("/verify-email", { token })).status).toBe(400);
   });
 
   test("resend-verification sends a new link, 409 once verified, 401 without a token or with an API key", async () => {
-    const u = await registerUser(t, "verify5@example.test");
+    const u = await register("verify5@example.test");
     expect((await post("/resend-verification")).status).toBe(401);
     const res = await post("/resend-verification", undefined, u.token);
     expect(res.status).toBe(200);
@@ -88,7 +98,7 @@ describe("mail templates and verification", () => {
   });
 
   test("resend-verification counts toward the mail limit of the address", async () => {
-    const u = await registerUser(t, "verify6@example.test");
+    const u = await register("verify6@example.test");
     for (let i = 0; i < 5; i++) expect((await post("/resend-verification", undefined, u.token)).status).toBe(200);
     const res = await post("/resend-verification", undefined, u.token);
     expect(res.status).toBe(429);
@@ -106,7 +116,7 @@ describe("magic link", () => {
   });
 
   test("a known address gets a mail with the magic-link link, and verifying it returns a full session and marks the email verified", async () => {
-    const u = await registerUser(t, "Magic1@Example.test");
+    const u = await register("Magic1@Example.test");
     const res = await post("/magic-link", { email: "  MAGIC1@example.test " });
     expect(res.body).toEqual({ ok: true });
     const mails = await mailsTo("magic1@example.test");
@@ -126,7 +136,7 @@ describe("magic link", () => {
   });
 
   test("a magic-link token works once and a second use is 401 invalid_token", async () => {
-    await registerUser(t, "magic2@example.test");
+    await register("magic2@example.test");
     await post("/magic-link", { email: "magic2@example.test" });
     const token = await tokenFor("magic2@example.test");
     expect((await post("/magic-link/verify", { token })).status).toBe(200);
@@ -136,7 +146,7 @@ describe("magic link", () => {
   });
 
   test("a magic-link token is valid for 30 minutes and no longer", async () => {
-    await registerUser(t, "magic3@example.test");
+    await register("magic3@example.test");
     await post("/magic-link", { email: "magic3@example.test" });
     const early = await tokenFor("magic3@example.test");
     t.clock.advance(29 * MIN);
@@ -148,7 +158,7 @@ describe("magic link", () => {
   });
 
   test("a magic-link token cannot be used as a verify-email or reset token, nor the reverse", async () => {
-    await registerUser(t, "magic4@example.test");
+    await register("magic4@example.test");
     await post("/magic-link", { email: "magic4@example.test" });
     const magic = await tokenFor("magic4@example.test");
     expect((await post("/verify-email", { token: magic })).status).toBe(400);
@@ -177,12 +187,12 @@ describe("mail rate limit", () => {
     expect(retry).toBeLessThanOrEqual(3600);
     t.clock.advance(retry * 1000);
     expect((await post("/magic-link", { email })).status).toBe(200);
-    const rows = t.sqlite.query<{ sent_at: number }, []>("SELECT sent_at FROM _mail_log").all();
+    const rows = await t.db.all<{ sent_at: number }>("SELECT sent_at FROM _mail_log");
     expect(rows.every((r) => r.sent_at > t.clock.now() - 3_600_000)).toBe(true);
   });
 
   test("magic-link and forgot-password share one limit per address, whatever the spelling", async () => {
-    await registerUser(t, "limit-shared@example.test");
+    await register("limit-shared@example.test");
     for (let i = 0; i < 3; i++) await post("/magic-link", { email: "limit-shared@example.test" });
     for (let i = 0; i < 2; i++) await post("/forgot-password", { email: "LIMIT-SHARED@example.test" });
     expect((await post("/forgot-password", { email: "limit-shared@example.test" })).status).toBe(429);
@@ -194,15 +204,15 @@ describe("mail rate limit", () => {
   test("the limit is kept in the database, so it survives a restart", async () => {
     const email = "limit-restart@example.test";
     for (let i = 0; i < 5; i++) await post("/forgot-password", { email });
-    const t2 = createTestApp({ dir: t.dir, env: { SMTP_URL: smtp.url } });
+    // A second app on the same data (the SQLite file of the data dir; on PostgreSQL, the same database).
+    const t2 = createTestApp({ dir: t.dir, env: { SMTP_URL: smtp.url }, context: await secondEngine(t) });
     try {
       t2.clock.set(t.clock.now());
       const res = await t2.req("POST", "/api/v1/auth/forgot-password", { body: { email } });
       expect(res.status).toBe(429);
       expect(res.headers.get("retry-after")).toBeTruthy();
     } finally {
-      t2.ctx.mailer.close();
-      t2.sqlite.close();
+      await t2.close();
     }
   });
 });
@@ -213,14 +223,14 @@ describe("password reset", () => {
     expect(none.status).toBe(200);
     expect(none.body).toEqual({ ok: true });
     expect((await mailsTo("reset-nobody@example.test")).length).toBe(0);
-    await registerUser(t, "reset1@example.test");
+    await register("reset1@example.test");
     expect((await post("/forgot-password", { email: "reset1@example.test" })).body).toEqual({ ok: true });
     const mails = await mailsTo("reset1@example.test");
     expect(mails[mails.length - 1].text).toMatch(/https:\/\/app\.example\.test\/auth\/reset-password\?token=[A-Za-z0-9_-]{43}/);
   });
 
   test("reset-password sets the new password, revokes every session and API key with counts, and the token works once", async () => {
-    const u = await registerUser(t, "reset2@example.test", "old-password-1");
+    const u = await register("reset2@example.test", "old-password-1");
     const second = await post("/login", { email: "reset2@example.test", password: "old-password-1" });
     await t.req("POST", "/api/v1/auth/api-keys", { token: u.token, body: { name: "a" } });
     await post("/forgot-password", { email: "reset2@example.test" });
@@ -239,7 +249,7 @@ describe("password reset", () => {
   });
 
   test("a reset token expires after one hour", async () => {
-    await registerUser(t, "reset3@example.test");
+    await register("reset3@example.test");
     await post("/forgot-password", { email: "reset3@example.test" });
     const token = await tokenFor("reset3@example.test");
     t.clock.advance(60 * MIN + 1000);
@@ -249,7 +259,7 @@ describe("password reset", () => {
   });
 
   test("a too-short new password is 422 and does not use up the token", async () => {
-    await registerUser(t, "reset4@example.test");
+    await register("reset4@example.test");
     await post("/forgot-password", { email: "reset4@example.test" });
     const token = await tokenFor("reset4@example.test");
     const short = await post("/reset-password", { token, password: "short" });
@@ -259,7 +269,7 @@ describe("password reset", () => {
   });
 
   test("using one reset link voids the other outstanding reset links of the user", async () => {
-    await registerUser(t, "reset5@example.test");
+    await register("reset5@example.test");
     await post("/forgot-password", { email: "reset5@example.test" });
     const first = await tokenFor("reset5@example.test");
     await post("/forgot-password", { email: "reset5@example.test" });
@@ -272,10 +282,10 @@ describe("password reset", () => {
 
 describe("secrets at rest", () => {
   test("mail tokens are stored only as hashes and never written to the log", async () => {
-    await registerUser(t, "secret1@example.test");
+    await register("secret1@example.test");
     await post("/magic-link", { email: "secret1@example.test" });
     const token = await tokenFor("secret1@example.test");
-    const rows = t.sqlite.query<{ hash: string }, []>("SELECT hash FROM _tokens").all();
+    const rows = await t.db.all<{ hash: string }>("SELECT hash FROM _tokens");
     expect(rows.length).toBeGreaterThan(0);
     expect(rows.some((r) => r.hash === token || r.hash.includes(token))).toBe(false);
     expect(JSON.stringify(t.log.lines)).not.toContain(token);

@@ -58,10 +58,10 @@ describe("2FA setup and enable", () => {
 
   test("the TOTP secret and the recovery codes are not stored in clear", async () => {
     const u = await userWith2fa("totp2@example.test");
-    const row = t.sqlite.query<{ totp_secret: string }, [string]>("SELECT totp_secret FROM _users WHERE id = ?").get(u.id)!;
+    const row = (await t.db.get<{ totp_secret: string }>("SELECT totp_secret FROM _users WHERE id = ?", [u.id]))!;
     expect(row.totp_secret).toBeTruthy();
     expect(row.totp_secret).not.toContain(u.totp.secret.base32);
-    const codes = t.sqlite.query<{ code_hash: string }, [string]>("SELECT code_hash FROM _recovery_codes WHERE user_id = ?").all(u.id);
+    const codes = await t.db.all<{ code_hash: string }>("SELECT code_hash FROM _recovery_codes WHERE user_id = ?", [u.id]);
     expect(codes).toHaveLength(10);
     for (const c of u.recovery) expect(codes.some((r) => r.code_hash.includes(c) || r.code_hash.includes(c.replace("-", "")))).toBe(false);
   });

@@ -1,13 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createTestApp, registerUser } from "../helpers/app.ts";
+import { columnNames, countRows } from "../helpers/schema.ts";
 
 const t = createTestApp();
 afterAll(() => t.close());
 
 const batch = (name: string, body: unknown, token?: string) => t.req("POST", `/api/v1/${name}/batch`, { body, token });
-const count = (name: string) => (t.sqlite.query(`SELECT COUNT(*) AS n FROM "${name}"`).get() as { n: number }).n;
-const columns = (name: string) =>
-  (t.sqlite.query(`PRAGMA table_info("${name}")`).all() as { name: string }[]).map((c) => c.name);
 
 let alice: { token: string; id: string };
 let bob: { token: string; id: string };
@@ -57,7 +55,7 @@ describe("POST /:collection/batch", () => {
   });
 
   test("a failure in the last operation rolls back the creates before it, their new columns included", async () => {
-    const before = count("notes");
+    const before = await countRows(t, "notes");
     const res = await batch(
       "notes",
       {
@@ -71,8 +69,8 @@ describe("POST /:collection/batch", () => {
     );
     expect(res.status).toBe(400);
     expect(res.body).toEqual({ error: "operation 2 (update): record not found", code: "batch_failed", index: 2, op: "update" });
-    expect(count("notes")).toBe(before);
-    expect(columns("notes")).not.toContain("brandnew");
+    expect(await countRows(t, "notes")).toBe(before);
+    expect(await columnNames(t, "notes")).not.toContain("brandnew");
     expect((await t.admin("GET", "/api/v1/admin/collections/notes")).body.fields.map((f: { name: string }) => f.name)).not.toContain("brandnew");
   });
 
@@ -100,7 +98,7 @@ describe("POST /:collection/batch", () => {
     const res = await batch("ruled", { operations: [{ op: "create", data: { title: "ok" } }, { op: "create", data: { body: "no title" } }] }, alice.token);
     expect(res.status).toBe(400);
     expect(res.body).toEqual({ error: 'operation 1 (create): "title" is required.', code: "batch_failed", index: 1, op: "create" });
-    expect(count("ruled")).toBe(0);
+    expect(await countRows(t, "ruled")).toBe(0);
   });
 
   test("0 or 101 operations, or a body without operations, is a 400 bad_request", async () => {

@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { appPerTest, createCollection, registerUser } from "../helpers/app.ts";
+import { columnNames, countRows } from "../helpers/schema.ts";
 
 let user: { token: string; id: string };
 
@@ -12,9 +13,6 @@ const t = appPerTest(async (t) => {
 
 const bulk = (name: string, body: unknown, token?: string) => t.req("POST", `/api/v1/${name}/bulk`, { body, token });
 const adminBulk = (name: string, body: unknown) => t.admin("POST", `/api/v1/${name}/bulk`, body);
-const columns = (name: string) =>
-  (t.sqlite.query(`PRAGMA table_info("${name}")`).all() as { name: string }[]).map((c) => c.name);
-const count = (name: string) => (t.sqlite.query(`SELECT COUNT(*) AS n FROM "${name}"`).get() as { n: number }).n;
 
 describe("POST /:collection/bulk", () => {
   test("500 records are created in one call, in order, owned by the requester", async () => {
@@ -25,15 +23,15 @@ describe("POST /:collection/bulk", () => {
     expect(res.body[0]).toMatchObject({ n: 0, label: "item 0", _owner_id: user.id, _deleted_at: null });
     expect(res.body[499].n).toBe(499);
     expect(new Set(res.body.map((r: { _id: string }) => r._id)).size).toBe(500);
-    expect(count("items")).toBe(500);
+    expect(await countRows(t, "items")).toBe(500);
   });
 
   test("501 records is a 400 and saves nothing", async () => {
-    const before = count("items");
+    const before = await countRows(t, "items");
     const res = await bulk("items", Array.from({ length: 501 }, () => ({ n: 1 })), user.token);
     expect(res.status).toBe(400);
     expect(res.body).toEqual({ error: expect.any(String), code: "bad_request" });
-    expect(count("items")).toBe(before);
+    expect(await countRows(t, "items")).toBe(before);
   });
 
   test("an empty array is a 400", async () => {
@@ -67,7 +65,7 @@ describe("POST /:collection/bulk", () => {
       errors: [{ field: "title", rule: "min", message: '"title" must be at least 3 characters.', index: 2 }],
       index: 2,
     });
-    expect(count("ruled")).toBe(0);
+    expect(await countRows(t, "ruled")).toBe(0);
   });
 
   test("a failure rolls back the columns earlier records added, in the table and in the catalog", async () => {
@@ -77,9 +75,9 @@ describe("POST /:collection/bulk", () => {
       errors: [{ field: "other", rule: "type", message: '"other" must be a number.', index: 1 }],
       index: 1,
     });
-    expect(count("typed")).toBe(0);
-    expect(columns("typed")).not.toContain("fresh");
-    expect(columns("typed")).not.toContain("other");
+    expect(await countRows(t, "typed")).toBe(0);
+    expect(await columnNames(t, "typed")).not.toContain("fresh");
+    expect(await columnNames(t, "typed")).not.toContain("other");
     const col = await t.admin("GET", "/api/v1/admin/collections/typed");
     expect(col.body.fields).toEqual([]);
     // The cache holds no ghost column: the same names can now take other types.
@@ -100,10 +98,10 @@ describe("POST /:collection/bulk", () => {
   test("a unique violation names the index and saves nothing", async () => {
     await t.admin("POST", "/api/v1/admin/collections", { name: "uniq" });
     await t.admin("POST", "/api/v1/uniq", { email: "a@x.io" });
-    t.sqlite.exec(`CREATE UNIQUE INDEX "uniq_email_test" ON "uniq" ("email")`);
+    await t.db.exec(`CREATE UNIQUE INDEX "uniq_email_test" ON "uniq" ("email")`);
     const res = await adminBulk("uniq", [{ email: "b@x.io" }, { email: "a@x.io" }]);
     expect(res.status).toBe(409);
     expect(res.body).toMatchObject({ code: "unique_violation", index: 1 });
-    expect(count("uniq")).toBe(1);
+    expect(await countRows(t, "uniq")).toBe(1);
   });
 });

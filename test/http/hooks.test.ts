@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadHooks } from "../../src/hooks/load.ts";
 import { appPerTest, createCollection } from "../helpers/app.ts";
+import { countRows } from "../helpers/schema.ts";
 
 const hooksDir = mkdtempSync(join(tmpdir(), "baas-hooks-"));
 
@@ -54,7 +55,6 @@ const t = appPerTest(
   },
   () => ({ context: { hooks } }),
 );
-const count = (name: string) => (t.sqlite.query(`SELECT COUNT(*) AS n FROM "${name}"`).get() as { n: number }).n;
 
 describe("lifecycle hooks on single operations", () => {
   test("beforeCreate mutates the data that is stored", async () => {
@@ -65,11 +65,11 @@ describe("lifecycle hooks on single operations", () => {
   });
 
   test("a throw is 400 hook_rejected with the message and nothing is saved", async () => {
-    const before = count("posts");
+    const before = await countRows(t, "posts");
     const res = await t.admin("POST", "/api/v1/posts", { title: "forbidden", brand_new_field: 1 });
     expect(res.status).toBe(400);
     expect(res.body).toEqual({ error: "titles may not be forbidden", code: "hook_rejected" });
-    expect(count("posts")).toBe(before);
+    expect(await countRows(t, "posts")).toBe(before);
     expect((await t.admin("GET", "/api/v1/admin/collections/posts")).body.fields.map((f: { name: string }) => f.name)).not.toContain(
       "brand_new_field",
     );
@@ -82,11 +82,11 @@ describe("lifecycle hooks on single operations", () => {
   });
 
   test("a throw in afterCreate rolls the insert back", async () => {
-    const before = count("posts");
+    const before = await countRows(t, "posts");
     const res = await t.admin("POST", "/api/v1/posts", { title: "explode after" });
     expect(res.status).toBe(400);
     expect(res.body).toEqual({ error: "after-create refused", code: "hook_rejected" });
-    expect(count("posts")).toBe(before);
+    expect(await countRows(t, "posts")).toBe(before);
   });
 
   test("beforeUpdate may replace event.data, and a '*' hook runs for every collection", async () => {
@@ -119,11 +119,11 @@ describe("lifecycle hooks in bulk and batch", () => {
   });
 
   test("a hook throw in bulk rolls back every record and names the index", async () => {
-    const before = count("posts");
+    const before = await countRows(t, "posts");
     const res = await t.admin("POST", "/api/v1/posts/bulk", [{ title: "fine" }, { title: "also fine" }, { title: "forbidden" }]);
     expect(res.status).toBe(400);
     expect(res.body).toEqual({ error: "titles may not be forbidden", code: "hook_rejected", index: 2 });
-    expect(count("posts")).toBe(before);
+    expect(await countRows(t, "posts")).toBe(before);
   });
 
   test("batch runs hooks per operation and mutations show in the results", async () => {
@@ -140,7 +140,7 @@ describe("lifecycle hooks in bulk and batch", () => {
   });
 
   test("a hook throw inside a batch is batch_failed with the hook's message, and earlier operations roll back", async () => {
-    const before = count("posts");
+    const before = await countRows(t, "posts");
     const res = await t.admin("POST", "/api/v1/posts/batch", {
       operations: [
         { op: "create", data: { title: "kept?" } },
@@ -154,7 +154,7 @@ describe("lifecycle hooks in bulk and batch", () => {
       index: 1,
       op: "create",
     });
-    expect(count("posts")).toBe(before);
+    expect(await countRows(t, "posts")).toBe(before);
   });
 });
 

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "
 import { URI, type TOTP } from "otpauth";
 import { sha256 } from "../../src/crypto.ts";
 import { appPerTest, patchSettings, registerUser } from "../helpers/app.ts";
+import { countRows } from "../helpers/schema.ts";
 import { CookieJar, runBrowserFlow } from "../helpers/browser-flow.ts";
 import { startOidcProvider, type TestOidcProvider } from "../helpers/oidc-provider.ts";
 
@@ -67,7 +68,7 @@ describe("OIDC login against a real OpenID provider", () => {
     expect(cookie).toContain("Path=/api/v1/auth/oauth");
     expect(cookie).toContain("Max-Age=600");
     // Stored hashed: the raw state is nowhere in the table.
-    const rows = t.sqlite.query<{ state_hash: string }, []>("SELECT state_hash FROM _oauth_states").all().map((r) => r.state_hash);
+    const rows = (await t.db.all<{ state_hash: string }>("SELECT state_hash FROM _oauth_states")).map((r) => r.state_hash);
     expect(rows).toContain(sha256(q.state!));
     expect(rows).not.toContain(q.state!);
   });
@@ -99,8 +100,7 @@ describe("OIDC login against a real OpenID provider", () => {
     const first = await meOf((await loginAs("alice")).params.access_token!);
     const second = await meOf((await loginAs("alice")).params.access_token!);
     expect(second.id).toBe(first.id);
-    const n = t.sqlite.query<{ n: number }, [string]>("SELECT COUNT(*) AS n FROM _oauth_accounts WHERE user_id = ?").get(first.id)!.n;
-    expect(n).toBe(1);
+    expect(await countRows(t, "_oauth_accounts", "user_id = ?", [first.id])).toBe(1);
   });
 
   test("an existing user is linked when the provider says the email is verified", async () => {
@@ -124,7 +124,7 @@ describe("OIDC login against a real OpenID provider", () => {
     const login = await t.req("POST", "/api/v1/auth/login", { body: { email: "frank@example.com", password: "squatter-pass-1" } });
     expect(login.status).toBe(401);
     expect((await t.req("GET", "/api/v1/auth/oauth/accounts", { headers: { "x-api-key": key.body.key } })).status).toBe(401);
-    expect(t.sqlite.query("SELECT COUNT(*) AS n FROM _api_keys WHERE user_id = ? AND revoked_at IS NULL").get(squatter.id)).toEqual({ n: 0 });
+    expect(await countRows(t, "_api_keys", "user_id = ? AND revoked_at IS NULL", [squatter.id])).toBe(0);
   });
 
   test("linking to an already verified account keeps its password and sessions", async () => {
@@ -152,7 +152,7 @@ describe("OIDC login against a real OpenID provider", () => {
     try {
       const flow = await loginAs("dave");
       expect(flow.params).toEqual({ error: "registration_closed" });
-      expect(t.sqlite.query("SELECT id FROM _users WHERE email = 'dave@example.com'").get()).toBeNull();
+      expect(await t.db.get("SELECT id FROM _users WHERE email = ?", ["dave@example.com"])).toBeNull();
       // A linked user still gets in while registration is closed.
       expect((await loginAs("alice")).params.access_token).toBeString();
     } finally {
@@ -218,7 +218,7 @@ describe("OIDC login against a real OpenID provider", () => {
     });
     expect(flow.params).toEqual({ error: "provider_error" });
     expect(t.log.lines.at(-1)).toMatchObject({ msg: "oauth provider error", fields: { provider: "oidc", reason: "wrong ID token nonce" } });
-    expect(t.sqlite.query("SELECT id FROM _users WHERE email = 'erin@example.com'").get()).toBeNull();
+    expect(await t.db.get("SELECT id FROM _users WHERE email = ?", ["erin@example.com"])).toBeNull();
   });
 
   test("a provider that refuses the login ends in error=provider_error", async () => {

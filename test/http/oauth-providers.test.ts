@@ -98,7 +98,7 @@ describe("codehost (GitHub) login against a stub of its endpoints", () => {
       const flow = await login(github, "codehost", { id: `u-${email}`, login: "u", emails: [{ email, primary: true, verified: false }] });
       expect(flow.params).toEqual({ error: "email_not_verified" });
     }
-    expect(t.sqlite.query("SELECT id FROM _users WHERE email = 'nobody-gh@example.com'").get()).toBeNull();
+    expect(await t.db.get("SELECT id FROM _users WHERE email = ?", ["nobody-gh@example.com"])).toBeNull();
   });
 
   test("a GitHub user without any email ends in error=no_email", async () => {
@@ -179,7 +179,7 @@ describe("portal (Google) login against a stub of its endpoints", () => {
       const flow = await login(google, "portal", { id: `g-${what}`, emails: verified(email) });
       expect(flow.params).toEqual({ error: "provider_error" });
       expect(t.log.lines.at(-1)).toMatchObject({ msg: "oauth provider error", fields: { provider: "portal", reason } });
-      expect(t.sqlite.query("SELECT id FROM _users WHERE email = ?").get(email)).toBeNull();
+      expect(await t.db.get("SELECT id FROM _users WHERE email = ?", [email])).toBeNull();
     });
   }
 

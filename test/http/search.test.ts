@@ -1,5 +1,6 @@
 import { beforeEach, describe, expect, test } from "bun:test";
 import { appPerTest, createCollection } from "../helpers/app.ts";
+import { onPostgres } from "../helpers/engine.ts";
 
 const enc = encodeURIComponent;
 const DOCS = [
@@ -196,7 +197,10 @@ describe("the index stays current", () => {
 
   test("dropping the collection drops its index, and a new collection of that name starts clean", async () => {
     expect((await t.admin("DELETE", "/api/v1/admin/collections/articles")).status).toBe(200);
-    const left = t.sqlite.query("SELECT name FROM sqlite_master WHERE name LIKE '_fts_articles%'").all();
+    // SQLite: the FTS5 table and its shadow tables; PostgreSQL: the table, which held the column and its index.
+    const left = onPostgres
+      ? await t.ctx.db.all("SELECT relname FROM pg_catalog.pg_class WHERE relnamespace = CAST(current_schema() AS regnamespace) AND relname LIKE 'articles%'")
+      : t.sqlite.query("SELECT name FROM sqlite_master WHERE name LIKE '_fts_articles%'").all();
     expect(left).toEqual([]);
     expect((await t.admin("POST", "/api/v1/admin/collections", { name: "articles", rules: { read: "public" } })).status).toBe(201);
     expect((await t.admin("POST", "/api/v1/articles", { title: "fresh" })).status).toBe(201);

@@ -1,10 +1,12 @@
-import { Elysia } from "elysia";
+import { Elysia, t } from "elysia";
 import { rotateAdminSecret } from "../../auth/admin.ts";
 import type { AppContext } from "../../context.ts";
 import { backupDownload } from "../../db/backup.ts";
 import { AppError } from "../../errors.ts";
 import { mailStatus, sendTestMail } from "../../mail/status.ts";
 import { readJson } from "../body.ts";
+import { doc } from "../doc.ts";
+import { MailTestBody } from "../schemas.ts";
 import { requireAdmin } from "../request.ts";
 
 /** `/api/v1/admin/backup`, `/rotate-secret`, `/mail`: operations the CLI has, for the console and remote admins. */
@@ -24,13 +26,17 @@ export function adminOpsRoutes(ctx: AppContext) {
           "cache-control": "no-store",
         },
       });
-    })
+    }, doc({ summary: "Download a consistent backup of the database", tag: "admin", access: "admin", media: "application/octet-stream" }))
     .post("/rotate-secret", async () => {
       // With ADMIN_SECRET set, the environment names the secret: a rotation here would be undone at the next start.
       if (ctx.config.adminSecret)
         throw new AppError(409, "conflict", "the admin secret comes from ADMIN_SECRET: change it there and restart the server");
       return { secret: await rotateAdminSecret(ctx) };
-    })
-    .get("/mail", () => mailStatus(ctx))
-    .post("/mail/test", async ({ request }) => sendTestMail(ctx, await readJson(request, max)));
+    }, doc({ summary: "Make a new admin secret (shown once); older admin tokens stop working", tag: "admin", access: "admin", ok: t.Object({ secret: t.String() }), errors: [409] }))
+    .get("/mail", () => mailStatus(ctx), doc({ summary: "How mail is sent", tag: "admin", access: "admin", ok: t.Object({}, { additionalProperties: true }) }))
+    .post(
+      "/mail/test",
+      async ({ request }) => sendTestMail(ctx, await readJson(request, max)),
+      doc({ summary: "Send a test mail", tag: "admin", access: "admin", body: MailTestBody, ok: t.Object({ ok: t.Literal(true), to: t.String(), transport: t.String() }), errors: [422, 502] }),
+    );
 }

@@ -2,6 +2,8 @@ import { Elysia } from "elysia";
 import type { AppContext } from "../../context.ts";
 import { createRelation, deleteRelation, listRelations } from "../../relations/catalog.ts";
 import { readJson } from "../body.ts";
+import { doc } from "../doc.ts";
+import { Items, Ok, RelationBody, RelationCreateBody } from "../schemas.ts";
 import { requireAdmin } from "../request.ts";
 
 /** `/api/v1/admin/relations`: create, list and delete relations between collections (admin only). */
@@ -12,11 +14,11 @@ export function adminRelationRoutes(ctx: AppContext) {
     .onBeforeHandle(async ({ request }) => {
       await requireAdmin(ctx, request);
     })
-    .get("/relations", () => listRelations(ctx))
+    .get("/relations", () => listRelations(ctx), doc({ summary: "Every relation", tag: "admin", access: "admin", ok: Items(RelationBody) }))
     .post("/relations", async ({ request, set }) => {
       const res = await createRelation(ctx, await readJson(request, max));
       set.status = 201;
       return res;
-    })
-    .delete("/relations/:id", ({ params }) => deleteRelation(ctx, params.id));
+    }, doc({ summary: "Create a relation between two collections", tag: "admin", access: "admin", body: RelationCreateBody, ok: RelationBody, status: 201, errors: [404, 409] }))
+    .delete("/relations/:id", ({ params }) => deleteRelation(ctx, params.id), doc({ summary: "Delete a relation", tag: "admin", access: "admin", ok: Ok, errors: [404] }));
 }

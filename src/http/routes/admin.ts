@@ -1,4 +1,4 @@
-import { Elysia } from "elysia";
+import { Elysia, t } from "elysia";
 import { adminLogin } from "../../auth/admin.ts";
 import { ADMIN } from "../../auth/principal.ts";
 import {
@@ -10,36 +10,64 @@ import {
   updateCollectionRules,
 } from "../../collections/admin.ts";
 import type { AppContext } from "../../context.ts";
-import { asObject } from "../../errors.ts";
 import { hardDeleteRecord } from "../../records/delete.ts";
 import { settingsForDisplay, updateSettings } from "../../settings/settings.ts";
-import { readJson } from "../body.ts";
+import { readBody, readJson } from "../body.ts";
+import { doc } from "../doc.ts";
 import { clientInfo, requireAdmin } from "../request.ts";
+import { AdminTokenBody, CollectionBody, CollectionCreateBody, Items, Ok, RulesBody, SecretBody, SettingsBody } from "../schemas.ts";
+
+const tag = "admin";
 
 /** `/api/v1/admin/*`: every route but login needs admin credentials, re-checked against the database each time. */
 export function adminRoutes(ctx: AppContext) {
   const max = ctx.config.maxBodyBytes;
   return new Elysia({ prefix: "/api/v1/admin" })
-    .post("/login", async ({ request, server }) => {
-      const body = asObject(await readJson(request, max));
-      return adminLogin(ctx, body.secret, clientInfo(request, server).ip ?? "unknown");
-    })
+    .post(
+      "/login",
+      async ({ request, server }) => adminLogin(ctx, (await readBody(request, max, SecretBody)).secret, clientInfo(request, server).ip ?? "unknown"),
+      doc({ summary: "Trade the admin secret for a 12-hour admin token", tag, access: "public", body: SecretBody, ok: AdminTokenBody, errors: [401, 429] }),
+    )
     // Every route below (all but login) needs admin credentials, re-checked against the database each time.
     .onBeforeHandle(async ({ request }) => {
       await requireAdmin(ctx, request);
     })
-    .get("/collections", () => listCollectionsJson(ctx))
-    .post("/collections", async ({ request, set }) => {
-      const res = await createCollection(ctx, await readJson(request, max));
-      set.status = 201;
-      return res;
-    })
-    .get("/collections/:name", ({ params }) => getCollectionJson(ctx, params.name))
-    .patch("/collections/:name", async ({ request, params }) => updateCollectionRules(ctx, params.name, await readJson(request, max)))
-    .put("/collections/:name/rules", async ({ request, params }) => updateCollectionRules(ctx, params.name, await readJson(request, max)))
-    .delete("/collections/:name", ({ params }) => deleteCollection(ctx, params.name))
-    .get("/collections/:name/stats", ({ params }) => collectionStats(ctx, params.name))
-    .delete("/collections/:name/records/:id", ({ params }) => hardDeleteRecord(ctx, params.name, params.id, ADMIN))
-    .get("/settings", () => settingsForDisplay(ctx))
-    .patch("/settings", async ({ request }) => updateSettings(ctx, await readJson(request, max)));
+    .get("/collections", () => listCollectionsJson(ctx), doc({ summary: "Every collection", tag, access: "admin", ok: Items(CollectionBody) }))
+    .post(
+      "/collections",
+      async ({ request, set }) => {
+        const res = await createCollection(ctx, await readJson(request, max));
+        set.status = 201;
+        return res;
+      },
+      doc({ summary: "Create a collection", tag, access: "admin", body: CollectionCreateBody, ok: CollectionBody, status: 201, errors: [409, 422] }),
+    )
+    .get("/collections/:name", ({ params }) => getCollectionJson(ctx, params.name), doc({ summary: "One collection", tag, access: "admin", ok: CollectionBody, errors: [404] }))
+    .patch(
+      "/collections/:name",
+      async ({ request, params }) => updateCollectionRules(ctx, params.name, await readJson(request, max)),
+      doc({ summary: "Change a collection's rules and field rules", tag, access: "admin", body: RulesBody, ok: CollectionBody, errors: [404] }),
+    )
+    .put(
+      "/collections/:name/rules",
+      async ({ request, params }) => updateCollectionRules(ctx, params.name, await readJson(request, max)),
+      doc({ summary: "Change a collection's rules and field rules", tag, access: "admin", body: RulesBody, ok: CollectionBody, errors: [404] }),
+    )
+    .delete("/collections/:name", ({ params }) => deleteCollection(ctx, params.name), doc({ summary: "Drop a collection, its table and relations", tag, access: "admin", ok: Ok, errors: [404, 409] }))
+    .get(
+      "/collections/:name/stats",
+      ({ params }) => collectionStats(ctx, params.name),
+      doc({ summary: "Record counts and sizes of a collection", tag, access: "admin", ok: t.Object({}, { additionalProperties: true }), errors: [404] }),
+    )
+    .delete(
+      "/collections/:name/records/:id",
+      ({ params }) => hardDeleteRecord(ctx, params.name, params.id, ADMIN),
+      doc({ summary: "Hard-delete a record (active or soft-deleted)", tag, access: "admin", ok: t.Object({ ok: t.Literal(true), id: t.String() }), errors: [404, 409] }),
+    )
+    .get("/settings", () => settingsForDisplay(ctx), doc({ summary: "Every runtime setting (secrets masked)", tag, access: "admin", ok: SettingsBody }))
+    .patch(
+      "/settings",
+      async ({ request }) => updateSettings(ctx, await readJson(request, max)),
+      doc({ summary: "Change some runtime settings", tag, access: "admin", body: SettingsBody, ok: SettingsBody }),
+    );
 }

@@ -5,7 +5,11 @@ import { requireProvider } from "../../auth/oauth/providers.ts";
 import { readCookie, STATE_COOKIE, stateCookieHeader } from "../../auth/oauth/state.ts";
 import type { AppContext } from "../../context.ts";
 import { unauthorized } from "../../errors.ts";
+import { doc } from "../doc.ts";
 import { clientInfo, principalOf } from "../request.ts";
+import { Items, Ok } from "../schemas.ts";
+
+const tag = "oauth";
 
 /** `/api/v1/auth/oauth/*`: provider login redirects, linked accounts and unlinking. */
 export function oauthRoutes(ctx: AppContext) {
@@ -21,13 +25,14 @@ export function oauthRoutes(ctx: AppContext) {
     return p.userId;
   };
   return new Elysia({ prefix: "/api/v1/auth/oauth" })
-    .get("/accounts", async ({ request }) => listLinkedAccounts(ctx, await userId(request)))
-    .get("/:provider", async ({ params }) => redirect(await startOAuthLogin(ctx, params.provider)))
+    .get("/accounts", async ({ request }) => listLinkedAccounts(ctx, await userId(request)), doc({ summary: "The user's linked provider accounts", tag, access: "user", ok: Items() }))
+    .get("/:provider", async ({ params }) => redirect(await startOAuthLogin(ctx, params.provider)), doc({ summary: "Start a provider login (302 to the provider)", tag, access: "public", status: 302, errors: [403, 404] }))
     .get("/:provider/callback", async ({ params, query, request, server }) =>
       redirect(await finishOAuthLogin(ctx, params.provider, query, readCookie(request.headers.get("cookie"), STATE_COOKIE), clientInfo(request, server))),
+      doc({ summary: "Where the provider sends the browser back (302 to APP_URL/auth/callback)", tag, access: "public", status: 302, errors: [400, 403, 404] }),
     )
     .delete("/:provider", async ({ params, request }) => {
       const id = await userId(request);
       return unlinkAccount(ctx, id, requireProvider(params.provider));
-    });
+    }, doc({ summary: "Unlink a provider account", tag, access: "user", ok: Ok, errors: [404, 409] }));
 }

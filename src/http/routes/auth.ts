@@ -2,30 +2,46 @@ import { Elysia } from "elysia";
 import { login, logout, logoutAll, me, register, updateMe } from "../../auth/account.ts";
 import { refreshSession } from "../../auth/sessions.ts";
 import type { AppContext } from "../../context.ts";
-import { asObject } from "../../errors.ts";
-import { readJson } from "../body.ts";
+import { readBody, readJson } from "../body.ts";
+import { doc } from "../doc.ts";
 import { clientInfo, principalOf } from "../request.ts";
+import { LoginResultBody, MetadataBody, Ok, RefreshBody, RegisterBody, SessionBody, UserBody, Credentials } from "../schemas.ts";
+
+const tag = "auth";
 
 /** `/api/v1/auth/*`: API keys are not accepted here. */
 export function authRoutes(ctx: AppContext) {
   const max = ctx.config.maxBodyBytes;
   const user = (request: Request) => principalOf(ctx, request, { allowApiKey: false });
   return new Elysia({ prefix: "/api/v1/auth" })
-    .post("/register", async ({ request, server, set }) => {
-      const res = await register(ctx, await readJson(request, max), clientInfo(request, server));
-      set.status = 201;
-      return res;
-    })
-    .post("/login", async ({ request, server }) => login(ctx, await readJson(request, max), clientInfo(request, server)))
-    .post("/refresh", async ({ request }) => {
-      const body = asObject(await readJson(request, max));
-      return refreshSession(ctx, body.refresh_token);
-    })
-    .post("/logout", async ({ request }) => logout(ctx, await user(request)))
-    .post("/logout-all", async ({ request }) => logoutAll(ctx, await user(request)))
-    .get("/me", async ({ request }) => me(ctx, await user(request)))
-    .patch("/me", async ({ request }) => {
-      const p = await user(request);
-      return updateMe(ctx, p, await readJson(request, max));
-    });
+    .post(
+      "/register",
+      async ({ request, server, set }) => {
+        const res = await register(ctx, await readBody(request, max, RegisterBody), clientInfo(request, server));
+        set.status = 201;
+        return res;
+      },
+      doc({ summary: "Create an account and a session", tag, access: "public", body: RegisterBody, ok: SessionBody, status: 201, errors: [403, 409, 422, 429] }),
+    )
+    .post(
+      "/login",
+      async ({ request, server }) => login(ctx, await readBody(request, max, Credentials), clientInfo(request, server)),
+      doc({ summary: "Password login: a session, or the 2FA step", tag, access: "public", body: Credentials, ok: LoginResultBody, errors: [401, 403, 429] }),
+    )
+    .post(
+      "/refresh",
+      async ({ request }) => refreshSession(ctx, (await readBody(request, max, RefreshBody)).refresh_token),
+      doc({ summary: "Trade a refresh token for a new pair (rotation)", tag, access: "public", body: RefreshBody, ok: SessionBody, errors: [401] }),
+    )
+    .post("/logout", async ({ request }) => logout(ctx, await user(request)), doc({ summary: "End this session", tag, access: "user", ok: Ok }))
+    .post("/logout-all", async ({ request }) => logoutAll(ctx, await user(request)), doc({ summary: "End every session of the user", tag, access: "user", ok: Ok }))
+    .get("/me", async ({ request }) => me(ctx, await user(request)), doc({ summary: "The current user", tag, access: "user", ok: UserBody, errors: [403] }))
+    .patch(
+      "/me",
+      async ({ request }) => {
+        const p = await user(request);
+        return updateMe(ctx, p, await readJson(request, max));
+      },
+      doc({ summary: "Replace the user's metadata", tag, access: "user", body: MetadataBody, ok: UserBody, errors: [403] }),
+    );
 }

@@ -2,6 +2,7 @@ import { Elysia } from "elysia";
 import { buildConsoleAssets, CONSOLE_PATH, serveConsoleFile, type Asset } from "../../console/serve.ts";
 import type { AppContext } from "../../context.ts";
 import { notFound } from "../../errors.ts";
+import { doc } from "../doc.ts";
 
 /** The admin console at `/_/` (CONTRACT §9): static files only; it talks to the admin API like any client. */
 export function consoleRoutes(ctx: AppContext) {
@@ -19,10 +20,12 @@ export function consoleRoutes(ctx: AppContext) {
     if (!res) throw notFound("no such console file");
     return res;
   };
+  const page = doc({ summary: "The admin console (static files)", tag: "pages", access: "public", media: "text/html", errors: [404] });
   return new Elysia()
     // Elysia treats /_ and /_/ alike; relative asset URLs need the slash, so /_ redirects.
     .get("/_", ({ request }) =>
       new URL(request.url).pathname === "/_" ? new Response(null, { status: 308, headers: { location: CONSOLE_PATH } }) : serve(request, ""),
+      page,
     )
-    .get("/_/*", ({ request, params }) => serve(request, params["*"]));
+    .get("/_/*", ({ request, params }) => serve(request, params["*"]), page);
 }

@@ -6,6 +6,7 @@ import { notFound } from "../../errors.ts";
 import { PAGE_HEADERS, renderLandingPage, type PageKind } from "../../mail/pages.ts";
 import type { MailKind } from "../../mail/templates.ts";
 import { getSetting } from "../../settings/settings.ts";
+import { doc } from "../doc.ts";
 
 /** True when a client asks for JSON rather than a page (an API client probing the path keeps its JSON 404). */
 function wantsJson(request: Request): boolean {
@@ -25,7 +26,8 @@ export function mailPageRoutes(ctx: AppContext) {
     if (ctx.config.appUrl !== ctx.config.publicUrl || wantsJson(request)) throw notFound("no such endpoint");
     return new Response(renderLandingPage(kind, { appName: await getSetting(ctx, "app_name"), apiBase }), { headers: PAGE_HEADERS });
   };
+  const d = doc({ summary: "The page a mail link or an OAuth login opens (404 with a frontend at APP_URL)", tag: "pages", access: "public", media: "text/html", errors: [404] });
   let app = new Elysia();
-  for (const kind of Object.keys(LINK_PATHS) as MailKind[]) app = app.get(LINK_PATHS[kind], page(kind));
-  return app.get(OAUTH_RESULT_PATH, page("oauth_callback"));
+  for (const kind of Object.keys(LINK_PATHS) as MailKind[]) app = app.get(LINK_PATHS[kind], page(kind), d);
+  return app.get(OAUTH_RESULT_PATH, page("oauth_callback"), d);
 }

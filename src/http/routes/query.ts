@@ -2,17 +2,24 @@ import { Elysia } from "elysia";
 import type { AppContext } from "../../context.ts";
 import { aggregateRecords } from "../../records/aggregate.ts";
 import { countRecords } from "../../records/count.ts";
+import { doc } from "../doc.ts";
 import { principalOf } from "../request.ts";
+import { AggregateBody, AggregateQuery, CountBody, MatchQuery } from "../schemas.ts";
 
 const searchParams = (request: Request) => new URL(request.url).searchParams;
+const tag = "records";
 
 /** `GET /api/v1/:collection/count` and `/aggregate`. */
 export function queryRoutes(ctx: AppContext) {
   return new Elysia({ prefix: "/api/v1" })
-    .get("/:collection/count", async ({ request, params }) =>
-      countRecords(ctx, params.collection, searchParams(request), await principalOf(ctx, request)),
+    .get(
+      "/:collection/count",
+      async ({ request, params }) => countRecords(ctx, params.collection, searchParams(request), await principalOf(ctx, request)),
+      doc({ summary: "Count matching records", tag, access: "data", query: MatchQuery, ok: CountBody, errors: [400] }),
     )
-    .get("/:collection/aggregate", async ({ request, params }) =>
-      aggregateRecords(ctx, params.collection, searchParams(request), await principalOf(ctx, request)),
+    .get(
+      "/:collection/aggregate",
+      async ({ request, params }) => aggregateRecords(ctx, params.collection, searchParams(request), await principalOf(ctx, request)),
+      doc({ summary: "sum, avg, min, max or count, optionally grouped", tag, access: "data", query: AggregateQuery, ok: AggregateBody, errors: [400] }),
     );
 }

@@ -1,10 +1,11 @@
 import { Elysia } from "elysia";
 import type { AppContext } from "../../context.ts";
-import { asObject } from "../../errors.ts";
 import { realtimeHub } from "../../realtime/hub.ts";
 import { identityOf } from "../../realtime/identity.ts";
 import { splitSubscribeParam } from "../../realtime/topics.ts";
-import { readJson } from "../body.ts";
+import { readBody } from "../body.ts";
+import { doc } from "../doc.ts";
+import { RealtimeQuery, SubscribeBody, SubscribedBody } from "../schemas.ts";
 import { clientInfo, principalOf } from "../request.ts";
 
 /** Realtime over Server-Sent Events (CONTRACT §10): `GET /api/v1/realtime` opens a stream, `POST` sets its topics. */
@@ -29,10 +30,17 @@ export function realtimeRoutes(ctx: AppContext) {
       // reset, would cut it): the 25 s ping keeps proxies open, and a stream ends on its own terms.
       server?.timeout(request, 0);
       return response;
-    })
+    }, doc({
+      summary: "Open an event stream (first event: connect with the client_id)",
+      tag: "realtime",
+      access: "data",
+      query: RealtimeQuery,
+      media: "text/event-stream",
+      errors: [400, 429],
+    }))
     .post("/realtime", async ({ request }) => {
       const identity = await identityOf(ctx, await principalOf(ctx, request), request);
-      const body = asObject(await readJson(request, max));
+      const body = await readBody(request, max, SubscribeBody);
       return hub.subscribe(body.client_id, body.subscriptions, identity);
-    });
+    }, doc({ summary: "Set a stream's topics and bind the caller's identity to it", tag: "realtime", access: "data", body: SubscribeBody, ok: SubscribedBody }));
 }

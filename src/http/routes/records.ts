@@ -8,7 +8,9 @@ import { restoreRecord } from "../../records/restore.ts";
 import { updateRecord } from "../../records/update.ts";
 import { parseBool } from "../../query/parse.ts";
 import { readJson } from "../body.ts";
+import { doc } from "../doc.ts";
 import { principalOf } from "../request.ts";
+import { GetQuery, ListQuery, RecordBody, RecordData, RecordList } from "../schemas.ts";
 
 const NO_PARAMS = new URLSearchParams();
 
@@ -18,31 +20,58 @@ const searchParams = (request: Request) => {
   return i < 0 ? NO_PARAMS : new URLSearchParams(request.url.slice(i + 1));
 };
 
-/** The data API: `/api/v1/:collection[/:id]`. */
+const tag = "records";
+
+/**
+ * The data API: `/api/v1/:collection[/:id]`. Record bodies are free-form (the collection's fields), and
+ * the query string is read by the query language (its own 400s), so both are checked by the services.
+ */
 export function recordRoutes(ctx: AppContext) {
   const max = ctx.config.maxBodyBytes;
   return new Elysia({ prefix: "/api/v1" })
-    .get("/:collection", async ({ request, params }) => listRecords(ctx, params.collection, searchParams(request), await principalOf(ctx, request)))
-    .post("/:collection", async ({ request, params, set }) => {
-      const p = await principalOf(ctx, request);
-      const body = await readJson(request, max);
-      set.status = 201;
-      return createRecord(ctx, params.collection, body, p);
-    })
-    .get("/:collection/:id", async ({ request, params }) => {
-      const q = searchParams(request);
-      return getRecord(ctx, params.collection, params.id, await principalOf(ctx, request), {
-        includeDeleted: parseBool(q.get("include_deleted"), "include_deleted"),
-        expand: q.getAll("expand"),
-        fields: q.get("fields"),
-      });
-    })
-    .patch("/:collection/:id", async ({ request, params }) => {
-      const p = await principalOf(ctx, request);
-      return updateRecord(ctx, params.collection, params.id, await readJson(request, max), p);
-    })
-    .delete("/:collection/:id", async ({ request, params }) => deleteRecord(ctx, params.collection, params.id, await principalOf(ctx, request)))
-    .post("/:collection/:id/restore", async ({ request, params }) =>
-      restoreRecord(ctx, params.collection, params.id, await principalOf(ctx, request)),
+    .get(
+      "/:collection",
+      async ({ request, params }) => listRecords(ctx, params.collection, searchParams(request), await principalOf(ctx, request)),
+      doc({ summary: "List records", tag, access: "data", query: ListQuery, ok: RecordList, errors: [400] }),
+    )
+    .post(
+      "/:collection",
+      async ({ request, params, set }) => {
+        const p = await principalOf(ctx, request);
+        const body = await readJson(request, max);
+        set.status = 201;
+        return createRecord(ctx, params.collection, body, p);
+      },
+      doc({ summary: "Create a record", tag, access: "data", body: RecordData, ok: RecordBody, status: 201, errors: [409, 422] }),
+    )
+    .get(
+      "/:collection/:id",
+      async ({ request, params }) => {
+        const q = searchParams(request);
+        return getRecord(ctx, params.collection, params.id, await principalOf(ctx, request), {
+          includeDeleted: parseBool(q.get("include_deleted"), "include_deleted"),
+          expand: q.getAll("expand"),
+          fields: q.get("fields"),
+        });
+      },
+      doc({ summary: "Read a record", tag, access: "data", query: GetQuery, ok: RecordBody, errors: [400] }),
+    )
+    .patch(
+      "/:collection/:id",
+      async ({ request, params }) => {
+        const p = await principalOf(ctx, request);
+        return updateRecord(ctx, params.collection, params.id, await readJson(request, max), p);
+      },
+      doc({ summary: "Update a record (the fields given)", tag, access: "data", body: RecordData, ok: RecordBody, errors: [409, 422] }),
+    )
+    .delete(
+      "/:collection/:id",
+      async ({ request, params }) => deleteRecord(ctx, params.collection, params.id, await principalOf(ctx, request)),
+      doc({ summary: "Soft-delete a record", tag, access: "data", ok: RecordBody, errors: [409] }),
+    )
+    .post(
+      "/:collection/:id/restore",
+      async ({ request, params }) => restoreRecord(ctx, params.collection, params.id, await principalOf(ctx, request)),
+      doc({ summary: "Restore a soft-deleted record", tag, access: "data", ok: RecordBody, errors: [409] }),
     );
 }

@@ -1,0 +1,80 @@
+import type { TSchema } from "elysia";
+import type { OpenAPIV3 } from "openapi-types";
+
+/** Who may call a route: no credentials, a user (Bearer access token), an admin, or anyone the collection's rules let in. */
+export type Access = "public" | "user" | "admin" | "data";
+
+/** What a route documents about itself; `doc()` turns it into the OpenAPI operation the document shows. */
+export interface RouteDoc {
+  summary: string;
+  tag: string;
+  access: Access;
+  description?: string;
+  body?: TSchema;
+  query?: TSchema;
+  /** The success answer's body (JSON unless `media` says otherwise). */
+  ok?: TSchema;
+  /** The success status (200 unless given); `alsoOk` lists others (e.g. 200 and 201 for an idempotent create). */
+  status?: number;
+  alsoOk?: number[];
+  /** The success answer's media type when it is not JSON. */
+  media?: string;
+  /** Error statuses beyond what the access and the body imply. */
+  errors?: number[];
+}
+
+const ERROR_TEXT: Record<number, string> = {
+  400: "bad request",
+  401: "missing, invalid or expired credentials",
+  403: "forbidden by a rule, a disabled method or the caller's role",
+  404: "no such collection, record or resource",
+  409: "conflict",
+  413: "body larger than the limit",
+  422: "field validation failed",
+  429: "rate limited or locked (Retry-After)",
+};
+
+const SECURITY: Record<Access, OpenAPIV3.SecurityRequirementObject[]> = {
+  public: [],
+  user: [{ bearer: [] }],
+  admin: [{ bearer: [] }, { adminToken: [] }],
+  data: [{}, { bearer: [] }, { apiKey: [] }, { adminToken: [] }],
+};
+
+const ACCESS_ERRORS: Record<Access, number[]> = { public: [], user: [401], admin: [401, 403], data: [401, 403, 404] };
+
+/** Marks a schema reference to the error bodies; the document builder resolves these to components. */
+export const ERROR_REF = { $ref: "#/components/schemas/ErrorBody" } as const;
+export const VALIDATION_REF = { $ref: "#/components/schemas/ValidationBody" } as const;
+
+type Content = NonNullable<OpenAPIV3.ResponseObject["content"]>;
+const media = (type: string, schema: unknown) => ({ [type]: { schema } }) as Content;
+const json = (schema: unknown) => media("application/json", schema);
+
+/** The `detail` of a route: its OpenAPI operation, built once when the app is built. */
+export function doc(d: RouteDoc): { detail: OpenAPIV3.OperationObject } {
+  const responses: OpenAPIV3.ResponsesObject = {};
+  const okContent = d.media ? media(d.media, d.ok ?? { type: "string" }) : d.ok ? json(d.ok) : undefined;
+  for (const status of [d.status ?? 200, ...(d.alsoOk ?? [])])
+    responses[status] = { description: "success", ...(okContent ? { content: okContent } : {}) };
+  const errors = new Set([...ACCESS_ERRORS[d.access], ...(d.body ? [400, 413] : []), ...(d.errors ?? [])]);
+  for (const status of [...errors].sort())
+    responses[status] = { description: ERROR_TEXT[status] ?? "error", content: json(status === 422 ? VALIDATION_REF : ERROR_REF) };
+  responses.default = { description: "any other error (500 internal, 503 unavailable)", content: json(ERROR_REF) };
+  const parameters: OpenAPIV3.ParameterObject[] = [];
+  const props = (d.query as { properties?: Record<string, TSchema & { description?: string }> } | undefined)?.properties ?? {};
+  const required = new Set((d.query as { required?: string[] } | undefined)?.required ?? []);
+  for (const [name, schema] of Object.entries(props))
+    parameters.push({ name, in: "query", required: required.has(name), schema: schema as OpenAPIV3.SchemaObject, ...(schema.description ? { description: schema.description } : {}) });
+  return {
+    detail: {
+      summary: d.summary,
+      tags: [d.tag],
+      ...(d.description ? { description: d.description } : {}),
+      security: SECURITY[d.access],
+      ...(parameters.length ? { parameters } : {}),
+      ...(d.body ? { requestBody: { required: true, content: json(d.body) as OpenAPIV3.RequestBodyObject["content"] } } : {}),
+      responses,
+    },
+  };
+}

