@@ -140,8 +140,6 @@ describe("a CI script sets up a running server through the CLI", () => {
     expect(dup.status).toBe(409);
     expect(dup.body.code).toBe("unique_violation");
     expect((await http("GET", "/api/v1/posts?search=banana")).status).toBe(400);
-    // Full-text search on PostgreSQL (a generated tsvector) is not in this version yet.
-    if (onPostgres) return;
     const fts = await ok(["fts", "enable", "posts"]);
     expect(fts).toMatchObject({ enabled: true, indexed_records: 2 });
     const found = await http("GET", "/api/v1/posts?search=banana");
