@@ -5,6 +5,7 @@ import { closeContext, createContext, openContext } from "../../src/context.ts";
 import { assertTargetEmpty, copyDatabase } from "../../src/db/copy.ts";
 import { openPostgres } from "../../src/db/postgres.ts";
 import { AppError } from "../../src/errors.ts";
+import { isInteractive, withSpinner } from "../prompts.ts";
 import { UsageError, globalsOf, output, table, unreachable } from "../run.ts";
 
 /** `baas db copy --to postgres://…`. */
@@ -55,7 +56,8 @@ Example:
       try {
         const source = createContext(sourceConfig, { log: target.log });
         try {
-          const res = await copyDatabase(source, target);
+          const spin = isInteractive() && !globalsOf(cmd).json;
+          const res = await withSpinner(spin, "Copying into PostgreSQL", () => copyDatabase(source, target));
           output(cmd, res, () => {
             const rows = res.tables.reduce((n, t) => n + t.target, 0);
             return `${table(["TABLE", "SOURCE ROWS", "TARGET ROWS"], res.tables.map((t) => [t.table, t.source, t.target]))}\ncopied ${res.tables.length} tables, ${rows} rows`;

@@ -48,13 +48,16 @@ async function targetTables(db: Engine): Promise<string[]> {
   return rows.map((r) => r.name);
 }
 
-/** The columns of a target table a copy may write (not generated, not identity). */
-async function writableColumns(db: Engine, table: string): Promise<Set<string>> {
-  const rows = await db.all<{ name: string }>(
-    "SELECT column_name AS name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ? AND is_generated = 'NEVER' AND is_identity = 'NO'",
+/** The columns of a target table, and those a copy may write (not generated, not identity). */
+async function targetColumns(db: Engine, table: string): Promise<{ all: Set<string>; writable: Set<string> }> {
+  const rows = await db.all<{ name: string; generated: string; identity: string }>(
+    "SELECT column_name AS name, is_generated AS generated, is_identity AS identity FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ?",
     [table],
   );
-  return new Set(rows.map((r) => r.name));
+  return {
+    all: new Set(rows.map((r) => r.name)),
+    writable: new Set(rows.filter((r) => r.generated === "NEVER" && r.identity === "NO").map((r) => r.name)),
+  };
 }
 
 /**
@@ -126,7 +129,10 @@ async function copyRows(
 ): Promise<CopiedTable> {
   const src = await sourceTable(source, table);
   if (!src) throw new Error(`the source has no table "${table}"`);
-  const writable = await writableColumns(target, table);
+  const { all, writable } = await targetColumns(target, table);
+  // A column the target lacks would be data lost without a word.
+  const lost = src.columns.find((c) => !all.has(c));
+  if (lost !== undefined) throw new Error(`column "${lost}" of table "${table}" has no place in the target database`);
   const cols = src.columns.filter((c) => writable.has(c));
   const total = await count(source, table);
   const perInsert = Math.max(1, Math.min(MAX_ROWS, Math.floor(MAX_PARAMS / Math.max(1, cols.length))));
@@ -192,8 +198,9 @@ export async function copyDatabase(source: AppContext, target: AppContext, opts:
       for (const col of collections) {
         await createCollectionTable(tdb, col.name);
         for (const f of col.fields) await addColumn(tdb, col.name, f.name, f.type);
-        for (const idx of col.indexes) await createIndex(tdb, col.name, idx.name, idx.fields, idx.unique);
         tables.push(await copyRows(sdb, tdb, col.name, opts.onProgress));
+        // Indexes are built once over the copied rows, faster than kept up row by row.
+        for (const idx of col.indexes) await createIndex(tdb, col.name, idx.name, idx.fields, idx.unique);
       }
       const manyVia = await sdb.all<{ id: string }>("SELECT id FROM _relations WHERE type = 'many_via' ORDER BY id");
       for (const rel of manyVia) {

@@ -589,8 +589,7 @@ describe("indexes and fts", () => {
     expect((await cli(["indexes", "list", "articles", "--json"])).json().items).toHaveLength(1);
   });
 
-  // Full-text search on PostgreSQL (a generated tsvector) is not in this version yet.
-  test.skipIf(onPostgres)("fts status, enable and disable print the admin API's bodies", async () => {
+  test("fts status, enable and disable print the admin API's bodies", async () => {
     expect((await cli(["fts", "status", "articles", "--json"])).json()).toEqual({ enabled: false, fields: [], indexed_records: 0, state: "disabled" });
     const on = await cli(["fts", "enable", "articles", "--json"]);
     expect(on.code).toBe(0);

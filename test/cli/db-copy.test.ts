@@ -158,6 +158,7 @@ describe.skipIf(!postgresAvailable)("db copy", () => {
       "/api/v1/tags?sort=-name",
       "/api/v1/books?search=garden&limit=20&sort=_id",
       "/api/v1/books/count?search=river%20OR%20harbour",
+      "/api/v1/books?search=%22mountain%20tales%22&filter=year:gte:1990&sort=-year,_id&limit=50",
     ];
     for (const path of reads) {
       const [a, b] = [await call(sqlite, "GET", path), await call(pg, "GET", path)];
