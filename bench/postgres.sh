@@ -135,7 +135,7 @@ run_wrk2 () {
     c1=$(cpu_ticks "$SERVER_CPU"); k1=$(cpu_ticks "$CLIENT_CPU")
   done
   jq -cs --arg s "$(cpu_busy_pct "$c0" "$c1")" --arg c "$(cpu_busy_pct "$k0" "$k1")" '{
-      requests: (map(.requests) | add), seconds: (map(.seconds) | max), rps: (map(.rps) | add),
+      requests: (map(.requests) | add), seconds: (map(.seconds) | max), rps: (map(.rps) | add * 10 | round / 10),
       errors: (map(.errors) | reduce .[] as $e ({}; reduce ($e | keys[]) as $k (.; .[$k] += $e[$k]))),
       latency_us: {p50: (map(.latency_us.p50) | max), p90: (map(.latency_us.p90) | max),
                    p99: (map(.latency_us.p99) | max), max: (map(.latency_us.max) | max)},
