@@ -252,3 +252,45 @@ describe("real answers match the document", () => {
     expect((await call("GET", "/api/v1/admin/collections/nope/fts", admin)).status).toBe(404);
   });
 });
+
+describe("the document of one collection (?collection=, admin)", () => {
+  test("needs admin credentials and a known collection", async () => {
+    expect((await t.req("GET", "/api/v1/openapi.json?collection=docs_auth")).status).toBe(401);
+    expect((await t.req("GET", "/api/v1/openapi.json?collection=nope", { token: ADMIN_SECRET })).status).toBe(404);
+    const reg = await t.req("POST", "/api/v1/auth/register", { body: { email: "narrow@example.com", password: "password123" } });
+    expect((await t.req("GET", "/api/v1/openapi.json?collection=docs_auth", { token: reg.body.access_token })).status).toBe(403);
+  });
+
+  test("spells the collection's paths with its name and describes its records with their fields; real answers match", async () => {
+    expect((await t.admin("POST", "/api/v1/admin/collections", { name: "doc_items", rules: { read: "public", create: "public" } })).status).toBe(201);
+    const created = await t.req("POST", "/api/v1/doc_items", { body: { title: "a", price: 2.5, done: false, tags: ["x"] } });
+    expect(created.status).toBe(201);
+    const res = await t.req("GET", "/api/v1/openapi.json?collection=doc_items", { token: ADMIN_SECRET });
+    expect(res.status).toBe(200);
+    const doc = res.body;
+    expect(Object.keys(doc.paths).sort()).toEqual([
+      "/api/v1/doc_items",
+      "/api/v1/doc_items/aggregate",
+      "/api/v1/doc_items/batch",
+      "/api/v1/doc_items/bulk",
+      "/api/v1/doc_items/count",
+      "/api/v1/doc_items/{id}",
+      "/api/v1/doc_items/{id}/restore",
+    ]);
+    expect(JSON.stringify(doc.paths)).not.toContain("{collection}");
+    const record = doc.components.schemas.DocItemsRecord;
+    expect(record.properties.title).toEqual({ type: ["string", "null"] });
+    expect(record.properties.price).toEqual({ type: ["number", "null"] });
+    expect(record.properties.done).toEqual({ type: ["boolean", "null"] });
+    expect(record.properties.tags).toEqual({ type: ["object", "array", "null"] });
+    expect(record.required).toEqual(expect.arrayContaining(["_id", "title", "price", "done", "tags"]));
+    expect(doc.paths["/api/v1/doc_items"].post.requestBody.content["application/json"].schema).toEqual({ $ref: "#/components/schemas/DocItemsData" });
+    for (const [, ref] of refsOf(doc)) expect(() => resolveRef(doc, ref)).not.toThrow();
+
+    const one = await t.req("GET", `/api/v1/doc_items/${created.body._id}`);
+    expect(checkSchema(doc, doc.paths["/api/v1/doc_items/{id}"].get.responses["200"].content["application/json"].schema, one.body)).toEqual([]);
+    const list = await t.req("GET", "/api/v1/doc_items");
+    expect(checkSchema(doc, doc.paths["/api/v1/doc_items"].get.responses["200"].content["application/json"].schema, list.body)).toEqual([]);
+    expect(checkSchema(doc, { $ref: "#/components/schemas/DocItemsRecord" }, { ...one.body, price: "cheap" }).length).toBeGreaterThan(0);
+  });
+});
