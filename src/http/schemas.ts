@@ -3,9 +3,9 @@ import { ON_DELETE, RELATION_TYPES } from "../relations/catalog.ts";
 
 /**
  * TypeBox schemas of the HTTP API's bodies, query strings and answers: the one source of the routes'
- * documentation (`GET /api/v1/openapi.json`) and of the shape check of JSON bodies (`readBody`). A body's
- * fields are described here; what they mean (and the precise 4xx a wrong value gets) stays with the
- * service that reads them, so the schemas never answer a request differently than the service would.
+ * documentation (`doc()`, `GET /api/v1/openapi.json`). They describe; they do not answer requests. What
+ * a field means (and the precise 4xx a wrong value gets) stays with the service that reads it, and each
+ * route keeps its order of checks (credentials, collection, setting, then body), so no status changes.
  */
 
 /** An open object: the listed fields, and any other. */
