@@ -102,6 +102,17 @@ describe("the OpenAPI document", () => {
     expect(ids.size).toBeGreaterThan(50);
   });
 
+  test("no two paths differ only in parameter names, and no operation repeats a parameter", async () => {
+    const doc = await openapi();
+    const shapes = Object.keys(doc.paths).map((p) => p.replace(/\{[^}]+\}/g, "{}"));
+    expect(shapes.length).toBe(new Set(shapes).size);
+    for (const item of Object.values<any>(doc.paths))
+      for (const op of Object.values<any>(item)) {
+        const keys = (op.parameters ?? []).map((p: any) => `${p.in}:${p.name}`);
+        expect(keys.length).toBe(new Set(keys).size);
+      }
+  });
+
   test("every $ref resolves", async () => {
     const doc = await openapi();
     const refs = refsOf(doc);
