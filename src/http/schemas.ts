@@ -124,6 +124,9 @@ export const NameBody = open({ name: t.String() });
 export const Ok = open({ ok: t.Literal(true) });
 export const ApiKeyBody = open({ id: t.String(), name: t.String(), created_at: t.Number() });
 export const Items = (item: TSchema = open({})) => open({ items: t.Array(item) });
+export const LinkedAccounts = t.Object({
+  accounts: t.Array(open({ provider: t.String(), email: nullable(t.String()), name: nullable(t.String()), avatar_url: nullable(t.String()), created_at: t.Number() })),
+});
 
 // ---- Admin
 

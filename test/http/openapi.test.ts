@@ -250,9 +250,72 @@ describe("real answers match the document", () => {
     expect((await call("POST", "/api/v1/auth/logout", { token })).status).toBe(401);
   });
 
-  // Skipped on PostgreSQL: enabling the full-text index there answers 500 (a syntax error in its DDL) at
-  // this commit; the full-text tests of the engine cover that fix, and this one runs there once it lands.
-  test.skipIf(onPostgres)("full-text admin answers match the document", async () => {
+  test("the remaining endpoints (accounts, 2FA, API keys, admin users and sessions, ops, OAuth, pages) answer as documented", async () => {
+    const password = "password123";
+    const reg = await call("POST", "/api/v1/auth/register", { body: { email: "rest@example.com", password } });
+    const token = reg.body.access_token as string;
+    const uid = reg.body.user.id as string;
+    // Mail flows: each answers ok whether or not the account exists; bad tokens are refused.
+    expect((await call("POST", "/api/v1/auth/magic-link", { body: { email: "rest@example.com" } })).status).toBe(200);
+    expect((await call("POST", "/api/v1/auth/magic-link/verify", { body: { token: "nope" } })).status).toBe(401);
+    expect((await call("POST", "/api/v1/auth/forgot-password", { body: { email: "nobody@example.com" } })).status).toBe(200);
+    expect((await call("POST", "/api/v1/auth/reset-password", { body: { token: "nope", password: "new-password-1" } })).status).toBe(400);
+    expect((await call("POST", "/api/v1/auth/verify-email", { body: { token: "nope" } })).status).toBe(400);
+    expect((await call("POST", "/api/v1/auth/resend-verification", { token })).status).toBe(200);
+    // 2FA without finishing it; verify with a bad token.
+    expect((await call("POST", "/api/v1/auth/2fa/setup", { token })).status).toBe(200);
+    expect((await call("POST", "/api/v1/auth/2fa/enable", { token, body: { code: "000000" } })).status).toBe(400);
+    expect((await call("DELETE", "/api/v1/auth/2fa/disable", { token, body: { code: "000000" } })).status).toBe(409);
+    expect((await call("POST", "/api/v1/auth/2fa/verify", { body: { totp_token: "nope", code: "000000" } })).status).toBe(401);
+    // API keys.
+    const key = await call("POST", "/api/v1/auth/api-keys", { token, body: { name: "k" } });
+    expect((await call("DELETE", `/api/v1/auth/api-keys/${key.body.id}`, { token })).status).toBe(200);
+    expect((await call("DELETE", "/api/v1/auth/api-keys/nope", { token })).status).toBe(404);
+    // OAuth: no provider is configured here.
+    expect((await call("GET", "/api/v1/auth/oauth/accounts", { token })).status).toBe(200);
+    expect((await call("GET", "/api/v1/auth/oauth/github")).status).toBeOneOf([403, 404]);
+    expect((await call("GET", "/api/v1/auth/oauth/nope/callback?code=x&state=y")).status).toBeOneOf([302, 400, 403, 404]);
+    expect((await call("DELETE", "/api/v1/auth/oauth/github", { token })).status).toBeOneOf([403, 404, 409]);
+    // Admin: users and sessions.
+    const made = await call("POST", "/api/v1/admin/users", { admin: true, body: { email: "made@example.com", password, roles: ["editor"] } });
+    expect(made.status).toBe(201);
+    expect((await call("POST", "/api/v1/admin/users", { admin: true, body: { email: "made@example.com" } })).status).toBe(409);
+    expect((await call("PATCH", `/api/v1/admin/users/${made.body.id}`, { admin: true, body: { is_verified: true } })).status).toBe(200);
+    expect((await call("GET", `/api/v1/admin/users/${uid}/sessions`, { admin: true })).status).toBe(200);
+    expect((await call("GET", `/api/v1/admin/users/${uid}/security`, { admin: true })).status).toBe(200);
+    expect((await call("GET", `/api/v1/admin/users/${uid}/api-keys`, { admin: true })).status).toBe(200);
+    expect((await call("DELETE", `/api/v1/admin/users/${uid}/api-keys/nope`, { admin: true })).status).toBe(404);
+    expect((await call("POST", `/api/v1/admin/users/${uid}/unlock`, { admin: true })).status).toBe(200);
+    expect((await call("POST", `/api/v1/admin/users/${uid}/reset-2fa`, { admin: true })).status).toBe(200);
+    expect((await call("POST", `/api/v1/admin/users/${uid}/impersonate`, { admin: true })).status).toBe(200);
+    expect((await call("DELETE", "/api/v1/admin/sessions/nope", { admin: true })).status).toBe(404);
+    expect((await call("DELETE", `/api/v1/admin/users/${uid}/sessions`, { admin: true })).status).toBe(200);
+    expect((await call("DELETE", `/api/v1/admin/users/${made.body.id}`, { admin: true })).status).toBe(200);
+    expect((await call("POST", "/api/v1/auth/logout-all", { token })).status).toBe(401);
+    // Admin: collections, records, indexes, relations, ops.
+    await call("POST", "/api/v1/admin/collections", { admin: true, body: { name: "rest_a", rules: { read: "public", create: "public" } } });
+    await call("POST", "/api/v1/admin/collections", { admin: true, body: { name: "rest_b", rules: { read: "public", create: "public" } } });
+    expect((await call("PATCH", "/api/v1/admin/collections/rest_a", { admin: true, body: { rules: { update: "public" } } })).status).toBe(200);
+    expect((await call("PATCH", "/api/v1/admin/collections/rest_a", { admin: true, body: { rules: { update: "nope" } } })).status).toBe(400);
+    const rec = await call("POST", "/api/v1/rest_a", { body: { n: 1 } });
+    expect((await call("DELETE", `/api/v1/admin/collections/rest_a/records/${rec.body._id}`, { admin: true })).status).toBe(200);
+    const idx = await call("POST", "/api/v1/admin/collections/rest_a/indexes", { admin: true, body: { fields: ["n"], unique: true } });
+    expect((await call("DELETE", `/api/v1/admin/collections/rest_a/indexes/${idx.body.name}`, { admin: true })).status).toBe(200);
+    expect((await call("DELETE", "/api/v1/admin/collections/rest_a/indexes/nope", { admin: true })).status).toBe(404);
+    const rel = await call("POST", "/api/v1/admin/relations", { admin: true, body: { from_col: "rest_a", from_field: "b", to_col: "rest_b", type: "one" } });
+    expect((await call("POST", "/api/v1/admin/relations", { admin: true, body: { from_col: "rest_a", from_field: "b", to_col: "rest_b", type: "one" } })).status).toBe(409);
+    expect((await call("DELETE", `/api/v1/admin/relations/${rel.body.id}`, { admin: true })).status).toBe(200);
+    expect((await call("DELETE", "/api/v1/admin/relations/nope", { admin: true })).status).toBe(404);
+    // With ADMIN_SECRET set, the environment names the secret.
+    expect((await call("POST", "/api/v1/admin/rotate-secret", { admin: true })).status).toBe(409);
+    expect((await call("POST", "/api/v1/admin/mail/test", { admin: true, body: { to: "ops@example.com" } })).status).toBe(200);
+    expect((await call("POST", "/api/v1/admin/mail/test", { admin: true, body: { to: "nope" } })).status).toBe(422);
+    expect((await call("GET", "/api/v1/openapi.json")).status).toBe(200);
+  });
+
+  // Skipped on PostgreSQL: enabling the full-text index there, and dropping a collection (which drops its
+  // full-text objects), answer 500 (a syntax error in that DDL) at this commit; this runs there once fixed.
+  test.skipIf(onPostgres)("full-text admin and collection drop answers match the document", async () => {
     expect((await call("POST", "/api/v1/admin/collections", { ...admin, body: { name: "notes", rules: { read: "public" } } })).status).toBe(201);
     expect((await call("POST", "/api/v1/admin/collections/notes/fts", admin)).status).toBe(201);
     expect((await call("POST", "/api/v1/admin/collections/notes/fts", admin)).status).toBe(200);
@@ -261,6 +324,8 @@ describe("real answers match the document", () => {
     expect((await call("GET", "/api/v1/notes?search=%22")).status).toBe(400);
     expect((await call("DELETE", "/api/v1/admin/collections/notes/fts", admin)).status).toBe(200);
     expect((await call("GET", "/api/v1/admin/collections/nope/fts", admin)).status).toBe(404);
+    expect((await call("DELETE", "/api/v1/admin/collections/notes", admin)).status).toBe(200);
+    expect((await call("DELETE", "/api/v1/admin/collections/notes", admin)).status).toBe(404);
   });
 });
 
