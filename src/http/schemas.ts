@@ -193,6 +193,14 @@ export const UserListQuery = t.Object({
   page: t.Optional(t.Integer({ minimum: 1 })),
 });
 export const UserListBody = open({ items: t.Array(UserBody), total: t.Integer() });
+export const SessionInfo = open({
+  id: t.String(),
+  created_at: t.Number(),
+  last_used_at: nullable(t.Number()),
+  expires_at: t.Number(),
+  ip: nullable(t.String()),
+  user_agent: nullable(t.String()),
+});
 export const MailTestBody = open({ to: t.String() });
 
 // ---- Realtime (CONTRACT §10)

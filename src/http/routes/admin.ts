@@ -57,7 +57,7 @@ export function adminRoutes(ctx: AppContext) {
     .get(
       "/collections/:name/stats",
       ({ params }) => collectionStats(ctx, params.name),
-      doc({ summary: "Record counts and sizes of a collection", tag, access: "admin", ok: t.Object({}, { additionalProperties: true }), errors: [404] }),
+      doc({ summary: "Record counts and sizes of a collection", tag, access: "admin", ok: t.Object({ row_count: t.Integer(), last_write: t.Union([t.Number(), t.Null()]) }), errors: [404] }),
     )
     .delete(
       "/collections/:name/records/:id",
