@@ -1,4 +1,3 @@
-import type { TSchema } from "elysia";
 import { AppError, badRequest } from "../errors.ts";
 
 /** Deepest nesting of objects and arrays a JSON body may have (`{"a":{"b":1}}` is 2 levels). */
@@ -75,14 +74,11 @@ function checkDepth(text: string): void {
 }
 
 /**
- * Reads a JSON body (`readJson`) and checks it has the shape of the route's schema: an object for
- * an object schema, an array for an array schema (400 otherwise). The fields are the service's to
- * check, with their own messages; the schema documents them.
+ * Reads a JSON body (`readJson`) that must be an object, as its route's schema says: anything else is
+ * 400. The fields are the service's to check, with their own messages; the schema documents them.
  */
-export async function readBody(request: Request, max: number, schema: TSchema): Promise<Record<string, unknown>> {
+export async function readObject(request: Request, max: number): Promise<Record<string, unknown>> {
   const value = await readJson(request, max);
-  if (schema.type === "array") {
-    if (!Array.isArray(value)) throw badRequest("the request body must be a JSON array");
-  } else if (!value || typeof value !== "object" || Array.isArray(value)) throw badRequest("the request body must be a JSON object");
+  if (!value || typeof value !== "object" || Array.isArray(value)) throw badRequest("the request body must be a JSON object");
   return value as Record<string, unknown>;
 }

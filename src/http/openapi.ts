@@ -1,5 +1,6 @@
 import { Kind } from "@sinclair/typebox";
 import type { OpenAPIV3 } from "openapi-types";
+import type { Collection, FieldType } from "../collections/types.ts";
 import { VERSION } from "../version.ts";
 import * as schemas from "./schemas.ts";
 
@@ -94,4 +95,45 @@ export function buildOpenApi(routes: readonly RouteInfo[], serverUrl: string): O
       },
     },
   } as unknown as OpenAPIV3.Document;
+}
+
+/** The JSON Schema of each stored field type, as the data API returns it (a field never set is null). */
+const FIELD_SCHEMAS: Record<FieldType, object> = {
+  text: { type: ["string", "null"] },
+  number: { type: ["number", "null"] },
+  boolean: { type: ["boolean", "null"] },
+  json: { type: ["object", "array", "null"] },
+};
+
+/**
+ * The document narrowed to one collection's data API, for clients generated from it: the paths of
+ * `/api/v1/{collection}` spelled with the collection's name, and its records, bodies and lists as
+ * components with the collection's own fields (records also keep any field a later write adds).
+ */
+export function collectionOpenApi(doc: OpenAPIV3.Document, col: Pick<Collection, "name" | "fields">): OpenAPIV3.Document {
+  const base = col.name.replace(/[^A-Za-z0-9]+(.)?/g, (_, c: string | undefined) => (c ?? "").toUpperCase());
+  const name = base[0]!.toUpperCase() + base.slice(1);
+  const refs: Record<string, string> = { RecordBody: `${name}Record`, RecordData: `${name}Data`, RecordList: `${name}List`, BulkBody: `${name}Bulk` };
+  let text = JSON.stringify({ paths: doc.paths, components: doc.components });
+  for (const [from, to] of Object.entries(refs)) text = text.replaceAll(`"#/components/schemas/${from}"`, `"#/components/schemas/${to}"`);
+  const { paths, components } = JSON.parse(text) as Pick<OpenAPIV3.Document, "paths" | "components">;
+  const own: OpenAPIV3.PathsObject = {};
+  const prefix = "/api/v1/{collection}";
+  for (const [path, item] of Object.entries(paths)) {
+    if (path !== prefix && !path.startsWith(`${prefix}/`)) continue;
+    for (const op of Object.values(item as Record<string, OpenAPIV3.OperationObject>)) {
+      op.parameters = (op.parameters as OpenAPIV3.ParameterObject[] | undefined)?.filter((p) => !(p.in === "path" && p.name === "collection"));
+      if (!op.parameters?.length) delete op.parameters;
+      op.operationId = `${op.operationId}${name}`;
+    }
+    own[`/api/v1/${col.name}${path.slice(prefix.length)}`] = item;
+  }
+  const fields = Object.fromEntries(col.fields.map((f) => [f.name, FIELD_SCHEMAS[f.type]]));
+  const schemas = components!.schemas!;
+  const record = schemas.RecordBody as OpenAPIV3.SchemaObject;
+  schemas[refs.RecordBody!] = { ...record, description: `A record of ${col.name}.`, properties: { ...record.properties, ...fields }, required: [...(record.required ?? []), ...col.fields.map((f) => f.name)] };
+  schemas[refs.RecordData!] = { type: "object", description: `The fields of a ${col.name} record to write (system fields are ignored).`, properties: fields, additionalProperties: true };
+  schemas[refs.RecordList!] = { ...(schemas.RecordList as object), properties: { ...(schemas.RecordList as OpenAPIV3.SchemaObject).properties, items: { type: "array", items: { $ref: `#/components/schemas/${refs.RecordBody}` } } } } as OpenAPIV3.SchemaObject;
+  schemas[refs.BulkBody!] = { ...(schemas.BulkBody as object), items: { $ref: `#/components/schemas/${refs.RecordData}` } } as OpenAPIV3.SchemaObject;
+  return { ...doc, info: { ...doc.info, title: `${doc.info.title}: ${col.name}` }, paths: own, components: components! };
 }

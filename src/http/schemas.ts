@@ -3,9 +3,9 @@ import { ON_DELETE, RELATION_TYPES } from "../relations/catalog.ts";
 
 /**
  * TypeBox schemas of the HTTP API's bodies, query strings and answers: the one source of the routes'
- * documentation (`GET /api/v1/openapi.json`) and of the shape check of JSON bodies (`readBody`). A body's
- * fields are described here; what they mean (and the precise 4xx a wrong value gets) stays with the
- * service that reads them, so the schemas never answer a request differently than the service would.
+ * documentation (`doc()`, `GET /api/v1/openapi.json`). They describe; they do not answer requests. What
+ * a field means (and the precise 4xx a wrong value gets) stays with the service that reads it, and each
+ * route keeps its order of checks (credentials, collection, setting, then body), so no status changes.
  */
 
 /** An open object: the listed fields, and any other. */
@@ -124,6 +124,9 @@ export const NameBody = open({ name: t.String() });
 export const Ok = open({ ok: t.Literal(true) });
 export const ApiKeyBody = open({ id: t.String(), name: t.String(), created_at: t.Number() });
 export const Items = (item: TSchema = open({})) => open({ items: t.Array(item) });
+export const LinkedAccounts = t.Object({
+  accounts: t.Array(open({ provider: t.String(), email: nullable(t.String()), name: nullable(t.String()), avatar_url: nullable(t.String()), created_at: t.Number() })),
+});
 
 // ---- Admin
 
@@ -190,6 +193,14 @@ export const UserListQuery = t.Object({
   page: t.Optional(t.Integer({ minimum: 1 })),
 });
 export const UserListBody = open({ items: t.Array(UserBody), total: t.Integer() });
+export const SessionInfo = open({
+  id: t.String(),
+  created_at: t.Number(),
+  last_used_at: nullable(t.Number()),
+  expires_at: t.Number(),
+  ip: nullable(t.String()),
+  user_agent: nullable(t.String()),
+});
 export const MailTestBody = open({ to: t.String() });
 
 // ---- Realtime (CONTRACT §10)

@@ -101,6 +101,17 @@ describe("the OpenAPI document", () => {
     expect(ids.size).toBeGreaterThan(50);
   });
 
+  test("no two paths differ only in parameter names, and no operation repeats a parameter", async () => {
+    const doc = await openapi();
+    const shapes = Object.keys(doc.paths).map((p) => p.replace(/\{[^}]+\}/g, "{}"));
+    expect(shapes.length).toBe(new Set(shapes).size);
+    for (const item of Object.values<any>(doc.paths))
+      for (const op of Object.values<any>(item)) {
+        const keys = (op.parameters ?? []).map((p: any) => `${p.in}:${p.name}`);
+        expect(keys.length).toBe(new Set(keys).size);
+      }
+  });
+
   test("every $ref resolves", async () => {
     const doc = await openapi();
     const refs = refsOf(doc);
@@ -238,7 +249,70 @@ describe("real answers match the document", () => {
     expect((await call("POST", "/api/v1/auth/logout", { token })).status).toBe(401);
   });
 
-  test("full-text admin answers match the document", async () => {
+  test("the remaining endpoints (accounts, 2FA, API keys, admin users and sessions, ops, OAuth, pages) answer as documented", async () => {
+    const password = "password123";
+    const reg = await call("POST", "/api/v1/auth/register", { body: { email: "rest@example.com", password } });
+    const token = reg.body.access_token as string;
+    const uid = reg.body.user.id as string;
+    // Mail flows: each answers ok whether or not the account exists; bad tokens are refused.
+    expect((await call("POST", "/api/v1/auth/magic-link", { body: { email: "rest@example.com" } })).status).toBe(200);
+    expect((await call("POST", "/api/v1/auth/magic-link/verify", { body: { token: "nope" } })).status).toBe(401);
+    expect((await call("POST", "/api/v1/auth/forgot-password", { body: { email: "nobody@example.com" } })).status).toBe(200);
+    expect((await call("POST", "/api/v1/auth/reset-password", { body: { token: "nope", password: "new-password-1" } })).status).toBe(400);
+    expect((await call("POST", "/api/v1/auth/verify-email", { body: { token: "nope" } })).status).toBe(400);
+    expect((await call("POST", "/api/v1/auth/resend-verification", { token })).status).toBe(200);
+    // 2FA without finishing it; verify with a bad token.
+    expect((await call("POST", "/api/v1/auth/2fa/setup", { token })).status).toBe(200);
+    expect((await call("POST", "/api/v1/auth/2fa/enable", { token, body: { code: "000000" } })).status).toBe(400);
+    expect((await call("DELETE", "/api/v1/auth/2fa/disable", { token, body: { code: "000000" } })).status).toBe(409);
+    expect((await call("POST", "/api/v1/auth/2fa/verify", { body: { totp_token: "nope", code: "000000" } })).status).toBe(401);
+    // API keys.
+    const key = await call("POST", "/api/v1/auth/api-keys", { token, body: { name: "k" } });
+    expect((await call("DELETE", `/api/v1/auth/api-keys/${key.body.id}`, { token })).status).toBe(200);
+    expect((await call("DELETE", "/api/v1/auth/api-keys/nope", { token })).status).toBe(404);
+    // OAuth: no provider is configured here.
+    expect((await call("GET", "/api/v1/auth/oauth/accounts", { token })).status).toBe(200);
+    expect((await call("GET", "/api/v1/auth/oauth/github")).status).toBeOneOf([403, 404]);
+    expect((await call("GET", "/api/v1/auth/oauth/nope/callback?code=x&state=y")).status).toBeOneOf([302, 400, 403, 404]);
+    expect((await call("DELETE", "/api/v1/auth/oauth/github", { token })).status).toBeOneOf([403, 404, 409]);
+    // Admin: users and sessions.
+    const made = await call("POST", "/api/v1/admin/users", { admin: true, body: { email: "made@example.com", password, roles: ["editor"] } });
+    expect(made.status).toBe(201);
+    expect((await call("POST", "/api/v1/admin/users", { admin: true, body: { email: "made@example.com" } })).status).toBe(409);
+    expect((await call("PATCH", `/api/v1/admin/users/${made.body.id}`, { admin: true, body: { is_verified: true } })).status).toBe(200);
+    expect((await call("GET", `/api/v1/admin/users/${uid}/sessions`, { admin: true })).status).toBe(200);
+    expect((await call("GET", `/api/v1/admin/users/${uid}/security`, { admin: true })).status).toBe(200);
+    expect((await call("GET", `/api/v1/admin/users/${uid}/api-keys`, { admin: true })).status).toBe(200);
+    expect((await call("DELETE", `/api/v1/admin/users/${uid}/api-keys/nope`, { admin: true })).status).toBe(404);
+    expect((await call("POST", `/api/v1/admin/users/${uid}/unlock`, { admin: true })).status).toBe(200);
+    expect((await call("POST", `/api/v1/admin/users/${uid}/reset-2fa`, { admin: true })).status).toBe(200);
+    expect((await call("POST", `/api/v1/admin/users/${uid}/impersonate`, { admin: true })).status).toBe(200);
+    expect((await call("DELETE", "/api/v1/admin/sessions/nope", { admin: true })).status).toBe(404);
+    expect((await call("DELETE", `/api/v1/admin/users/${uid}/sessions`, { admin: true })).status).toBe(200);
+    expect((await call("DELETE", `/api/v1/admin/users/${made.body.id}`, { admin: true })).status).toBe(200);
+    expect((await call("POST", "/api/v1/auth/logout-all", { token })).status).toBe(401);
+    // Admin: collections, records, indexes, relations, ops.
+    await call("POST", "/api/v1/admin/collections", { admin: true, body: { name: "rest_a", rules: { read: "public", create: "public" } } });
+    await call("POST", "/api/v1/admin/collections", { admin: true, body: { name: "rest_b", rules: { read: "public", create: "public" } } });
+    expect((await call("PATCH", "/api/v1/admin/collections/rest_a", { admin: true, body: { rules: { update: "public" } } })).status).toBe(200);
+    expect((await call("PATCH", "/api/v1/admin/collections/rest_a", { admin: true, body: { rules: { update: "nope" } } })).status).toBe(400);
+    const rec = await call("POST", "/api/v1/rest_a", { body: { n: 1 } });
+    expect((await call("DELETE", `/api/v1/admin/collections/rest_a/records/${rec.body._id}`, { admin: true })).status).toBe(200);
+    const idx = await call("POST", "/api/v1/admin/collections/rest_a/indexes", { admin: true, body: { fields: ["n"], unique: true } });
+    expect((await call("DELETE", `/api/v1/admin/collections/rest_a/indexes/${idx.body.name}`, { admin: true })).status).toBe(200);
+    expect((await call("DELETE", "/api/v1/admin/collections/rest_a/indexes/nope", { admin: true })).status).toBe(404);
+    const rel = await call("POST", "/api/v1/admin/relations", { admin: true, body: { from_col: "rest_a", from_field: "b", to_col: "rest_b", type: "one" } });
+    expect((await call("POST", "/api/v1/admin/relations", { admin: true, body: { from_col: "rest_a", from_field: "b", to_col: "rest_b", type: "one" } })).status).toBe(409);
+    expect((await call("DELETE", `/api/v1/admin/relations/${rel.body.id}`, { admin: true })).status).toBe(200);
+    expect((await call("DELETE", "/api/v1/admin/relations/nope", { admin: true })).status).toBe(404);
+    // With ADMIN_SECRET set, the environment names the secret.
+    expect((await call("POST", "/api/v1/admin/rotate-secret", { admin: true })).status).toBe(409);
+    expect((await call("POST", "/api/v1/admin/mail/test", { admin: true, body: { to: "ops@example.com" } })).status).toBe(200);
+    expect((await call("POST", "/api/v1/admin/mail/test", { admin: true, body: { to: "nope" } })).status).toBe(422);
+    expect((await call("GET", "/api/v1/openapi.json")).status).toBe(200);
+  });
+
+  test("full-text admin and collection drop answers match the document", async () => {
     expect((await call("POST", "/api/v1/admin/collections", { ...admin, body: { name: "notes", rules: { read: "public" } } })).status).toBe(201);
     expect((await call("POST", "/api/v1/admin/collections/notes/fts", admin)).status).toBe(201);
     expect((await call("POST", "/api/v1/admin/collections/notes/fts", admin)).status).toBe(200);
@@ -247,5 +321,49 @@ describe("real answers match the document", () => {
     expect((await call("GET", "/api/v1/notes?search=%22")).status).toBe(400);
     expect((await call("DELETE", "/api/v1/admin/collections/notes/fts", admin)).status).toBe(200);
     expect((await call("GET", "/api/v1/admin/collections/nope/fts", admin)).status).toBe(404);
+    expect((await call("DELETE", "/api/v1/admin/collections/notes", admin)).status).toBe(200);
+    expect((await call("DELETE", "/api/v1/admin/collections/notes", admin)).status).toBe(404);
+  });
+});
+
+describe("the document of one collection (?collection=, admin)", () => {
+  test("needs admin credentials and a known collection", async () => {
+    expect((await t.req("GET", "/api/v1/openapi.json?collection=docs_auth")).status).toBe(401);
+    expect((await t.req("GET", "/api/v1/openapi.json?collection=nope", { token: ADMIN_SECRET })).status).toBe(404);
+    const reg = await t.req("POST", "/api/v1/auth/register", { body: { email: "narrow@example.com", password: "password123" } });
+    expect((await t.req("GET", "/api/v1/openapi.json?collection=docs_auth", { token: reg.body.access_token })).status).toBe(403);
+  });
+
+  test("spells the collection's paths with its name and describes its records with their fields; real answers match", async () => {
+    expect((await t.admin("POST", "/api/v1/admin/collections", { name: "doc_items", rules: { read: "public", create: "public" } })).status).toBe(201);
+    const created = await t.req("POST", "/api/v1/doc_items", { body: { title: "a", price: 2.5, done: false, tags: ["x"] } });
+    expect(created.status).toBe(201);
+    const res = await t.req("GET", "/api/v1/openapi.json?collection=doc_items", { token: ADMIN_SECRET });
+    expect(res.status).toBe(200);
+    const doc = res.body;
+    expect(Object.keys(doc.paths).sort()).toEqual([
+      "/api/v1/doc_items",
+      "/api/v1/doc_items/aggregate",
+      "/api/v1/doc_items/batch",
+      "/api/v1/doc_items/bulk",
+      "/api/v1/doc_items/count",
+      "/api/v1/doc_items/{id}",
+      "/api/v1/doc_items/{id}/restore",
+    ]);
+    expect(JSON.stringify(doc.paths)).not.toContain("{collection}");
+    const record = doc.components.schemas.DocItemsRecord;
+    expect(record.properties.title).toEqual({ type: ["string", "null"] });
+    expect(record.properties.price).toEqual({ type: ["number", "null"] });
+    expect(record.properties.done).toEqual({ type: ["boolean", "null"] });
+    expect(record.properties.tags).toEqual({ type: ["object", "array", "null"] });
+    expect(record.required).toEqual(expect.arrayContaining(["_id", "title", "price", "done", "tags"]));
+    expect(doc.paths["/api/v1/doc_items"].post.requestBody.content["application/json"].schema).toEqual({ $ref: "#/components/schemas/DocItemsData" });
+    for (const [, ref] of refsOf(doc)) expect(() => resolveRef(doc, ref)).not.toThrow();
+
+    const one = await t.req("GET", `/api/v1/doc_items/${created.body._id}`);
+    expect(checkSchema(doc, doc.paths["/api/v1/doc_items/{id}"].get.responses["200"].content["application/json"].schema, one.body)).toEqual([]);
+    const list = await t.req("GET", "/api/v1/doc_items");
+    expect(checkSchema(doc, doc.paths["/api/v1/doc_items"].get.responses["200"].content["application/json"].schema, list.body)).toEqual([]);
+    expect(checkSchema(doc, { $ref: "#/components/schemas/DocItemsRecord" }, { ...one.body, price: "cheap" }).length).toBeGreaterThan(0);
   });
 });

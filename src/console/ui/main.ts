@@ -2,6 +2,7 @@
 import { api, clearToken, getToken, setToken, setUnauthorizedHandler } from "./api.ts";
 import { h, replace } from "./dom.ts";
 import { busy, clearFlash, field, loading, setFlashElement, showError } from "./ui.ts";
+import { renderApiReference } from "./views/api-reference.ts";
 import { renderCollections } from "./views/collections.ts";
 import { renderCollection } from "./views/collection.ts";
 import { renderRelations } from "./views/relations.ts";
@@ -16,6 +17,7 @@ const NAV: [string, string][] = [
   ["#/relations", "Relations"],
   ["#/users", "Users"],
   ["#/settings", "Settings"],
+  ["#/api", "API"],
 ];
 
 /** The route's path segments after `#/`. */
@@ -120,6 +122,7 @@ export function render(): void {
     relations: () => renderRelations(main, stale),
     users: () => (rest[0] ? renderUser(main, rest[0], stale) : renderUsers(main, stale)),
     settings: () => renderSettings(main, stale),
+    api: () => renderApiReference(main, stale),
   };
   const view = views[section];
   if (!view) {

@@ -1,4 +1,4 @@
-import { AppError } from "../../errors.ts";
+import { AppError, badRequest } from "../../errors.ts";
 import type { Logger } from "../../log.ts";
 import { mapSqliteError } from "../../db/sqlite-errors.ts";
 import { requestIdOf } from "./request-log.ts";
@@ -20,11 +20,29 @@ function whereOf(request?: Request) {
   };
 }
 
+/** Where a failed Elysia schema was attached, as CONTRACT's messages name it. */
+const PART: Record<string, string> = { body: "the request body", query: "the query string", params: "the path", headers: "a header", cookie: "a cookie" };
+
+/**
+ * 400 `bad_request` for a value that failed a route's Elysia schema, naming the part and the first
+ * failing property (Elysia reads a body that is no object as `{}`, so its first missing property is named).
+ */
+function schemaError(error: unknown): AppError {
+  const e = error as { type?: string; all?: { path?: string; message?: string }[] };
+  const part = PART[e.type ?? ""] ?? "the request";
+  let first: { path?: string; message?: string } | undefined;
+  try {
+    first = e.all?.[0];
+  } catch {}
+  const message = first?.message?.replace(/^Expected/, "must be") ?? "is invalid";
+  return badRequest(first?.path ? `${part}: "${first.path.slice(1).replaceAll("/", ".")}" ${message}` : `${part} ${message}`);
+}
+
 /** The error answer Elysia's own failures get (unknown route, unreadable body, failed schema, bad cookie). */
-function frameworkError(code: string | number): AppError | null {
+function frameworkError(code: string | number, error: unknown): AppError | null {
   if (code === "NOT_FOUND") return new AppError(404, "not_found", "no such endpoint");
   if (code === "PARSE") return new AppError(400, "invalid_json", "malformed JSON body");
-  if (code === "VALIDATION") return new AppError(400, "bad_request", "invalid request");
+  if (code === "VALIDATION") return schemaError(error);
   if (code === "INVALID_COOKIE_SIGNATURE") return new AppError(400, "bad_request", "invalid cookie");
   return null;
 }
@@ -34,7 +52,7 @@ function frameworkError(code: string | number): AppError | null {
  * gets the cause of every 5xx at error level (stack included when unforeseen) and, at debug level, why a 4xx was answered.
  */
 export function toErrorResponse(error: unknown, code: string | number, log: Logger, request?: Request): Response {
-  const mapped = frameworkError(code) ?? mapSqliteError(error);
+  const mapped = frameworkError(code, error) ?? mapSqliteError(error);
   if (!(mapped instanceof AppError)) {
     log.error("unhandled error", { ...whereOf(request), error: describe(error) });
     return errorResponse(new AppError(500, "internal", "internal error"));

@@ -18,13 +18,14 @@ import {
 } from "../../users/admin-users.ts";
 import { readJson } from "../body.ts";
 import { doc, type RouteDoc } from "../doc.ts";
-import { AdminUserCreateBody, AdminUserUpdateBody, Items, Ok, UserBody, UserListBody, UserListQuery } from "../schemas.ts";
+import { AdminUserCreateBody, AdminUserUpdateBody, ApiKeyBody, Items, SessionInfo, UserBody, UserListBody, UserListQuery } from "../schemas.ts";
 import { requireAdmin } from "../request.ts";
 
 /** An admin route's documentation: its summary, its answer, and 404 for an unknown user. */
 const admin = (summary: string, ok: RouteDoc["ok"], more: Partial<RouteDoc> = {}) =>
   doc({ summary, tag: "admin users", access: "admin", ok, errors: [404], ...more });
 const open = t.Object({}, { additionalProperties: true });
+const OkId = t.Object({ ok: t.Literal(true), id: t.String() });
 
 /** `/api/v1/admin/users/*` and `/api/v1/admin/sessions/*`: user management for admins (CONTRACT §3). */
 export function adminUserRoutes(ctx: AppContext) {
@@ -44,14 +45,14 @@ export function adminUserRoutes(ctx: AppContext) {
     }, admin("Create a user (no mail sent)", UserBody, { body: AdminUserCreateBody, status: 201, errors: [409, 422] }))
     .get("/users/:id", ({ params }) => getUser(ctx, params.id), admin("One user (by id or email)", UserBody))
     .patch("/users/:id", async ({ request, params }) => adminUpdateUser(ctx, params.id, await readJson(request, max)), admin("Change a user", UserBody, { body: AdminUserUpdateBody, errors: [404, 409, 422] }))
-    .delete("/users/:id", ({ params }) => deleteUser(ctx, params.id), admin("Delete a user", open))
-    .get("/users/:id/sessions", ({ params }) => listSessionsOfUser(ctx, params.id), admin("A user's sessions", Items()))
-    .delete("/users/:id/sessions", ({ params }) => revokeSessionsOfUser(ctx, params.id), admin("Revoke every session of a user", open))
+    .delete("/users/:id", ({ params }) => deleteUser(ctx, params.id), admin("Delete a user", OkId))
+    .get("/users/:id/sessions", ({ params }) => listSessionsOfUser(ctx, params.id), admin("A user's sessions", Items(SessionInfo)))
+    .delete("/users/:id/sessions", ({ params }) => revokeSessionsOfUser(ctx, params.id), admin("Revoke every session of a user", t.Object({ ok: t.Literal(true), sessions_revoked: t.Integer() })))
     .post("/users/:id/impersonate", ({ params }) => impersonateUser(ctx, params.id), admin("A 5-minute access token acting as the user", t.Object({ access_token: t.String(), expires_in: t.Integer() }, { additionalProperties: true })))
-    .post("/users/:id/unlock", ({ params }) => unlockUser(ctx, params.id), admin("Clear a lockout", open))
+    .post("/users/:id/unlock", ({ params }) => unlockUser(ctx, params.id), admin("Clear a lockout", UserBody))
     .get("/users/:id/security", ({ params }) => getUserSecurity(ctx, params.id), admin("2FA, lockout and linked accounts of a user", open))
     .post("/users/:id/reset-2fa", ({ params }) => resetUserTotp(ctx, params.id), admin("Turn a user's 2FA off", open))
-    .get("/users/:id/api-keys", ({ params }) => listApiKeysOfUser(ctx, params.id), admin("A user's API keys", Items()))
-    .delete("/users/:id/api-keys/:key", ({ params }) => adminRevokeApiKey(ctx, params.id, params.key), admin("Revoke a user's API key", open))
-    .delete("/sessions/:sid", ({ params }) => adminRevokeSession(ctx, params.sid), admin("Revoke one session", open));
+    .get("/users/:id/api-keys", ({ params }) => listApiKeysOfUser(ctx, params.id), admin("A user's API keys", Items(ApiKeyBody)))
+    .delete("/users/:id/api-keys/:key", ({ params }) => adminRevokeApiKey(ctx, params.id, params.key), admin("Revoke a user's API key", OkId))
+    .delete("/sessions/:sid", ({ params }) => adminRevokeSession(ctx, params.sid), admin("Revoke one session", OkId));
 }

@@ -12,7 +12,7 @@ import {
 import type { AppContext } from "../../context.ts";
 import { hardDeleteRecord } from "../../records/delete.ts";
 import { settingsForDisplay, updateSettings } from "../../settings/settings.ts";
-import { readBody, readJson } from "../body.ts";
+import { readObject, readJson } from "../body.ts";
 import { doc } from "../doc.ts";
 import { clientInfo, requireAdmin } from "../request.ts";
 import { AdminTokenBody, CollectionBody, CollectionCreateBody, Items, Ok, RulesBody, SecretBody, SettingsBody } from "../schemas.ts";
@@ -25,7 +25,7 @@ export function adminRoutes(ctx: AppContext) {
   return new Elysia({ prefix: "/api/v1/admin" })
     .post(
       "/login",
-      async ({ request, server }) => adminLogin(ctx, (await readBody(request, max, SecretBody)).secret, clientInfo(request, server).ip ?? "unknown"),
+      async ({ request, server }) => adminLogin(ctx, (await readObject(request, max)).secret, clientInfo(request, server).ip ?? "unknown"),
       doc({ summary: "Trade the admin secret for a 12-hour admin token", tag, access: "public", body: SecretBody, ok: AdminTokenBody, errors: [401, 429] }),
     )
     // Every route below (all but login) needs admin credentials, re-checked against the database each time.
@@ -57,7 +57,7 @@ export function adminRoutes(ctx: AppContext) {
     .get(
       "/collections/:name/stats",
       ({ params }) => collectionStats(ctx, params.name),
-      doc({ summary: "Record counts and sizes of a collection", tag, access: "admin", ok: t.Object({}, { additionalProperties: true }), errors: [404] }),
+      doc({ summary: "Record counts and sizes of a collection", tag, access: "admin", ok: t.Object({ row_count: t.Integer(), last_write: t.Union([t.Number(), t.Null()]) }), errors: [404] }),
     )
     .delete(
       "/collections/:name/records/:id",

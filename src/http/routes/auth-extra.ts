@@ -5,7 +5,7 @@ import { forgotPassword, resetPassword } from "../../auth/reset.ts";
 import { disableTotp, enableTotp, setupTotp, totpStatus, verifyTotpLogin } from "../../auth/totp.ts";
 import { resendVerification, verifyEmail } from "../../auth/verification.ts";
 import type { AppContext } from "../../context.ts";
-import { readBody, readJson } from "../body.ts";
+import { readObject, readJson } from "../body.ts";
 import { doc } from "../doc.ts";
 import { clientInfo, principalOf } from "../request.ts";
 import {
@@ -32,7 +32,7 @@ export function authExtraRoutes(ctx: AppContext) {
   return new Elysia({ prefix: "/api/v1/auth" })
     .post(
       "/verify-email",
-      async ({ request }) => verifyEmail(ctx, (await readBody(request, max, TokenBody)).token),
+      async ({ request }) => verifyEmail(ctx, (await readObject(request, max)).token),
       doc({ summary: "Confirm an address with the mailed token", tag, access: "public", body: TokenBody, ok: Ok, errors: [401] }),
     )
     .post(
@@ -88,7 +88,7 @@ export function authExtraRoutes(ctx: AppContext) {
     )
     .post(
       "/2fa/verify",
-      async ({ request, server }) => verifyTotpLogin(ctx, await readBody(request, max, TotpVerifyBody), clientInfo(request, server)),
+      async ({ request, server }) => verifyTotpLogin(ctx, await readObject(request, max), clientInfo(request, server)),
       doc({ summary: "Finish a login with the 2FA code", tag, access: "public", body: TotpVerifyBody, ok: SessionBody, errors: [401, 429] }),
     )
     .post(

@@ -7,7 +7,7 @@ import type { AppContext } from "../../context.ts";
 import { unauthorized } from "../../errors.ts";
 import { doc } from "../doc.ts";
 import { clientInfo, principalOf } from "../request.ts";
-import { Items, Ok } from "../schemas.ts";
+import { LinkedAccounts, Ok } from "../schemas.ts";
 
 const tag = "oauth";
 
@@ -25,7 +25,7 @@ export function oauthRoutes(ctx: AppContext) {
     return p.userId;
   };
   return new Elysia({ prefix: "/api/v1/auth/oauth" })
-    .get("/accounts", async ({ request }) => listLinkedAccounts(ctx, await userId(request)), doc({ summary: "The user's linked provider accounts", tag, access: "user", ok: Items() }))
+    .get("/accounts", async ({ request }) => listLinkedAccounts(ctx, await userId(request)), doc({ summary: "The user's linked provider accounts", tag, access: "user", ok: LinkedAccounts }))
     .get("/:provider", async ({ params }) => redirect(await startOAuthLogin(ctx, params.provider)), doc({ summary: "Start a provider login (302 to the provider)", tag, access: "public", status: 302, errors: [403, 404] }))
     .get("/:provider/callback", async ({ params, query, request, server }) =>
       redirect(await finishOAuthLogin(ctx, params.provider, query, readCookie(request.headers.get("cookie"), STATE_COOKIE), clientInfo(request, server))),

@@ -2,7 +2,7 @@ import { Elysia } from "elysia";
 import { login, logout, logoutAll, me, register, updateMe } from "../../auth/account.ts";
 import { refreshSession } from "../../auth/sessions.ts";
 import type { AppContext } from "../../context.ts";
-import { readBody, readJson } from "../body.ts";
+import { readObject, readJson } from "../body.ts";
 import { doc } from "../doc.ts";
 import { clientInfo, principalOf } from "../request.ts";
 import { LoginResultBody, MetadataBody, Ok, RefreshBody, RegisterBody, SessionBody, UserBody, Credentials } from "../schemas.ts";
@@ -17,7 +17,7 @@ export function authRoutes(ctx: AppContext) {
     .post(
       "/register",
       async ({ request, server, set }) => {
-        const res = await register(ctx, await readBody(request, max, RegisterBody), clientInfo(request, server));
+        const res = await register(ctx, await readObject(request, max), clientInfo(request, server));
         set.status = 201;
         return res;
       },
@@ -25,12 +25,12 @@ export function authRoutes(ctx: AppContext) {
     )
     .post(
       "/login",
-      async ({ request, server }) => login(ctx, await readBody(request, max, Credentials), clientInfo(request, server)),
+      async ({ request, server }) => login(ctx, await readObject(request, max), clientInfo(request, server)),
       doc({ summary: "Password login: a session, or the 2FA step", tag, access: "public", body: Credentials, ok: LoginResultBody, errors: [401, 403, 429] }),
     )
     .post(
       "/refresh",
-      async ({ request }) => refreshSession(ctx, (await readBody(request, max, RefreshBody)).refresh_token),
+      async ({ request }) => refreshSession(ctx, (await readObject(request, max)).refresh_token),
       doc({ summary: "Trade a refresh token for a new pair (rotation)", tag, access: "public", body: RefreshBody, ok: SessionBody, errors: [401] }),
     )
     .post("/logout", async ({ request }) => logout(ctx, await user(request)), doc({ summary: "End this session", tag, access: "user", ok: Ok }))

@@ -1,20 +1,43 @@
 import { Elysia, t } from "elysia";
+import { requireCollection } from "../../collections/catalog.ts";
 import type { AppContext } from "../../context.ts";
 import { doc } from "../doc.ts";
-import { buildOpenApi, type RouteInfo } from "../openapi.ts";
+import { buildOpenApi, collectionOpenApi, type RouteInfo } from "../openapi.ts";
+import { requireAdmin } from "../request.ts";
+
+const JSON_HEADERS = { "content-type": "application/json; charset=utf-8" };
+const OpenApiQuery = t.Object({
+  collection: t.Optional(t.String({ description: "admin only: the data API of this collection, with its own fields" })),
+});
 
 /**
  * `GET /api/v1/openapi.json`: the OpenAPI 3.1 document of every route of the app (public: it says
- * nothing a client could not learn by calling). `routes` gives the app's routes once all are added.
+ * nothing a client could not learn by calling); `?collection=` narrows it to one collection's data API
+ * with its fields (admin only: field names are not public). `routes` gives the app's routes once all are added.
  */
 export function openApiRoutes(ctx: AppContext, routes: () => readonly RouteInfo[]) {
+  let generic: ReturnType<typeof buildOpenApi> | null = null;
   let body: string | null = null;
   return new Elysia().get(
     "/api/v1/openapi.json",
-    () => {
-      body ??= JSON.stringify(buildOpenApi(routes(), ctx.config.publicUrl));
-      return new Response(body, { headers: { "content-type": "application/json; charset=utf-8" } });
+    async ({ request }) => {
+      generic ??= buildOpenApi(routes(), ctx.config.publicUrl);
+      const name = new URL(request.url).searchParams.get("collection");
+      if (name === null) {
+        body ??= JSON.stringify(generic);
+        return new Response(body, { headers: JSON_HEADERS });
+      }
+      await requireAdmin(ctx, request);
+      const col = await requireCollection(ctx, name);
+      return new Response(JSON.stringify(collectionOpenApi(generic, col)), { headers: JSON_HEADERS });
     },
-    doc({ summary: "This document (OpenAPI 3.1)", tag: "server", access: "public", ok: t.Object({ openapi: t.String() }, { additionalProperties: true }) }),
+    doc({
+      summary: "This document (OpenAPI 3.1)",
+      tag: "server",
+      access: "public",
+      query: OpenApiQuery,
+      ok: t.Object({ openapi: t.String() }, { additionalProperties: true }),
+      errors: [401, 403, 404],
+    }),
   );
 }

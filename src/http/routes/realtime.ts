@@ -3,7 +3,7 @@ import type { AppContext } from "../../context.ts";
 import { realtimeHub } from "../../realtime/hub.ts";
 import { identityOf } from "../../realtime/identity.ts";
 import { splitSubscribeParam } from "../../realtime/topics.ts";
-import { readBody } from "../body.ts";
+import { readObject } from "../body.ts";
 import { doc } from "../doc.ts";
 import { RealtimeQuery, SubscribeBody, SubscribedBody } from "../schemas.ts";
 import { clientInfo, principalOf } from "../request.ts";
@@ -40,7 +40,7 @@ export function realtimeRoutes(ctx: AppContext) {
     }))
     .post("/realtime", async ({ request }) => {
       const identity = await identityOf(ctx, await principalOf(ctx, request), request);
-      const body = await readBody(request, max, SubscribeBody);
+      const body = await readObject(request, max);
       return hub.subscribe(body.client_id, body.subscriptions, identity);
     }, doc({ summary: "Set a stream's topics and bind the caller's identity to it", tag: "realtime", access: "data", body: SubscribeBody, ok: SubscribedBody }));
 }
