@@ -49,6 +49,8 @@ interface Scope {
 }
 
 const OID = {
+  text: 25,
+  varchar: 1043,
   bool: 16,
   bytea: 17,
   int8: 20,
@@ -62,7 +64,26 @@ const OID = {
 
 type Converter = (v: unknown) => unknown;
 
+// PostgreSQL text cannot hold a NUL character, which SQLite stores (and a client may send). Strings are
+// stored with NUL written as ESC + "\uE002" and the escape character itself (a private-use character) as
+// ESC + "\uE001", and read back decoded, so every engine returns what was stored. Only strings holding
+// either character change; equality, LIKE and full text see the same encoding on both sides.
+const ESC = "\uE000";
+
+function encodeText(s: string): string {
+  if (s.indexOf("\0") === -1 && s.indexOf(ESC) === -1) return s;
+  return s.replace(/[\uE000\0]/g, (c) => (c === ESC ? ESC + "\uE001" : ESC + "\uE002"));
+}
+
+function decodeText(v: unknown): unknown {
+  const s = v as string;
+  if (s.indexOf(ESC) === -1) return s;
+  return s.replace(/\uE000([\uE001\uE002])/g, (_, k: string) => (k === "\uE001" ? ESC : "\0"));
+}
+
 const converters: Record<number, Converter> = {
+  [OID.text]: decodeText,
+  [OID.varchar]: decodeText,
   [OID.bool]: (v) => (v ? 1 : 0),
   [OID.int8]: (v) => Number(v),
   [OID.numeric]: (v) => Number(v),
@@ -99,6 +120,7 @@ function toDriverParams(params: readonly SqlValue[]): unknown[] {
   return params.map((p) => {
     if (typeof p === "number" || typeof p === "bigint") return String(p);
     if (typeof p === "boolean") return p ? "1" : "0";
+    if (typeof p === "string") return encodeText(p);
     return p;
   });
 }
@@ -335,7 +357,7 @@ export class PostgresEngine implements Engine {
     try {
       const sub = await this.sql.listen(
         channel,
-        (payload) => guard(() => onNotify(payload)),
+        (payload) => guard(() => onNotify(decodeText(payload) as string)),
         onListen && (() => guard(onListen)),
       );
       return () => sub.unlisten();

@@ -1,0 +1,34 @@
+import { expect, test } from "bun:test";
+import { appPerTest, createCollection } from "../helpers/app.ts";
+
+// Any text a client sends comes back as sent, on every engine: PostgreSQL's text cannot hold a NUL
+// character, so the engine stores it escaped (and its escape character too) and reads it back decoded.
+
+const t = appPerTest(async (app) => {
+  await createCollection(app, "notes", { read: "public", create: "public", update: "public", delete: "public" });
+});
+
+const values = ["\u0000", "a\u0000b", "\uE000", "\uE000\uE001", "\uE000\uE002", "x\u0000\uE000\u0000y", "plain"];
+
+test("text with NUL or private-use characters is stored, read, filtered and listed verbatim", async () => {
+  const ids: string[] = [];
+  for (const title of values) {
+    const res = await t.req("POST", "/api/v1/notes", { body: { title, meta: { title } } });
+    expect(res.status).toBe(201);
+    expect(res.body.title).toBe(title);
+    ids.push(res.body._id);
+  }
+  for (const [i, title] of values.entries()) {
+    const got = await t.req("GET", `/api/v1/notes/${ids[i]}`);
+    expect(got.body.title).toBe(title);
+    expect(got.body.meta).toEqual({ title });
+    const found = await t.req("GET", `/api/v1/notes?filter=${encodeURIComponent(`title:eq:${title}`)}`);
+    expect(found.status).toBe(200);
+    expect(found.body.items.map((r: { _id: string }) => r._id)).toEqual([ids[i]]);
+  }
+  const list = await t.req("GET", "/api/v1/notes?limit=100");
+  expect(list.body.items.map((r: { title: string }) => r.title).sort()).toEqual([...values].sort());
+  const patched = await t.req("PATCH", `/api/v1/notes/${ids[6]}`, { body: { title: "p\u0000q" } });
+  expect(patched.status).toBe(200);
+  expect((await t.req("GET", `/api/v1/notes/${ids[6]}`)).body.title).toBe("p\u0000q");
+});
