@@ -6,7 +6,7 @@ import { inTransaction } from "../db/tx.ts";
 import { mapSqliteError } from "../db/sqlite-errors.ts";
 import { AppError, ValidationError, badRequest } from "../errors.ts";
 import { checkAccess } from "../rules/access.ts";
-import { insertRecord } from "./store.ts";
+import { flushRows, insertRecord, type PendingRow } from "./store.ts";
 import type { RecordJson } from "./codec.ts";
 
 /** Most records one bulk request may carry (SPEC §8). */
@@ -47,14 +47,21 @@ export async function bulkCreate(ctx: AppContext, name: string, body: unknown, p
   const items = body as Record<string, unknown>[];
   return await inTransaction(ctx, async () => {
     const out: RecordJson[] = [];
+    // On a database server, rows are written together at the end (one round trip, not one per record).
+    // SQLite writes each row at once: its prepared single-row INSERT costs no round trip.
+    const pending: PendingRow[] | undefined = ctx.db.dialect === "postgres" ? [] : undefined;
+    const indexOfPending: number[] = [];
     for (let index = 0; index < items.length; index++) {
       col = await currentCollection(ctx, col);
+      const before = pending?.length ?? 0;
       try {
-        out.push(await insertRecord(ctx, col, items[index]!, p));
+        out.push(await insertRecord(ctx, col, items[index]!, p, pending));
       } catch (err) {
         throw withIndex(err, index);
       }
+      if (pending && pending.length > before) indexOfPending.push(index);
     }
+    if (pending?.length) await flushRows(ctx, pending, (err, i) => withIndex(err, indexOfPending[i]!));
     return out;
   });
 }

@@ -70,11 +70,20 @@ function hookEvent(col: Collection, op: HookEvent["op"], p: Principal, record: R
   return { collection: col.name, op, data, record, previous, auth: hookAuth(p) };
 }
 
+/** Rows of a bulk insert not yet written: see `insertRecord`'s `pending` and `flushRows`. */
+export interface PendingRow {
+  table: string;
+  fields: string[];
+  values: (string | number | null)[];
+}
+
 /**
  * Inserts one record: beforeCreate hooks, names and types, field rules, new columns, the row,
  * its links, afterCreate hooks, the `create` event. Returns the record as `p` reads it.
+ * With `pending`, the row of a record of a collection without relations is added there instead of
+ * written, for `flushRows` to write with its neighbours in one statement (before the transaction ends).
  */
-export async function insertRecord(ctx: AppContext, col: Collection, body: Record<string, unknown>, p: Principal): Promise<RecordJson> {
+export async function insertRecord(ctx: AppContext, col: Collection, body: Record<string, unknown>, p: Principal, pending?: PendingRow[]): Promise<RecordJson> {
   const data = userFields(body);
   // Without hooks no hook event is built (bulk inserts would build two per record for nothing).
   const hooked = ctx.hooks.list.length > 0;
@@ -94,11 +103,12 @@ export async function insertRecord(ctx: AppContext, col: Collection, body: Recor
     names.push(def.name);
     values.push(encodeValue(def.type, clean[k]));
   }
-  await ctx.db.run(insertSql(ctx, col.name, names), values);
-  if (relations.links.length) await writeLinks(ctx, relations, id);
-  const inserted = insertedRecord(col, values, clean);
   // Without relations the record is final as built: no relation fields to attach for anyone.
   const plain = (await relationsFrom(ctx, col.name)).length === 0;
+  if (pending && plain) pending.push({ table: col.name, fields: names, values });
+  else await ctx.db.run(insertSql(ctx, col.name, names), values);
+  if (relations.links.length) await writeLinks(ctx, relations, id);
+  const inserted = insertedRecord(col, values, clean);
   const record = plain ? inserted : (await attachRelationFields(ctx, col, [inserted], p))[0];
   stage(ctx, col, "create", plain ? { ...record } : await adminView(ctx, col, record, p), undefined, now, p);
   if (ctx.hooks.list.length) runHooks(ctx, col, "afterCreate", hookEvent(col, "create", p, record, null, clean));
@@ -141,6 +151,44 @@ function insertSql(ctx: AppContext, table: string, fields: string[]): string {
     byShape.set(key, stmt);
   }
   return stmt;
+}
+
+/** Most rows one multi-row INSERT of `flushRows` carries (PostgreSQL takes at most 65,535 values). */
+const ROWS_PER_INSERT = 500;
+
+/**
+ * Writes pending rows, each run of rows of the same table and fields as one multi-row INSERT (one round
+ * trip to a database server instead of one per row). When a statement fails (a unique index), its rows
+ * are written again one by one, so the error names the row: `onRowError(err, i)` gets the index in
+ * `rows` of the first row that fails. Call it inside the transaction the rows were prepared in.
+ */
+export async function flushRows(ctx: AppContext, rows: PendingRow[], onRowError: (err: unknown, i: number) => unknown): Promise<void> {
+  let start = 0;
+  while (start < rows.length) {
+    const first = rows[start]!;
+    const key = first.fields.join("\u0000");
+    let end = start + 1;
+    while (end < rows.length && end - start < ROWS_PER_INSERT && rows[end]!.table === first.table && rows[end]!.fields.join("\u0000") === key) end++;
+    const cols = ['"_id"', '"_created_at"', '"_updated_at"', '"_owner_id"', '"_deleted_at"', ...first.fields.map(q)];
+    const tuple = `(${cols.map(() => "?").join(", ")})`;
+    const values: (string | number | null)[] = [];
+    for (let i = start; i < end; i++) values.push(...rows[i]!.values);
+    const sql = `INSERT INTO ${q(first.table)} (${cols.join(", ")}) VALUES ${Array.from({ length: end - start }, () => tuple).join(", ")}`;
+    try {
+      // A savepoint: on PostgreSQL a failed statement would abort the whole transaction.
+      await ctx.db.transaction(() => ctx.db.run(sql, values));
+    } catch {
+      for (let i = start; i < end; i++) {
+        const row = rows[i]!;
+        try {
+          await ctx.db.run(insertSql(ctx, row.table, row.fields), row.values);
+        } catch (err) {
+          throw onRowError(err, i);
+        }
+      }
+    }
+    start = end;
+  }
 }
 
 /**
