@@ -1,5 +1,5 @@
-// `npm test`: the whole suite in a random order that can be replayed, then the HTTP and CLI suites again on
-// PostgreSQL (BAAS_TEST_ENGINE=postgres) when its server binaries are present. The seed is TEST_SEED when set,
+// `npm test`: the whole suite in a random order that can be replayed and, alongside it, the HTTP and CLI suites
+// again on PostgreSQL (BAAS_TEST_ENGINE=postgres) when its server binaries are present. The seed is TEST_SEED when set,
 // else a random one; it is printed first (and again at the end) so a failing order can be run again.
 // Bun's own output passes through; the last lines add up both runs (" N pass" / " N fail"), and the exit code
 // is non-zero when either run failed. Arguments (test files or filters) run on SQLite only.
@@ -14,14 +14,33 @@ const seed = given || String(Math.floor(Math.random() * 2 ** 32));
 const replay = `test seed: ${seed} (replay: TEST_SEED=${seed} npm test)`;
 console.log(replay);
 
+interface Output {
+  write(chunk: Uint8Array): unknown;
+}
+
+/** Keeps a run's output to print later, so two runs at once do not mix their lines. */
+class Held implements Output {
+  chunks: Uint8Array[] = [];
+  write(chunk: Uint8Array) {
+    this.chunks.push(chunk);
+  }
+  flushTo(out: Output) {
+    for (const c of this.chunks) out.write(c);
+  }
+}
+
 /** Runs `bun test` with these arguments, echoing its output, and returns its exit code and counts. */
-async function run(args: string[], env: Record<string, string> = {}): Promise<{ code: number; pass: number; fail: number }> {
+async function run(
+  args: string[],
+  env: Record<string, string> = {},
+  out: { stdout: Output; stderr: Output } = { stdout: process.stdout, stderr: process.stderr },
+): Promise<{ code: number; pass: number; fail: number }> {
   const proc = Bun.spawn([process.execPath, "test", "--timeout", "60000", "--randomize", `--seed=${seed}`, ...args], {
     stdio: ["inherit", "pipe", "pipe"],
     env: { ...process.env, ...env },
   });
   const counts = { pass: 0, fail: 0 };
-  const echo = async (stream: ReadableStream<Uint8Array>, out: NodeJS.WriteStream) => {
+  const echo = async (stream: ReadableStream<Uint8Array>, out: Output) => {
     const decoder = new TextDecoder();
     let pending = "";
     const reader = stream.getReader();
@@ -38,17 +57,26 @@ async function run(args: string[], env: Record<string, string> = {}): Promise<{ 
       }
     }
   };
-  await Promise.all([echo(proc.stdout, process.stdout), echo(proc.stderr, process.stderr)]);
+  await Promise.all([echo(proc.stdout, out.stdout), echo(proc.stderr, out.stderr)]);
   return { code: await proc.exited, ...counts };
 }
 
 const own = process.argv.slice(2);
-const results = [await run(own)];
-if (own.length === 0) {
-  if (postgresAvailable) {
-    console.log("\nThe HTTP and CLI suites on PostgreSQL (BAAS_TEST_ENGINE=postgres):");
-    results.push(await run(["test/http", "test/cli"], { BAAS_TEST_ENGINE: "postgres" }));
-  } else console.log(`\nThe HTTP and CLI suites were not run on PostgreSQL: ${postgresSkipReason}`);
+const results: { code: number; pass: number; fail: number }[] = [];
+if (own.length === 0 && postgresAvailable) {
+  // Both runs at once (most tests wait on I/O, so two runs share the cores well); the PostgreSQL run's
+  // output is held and printed after the first run's.
+  const held = new Held();
+  const [first, second] = await Promise.all([
+    run([]),
+    run(["test/http", "test/cli"], { BAAS_TEST_ENGINE: "postgres" }, { stdout: held, stderr: held }),
+  ]);
+  console.log("\nThe HTTP and CLI suites on PostgreSQL (BAAS_TEST_ENGINE=postgres), run alongside:");
+  held.flushTo(process.stdout);
+  results.push(first, second);
+} else {
+  results.push(await run(own));
+  if (own.length === 0) console.log(`\nThe HTTP and CLI suites were not run on PostgreSQL: ${postgresSkipReason}`);
 }
 if (results.length > 1) {
   console.log("\nBoth engines:");
