@@ -76,7 +76,10 @@ export async function dropCollectionTable(db: Engine, name: string): Promise<voi
  */
 export async function createIndex(db: Engine, table: string, index: string, fields: string[], unique: boolean): Promise<void> {
   const physical = unique || fields.includes("_deleted_at") ? fields : [...fields, "_deleted_at"];
-  const cols = physical.map(q).join(", ");
+  // PostgreSQL orders nulls as SQLite does only when told (lists sort `NULLS FIRST` ascending, `NULLS LAST`
+  // descending): its index must be built in that order, or a sorted page reads and sorts every match.
+  const order = db.dialect === "postgres" ? " NULLS FIRST" : "";
+  const cols = physical.map((f) => q(f) + order).join(", ");
   await db.exec(`CREATE ${unique ? "UNIQUE " : ""}INDEX ${q(index)} ON ${q(table)} (${cols})`);
 }
 
