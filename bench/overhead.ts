@@ -5,14 +5,15 @@
 // (default 1) started in one event-loop turn, as a loaded server receives them; with CONC=1 each
 // request has a turn of its own, so once-per-turn work counts every time.
 //
-//   [CONC=32] bun bench/overhead.ts [get|get-anon|list|create|bulk|all] [iterations]
+//   [CONC=32] [DATABASE_URL=postgres://…] bun bench/overhead.ts [get|get-anon|list|create|bulk|all] [iterations]
+// With DATABASE_URL (an empty database), the same on PostgreSQL; the CPU figure is then this process's only.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ensureAdminSecret } from "../src/auth/admin.ts";
 import { ensureJwtKey } from "../src/auth/keys.ts";
 import { loadConfig } from "../src/config.ts";
-import { closeContext, createContext } from "../src/context.ts";
+import { closeContext, openContext } from "../src/context.ts";
 import { startCheckpointer } from "../src/db/checkpointer.ts";
 import { createApp } from "../src/http/app.ts";
 import { createLogger } from "../src/log.ts";
@@ -26,11 +27,11 @@ const CONC = Number(process.env.CONC ?? 1);
 const dir = mkdtempSync(join(tmpdir(), "baas-overhead-"));
 const config = loadConfig({ data: dir, port: 0 }, { ADMIN_SECRET: SECRET });
 // The request log goes where a server's goes (stderr); run with 2>/dev/null.
-const ctx = createContext(config, { log: createLogger({ format: config.logFormat, level: config.logLevel, buffered: true }) });
-ensureJwtKey(ctx);
+const ctx = await openContext(config, { log: createLogger({ format: config.logFormat, level: config.logLevel, buffered: true }) });
+await ensureJwtKey(ctx);
 // As `baas serve` does: WAL checkpoints on a worker thread (CHECKPOINT=inline keeps SQLite's own, in the commit).
-const checkpointer = process.env.CHECKPOINT === "inline" ? null : startCheckpointer(ctx.db, config.dbPath);
-ensureAdminSecret(ctx);
+const checkpointer = process.env.CHECKPOINT === "inline" || ctx.db.dialect !== "sqlite" ? null : startCheckpointer(ctx.db, config.dbPath);
+await ensureAdminSecret(ctx);
 const app = createApp(ctx);
 
 async function call(method: string, path: string, body?: unknown, token?: string): Promise<any> {
