@@ -61,6 +61,9 @@ function currentTurn(): number {
 // the next check then asks the database again.
 let commitsInProcess = 0;
 
+/** Runs of PostgreSQL transactions whose catalog check is done. */
+const checkedRuns = new WeakSet<object>();
+
 /**
  * Notes a write transaction `ctx` committed (called by inTransaction), so every other context of this
  * process re-checks at its next read. Its own commit does not change what `ctx` has to learn.
@@ -122,6 +125,16 @@ export async function reloadCatalog(ctx: AppContext): Promise<void> {
 export function refreshCatalog(ctx: AppContext): Promise<void> | undefined {
   const cat = ctx.catalog;
   if (cat.stale) return reloadCatalog(ctx);
+  // PostgreSQL: a transaction reads one snapshot, so one check per run of a transaction tells all it can
+  // see (transactions of this process overlap there: each run is told apart by its event queue).
+  if (ctx.db.dialect === "postgres" && ctx.db.inTransaction()) {
+    const run = ctx.events.currentQueue();
+    if (run) {
+      if (checkedRuns.has(run)) return;
+      checkedRuns.add(run);
+      return checkDataVersion(ctx);
+    }
+  }
   // Inside our write transaction no other connection can commit, so one check per transaction
   // is enough (bulk inserts would otherwise ask SQLite several times per record).
   if (cat.checkedInTx) return;

@@ -213,7 +213,10 @@ export async function listenForChanges(ctx: AppContext): Promise<() => Promise<v
       }
     });
   };
+  // This process's own notices come back too: they are recognised by their first bytes, not parsed.
+  const own = `{"n":${JSON.stringify(relay.node)},`;
   const onMessage = (payload: string) => {
+    if (payload.startsWith(own)) return;
     const m = parseMessage(payload);
     if (!m) return ctx.log.warn("a change notice that is not one was ignored", { bytes: payload.length });
     if (Array.isArray(m.e) && typeof m.n === "string") {
