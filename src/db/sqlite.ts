@@ -217,9 +217,11 @@ export class SqliteEngine implements Engine {
     }
     this.group = group;
     let commitError: unknown = null;
+    /** The member running or next to run: those from it on never finished when the transaction itself fails. */
+    let next = 0;
     try {
-      for (let i = 0; i < group.members.length; i++) {
-        const member = group.members[i]!;
+      for (; next < group.members.length; next++) {
+        const member = group.members[next]!;
         const tx: Tx = { open: true, depth: 0, afterCommit: [] };
         this.sqlite.query("SAVEPOINT member").run();
         try {
@@ -245,8 +247,7 @@ export class SqliteEngine implements Engine {
       } catch {}
     } finally {
       this.group = null;
-      // Members that joined after a failure of the transaction itself never ran.
-      for (const m of group.members) if (!done.some((d) => d.member === m) && m !== group.members[0]) m.reject(commitError ?? new Error("transaction ended"));
+      for (const m of group.members.slice(next)) m.reject(commitError ?? new Error("transaction ended"));
       this.unlock();
     }
     for (const d of done) {
