@@ -19,6 +19,18 @@ const NAMED = new Map<object, string>(
 );
 
 /**
+ * Elysia's `t.Integer`/`t.Numeric` accept a numeric string too (for query strings): `anyOf` of such a
+ * string and the number. The document describes JSON values and typed parameters: the number alone.
+ */
+function coercedNumber(value: Record<string, unknown>): unknown {
+  const any = value.anyOf;
+  if (!Array.isArray(any) || any.length !== 2) return undefined;
+  const [text, num] = any as Record<string, unknown>[];
+  const numeric = text?.type === "string" && (text.format === "integer" || text.format === "numeric");
+  return numeric && (num?.type === "integer" || num?.type === "number") ? num : undefined;
+}
+
+/**
  * Copies a documentation value as plain JSON: TypeBox's symbol keys dropped, every named schema of
  * `schemas.ts` replaced by a `$ref` to its component (except `self`, the component being written).
  */
@@ -27,10 +39,14 @@ function plain(value: unknown, self?: object): unknown {
   if (!value || typeof value !== "object") return value;
   const name = value !== self ? NAMED.get(value) : undefined;
   if (name) return { $ref: `#/components/schemas/${name}` };
+  const num = coercedNumber(value as Record<string, unknown>);
+  if (num) return { ...plain(num) as object, ...plain(omit(value as Record<string, unknown>, "anyOf")) as object };
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(value)) out[k] = plain(v);
   return out;
 }
+
+const omit = (o: Record<string, unknown>, key: string) => Object.fromEntries(Object.entries(o).filter(([k]) => k !== key));
 
 /** `/api/v1/:collection/:id` → `/api/v1/{collection}/{id}`; a trailing `*` becomes `{path}`. */
 export function openApiPath(path: string): { path: string; params: string[] } {

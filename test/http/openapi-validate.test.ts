@@ -1,0 +1,89 @@
+import { afterAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { compileErrors, validate } from "@readme/openapi-parser";
+import openapiTS, { astToString } from "openapi-typescript";
+import { ADMIN_SECRET, createTestApp } from "../helpers/app.ts";
+
+// The document checked by tools that are not ours: @readme/openapi-parser validates it against the
+// OpenAPI 3.1 schema (and resolves every $ref), openapi-typescript turns it into types that compile.
+
+const t = createTestApp();
+afterAll(() => t.close());
+
+async function documentOf(path: string, token?: string): Promise<any> {
+  const res = await t.req("GET", path, { token });
+  expect(res.status).toBe(200);
+  return res.body;
+}
+
+async function expectValid(doc: unknown): Promise<void> {
+  const result = await validate(structuredClone(doc) as any);
+  if (!result.valid) throw new Error(compileErrors(result));
+  expect(result.specification).toBe("OpenAPI");
+}
+
+describe("GET /api/v1/openapi.json against the OpenAPI 3.1 schema", () => {
+  test("the generic document is valid OpenAPI 3.1", async () => {
+    const doc = await documentOf("/api/v1/openapi.json");
+    expect(doc.openapi).toMatch(/^3\.1\./);
+    await expectValid(doc);
+  });
+
+  test("the document of one collection, with its fields and a relation, is valid too", async () => {
+    for (const name of ["authors", "posts"])
+      expect((await t.admin("POST", "/api/v1/admin/collections", { name, rules: { read: "public" } })).status).toBe(201);
+    const rel = await t.admin("POST", "/api/v1/admin/relations", { from_col: "posts", from_field: "author", to_col: "authors", type: "one" });
+    expect(rel.status).toBe(201);
+    const created = await t.admin("POST", "/api/v1/posts", { title: "a", n: 1, ok: true, meta: { a: 1 } });
+    expect(created.status).toBe(201);
+    const doc = await documentOf("/api/v1/openapi.json?collection=posts", ADMIN_SECRET);
+    expect(JSON.stringify(doc)).toContain('"title"');
+    await expectValid(doc);
+  });
+
+  test("the validator is not lenient: a broken copy of the document is refused", async () => {
+    const doc = structuredClone(await documentOf("/api/v1/openapi.json"));
+    const [path] = Object.keys(doc.paths);
+    const op = Object.values<any>(doc.paths[path!]).find((o) => o && typeof o === "object" && o.responses)!;
+    op.responses = { "200": { description: 1 } };
+    const result = await validate(doc);
+    expect(result.valid).toBe(false);
+  });
+});
+
+describe("openapi-typescript", () => {
+  test("generates types from the document that compile with tsc --strict", async () => {
+    const doc = await documentOf("/api/v1/openapi.json");
+    const source = astToString(await openapiTS(structuredClone(doc)));
+    expect(source).toContain("export interface paths");
+    expect(source).toContain('"/api/v1/auth/login"');
+    const dir = mkdtempSync(join(tmpdir(), "baas-openapi-ts-"));
+    try {
+      writeFileSync(join(dir, "api.d.ts"), source);
+      // A use of the generated types, so that a wrong shape of the login answer fails to compile.
+      writeFileSync(
+        join(dir, "use.ts"),
+        [
+          'import type { paths } from "./api";',
+          'type Login = paths["/api/v1/auth/login"]["post"];',
+          'type Answer = Login["responses"][200]["content"]["application/json"];',
+          'export const token = (a: Answer): string => ("access_token" in a ? a.access_token : a.totp_token);',
+          'export const seconds = (a: Answer): number => ("expires_in" in a ? a.expires_in : 0);',
+          "",
+        ].join("\n"),
+      );
+      const root = join(import.meta.dir, "../..");
+      const proc = Bun.spawnSync(
+        [join(root, "node_modules/.bin/tsc"), "--strict", "--noEmit", "--skipLibCheck", "--target", "es2022", "--module", "esnext", "--moduleResolution", "bundler", join(dir, "api.d.ts"), join(dir, "use.ts")],
+        { cwd: dir },
+      );
+      const out = proc.stdout.toString() + proc.stderr.toString();
+      expect(out).toBe("");
+      expect(proc.exitCode).toBe(0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
+});
