@@ -167,7 +167,9 @@ function createHub(ctx: AppContext): RealtimeHub {
     const withRelations = !hard && (await knownRelationsFrom(ctx, col.name)).some((r) => r.type === "many");
     const frames = new Map<string, Uint8Array>();
     for (const c of targets) {
-      if (held.seq <= c.lastSeq || !c.topics.length || !(await concerns(c, col, e))) continue;
+      if (held.seq <= c.lastSeq || !c.topics.length) continue;
+      const wanted = concerns(c, col, e);
+      if (!(wanted instanceof Promise ? await wanted : wanted)) continue;
       c.lastSeq = held.seq;
       // Relation fields (`many` lists only readable targets) depend on the reader, roles included
       // (read from each stream's token, so one user's streams may differ); plain records do not.
@@ -190,8 +192,21 @@ function createHub(ctx: AppContext): RealtimeHub {
     return copy;
   }
 
-  /** A topic names the record, and the subscriber may read it (rule checked now, on the record in memory). */
-  async function concerns(c: Client, col: Collection, e: ChangeEvent): Promise<boolean> {
+  /**
+   * A topic names the record, and the subscriber may read it (rule checked now, on the record in memory).
+   * Answers without a promise unless a filter topic has to be matched: this runs per stream per event.
+   */
+  function concerns(c: Client, col: Collection, e: ChangeEvent): boolean | Promise<boolean> {
+    let filtered = false;
+    for (const t of c.topics) {
+      if (t.collection !== col.name || (t.id !== null && t.id !== e.record._id)) continue;
+      if (!t.matcher) return canRead(col, c.identity.principal, e.record);
+      filtered = true;
+    }
+    return filtered && matchesFilter(c, col, e);
+  }
+
+  async function matchesFilter(c: Client, col: Collection, e: ChangeEvent): Promise<boolean> {
     const p = c.identity.principal;
     const id = e.record._id;
     let named = false;

@@ -82,10 +82,12 @@ export class SseSink {
     }
     this.queue.push(bytes);
     this.queuedBytes += bytes.byteLength;
-    // Frames sent in the same turn (a burst of events) leave in one write, after it.
+    // Frames sent in the same turn (a burst of events) leave in one write, after it. A macrotask, not a
+    // microtask: the fan-out awaits between streams and events (already settled values, so it still
+    // runs within one turn), and a microtask would write once per event instead of once per batch.
     if (!this.flushQueued) {
       this.flushQueued = true;
-      queueMicrotask(() => {
+      setImmediate(() => {
         this.flushQueued = false;
         this.flush();
       });
