@@ -53,8 +53,14 @@ export const methodDisabled = (what: string) => new AppError(403, "method_disabl
 export const fieldError = (field: string, rule: string, message: string) =>
   new ValidationError([{ field, rule, message }]);
 
-/** A request body (or part of one) as a plain object, else 400. */
-export function asObject(body: unknown, what = "the request body"): Record<string, unknown> {
-  if (!body || typeof body !== "object" || Array.isArray(body)) throw badRequest(`${what} must be a JSON object`);
-  return body as Record<string, unknown>;
+/**
+ * A request body as its route's schema check left it: the typed value, or the rejection the
+ * service raises (`bodyOf`) once it has checked what comes first (credentials, setting, collection).
+ */
+export type Checked<T> = T | AppError;
+
+/** The checked body, or throws its rejection. */
+export function bodyOf<T>(body: Checked<T>): T {
+  if (body instanceof AppError) throw body;
+  return body;
 }

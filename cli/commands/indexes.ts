@@ -31,8 +31,7 @@ Examples:
     .option("--name <name>", "the index name (default idx_<collection>_<fields>)")
     .addHelpText("after", "\nExamples:\n  $ baas indexes create users_profiles email --unique\n  $ baas indexes create posts author published_at --json")
     .action(async (collection: string, fields: string[], opts: { unique?: boolean; name?: string }, cmd: Command) => {
-      const body: Record<string, unknown> = { fields, unique: !!opts.unique };
-      if (opts.name !== undefined) body.name = opts.name;
+      const body = { fields, unique: !!opts.unique, ...(opts.name !== undefined ? { name: opts.name } : {}) };
       const res = await withContext(cmd, (ctx) => createIndexDef(ctx, collection, body));
       output(cmd, res, () => `created index ${showIndex(res)}`);
     });

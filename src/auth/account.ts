@@ -1,5 +1,5 @@
 import type { AppContext } from "../context.ts";
-import { AppError, ValidationError, badRequest, methodDisabled, type FieldError } from "../errors.ts";
+import { AppError, ValidationError, bodyOf, methodDisabled, type Checked, type FieldError } from "../errors.ts";
 import { getSettings } from "../settings/settings.ts";
 import { checkMetadata, createUser, findUserByEmail, findUserById, userToJson, type UserJson } from "../users/users.ts";
 import { releaseLoginAttempt, takeLoginAttempt } from "./lockout.ts";
@@ -10,11 +10,6 @@ import { finishLogin, type LoginResult } from "./totp.ts";
 import { sendVerificationEmail } from "./verification.ts";
 
 const invalidCredentials = () => new AppError(401, "invalid_credentials", "invalid email or password");
-
-function body(input: unknown): Record<string, unknown> {
-  if (!input || typeof input !== "object" || Array.isArray(input)) throw badRequest("the request body must be a JSON object");
-  return input as Record<string, unknown>;
-}
 
 /** `POST /auth/register`: creates the user, sends the verification mail, starts a session. */
 export async function register(ctx: AppContext, b: Record<string, unknown>, client: ClientInfo): Promise<SessionResponse> {
@@ -99,13 +94,10 @@ export async function me(ctx: AppContext, p: Principal): Promise<UserJson> {
   return userToJson(user);
 }
 
-/** `PATCH /auth/me`: only `metadata`, replaced whole. */
-export async function updateMe(ctx: AppContext, p: Principal, input: unknown): Promise<UserJson> {
+/** `PATCH /auth/me { metadata }` (no other key): the metadata, replaced whole. */
+export async function updateMe(ctx: AppContext, p: Principal, input: Checked<{ metadata: unknown }>): Promise<UserJson> {
   const u = requireUserPrincipal(p);
-  const b = body(input);
-  for (const k of Object.keys(b)) if (k !== "metadata") throw badRequest(`"${k}" cannot be changed here; only metadata`);
-  if (!("metadata" in b)) throw badRequest("metadata is required");
-  const metadata = checkMetadata(b.metadata);
+  const metadata = checkMetadata(bodyOf(input).metadata);
   await ctx.db.run("UPDATE _users SET metadata = ?, updated_at = ? WHERE id = ?", [JSON.stringify(metadata), ctx.clock.now(), u.userId]);
   return me(ctx, p);
 }

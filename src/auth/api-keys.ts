@@ -1,7 +1,7 @@
 import { ulid } from "ulid";
 import type { AppContext } from "../context.ts";
 import { randomToken, sha256 } from "../crypto.ts";
-import { AppError, asObject, badRequest, methodDisabled, notFound } from "../errors.ts";
+import { AppError, badRequest, bodyOf, methodDisabled, notFound, type Checked } from "../errors.ts";
 import { getSetting } from "../settings/settings.ts";
 import type { Principal } from "./principal.ts";
 import { INSERT_ORDER } from "../query/dialect.ts";
@@ -19,12 +19,11 @@ function userIdOf(p: Principal): string {
 }
 
 /** `POST /auth/api-keys {name}`: a new key `baas_<32 random bytes>`; only its hash is kept, the value is shown once. */
-export async function createApiKey(ctx: AppContext, p: Principal, input: unknown): Promise<{ id: string; name: string; key: string; created_at: number }> {
+export async function createApiKey(ctx: AppContext, p: Principal, input: Checked<{ name: string }>): Promise<{ id: string; name: string; key: string; created_at: number }> {
   const userId = userIdOf(p);
   if (!await getSetting(ctx, "auth_api_keys_enabled")) throw methodDisabled("API key creation");
-  const raw = asObject(input).name;
-  if (typeof raw !== "string" || !raw.trim()) throw badRequest("name is required (a non-empty string)");
-  const name = raw.trim();
+  const name = bodyOf(input).name.trim();
+  if (!name) throw badRequest("name is required (a non-empty string)");
   if (name.length > 100) throw badRequest("name must be at most 100 characters");
   const now = ctx.clock.now();
   const id = ulid(now);

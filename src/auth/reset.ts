@@ -1,5 +1,5 @@
 import type { AppContext } from "../context.ts";
-import { AppError, asObject, badRequest, methodDisabled } from "../errors.ts";
+import { AppError, bodyOf, methodDisabled, type Checked } from "../errors.ts";
 import { getSetting } from "../settings/settings.ts";
 import { consumeMailToken } from "./mail-tokens.ts";
 import { checkPassword, hashPassword } from "./passwords.ts";
@@ -11,7 +11,7 @@ import { mailLinkIfAccount } from "./verification.ts";
 export const RESET_TTL_MS = 60 * 60 * 1000;
 
 /** `POST /auth/forgot-password {email}`: always `{ ok: true }`; mails a 1-hour reset link only when the account exists. */
-export async function forgotPassword(ctx: AppContext, input: unknown): Promise<{ ok: true }> {
+export async function forgotPassword(ctx: AppContext, input: Checked<{ email: unknown }>): Promise<{ ok: true }> {
   if (!await getSetting(ctx, "auth_password_enabled")) throw methodDisabled("password login");
   return mailLinkIfAccount(ctx, input, "reset_password", RESET_TTL_MS);
 }
@@ -23,10 +23,10 @@ export async function forgotPassword(ctx: AppContext, input: unknown): Promise<{
  */
 export async function resetPassword(
   ctx: AppContext,
-  input: unknown,
+  input: Checked<{ token: unknown; password: unknown }>,
 ): Promise<{ ok: true; sessions_revoked: number; api_keys_revoked: number }> {
   if (!await getSetting(ctx, "auth_password_enabled")) throw methodDisabled("password login");
-  const b = asObject(input);
+  const b = bodyOf(input);
   // The password is checked before the token is used up, so a too-short password does not burn the link.
   const hash = await hashPassword(checkPassword(b.password));
   const userId = await consumeMailToken(ctx, b.token, "reset_password");

@@ -3,7 +3,7 @@ import { Secret, TOTP } from "otpauth";
 import type { AppContext } from "../context.ts";
 import { hmacSha256, randomToken, sha256 } from "../crypto.ts";
 import { getMeta } from "../db/meta.ts";
-import { AppError, asObject, badRequest, conflict, methodDisabled } from "../errors.ts";
+import { AppError, badRequest, bodyOf, conflict, methodDisabled, type Checked } from "../errors.ts";
 import { getSetting } from "../settings/settings.ts";
 import { findUserById, type UserRow } from "../users/users.ts";
 import { clearLoginAttempts, takeLoginAttempt } from "./lockout.ts";
@@ -107,8 +107,8 @@ function codeString(code: unknown): string | null {
   return code.trim();
 }
 
-function codeFrom(input: unknown): unknown {
-  const code = asObject(input).code;
+function codeFrom(input: Checked<{ code: unknown }>): unknown {
+  const code = bodyOf(input).code;
   if (!codeString(code)) throw badRequest("code is required (the 6-digit code from the authenticator app)");
   return code;
 }
@@ -129,7 +129,7 @@ export async function setupTotp(ctx: AppContext, p: Principal): Promise<{ otpaut
 }
 
 /** `POST /auth/2fa/enable {code}`: turns 2FA on and returns 10 recovery codes (stored hashed, shown once). */
-export async function enableTotp(ctx: AppContext, p: Principal, input: unknown): Promise<{ enabled: true; recovery_codes: string[] }> {
+export async function enableTotp(ctx: AppContext, p: Principal, input: Checked<{ code: unknown }>): Promise<{ enabled: true; recovery_codes: string[] }> {
   const user = await currentUser(ctx, p);
   if (!await getSetting(ctx, "auth_totp_enabled")) throw methodDisabled("two-factor authentication");
   const code = codeFrom(input);
@@ -150,7 +150,7 @@ export async function enableTotp(ctx: AppContext, p: Principal, input: unknown):
 }
 
 /** `DELETE /auth/2fa/disable {code}`: a TOTP or recovery code turns 2FA off. Allowed while the method is disabled. */
-export async function disableTotp(ctx: AppContext, p: Principal, input: unknown): Promise<{ enabled: false }> {
+export async function disableTotp(ctx: AppContext, p: Principal, input: Checked<{ code: unknown }>): Promise<{ enabled: false }> {
   const user = await currentUser(ctx, p);
   const code = codeFrom(input);
   if (!user.totp_enabled) throw conflict("two-factor authentication is not enabled");

@@ -1,5 +1,5 @@
 import type { AppContext } from "../context.ts";
-import { AppError, asObject, conflict } from "../errors.ts";
+import { AppError, bodyOf, conflict, type Checked } from "../errors.ts";
 import { renderMail, type MailKind } from "../mail/templates.ts";
 import { getSetting } from "../settings/settings.ts";
 import { findUserByEmail, findUserById, userToJson, type UserJson, type UserRow } from "../users/users.ts";
@@ -30,8 +30,8 @@ export async function sendTokenMail(ctx: AppContext, user: UserRow, kind: MailKi
  * The body of a mail request (`{ email }`): counts it toward the address's mail limit, then mails
  * a link only when an account exists. The caller answers `{ ok: true }` either way, so nothing is revealed.
  */
-export async function mailLinkIfAccount(ctx: AppContext, input: unknown, kind: MailKind, ttlMs: number): Promise<{ ok: true }> {
-  const email = normalizeEmail(asObject(input).email);
+export async function mailLinkIfAccount(ctx: AppContext, input: Checked<{ email: unknown }>, kind: MailKind, ttlMs: number): Promise<{ ok: true }> {
+  const email = normalizeEmail(bodyOf(input).email);
   await checkMailLimit(ctx, email);
   const user = await findUserByEmail(ctx, email);
   if (user) await sendTokenMail(ctx, user, kind, ttlMs);

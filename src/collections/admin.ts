@@ -12,10 +12,9 @@ import { dropRelationsOf } from "../relations/catalog.ts";
 export type CollectionJson = ReturnType<typeof collectionToJson>;
 
 /** Creates a collection and its table; 400 for a bad name or rule, 409 when the name is taken. */
-export async function createCollection(ctx: AppContext, input: unknown): Promise<CollectionJson> {
-  if (!input || typeof input !== "object" || Array.isArray(input)) throw badRequest("the request body must be a JSON object");
-  const { name, rules, field_rules } = input as { name?: unknown; rules?: unknown; field_rules?: unknown };
-  if (typeof name !== "string" || !name) throw badRequest("name is required");
+export async function createCollection(ctx: AppContext, input: { name: string; rules?: unknown; field_rules?: unknown }): Promise<CollectionJson> {
+  const { name, rules, field_rules } = input;
+  if (!name) throw badRequest("name is required");
   if (!isValidCollectionName(name))
     throw badRequest(
       `invalid collection name "${String(name).slice(0, 80)}": use a letter then letters, digits or _ (at most 64), not auth, admin, health, realtime, openapi, sqlite_* or pg_*`,
@@ -55,11 +54,7 @@ export async function getCollectionJson(ctx: AppContext, name: string): Promise<
  * `PUT …/rules` and `PATCH …/:name`: `rules` may be partial (given keys replace),
  * `field_rules` replaces the list. At least one must be given.
  */
-export async function updateCollectionRules(ctx: AppContext, name: string, input: unknown): Promise<CollectionJson> {
-  if (!input || typeof input !== "object" || Array.isArray(input)) throw badRequest("the request body must be a JSON object");
-  const body = input as Record<string, unknown>;
-  for (const k of Object.keys(body))
-    if (k !== "rules" && k !== "field_rules" && k !== "name") throw badRequest(`unknown key "${k}": expected rules or field_rules`);
+export async function updateCollectionRules(ctx: AppContext, name: string, body: { rules?: unknown; field_rules?: unknown; name?: unknown }): Promise<CollectionJson> {
   if (body.rules === undefined && body.field_rules === undefined) throw badRequest("give rules, field_rules or both");
   // Read and write in one transaction: another process's change in between is neither lost nor overwritten.
   await inTransaction(ctx, async () => {

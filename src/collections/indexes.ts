@@ -1,12 +1,12 @@
 import type { AppContext } from "../context.ts";
 import { inTransaction } from "../db/tx.ts";
-import { AppError, badRequest, conflict, notFound } from "../errors.ts";
+import { AppError, badRequest, bodyOf, conflict, notFound, type Checked } from "../errors.ts";
 import { resolveField } from "../query/sql.ts";
 import { requireCollection, saveCollectionRow } from "./catalog.ts";
 import { createIndex, dropIndex, schemaNameTaken } from "./ddl.ts";
 import { NAME_RE, type IndexDef } from "./types.ts";
 
-const MAX_INDEX_FIELDS = 16;
+export const MAX_INDEX_FIELDS = 16;
 const MAX_NAME = 120;
 
 /** `GET /admin/collections/:name/indexes`. */
@@ -30,17 +30,12 @@ async function pickName(ctx: AppContext, collection: string, fields: string[]): 
  * `POST …/indexes` with `{ fields, unique?, name? }` (CONTRACT §3): a single or multi-field
  * index, unique ones answer writes that break them with 409 `unique_violation`.
  */
-export async function createIndexDef(ctx: AppContext, name: string, input: unknown): Promise<IndexDef> {
-  if (!input || typeof input !== "object" || Array.isArray(input)) throw badRequest("the request body must be a JSON object");
-  const body = input as { fields?: unknown; unique?: unknown; name?: unknown };
+export async function createIndexDef(ctx: AppContext, name: string, input: Checked<{ fields: string[]; unique?: boolean; name?: unknown }>): Promise<IndexDef> {
   const col = await requireCollection(ctx, name);
-  if (!Array.isArray(body.fields) || !body.fields.length || body.fields.length > MAX_INDEX_FIELDS)
-    throw badRequest(`fields must be an array of 1 to ${MAX_INDEX_FIELDS} field names`);
-  if (body.unique !== undefined && typeof body.unique !== "boolean") throw badRequest("unique must be true or false");
-  const fields = body.fields.map((f) => {
-    if (typeof f !== "string") throw badRequest("fields must be an array of field names");
-    return resolveField(col, f).name;
-  });
+  const body = bodyOf(input);
+  // The CLI passes its arguments here unchecked by the route's schema, so the count is checked here too.
+  if (!body.fields.length || body.fields.length > MAX_INDEX_FIELDS) throw badRequest(`fields must be an array of 1 to ${MAX_INDEX_FIELDS} field names`);
+  const fields = body.fields.map((f) => resolveField(col, f).name);
   if (new Set(fields).size !== fields.length) throw badRequest("a field appears twice in fields");
   const unique = body.unique === true;
   if (col.indexes.some((i) => i.unique === unique && i.fields.join("\0") === fields.join("\0")))

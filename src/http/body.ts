@@ -72,13 +72,3 @@ function checkDepth(text: string): void {
     } else if (c === 125 || c === 93) depth--;
   }
 }
-
-/**
- * Reads a JSON body (`readJson`) that must be an object, as its route's schema says: anything else is
- * 400. The fields are the service's to check, with their own messages; the schema documents them.
- */
-export async function readObject(request: Request, max: number): Promise<Record<string, unknown>> {
-  const value = await readJson(request, max);
-  if (!value || typeof value !== "object" || Array.isArray(value)) throw badRequest("the request body must be a JSON object");
-  return value as Record<string, unknown>;
-}

@@ -1,11 +1,17 @@
 import { t, type TSchema } from "elysia";
+import { MAX_INDEX_FIELDS } from "../collections/indexes.ts";
+import { MAX_BATCH } from "../records/batch.ts";
+import { MAX_BULK } from "../records/bulk.ts";
 import { ON_DELETE, RELATION_TYPES } from "../relations/catalog.ts";
+import { byService } from "./check.ts";
 
 /**
  * TypeBox schemas of the HTTP API's bodies, query strings and answers: the one source of the routes'
- * documentation (`doc()`, `GET /api/v1/openapi.json`). They describe; they do not answer requests. What
- * a field means (and the precise 4xx a wrong value gets) stays with the service that reads it, and each
- * route keeps its order of checks (credentials, collection, setting, then body), so no status changes.
+ * documentation (`doc()`, `GET /api/v1/openapi.json`) and of the body checks (`check.ts`). A body's
+ * shape (an object, a field's JSON type, a key not allowed) is checked against its schema; what a
+ * field means (an email is 422, a wrong token 401) stays with the service that reads it, and a field
+ * it judges whatever its type is marked `byService`. The service raises a rejection after what it
+ * checks first (credentials, setting, collection), so no status changes.
  */
 
 /** An open object: the listed fields, and any other. */
@@ -53,17 +59,18 @@ export const AggregateBody = t.Union([
   t.Object({ value: t.Unknown() }),
   t.Object({ groups: t.Array(t.Object({ group: t.Unknown(), value: t.Unknown() })) }),
 ]);
-export const BulkBody = t.Array(RecordData, { minItems: 1, maxItems: 500 });
-export const BatchBody = t.Object({
-  operations: t.Array(
-    open({
-      op: t.Union([t.Literal("create"), t.Literal("update"), t.Literal("delete")]),
-      id: t.Optional(t.String()),
-      data: t.Optional(RecordData),
-    }),
-    { minItems: 1, maxItems: 100 },
-  ),
-});
+export const BulkBody = t.Array(RecordData, { minItems: 1, maxItems: MAX_BULK });
+export const BatchOperation = t.Object(
+  {
+    op: t.Union([t.Literal("create"), t.Literal("update"), t.Literal("delete")]),
+    // Checked by the batch for the operations that use them (a create ignores id, a delete data).
+    id: t.Optional(byService(t.String({ description: "update and delete: the record's _id" }))),
+    data: t.Optional(byService(t.Object({}, { additionalProperties: true, description: "create and update: the record's fields" }))),
+  },
+  { additionalProperties: false },
+);
+/** The operations are checked one by one as they run (a malformed one fails the batch with its index). */
+export const BatchBody = t.Object({ operations: t.Array(byService(BatchOperation), { minItems: 1, maxItems: MAX_BATCH }) });
 export const BatchResult = t.Object({ results: t.Array(open({ op: t.String() })) });
 
 const many = (description: string) => t.Optional(t.Union([t.String(), t.Array(t.String())], { description }));
@@ -111,16 +118,20 @@ export const SessionBody = t.Object({
 });
 export const TotpRequiredBody = t.Object({ totp_required: t.Literal(true), totp_token: t.String() });
 export const LoginResultBody = t.Union([SessionBody, TotpRequiredBody]);
-export const Credentials = open({ email: t.String(), password: t.String() });
-export const RegisterBody = open({ email: t.String(), password: t.String(), metadata: t.Optional(open({})) });
-export const RefreshBody = open({ refresh_token: t.String() });
-export const TokenBody = open({ token: t.String() });
-export const EmailBody = open({ email: t.String() });
-export const ResetPasswordBody = open({ token: t.String(), password: t.String() });
-export const MetadataBody = open({ metadata: open({}) });
-export const CodeBody = open({ code: t.Union([t.String(), t.Integer()], { description: "the 6-digit TOTP code" }) });
-export const TotpVerifyBody = open({ totp_token: t.String(), code: CodeBody.properties.code });
-export const NameBody = open({ name: t.String() });
+// A wrong email or password is 422 (register) or 401 (login), a wrong token 400 or 401: the services judge them.
+const email = byService(t.String());
+const password = byService(t.String());
+const token = byService(t.String());
+export const Credentials = open({ email, password });
+export const RegisterBody = open({ email, password });
+export const RefreshBody = open({ refresh_token: token });
+export const TokenBody = open({ token });
+export const EmailBody = open({ email });
+export const ResetPasswordBody = open({ token, password });
+export const MetadataBody = t.Object({ metadata: open({}) }, { additionalProperties: false });
+export const CodeBody = open({ code: byService(t.Union([t.String(), t.Integer()], { description: "the 6-digit TOTP code" })) });
+export const TotpVerifyBody = open({ totp_token: token, code: CodeBody.properties.code });
+export const NameBody = open({ name: t.String({ description: "1..100 characters" }) });
 export const Ok = open({ ok: t.Literal(true) });
 export const ApiKeyBody = open({ id: t.String(), name: t.String(), created_at: t.Number() });
 export const Items = (item: TSchema = open({})) => open({ items: t.Array(item) });
@@ -130,16 +141,16 @@ export const LinkedAccounts = t.Object({
 
 // ---- Admin
 
-export const SecretBody = open({ secret: t.String() });
+export const SecretBody = open({ secret: byService(t.String()) });
 export const AdminTokenBody = t.Object({ token: t.String(), expires_in: t.Integer({ description: "seconds" }) });
-export const RulesBody = open(
-  {
-    rules: t.Optional(open({}, "read, create, update, delete: public | authenticated | owner | admin | disabled | { role }")),
-    field_rules: t.Optional(t.Array(open({}))),
-  },
-  "At least one of rules and field_rules.",
+// Rules are checked by the service (the CLI passes them too), with their own messages.
+const rules = t.Optional(byService(open({}, "read, create, update, delete: public | authenticated | owner | admin | disabled | { role }")));
+const fieldRules = t.Optional(byService(t.Array(open({}))));
+export const RulesBody = t.Object(
+  { rules, field_rules: fieldRules, name: t.Optional(byService(t.String({ description: "the collection's own name (a collection cannot be renamed)" }))) },
+  { additionalProperties: false, description: "At least one of rules and field_rules." },
 );
-export const CollectionCreateBody = open({ name: t.String(), rules: RulesBody.properties.rules, field_rules: RulesBody.properties.field_rules });
+export const CollectionCreateBody = open({ name: t.String(), rules, field_rules: fieldRules });
 export const CollectionBody = open({
   name: t.String(),
   rules: open({}),
@@ -150,16 +161,21 @@ export const CollectionBody = open({
   created_at: t.Number(),
   updated_at: t.Number(),
 });
-export const IndexCreateBody = open({ fields: t.Array(t.String()), unique: t.Optional(t.Boolean()) });
+export const IndexCreateBody = open({
+  fields: t.Array(t.String(), { minItems: 1, maxItems: MAX_INDEX_FIELDS }),
+  unique: t.Optional(t.Boolean()),
+  name: t.Optional(byService(t.String({ description: "default: made from the collection and fields" }))),
+});
 export const IndexBody = open({ name: t.String(), fields: t.Array(t.String()), unique: t.Boolean() });
 export const FtsBody = open({ enabled: t.Boolean(), fields: t.Optional(t.Array(t.String())) });
+// The relation service reads these (null or "" counts as not given) for the CLI too.
 export const RelationCreateBody = open({
-  from_col: t.String(),
-  from_field: t.String(),
-  to_col: t.String(),
-  to_field: t.Optional(t.String({ description: "`many` only: the text field of to_col holding ids of from_col records" })),
-  type: t.Union(RELATION_TYPES.map((v) => t.Literal(v))),
-  on_delete: t.Optional(t.Union(ON_DELETE.map((v) => t.Literal(v)), { default: "restrict" })),
+  from_col: byService(t.String()),
+  from_field: byService(t.String()),
+  to_col: byService(t.String()),
+  to_field: t.Optional(byService(t.String({ description: "`many` only: the text field of to_col holding ids of from_col records" }))),
+  type: byService(t.Union(RELATION_TYPES.map((v) => t.Literal(v)))),
+  on_delete: t.Optional(byService(t.Union(ON_DELETE.map((v) => t.Literal(v)), { default: "restrict" }))),
 });
 export const RelationBody = open({
   id: t.String(),
@@ -172,21 +188,15 @@ export const RelationBody = open({
   created_at: t.Number(),
 });
 export const SettingsBody = open({}, "Runtime settings by name (see docs/API.md).");
-export const AdminUserCreateBody = open({
-  email: t.String(),
-  password: t.Optional(t.String()),
+const userFields = {
+  email,
+  password: t.Optional(password),
   roles: t.Optional(t.Array(t.String())),
   metadata: t.Optional(open({})),
   is_verified: t.Optional(t.Boolean()),
-});
-export const AdminUserUpdateBody = open({
-  email: t.Optional(t.String()),
-  password: t.Optional(t.String()),
-  roles: t.Optional(t.Array(t.String())),
-  metadata: t.Optional(open({})),
-  is_verified: t.Optional(t.Boolean()),
-  totp_enabled: t.Optional(t.Literal(false)),
-});
+};
+export const AdminUserCreateBody = t.Object(userFields, { additionalProperties: false });
+export const AdminUserUpdateBody = t.Object({ ...userFields, email: t.Optional(email), totp_enabled: t.Optional(t.Literal(false)) }, { additionalProperties: false });
 export const UserListQuery = t.Object({
   search: t.Optional(t.String({ description: "part of the email" })),
   limit: t.Optional(t.Integer({ minimum: 1 })),
@@ -201,12 +211,13 @@ export const SessionInfo = open({
   ip: nullable(t.String()),
   user_agent: nullable(t.String()),
 });
-export const MailTestBody = open({ to: t.String() });
+export const MailTestBody = open({ to: email });
 
 // ---- Realtime (CONTRACT §10)
 
 export const Topic = t.Union([t.String({ description: "`<collection>` or `<collection>/<id>`" }), open({ collection: t.String(), filter: t.Optional(t.Union([t.String(), t.Array(t.String())])) })]);
-export const SubscribeBody = open({ client_id: t.String(), subscriptions: t.Array(Topic) });
+// Also sent from node to node, so the realtime hub checks them itself.
+export const SubscribeBody = open({ client_id: byService(t.String()), subscriptions: byService(t.Array(Topic)) });
 export const SubscribedBody = open({ ok: t.Literal(true), subscriptions: t.Array(t.Unknown()) });
 export const RealtimeQuery = t.Object({
   subscribe: t.Optional(t.String({ description: "comma-separated topics, for clients that send their credentials as headers" })),

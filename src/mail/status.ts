@@ -1,5 +1,5 @@
 import type { AppContext } from "../context.ts";
-import { AppError, asObject } from "../errors.ts";
+import { AppError } from "../errors.ts";
 import { normalizeEmail } from "../auth/passwords.ts";
 import { getSetting } from "../settings/settings.ts";
 
@@ -27,8 +27,8 @@ export async function mailStatus(ctx: AppContext): Promise<MailStatus> {
 }
 
 /** `POST /admin/mail/test { to }`: sends a short mail to check delivery; without SMTP_URL it goes to the log. */
-export async function sendTestMail(ctx: AppContext, input: unknown): Promise<{ ok: true; to: string; transport: "smtp" | "log" }> {
-  const to = normalizeEmail(asObject(input).to, "to");
+export async function sendTestMail(ctx: AppContext, input: { to: unknown }): Promise<{ ok: true; to: string; transport: "smtp" | "log" }> {
+  const to = normalizeEmail(input.to, "to");
   const app = await getSetting(ctx, "app_name");
   try {
     await ctx.mailer.sendNow({ to, subject: `Test mail from ${app}`, text: `${app}\n\nThis is a test mail sent by an admin. Mail delivery works.\n` });

@@ -4,7 +4,7 @@ import { requireCollection } from "../collections/catalog.ts";
 import type { Collection } from "../collections/types.ts";
 import { inTransaction } from "../db/tx.ts";
 import { mapSqliteError } from "../db/sqlite-errors.ts";
-import { AppError, ValidationError, badRequest } from "../errors.ts";
+import { AppError, ValidationError, badRequest, bodyOf, type Checked } from "../errors.ts";
 import { relationEffects } from "../relations/on-delete.ts";
 import { checkAccess, recordNotFound } from "../rules/access.ts";
 import { checkRecordAccess } from "./access.ts";
@@ -14,8 +14,6 @@ import { insertRecord, softDeleteRecord, updateRecordRow } from "./store.ts";
 
 /** Most operations one batch may carry (SPEC §8). */
 export const MAX_BATCH = 100;
-
-const OPS = new Set(["create", "update", "delete"]);
 
 export type BatchResult =
   | { op: "create"; record: RecordJson }
@@ -30,17 +28,22 @@ function batchFailed(index: number, op: string, err: unknown): unknown {
   return new AppError(400, "batch_failed", `operation ${index} (${op}): ${reason}`, { index, op });
 }
 
-/** Checks the shape of one operation; throws a plain message when it is malformed. */
-function readOperation(raw: unknown): { op: string; id?: string; data?: Record<string, unknown> } {
-  if (!raw || typeof raw !== "object" || Array.isArray(raw)) throw badRequest("an operation must be a JSON object");
-  const o = raw as Record<string, unknown>;
-  if (typeof o.op !== "string" || !OPS.has(o.op)) throw badRequest('"op" must be "create", "update" or "delete"');
-  for (const k of Object.keys(o))
-    if (k !== "op" && k !== "id" && k !== "data") throw badRequest(`unknown key "${k}" (expected op, id, data)`);
+/** One operation of a batch, as its schema allows it. */
+export interface BatchOperation {
+  op: "create" | "update" | "delete";
+  id?: unknown;
+  data?: unknown;
+}
+
+/** Checks the shape of one operation (throws 400 when it is malformed); the route gives the schema's checker. */
+export type CheckOperation = (raw: unknown) => BatchOperation;
+
+/** What an operation needs besides its shape: an id to update or delete, data to create or update. */
+function readOperation(raw: unknown, check: CheckOperation): { op: BatchOperation["op"]; id?: string; data?: Record<string, unknown> } {
+  const o = check(raw);
   if (o.op !== "create" && (typeof o.id !== "string" || !o.id)) throw badRequest('"id" must be a record id');
-  if (o.op !== "delete" && (!o.data || typeof o.data !== "object" || Array.isArray(o.data)))
-    throw badRequest('"data" must be a JSON object');
-  return { op: o.op, id: o.id as string | undefined, data: o.data as Record<string, unknown> | undefined };
+  if (o.op !== "delete" && (!o.data || typeof o.data !== "object" || Array.isArray(o.data))) throw badRequest('"data" must be a JSON object');
+  return o as { op: BatchOperation["op"]; id?: string; data?: Record<string, unknown> };
 }
 
 /** Fetches an active record for update/delete and applies the operation's rule to it. */
@@ -67,12 +70,15 @@ async function runOperation(ctx: AppContext, col: Collection, o: ReturnType<type
  * transaction (each sees the ones before), every one under its own access rule with the
  * requester's identity, hooks included. Any failure rolls everything back: 400 `batch_failed`.
  */
-export async function runBatch(ctx: AppContext, name: string, body: unknown, p: Principal): Promise<{ results: BatchResult[] }> {
+export async function runBatch(
+  ctx: AppContext,
+  name: string,
+  body: Checked<{ operations: unknown[] }>,
+  p: Principal,
+  checkOperation: CheckOperation,
+): Promise<{ results: BatchResult[] }> {
   let col = await requireCollection(ctx, name);
-  if (!body || typeof body !== "object" || Array.isArray(body)) throw badRequest('the request body must be { "operations": [...] }');
-  const ops = (body as { operations?: unknown }).operations;
-  if (!Array.isArray(ops)) throw badRequest('"operations" must be an array');
-  if (ops.length < 1 || ops.length > MAX_BATCH) throw badRequest(`a batch takes 1 to ${MAX_BATCH} operations, got ${ops.length}`);
+  const ops = bodyOf(body).operations;
   const results = await inTransaction(ctx, async () => {
     const out: BatchResult[] = [];
     for (let index = 0; index < ops.length; index++) {
@@ -80,7 +86,7 @@ export async function runBatch(ctx: AppContext, name: string, body: unknown, p: 
       const opName = raw && typeof raw === "object" && typeof (raw as { op?: unknown }).op === "string" ? (raw as { op: string }).op : "unknown";
       try {
         col = await currentCollection(ctx, col);
-        out.push(await runOperation(ctx, col, readOperation(raw), p));
+        out.push(await runOperation(ctx, col, readOperation(raw, checkOperation), p));
       } catch (err) {
         throw batchFailed(index, opName.slice(0, 20), err);
       }

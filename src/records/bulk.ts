@@ -4,7 +4,7 @@ import { requireCollection } from "../collections/catalog.ts";
 import type { Collection } from "../collections/types.ts";
 import { inTransaction } from "../db/tx.ts";
 import { mapSqliteError } from "../db/sqlite-errors.ts";
-import { AppError, ValidationError, badRequest } from "../errors.ts";
+import { AppError, ValidationError, bodyOf, type Checked } from "../errors.ts";
 import { checkAccess } from "../rules/access.ts";
 import { flushRows, insertRecord, type PendingRow } from "./store.ts";
 import type { RecordJson } from "./codec.ts";
@@ -34,17 +34,10 @@ function withIndex(err: unknown, index: number): unknown {
  * rules included. Any failure saves nothing (no row, no new column); a 422 carries the failing
  * element's `index`, on the body and on every error.
  */
-export async function bulkCreate(ctx: AppContext, name: string, body: unknown, p: Principal): Promise<RecordJson[]> {
+export async function bulkCreate(ctx: AppContext, name: string, body: Checked<Record<string, unknown>[]>, p: Principal): Promise<RecordJson[]> {
   let col = await requireCollection(ctx, name);
   checkAccess(col, "create", p);
-  if (!Array.isArray(body)) throw badRequest("the request body must be a JSON array of record objects");
-  if (body.length < 1 || body.length > MAX_BULK)
-    throw badRequest(`a bulk insert takes 1 to ${MAX_BULK} records, got ${body.length}`);
-  body.forEach((item, index) => {
-    if (!item || typeof item !== "object" || Array.isArray(item))
-      throw badRequest(`record ${index} must be a JSON object`, { index });
-  });
-  const items = body as Record<string, unknown>[];
+  const items = bodyOf(body);
   return await inTransaction(ctx, async () => {
     const out: RecordJson[] = [];
     // On a database server, rows are written together at the end (one round trip, not one per record).

@@ -136,9 +136,7 @@ function storedType(col: Collection, field: string): string | null {
  * on_delete, field name or incompatible field; 404 for an unknown collection; 409 when
  * `from_col.from_field` already carries a relation.
  */
-export async function createRelation(ctx: AppContext, input: unknown): Promise<Relation> {
-  if (!input || typeof input !== "object" || Array.isArray(input)) throw badRequest("the request body must be a JSON object");
-  const body = input as Record<string, unknown>;
+export async function createRelation(ctx: AppContext, body: Record<string, unknown>): Promise<Relation> {
   const fromName = str(body, "from_col", true)!;
   const fromFieldRaw = str(body, "from_field", true)!;
   const toName = str(body, "to_col", true)!;

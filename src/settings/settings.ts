@@ -88,10 +88,9 @@ export function parseSettingString(key: string, raw: string): unknown {
 }
 
 /** Validates and stores some settings; unknown keys or wrong types are 400. A masked secret sent back unchanged is kept. */
-export async function updateSettings(ctx: AppContext, patch: unknown): Promise<Record<string, unknown>> {
-  if (!patch || typeof patch !== "object" || Array.isArray(patch)) throw badRequest("settings must be a JSON object");
+export async function updateSettings(ctx: AppContext, patch: Record<string, unknown>): Promise<Record<string, unknown>> {
   // The read-only key may come back from a client that PATCHes what it read; it is ignored.
-  const entries = Object.entries(patch as Record<string, unknown>).filter(([k]) => k !== OAUTH_REDIRECT_URLS);
+  const entries = Object.entries(patch).filter(([k]) => k !== OAUTH_REDIRECT_URLS);
   const defs = SETTING_DEFS as Record<string, Def>;
   for (const [k, v] of entries) {
     const def = defs[k];

@@ -1,5 +1,5 @@
 import type { AppContext } from "../context.ts";
-import { AppError, asObject, badRequest, notFound } from "../errors.ts";
+import { AppError, badRequest, bodyOf, notFound, type Checked } from "../errors.ts";
 import { clearLoginAttempts } from "../auth/lockout.ts";
 import { checkPassword, hashPassword, normalizeEmail } from "../auth/passwords.ts";
 import { signAccessToken, listUserSessions, revokeSession, revokeUserSessions } from "../auth/sessions.ts";
@@ -13,10 +13,6 @@ import { INSERT_ORDER } from "../query/dialect.ts";
 /** Lifetime of an admin impersonation token (CONTRACT §3). */
 export const IMPERSONATION_TTL_SECONDS = 300;
 
-function onlyKeys(b: Record<string, unknown>, allowed: string[]): void {
-  for (const k of Object.keys(b)) if (!allowed.includes(k)) throw badRequest(`unknown field "${k}"; allowed: ${allowed.join(", ")}`);
-}
-
 function positiveInt(raw: unknown, name: string, fallback: number, max: number): number {
   if (raw === undefined || raw === null || raw === "") return fallback;
   const n = typeof raw === "number" ? raw : /^\d+$/.test(String(raw)) ? Number(raw) : NaN;
@@ -24,10 +20,13 @@ function positiveInt(raw: unknown, name: string, fallback: number, max: number):
   return n;
 }
 
-function isVerifiedFrom(v: unknown): boolean | undefined {
-  if (v === undefined) return undefined;
-  if (typeof v !== "boolean") throw badRequest("is_verified must be a boolean");
-  return v;
+/** What an admin may set on a user; email and password are judged by the user store (422). */
+export interface AdminUserInput {
+  email?: unknown;
+  password?: unknown;
+  roles?: unknown;
+  metadata?: unknown;
+  is_verified?: boolean;
 }
 
 /** Lists users, newest first: `{ items, total }`; `search` matches part of the email, `limit` 1..500 (50), `page` from 1. */
@@ -46,10 +45,8 @@ export async function listUsers(ctx: AppContext, opts: { search?: unknown; limit
 }
 
 /** Creates a user as an admin: `{ email, password?, roles?, metadata?, is_verified? }`. Sends no mail. */
-export async function adminCreateUser(ctx: AppContext, input: unknown): Promise<UserJson> {
-  const b = asObject(input);
-  onlyKeys(b, ["email", "password", "roles", "metadata", "is_verified"]);
-  const user = await createUser(ctx, { email: b.email, password: b.password, roles: b.roles, metadata: b.metadata, isVerified: isVerifiedFrom(b.is_verified) });
+export async function adminCreateUser(ctx: AppContext, b: AdminUserInput): Promise<UserJson> {
+  const user = await createUser(ctx, { email: b.email, password: b.password, roles: b.roles, metadata: b.metadata, isVerified: b.is_verified });
   return userToJson(user);
 }
 
@@ -63,19 +60,15 @@ export async function getUser(ctx: AppContext, idOrEmail: string): Promise<UserJ
  * and `totp_enabled: false` (the same as reset-2fa).
  * New roles reach the access token at the next login or refresh.
  */
-export async function adminUpdateUser(ctx: AppContext, idOrEmail: string, input: unknown): Promise<UserJson> {
+export async function adminUpdateUser(ctx: AppContext, idOrEmail: string, input: Checked<AdminUserInput & { totp_enabled?: false }>): Promise<UserJson> {
   const user = await requireUser(ctx, idOrEmail);
-  const b = asObject(input);
-  onlyKeys(b, ["email", "password", "roles", "metadata", "is_verified", "totp_enabled"]);
-  // An admin may only turn 2FA off (a user who lost their authenticator); turning it on needs the user's device.
-  if (b.totp_enabled !== undefined && b.totp_enabled !== false)
-    throw badRequest("totp_enabled can only be set to false: users turn two-factor authentication on themselves");
+  // An admin may only turn 2FA off (a user who lost their authenticator): the schema allows `false` only.
+  const b = bodyOf(input);
   const sets: string[] = [];
   const values: (string | number | null)[] = [];
   if (b.roles !== undefined) sets.push("roles = ?"), values.push(JSON.stringify(checkRoles(b.roles)));
   if (b.metadata !== undefined) sets.push("metadata = ?"), values.push(JSON.stringify(checkMetadata(b.metadata)));
-  const verified = isVerifiedFrom(b.is_verified);
-  if (verified !== undefined) sets.push("is_verified = ?"), values.push(verified ? 1 : 0);
+  if (b.is_verified !== undefined) sets.push("is_verified = ?"), values.push(b.is_verified ? 1 : 0);
   if (b.email !== undefined) {
     const email = normalizeEmail(b.email);
     const other = await findUserByEmail(ctx, email);

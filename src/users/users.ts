@@ -54,10 +54,11 @@ export async function requireUser(ctx: AppContext, idOrEmail: string): Promise<U
   return u;
 }
 
+export const ROLES_MESSAGE = "roles must be an array of role names (letters, digits, _ . : -, up to 64 characters)";
+
 /** Validates a roles array (strings of 1..64 safe characters). */
 export function checkRoles(roles: unknown): string[] {
-  if (!Array.isArray(roles) || roles.some((r) => typeof r !== "string" || !/^[A-Za-z0-9_.:-]{1,64}$/.test(r)))
-    throw badRequest("roles must be an array of role names (letters, digits, _ . : -, up to 64 characters)");
+  if (!Array.isArray(roles) || roles.some((r) => typeof r !== "string" || !/^[A-Za-z0-9_.:-]{1,64}$/.test(r))) throw badRequest(ROLES_MESSAGE);
   return [...new Set(roles as string[])];
 }
 

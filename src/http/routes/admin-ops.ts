@@ -5,9 +5,12 @@ import { backupDownload } from "../../db/backup.ts";
 import { AppError } from "../../errors.ts";
 import { mailStatus, sendTestMail } from "../../mail/status.ts";
 import { readJson } from "../body.ts";
+import { bodyChecker } from "../check.ts";
 import { doc } from "../doc.ts";
 import { MailTestBody } from "../schemas.ts";
 import { requireAdmin } from "../request.ts";
+
+const mailTestBody = bodyChecker(MailTestBody);
 
 /** `/api/v1/admin/backup`, `/rotate-secret`, `/mail`: operations the CLI has, for the console and remote admins. */
 export function adminOpsRoutes(ctx: AppContext) {
@@ -36,7 +39,7 @@ export function adminOpsRoutes(ctx: AppContext) {
     .get("/mail", () => mailStatus(ctx), doc({ summary: "How mail is sent", tag: "admin", access: "admin", ok: t.Object({}, { additionalProperties: true }) }))
     .post(
       "/mail/test",
-      async ({ request }) => sendTestMail(ctx, await readJson(request, max)),
+      async ({ request }) => sendTestMail(ctx, mailTestBody.parse(await readJson(request, max))),
       doc({ summary: "Send a test mail", tag: "admin", access: "admin", body: MailTestBody, ok: t.Object({ ok: t.Literal(true), to: t.String(), transport: t.String() }), errors: [422, 502] }),
     );
 }

@@ -17,15 +17,24 @@ import {
   unlockUser,
 } from "../../users/admin-users.ts";
 import { readJson } from "../body.ts";
+import { bodyChecker, type BodyMessages } from "../check.ts";
 import { doc, type RouteDoc } from "../doc.ts";
 import { AdminUserCreateBody, AdminUserUpdateBody, ApiKeyBody, Items, SessionInfo, UserBody, UserListBody, UserListQuery } from "../schemas.ts";
 import { requireAdmin } from "../request.ts";
+import { ROLES_MESSAGE } from "../../users/users.ts";
 
 /** An admin route's documentation: its summary, its answer, and 404 for an unknown user. */
 const admin = (summary: string, ok: RouteDoc["ok"], more: Partial<RouteDoc> = {}) =>
   doc({ summary, tag: "admin users", access: "admin", ok, errors: [404], ...more });
 const open = t.Object({}, { additionalProperties: true });
 const OkId = t.Object({ ok: t.Literal(true), id: t.String() });
+const userMessages = (schema: { properties: object }): BodyMessages => ({
+  "*": ({ key }) => `unknown field "${key}"; allowed: ${Object.keys(schema.properties).join(", ")}`,
+  roles: ROLES_MESSAGE,
+  totp_enabled: "totp_enabled can only be set to false: users turn two-factor authentication on themselves",
+});
+const createBody = bodyChecker(AdminUserCreateBody, userMessages(AdminUserCreateBody));
+const updateBody = bodyChecker(AdminUserUpdateBody, userMessages(AdminUserUpdateBody));
 
 /** `/api/v1/admin/users/*` and `/api/v1/admin/sessions/*`: user management for admins (CONTRACT §3). */
 export function adminUserRoutes(ctx: AppContext) {
@@ -39,12 +48,12 @@ export function adminUserRoutes(ctx: AppContext) {
       return listUsers(ctx, { search: q.get("search") ?? undefined, limit: q.get("limit") ?? undefined, page: q.get("page") ?? undefined });
     }, admin("List users (newest first)", UserListBody, { query: UserListQuery, errors: [400] }))
     .post("/users", async ({ request, set }) => {
-      const res = await adminCreateUser(ctx, await readJson(request, max));
+      const res = await adminCreateUser(ctx, createBody.parse(await readJson(request, max)));
       set.status = 201;
       return res;
     }, admin("Create a user (no mail sent)", UserBody, { body: AdminUserCreateBody, status: 201, errors: [409, 422] }))
     .get("/users/:id", ({ params }) => getUser(ctx, params.id), admin("One user (by id or email)", UserBody))
-    .patch("/users/:id", async ({ request, params }) => adminUpdateUser(ctx, params.id, await readJson(request, max)), admin("Change a user", UserBody, { body: AdminUserUpdateBody, errors: [404, 409, 422] }))
+    .patch("/users/:id", async ({ request, params }) => adminUpdateUser(ctx, params.id, updateBody.defer(await readJson(request, max))), admin("Change a user", UserBody, { body: AdminUserUpdateBody, errors: [404, 409, 422] }))
     .delete("/users/:id", ({ params }) => deleteUser(ctx, params.id), admin("Delete a user", OkId))
     .get("/users/:id/sessions", ({ params }) => listSessionsOfUser(ctx, params.id), admin("A user's sessions", Items(SessionInfo)))
     .delete("/users/:id/sessions", ({ params }) => revokeSessionsOfUser(ctx, params.id), admin("Revoke every session of a user", t.Object({ ok: t.Literal(true), sessions_revoked: t.Integer() })))

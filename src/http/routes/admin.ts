@@ -12,12 +12,17 @@ import {
 import type { AppContext } from "../../context.ts";
 import { hardDeleteRecord } from "../../records/delete.ts";
 import { settingsForDisplay, updateSettings } from "../../settings/settings.ts";
-import { readObject, readJson } from "../body.ts";
+import { readJson } from "../body.ts";
+import { bodyChecker } from "../check.ts";
 import { doc } from "../doc.ts";
 import { clientInfo, requireAdmin } from "../request.ts";
 import { AdminTokenBody, CollectionBody, CollectionCreateBody, Items, Ok, RulesBody, SecretBody, SettingsBody } from "../schemas.ts";
 
 const tag = "admin";
+const secretBody = bodyChecker(SecretBody);
+const collectionCreateBody = bodyChecker(CollectionCreateBody, { name: "name is required" });
+const rulesBody = bodyChecker(RulesBody, { "*": ({ key }) => `unknown key "${key}": expected rules or field_rules` });
+const settingsBody = bodyChecker(SettingsBody, { "": "settings must be a JSON object" });
 
 /** `/api/v1/admin/*`: every route but login needs admin credentials, re-checked against the database each time. */
 export function adminRoutes(ctx: AppContext) {
@@ -25,7 +30,7 @@ export function adminRoutes(ctx: AppContext) {
   return new Elysia({ prefix: "/api/v1/admin" })
     .post(
       "/login",
-      async ({ request, server }) => adminLogin(ctx, (await readObject(request, max)).secret, clientInfo(request, server).ip ?? "unknown"),
+      async ({ request, server }) => adminLogin(ctx, secretBody.parse(await readJson(request, max)).secret, clientInfo(request, server).ip ?? "unknown"),
       doc({ summary: "Trade the admin secret for a 12-hour admin token", tag, access: "public", body: SecretBody, ok: AdminTokenBody, errors: [401, 429] }),
     )
     // Every route below (all but login) needs admin credentials, re-checked against the database each time.
@@ -36,7 +41,7 @@ export function adminRoutes(ctx: AppContext) {
     .post(
       "/collections",
       async ({ request, set }) => {
-        const res = await createCollection(ctx, await readJson(request, max));
+        const res = await createCollection(ctx, collectionCreateBody.parse(await readJson(request, max)));
         set.status = 201;
         return res;
       },
@@ -45,12 +50,12 @@ export function adminRoutes(ctx: AppContext) {
     .get("/collections/:name", ({ params }) => getCollectionJson(ctx, params.name), doc({ summary: "One collection", tag, access: "admin", ok: CollectionBody, errors: [404] }))
     .patch(
       "/collections/:name",
-      async ({ request, params }) => updateCollectionRules(ctx, params.name, await readJson(request, max)),
+      async ({ request, params }) => updateCollectionRules(ctx, params.name, rulesBody.parse(await readJson(request, max))),
       doc({ summary: "Change a collection's rules and field rules", tag, access: "admin", body: RulesBody, ok: CollectionBody, errors: [404] }),
     )
     .put(
       "/collections/:name/rules",
-      async ({ request, params }) => updateCollectionRules(ctx, params.name, await readJson(request, max)),
+      async ({ request, params }) => updateCollectionRules(ctx, params.name, rulesBody.parse(await readJson(request, max))),
       doc({ summary: "Change a collection's rules and field rules", tag, access: "admin", body: RulesBody, ok: CollectionBody, errors: [404] }),
     )
     .delete("/collections/:name", ({ params }) => deleteCollection(ctx, params.name), doc({ summary: "Drop a collection, its table and relations", tag, access: "admin", ok: Ok, errors: [404, 409] }))
@@ -67,7 +72,7 @@ export function adminRoutes(ctx: AppContext) {
     .get("/settings", () => settingsForDisplay(ctx), doc({ summary: "Every runtime setting (secrets masked)", tag, access: "admin", ok: SettingsBody }))
     .patch(
       "/settings",
-      async ({ request }) => updateSettings(ctx, await readJson(request, max)),
+      async ({ request }) => updateSettings(ctx, settingsBody.parse(await readJson(request, max))),
       doc({ summary: "Change some runtime settings", tag, access: "admin", body: SettingsBody, ok: SettingsBody }),
     );
 }

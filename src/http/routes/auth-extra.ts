@@ -5,7 +5,8 @@ import { forgotPassword, resetPassword } from "../../auth/reset.ts";
 import { disableTotp, enableTotp, setupTotp, totpStatus, verifyTotpLogin } from "../../auth/totp.ts";
 import { resendVerification, verifyEmail } from "../../auth/verification.ts";
 import type { AppContext } from "../../context.ts";
-import { readObject, readJson } from "../body.ts";
+import { readJson } from "../body.ts";
+import { bodyChecker } from "../check.ts";
 import { doc } from "../doc.ts";
 import { clientInfo, principalOf } from "../request.ts";
 import {
@@ -23,6 +24,12 @@ import {
 } from "../schemas.ts";
 
 const tag = "auth";
+const tokenBody = bodyChecker(TokenBody);
+const emailBody = bodyChecker(EmailBody);
+const resetBody = bodyChecker(ResetPasswordBody);
+const codeBody = bodyChecker(CodeBody);
+const totpVerifyBody = bodyChecker(TotpVerifyBody);
+const nameBody = bodyChecker(NameBody, { name: "name is required (a non-empty string)" });
 
 /** `/api/v1/auth/*` beyond password login: mail flows, 2FA and API keys. API keys are not accepted here. */
 export function authExtraRoutes(ctx: AppContext) {
@@ -32,7 +39,7 @@ export function authExtraRoutes(ctx: AppContext) {
   return new Elysia({ prefix: "/api/v1/auth" })
     .post(
       "/verify-email",
-      async ({ request }) => verifyEmail(ctx, (await readObject(request, max)).token),
+      async ({ request }) => verifyEmail(ctx, tokenBody.parse(await json(request)).token),
       doc({ summary: "Confirm an address with the mailed token", tag, access: "public", body: TokenBody, ok: Ok, errors: [401] }),
     )
     .post(
@@ -42,22 +49,22 @@ export function authExtraRoutes(ctx: AppContext) {
     )
     .post(
       "/magic-link",
-      async ({ request }) => requestMagicLink(ctx, await json(request)),
+      async ({ request }) => requestMagicLink(ctx, emailBody.defer(await json(request))),
       doc({ summary: "Mail a login link (answers ok whether or not the account exists)", tag, access: "public", body: EmailBody, ok: Ok, errors: [403, 422, 429] }),
     )
     .post(
       "/magic-link/verify",
-      async ({ request, server }) => verifyMagicLink(ctx, await json(request), clientInfo(request, server)),
+      async ({ request, server }) => verifyMagicLink(ctx, tokenBody.defer(await json(request)), clientInfo(request, server)),
       doc({ summary: "Log in with a mailed link's token", tag, access: "public", body: TokenBody, ok: LoginResultBody, errors: [401, 403] }),
     )
     .post(
       "/forgot-password",
-      async ({ request }) => forgotPassword(ctx, await json(request)),
+      async ({ request }) => forgotPassword(ctx, emailBody.defer(await json(request))),
       doc({ summary: "Mail a password reset link", tag, access: "public", body: EmailBody, ok: Ok, errors: [403, 422, 429] }),
     )
     .post(
       "/reset-password",
-      async ({ request }) => resetPassword(ctx, await json(request)),
+      async ({ request }) => resetPassword(ctx, resetBody.defer(await json(request))),
       doc({ summary: "Set a new password with a mailed token", tag, access: "public", body: ResetPasswordBody, ok: Ok, errors: [401, 403, 422] }),
     )
     .get(
@@ -74,7 +81,7 @@ export function authExtraRoutes(ctx: AppContext) {
       "/2fa/enable",
       async ({ request }) => {
         const p = await user(request);
-        return enableTotp(ctx, p, await json(request));
+        return enableTotp(ctx, p, codeBody.defer(await json(request)));
       },
       doc({ summary: "Turn 2FA on with a code of the new secret", tag, access: "user", body: CodeBody, ok: Ok, errors: [403, 409] }),
     )
@@ -82,20 +89,20 @@ export function authExtraRoutes(ctx: AppContext) {
       "/2fa/disable",
       async ({ request }) => {
         const p = await user(request);
-        return disableTotp(ctx, p, await json(request));
+        return disableTotp(ctx, p, codeBody.defer(await json(request)));
       },
       doc({ summary: "Turn 2FA off with a current code", tag, access: "user", body: CodeBody, ok: Ok, errors: [403, 409] }),
     )
     .post(
       "/2fa/verify",
-      async ({ request, server }) => verifyTotpLogin(ctx, await readObject(request, max), clientInfo(request, server)),
+      async ({ request, server }) => verifyTotpLogin(ctx, totpVerifyBody.parse(await json(request)), clientInfo(request, server)),
       doc({ summary: "Finish a login with the 2FA code", tag, access: "public", body: TotpVerifyBody, ok: SessionBody, errors: [401, 429] }),
     )
     .post(
       "/api-keys",
       async ({ request, set }) => {
         const p = await user(request);
-        const res = await createApiKey(ctx, p, await json(request));
+        const res = await createApiKey(ctx, p, nameBody.defer(await json(request)));
         set.status = 201;
         return res;
       },

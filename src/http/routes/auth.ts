@@ -2,12 +2,17 @@ import { Elysia } from "elysia";
 import { login, logout, logoutAll, me, register, updateMe } from "../../auth/account.ts";
 import { refreshSession } from "../../auth/sessions.ts";
 import type { AppContext } from "../../context.ts";
-import { readObject, readJson } from "../body.ts";
+import { readJson } from "../body.ts";
+import { bodyChecker } from "../check.ts";
 import { doc } from "../doc.ts";
 import { clientInfo, principalOf } from "../request.ts";
 import { LoginResultBody, MetadataBody, Ok, RefreshBody, RegisterBody, SessionBody, UserBody, Credentials } from "../schemas.ts";
 
 const tag = "auth";
+const registerBody = bodyChecker(RegisterBody);
+const credentials = bodyChecker(Credentials);
+const refreshBody = bodyChecker(RefreshBody);
+const metadataBody = bodyChecker(MetadataBody, { "*": ({ key }) => `"${key}" cannot be changed here; only metadata` });
 
 /** `/api/v1/auth/*`: API keys are not accepted here. */
 export function authRoutes(ctx: AppContext) {
@@ -17,7 +22,7 @@ export function authRoutes(ctx: AppContext) {
     .post(
       "/register",
       async ({ request, server, set }) => {
-        const res = await register(ctx, await readObject(request, max), clientInfo(request, server));
+        const res = await register(ctx, registerBody.parse(await readJson(request, max)), clientInfo(request, server));
         set.status = 201;
         return res;
       },
@@ -25,12 +30,12 @@ export function authRoutes(ctx: AppContext) {
     )
     .post(
       "/login",
-      async ({ request, server }) => login(ctx, await readObject(request, max), clientInfo(request, server)),
+      async ({ request, server }) => login(ctx, credentials.parse(await readJson(request, max)), clientInfo(request, server)),
       doc({ summary: "Password login: a session, or the 2FA step", tag, access: "public", body: Credentials, ok: LoginResultBody, errors: [401, 403, 429] }),
     )
     .post(
       "/refresh",
-      async ({ request }) => refreshSession(ctx, (await readObject(request, max)).refresh_token),
+      async ({ request }) => refreshSession(ctx, refreshBody.parse(await readJson(request, max)).refresh_token),
       doc({ summary: "Trade a refresh token for a new pair (rotation)", tag, access: "public", body: RefreshBody, ok: SessionBody, errors: [401] }),
     )
     .post("/logout", async ({ request }) => logout(ctx, await user(request)), doc({ summary: "End this session", tag, access: "user", ok: Ok }))
@@ -40,7 +45,7 @@ export function authRoutes(ctx: AppContext) {
       "/me",
       async ({ request }) => {
         const p = await user(request);
-        return updateMe(ctx, p, await readJson(request, max));
+        return updateMe(ctx, p, metadataBody.defer(await readJson(request, max)));
       },
       doc({ summary: "Replace the user's metadata", tag, access: "user", body: MetadataBody, ok: UserBody, errors: [403] }),
     );

@@ -3,10 +3,13 @@ import type { AppContext } from "../../context.ts";
 import { realtimeHub } from "../../realtime/hub.ts";
 import { identityOf } from "../../realtime/identity.ts";
 import { splitSubscribeParam } from "../../realtime/topics.ts";
-import { readObject } from "../body.ts";
+import { readJson } from "../body.ts";
+import { bodyChecker } from "../check.ts";
 import { doc } from "../doc.ts";
 import { RealtimeQuery, SubscribeBody, SubscribedBody } from "../schemas.ts";
 import { clientInfo, principalOf } from "../request.ts";
+
+const subscribeBody = bodyChecker(SubscribeBody);
 
 /** Realtime over Server-Sent Events (CONTRACT §10): `GET /api/v1/realtime` opens a stream, `POST` sets its topics. */
 export function realtimeRoutes(ctx: AppContext) {
@@ -40,7 +43,7 @@ export function realtimeRoutes(ctx: AppContext) {
     }))
     .post("/realtime", async ({ request }) => {
       const identity = await identityOf(ctx, await principalOf(ctx, request), request);
-      const body = await readObject(request, max);
+      const body = subscribeBody.parse(await readJson(request, max));
       return hub.subscribe(body.client_id, body.subscriptions, identity);
     }, doc({ summary: "Set a stream's topics and bind the caller's identity to it", tag: "realtime", access: "data", body: SubscribeBody, ok: SubscribedBody }));
 }

@@ -8,6 +8,7 @@ import { restoreRecord } from "../../records/restore.ts";
 import { updateRecord } from "../../records/update.ts";
 import { parseBool } from "../../query/parse.ts";
 import { readJson } from "../body.ts";
+import { bodyChecker } from "../check.ts";
 import { doc } from "../doc.ts";
 import { principalOf } from "../request.ts";
 import { GetQuery, ListQuery, RecordBody, RecordData, RecordList } from "../schemas.ts";
@@ -21,10 +22,11 @@ const searchParams = (request: Request) => {
 };
 
 const tag = "records";
+const recordData = bodyChecker(RecordData);
 
 /**
- * The data API: `/api/v1/:collection[/:id]`. Record bodies are free-form (the collection's fields), and
- * the query string is read by the query language (its own 400s), so both are checked by the services.
+ * The data API: `/api/v1/:collection[/:id]`. A record body must be an object (its fields are checked
+ * against the collection by the store); the query string is read by the query language (its own 400s).
  */
 export function recordRoutes(ctx: AppContext) {
   const max = ctx.config.maxBodyBytes;
@@ -38,7 +40,7 @@ export function recordRoutes(ctx: AppContext) {
       "/:collection",
       async ({ request, params, set }) => {
         const p = await principalOf(ctx, request);
-        const body = await readJson(request, max);
+        const body = recordData.defer(await readJson(request, max));
         set.status = 201;
         return createRecord(ctx, params.collection, body, p);
       },
@@ -60,7 +62,7 @@ export function recordRoutes(ctx: AppContext) {
       "/:collection/:id",
       async ({ request, params }) => {
         const p = await principalOf(ctx, request);
-        return updateRecord(ctx, params.collection, params.id, await readJson(request, max), p);
+        return updateRecord(ctx, params.collection, params.id, recordData.defer(await readJson(request, max)), p);
       },
       doc({ summary: "Update a record (the fields given)", tag, access: "data", body: RecordData, ok: RecordBody, errors: [409, 422] }),
     )

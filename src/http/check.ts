@@ -1,0 +1,132 @@
+import { Kind, Type, type Static, type TObject, type TSchema, type TUnsafe } from "@sinclair/typebox";
+import { TypeCompiler } from "@sinclair/typebox/compiler";
+import { ValueErrorType, type ValueError } from "@sinclair/typebox/errors";
+import { AppError, badRequest, type Checked } from "../errors.ts";
+
+/**
+ * Request bodies checked against the TypeBox schemas of `schemas.ts`, compiled once at module load.
+ * Elysia's own validation is not used: it runs before a route's credential checks, so a bad body
+ * would answer 400 where CONTRACT wants 401, 403 or 404. A route runs its checker instead, and the
+ * service raises a rejection (`bodyOf`) at the point where it used to check the body by hand, after
+ * the credentials, the setting and the collection it checks first.
+ */
+
+const BY_SERVICE = Symbol("checked by the service");
+
+/**
+ * Marks a field whose value the service judges (an email is 422, a token or password 401): the
+ * schema documents its type, the route lets any value through and leaves the answer to the service.
+ */
+export function byService(schema: TSchema): TUnsafe<unknown> {
+  return { ...schema, [BY_SERVICE]: true } as unknown as TUnsafe<unknown>;
+}
+
+/** What went wrong, for a message: the top-level key (`""` for the body itself), the path below it, and TypeBox's error. */
+export interface BodyIssue {
+  key: string;
+  path: string[];
+  error: ValueError;
+}
+
+/**
+ * A message per top-level key (`""`: the body itself; `"*"`: a key the schema does not allow; `"#"`:
+ * an element of a body that is an array), else the default.
+ */
+export type BodyMessages = Record<string, string | ((issue: BodyIssue) => string | AppError)>;
+
+/** A compiled checker: `defer` returns the value or the rejection (for the service to raise), `parse` throws it. */
+export interface BodyChecker<T> {
+  defer(value: unknown): Checked<T>;
+  parse(value: unknown): T;
+}
+
+/**
+ * The schema the route enforces: a field marked `byService` may hold anything (or be missing), in an
+ * object or as an array's items.
+ */
+function enforced(schema: TSchema): TSchema {
+  if (schema[Kind] === "Array") {
+    const items = BY_SERVICE in schema.items ? Type.Unknown() : enforced(schema.items);
+    return items === schema.items ? schema : { ...schema, items };
+  }
+  if (schema[Kind] !== "Object") return schema;
+  const obj = schema as TObject;
+  const properties: Record<string, TSchema> = {};
+  let changed = false;
+  for (const [k, p] of Object.entries(obj.properties)) {
+    const e = BY_SERVICE in p ? Type.Optional(Type.Unknown()) : enforced(p);
+    changed ||= e !== p;
+    properties[k] = e;
+  }
+  if (!changed) return schema;
+  const required = (obj.required ?? []).filter((k) => !(BY_SERVICE in obj.properties[k]!));
+  return { ...obj, properties, required } as TSchema;
+}
+
+const KIND_TEXT: Partial<Record<ValueErrorType, string>> = {
+  [ValueErrorType.Object]: "a JSON object",
+  [ValueErrorType.Array]: "an array",
+  [ValueErrorType.String]: "a string",
+  [ValueErrorType.Boolean]: "a boolean",
+  [ValueErrorType.Integer]: "an integer",
+  [ValueErrorType.Number]: "a number",
+};
+
+/** The default message: `the request body must be a JSON object`, `name is required`, `unique must be a boolean`… */
+function defaultMessage({ key, error }: BodyIssue): string {
+  if (key === "") return "the request body must be a JSON object";
+  if (error.type === ValueErrorType.ObjectAdditionalProperties) return `unknown key "${key}"`;
+  if (error.type === ValueErrorType.ObjectRequiredProperty) return `${key} is required`;
+  const kind = KIND_TEXT[error.type];
+  if (kind) return `${key} must be ${kind}`;
+  const literals = literalsOf(error.schema);
+  if (literals) return `${key} must be ${literals.length === 1 ? JSON.stringify(literals[0]) : `one of: ${literals.join(", ")}`}`;
+  return `${key} is not valid`;
+}
+
+function literalsOf(schema: TSchema): unknown[] | null {
+  if (schema[Kind] === "Literal") return [schema.const];
+  if (schema[Kind] === "Union" && (schema.anyOf as TSchema[]).every((s) => s[Kind] === "Literal")) return (schema.anyOf as TSchema[]).map((s) => s.const);
+  return null;
+}
+
+const unescape = (segment: string) => segment.replace(/~1/g, "/").replace(/~0/g, "~");
+
+/** The error to report: the body's own type first, then a key not allowed, then TypeBox's order (the schema's field order). */
+function firstError(errors: Iterable<ValueError>): ValueError {
+  let best: ValueError | undefined;
+  let bestRank = 3;
+  for (const e of errors) {
+    const rank = e.path === "" ? 0 : e.type === ValueErrorType.ObjectAdditionalProperties ? 1 : 2;
+    if (rank < bestRank) (best = e), (bestRank = rank);
+    if (rank === 0) break;
+  }
+  return best!;
+}
+
+/**
+ * Compiles `schema` once. Messages are derived from the first error (its top-level key and expected
+ * kind) unless `messages` names one for that key, so the texts clients and tests know stay the same.
+ */
+export function bodyChecker<T extends TSchema>(schema: T, messages: BodyMessages = {}): BodyChecker<Static<T>> {
+  const compiled = TypeCompiler.Compile(enforced(schema));
+  const reject = (value: unknown): AppError => {
+    const error = firstError(compiled.Errors(value));
+    const path = error.path.split("/").slice(1).map(unescape);
+    const issue: BodyIssue = { key: path[0] ?? "", path: path.slice(1), error };
+    // Own keys only: a body key such as "constructor" must not find Object.prototype's.
+    const custom =
+      error.type === ValueErrorType.ObjectAdditionalProperties && issue.path.length === 0
+        ? messages["*"]
+        : ((Object.hasOwn(messages, issue.key) ? messages[issue.key] : undefined) ?? (Array.isArray(value) && issue.key ? messages["#"] : undefined));
+    const out = typeof custom === "function" ? custom(issue) : (custom ?? defaultMessage(issue));
+    return out instanceof AppError ? out : badRequest(out);
+  };
+  return {
+    defer: (value) => (compiled.Check(value) ? (value as Static<T>) : reject(value)),
+    parse: (value) => {
+      if (compiled.Check(value)) return value as Static<T>;
+      throw reject(value);
+    },
+  };
+}
