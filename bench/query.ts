@@ -14,7 +14,7 @@ import { memoryLogger } from "../src/log.ts";
 import { aggregateRecords } from "../src/records/aggregate.ts";
 import { countRecords } from "../src/records/count.ts";
 import { createRecord } from "../src/records/create.ts";
-import { newRecordId } from "../src/records/ids.ts";
+import { newRecordId } from "../src/ids.ts";
 import { listRecords } from "../src/records/list.ts";
 import { enableFts } from "../src/search/fts.ts";
 import { rawDatabase } from "../src/db/sqlite.ts";

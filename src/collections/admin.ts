@@ -1,10 +1,11 @@
 import type { AppContext } from "../context.ts";
 import { AppError, badRequest } from "../errors.ts";
 import { inTransaction } from "../db/tx.ts";
+import { activeRowStats } from "../query/rows.ts";
 import { mergeRules } from "../rules/validate.ts";
 import { dropFtsObjects } from "../search/fts.ts";
 import { collectionToJson, findCollection, listCollections, requireCollection, saveCollectionRow, touchCatalog } from "./catalog.ts";
-import { createCollectionTable, dropCollectionTable, q } from "./ddl.ts";
+import { createCollectionTable, dropCollectionTable } from "./ddl.ts";
 import { DEFAULT_RULES, isValidCollectionName } from "./types.ts";
 import { parseFieldRules } from "./validate.ts";
 import { dropRelationsOf } from "../relations/catalog.ts";
@@ -85,6 +86,6 @@ export async function deleteCollection(ctx: AppContext, name: string): Promise<{
 /** `GET …/stats`: non-deleted row count and the latest write among them. */
 export async function collectionStats(ctx: AppContext, name: string): Promise<{ row_count: number; last_write: number | null }> {
   const col = await requireCollection(ctx, name);
-  const row = (await ctx.db.get<{ n: number; last: number | null }>(`SELECT COUNT(*) AS n, MAX("_updated_at") AS last FROM ${q(col.name)} WHERE "_deleted_at" IS NULL`))!;
+  const row = await activeRowStats(ctx, col.name);
   return { row_count: row.n, last_write: row.last };
 }

@@ -105,6 +105,11 @@ export async function createJunctionTable(db: Engine, table: string): Promise<vo
   await db.exec(`CREATE INDEX ${q(`${table}_to`)} ON ${t} ("to_id", "from_id")`);
 }
 
+/** Drops the junction table of a many_via relation (its index goes with it). */
+export async function dropJunctionTable(db: Engine, table: string): Promise<void> {
+  await db.exec(`DROP TABLE IF EXISTS ${q(table)}`);
+}
+
 /**
  * A number that changes whenever another connection commits (SQLite's `data_version`): the catalog
  * cache compares it to learn cheaply that another process (the CLI) may have changed the schema.

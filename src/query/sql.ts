@@ -94,7 +94,8 @@ export function typedValue(field: FieldRef, raw: string): SqlValue {
 }
 
 const COMPARE: Record<string, string> = { gt: ">", lt: "<", gte: ">=", lte: "<=" };
-const MAX_IN_VALUES = 500;
+/** Most values one `in` filter takes. */
+export const MAX_IN_VALUES = 500;
 
 /** One filter condition on a plain column (CONTRACT §4). `null` means SQL NULL for eq, ne and in. */
 function compileFilter(col: Collection, cond: FilterCond, dialect: Dialect): Where {

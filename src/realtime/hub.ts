@@ -5,7 +5,7 @@ import { randomToken } from "../crypto.ts";
 import { AppError, forbidden, notFound } from "../errors.ts";
 import type { ChangeEvent } from "../events/bus.ts";
 import { canRead } from "../records/access.ts";
-import type { RecordJson } from "../records/codec.ts";
+import type { RecordJson } from "../query/rows.ts";
 import { attachRelationFields } from "../relations/expand.ts";
 import { knownRelationsFrom } from "../relations/catalog.ts";
 import { getSetting } from "../settings/settings.ts";

@@ -1,8 +1,9 @@
 import type { Principal } from "../auth/principal.ts";
 import type { AppContext } from "../context.ts";
 import type { Collection } from "../collections/types.ts";
-import type { RecordJson } from "../records/codec.ts";
+import type { RecordJson } from "../query/rows.ts";
 import type { FilterCond } from "../query/parse.ts";
+import { planHasRecord } from "../query/read.ts";
 import { planRead, resolveField, typedValue, type FieldRef, type SqlValue } from "../query/sql.ts";
 import { relationOfField } from "../relations/catalog.ts";
 import { relationFilter } from "../relations/filter.ts";
@@ -92,8 +93,7 @@ export async function compileMatcher(ctx: AppContext, col: Collection, filters: 
     if (!virtual.length) return true;
     try {
       const plan = planRead(ctx, current, { filters: virtual, search: null, includeDeleted: true }, "all", who, await relationFilter(ctx));
-      const sql = `SELECT 1 FROM ${plan.from.sql} WHERE ${plan.where.sql} AND ${plan.table}."_id" = ?`;
-      return !!await ctx.db.get(sql, [...plan.from.params, ...plan.where.params, record._id as string]);
+      return await planHasRecord(ctx, plan, record._id as string);
     } catch {
       // The field or relation went away since the topic was set: nothing matches it any more.
       return false;

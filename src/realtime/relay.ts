@@ -4,7 +4,7 @@ import type { AppContext } from "../context.ts";
 import { randomToken } from "../crypto.ts";
 import { PostgresEngine } from "../db/postgres.ts";
 import type { ChangeAction, ChangeEvent } from "../events/bus.ts";
-import { fetchRecord, type RecordJson } from "../records/codec.ts";
+import { fetchRecord, type RecordJson } from "../query/rows.ts";
 import { attachRelationFields } from "../relations/expand.ts";
 import { AppError, badRequest, notFound } from "../errors.ts";
 import { realtimeHub, type RealtimeHub, type SubscribeResult } from "./hub.ts";

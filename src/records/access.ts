@@ -1,8 +1,8 @@
 import type { Principal } from "../auth/principal.ts";
 import type { Collection, Operation } from "../collections/types.ts";
 import { forbidden } from "../errors.ts";
+import type { RecordJson } from "../query/rows.ts";
 import { checkAccess, ownsRecord, recordNotFound, type Access } from "../rules/access.ts";
-import type { RecordJson } from "./codec.ts";
 
 /** True when the principal may read this record under the collection's read rule. */
 export function canRead(col: Collection, p: Principal, record: RecordJson): boolean {

@@ -4,7 +4,8 @@ import { requireCollection } from "../collections/catalog.ts";
 import type { FieldType } from "../collections/types.ts";
 import { badRequest } from "../errors.ts";
 import { parseAggregateQuery } from "../query/parse.ts";
-import { column, planRead, resolveField, runRead, type SqlValue } from "../query/sql.ts";
+import { aggregateGroups, aggregateValue } from "../query/read.ts";
+import { planRead, resolveField, runRead, type SqlValue } from "../query/sql.ts";
 import { relationFilter } from "../relations/filter.ts";
 import { checkAccess } from "../rules/access.ts";
 
@@ -40,24 +41,10 @@ export async function aggregateRecords(ctx: AppContext, name: string, params: UR
   const plan = planRead(ctx, col, aq, access, p, await relationFilter(ctx));
   if ((aq.fn === "sum" || aq.fn === "avg") && field!.type !== "number")
     throw badRequest(`${aq.fn} needs a number field: "${field!.name}" is ${field!.type}`);
-  const c = field ? column(col, field.name) : null;
-  // PostgreSQL has no min or max of booleans: they are compared as 0 and 1, which SQLite stores.
-  const ordered = field?.type === "boolean" && plan.dialect === "postgres" ? `CAST(${c} AS INTEGER)` : c;
-  const expr = {
-    count: c ? `COUNT(${c})` : "COUNT(*)",
-    sum: `COALESCE(SUM(${c}), 0)`,
-    avg: `AVG(${c})`,
-    min: `MIN(${ordered})`,
-    max: `MAX(${ordered})`,
-  }[aq.fn];
   const valueType: FieldType = aq.fn === "min" || aq.fn === "max" ? field!.type : "number";
   return await runRead(plan, async () => {
-    if (!group) {
-      const row = (await ctx.db.get<{ value: SqlValue }>(`SELECT ${expr} AS value FROM ${plan.from.sql} WHERE ${plan.where.sql}`, [...plan.from.params, ...plan.where.params]))!;
-      return { value: decodeValue(valueType, row.value) };
-    }
-    const g = column(col, group.name);
-    const rows = await ctx.db.all<{ g: SqlValue; value: SqlValue }>(`SELECT ${g} AS g, ${expr} AS value FROM ${plan.from.sql} WHERE ${plan.where.sql} GROUP BY ${g} ORDER BY ${g} ASC${plan.dialect === "postgres" ? " NULLS FIRST" : ""} LIMIT ?`, [...plan.from.params, ...plan.where.params, MAX_GROUPS + 1]);
+    if (!group) return { value: decodeValue(valueType, await aggregateValue(ctx, plan, col, aq.fn, field)) };
+    const rows = await aggregateGroups(ctx, plan, col, aq.fn, field, group, MAX_GROUPS + 1);
     if (rows.length > MAX_GROUPS)
       throw badRequest(
         `group_by "${group.name}" gives more than ${MAX_GROUPS} groups: narrow the records with a filter (or search) first`,

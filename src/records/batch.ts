@@ -5,11 +5,11 @@ import type { Collection } from "../collections/types.ts";
 import { inTransaction } from "../db/tx.ts";
 import { mapSqliteError } from "../db/sqlite-errors.ts";
 import { AppError, ValidationError, badRequest, bodyOf, type Checked } from "../errors.ts";
-import { relationEffects } from "../relations/on-delete.ts";
+import { fetchRecord, type RecordJson } from "../query/rows.ts";
 import { checkAccess, recordNotFound } from "../rules/access.ts";
 import { checkRecordAccess } from "./access.ts";
 import { currentCollection } from "./bulk.ts";
-import { fetchRecord, type RecordJson } from "./codec.ts";
+import { relationEffects } from "./cascade.ts";
 import { insertRecord, softDeleteRecord, updateRecordRow } from "./store.ts";
 
 /** Most operations one batch may carry (SPEC §8). */

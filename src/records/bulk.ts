@@ -5,9 +5,9 @@ import type { Collection } from "../collections/types.ts";
 import { inTransaction } from "../db/tx.ts";
 import { mapSqliteError } from "../db/sqlite-errors.ts";
 import { AppError, ValidationError, bodyOf, type Checked } from "../errors.ts";
+import type { RecordJson } from "../query/rows.ts";
 import { checkAccess } from "../rules/access.ts";
 import { flushRows, insertRecord, type PendingRow } from "./store.ts";
-import type { RecordJson } from "./codec.ts";
 
 /** Most records one bulk request may carry (SPEC §8). */
 export const MAX_BULK = 500;
@@ -41,7 +41,7 @@ export async function bulkCreate(ctx: AppContext, name: string, body: Checked<Re
   return await inTransaction(ctx, async () => {
     const out: RecordJson[] = [];
     // On a database server, rows are written together at the end (one round trip, not one per record).
-    // SQLite writes each row at once: its prepared single-row INSERT costs no round trip.
+    // SQLite writes each row at once: its prepared single-row insert costs no round trip.
     const pending: PendingRow[] | undefined = ctx.db.dialect === "postgres" ? [] : undefined;
     const indexOfPending: number[] = [];
     for (let index = 0; index < items.length; index++) {

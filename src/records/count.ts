@@ -2,7 +2,8 @@ import type { Principal } from "../auth/principal.ts";
 import type { AppContext } from "../context.ts";
 import { requireCollection } from "../collections/catalog.ts";
 import { parseReadQuery } from "../query/parse.ts";
-import { planRead, runRead, type ReadPlan, type SqlValue } from "../query/sql.ts";
+import { countRows } from "../query/read.ts";
+import { planRead, runRead, type ReadPlan } from "../query/sql.ts";
 import { relationFilter } from "../relations/filter.ts";
 import { checkAccess } from "../rules/access.ts";
 
@@ -38,10 +39,7 @@ function countCache(ctx: AppContext): CountCache {
 
 /** COUNT(*) over a read plan; a count of the same plan on an unchanged collection is answered from memory. */
 export async function countPlan(ctx: AppContext, plan: ReadPlan, collection: string): Promise<number> {
-  const run = () =>
-    runRead(plan, async () =>
-      (await ctx.db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM ${plan.from.sql} WHERE ${plan.where.sql}`, [...plan.from.params, ...plan.where.params]))!.n,
-    );
+  const run = () => runRead(plan, () => countRows(ctx, plan));
   // Inside a write transaction the count may include changes that roll back; full-text matches
   // depend on an index that may still be building: neither is kept.
   // On PostgreSQL other nodes write without this process learning of it: nothing is kept there.

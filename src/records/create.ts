@@ -3,8 +3,8 @@ import type { AppContext } from "../context.ts";
 import { requireCollection } from "../collections/catalog.ts";
 import { inTransaction } from "../db/tx.ts";
 import { bodyOf, type Checked } from "../errors.ts";
+import type { RecordJson } from "../query/rows.ts";
 import { checkAccess } from "../rules/access.ts";
-import type { RecordJson } from "./codec.ts";
 import { insertRecord } from "./store.ts";
 
 /** `POST /:collection`: checks the create rule, then inserts one record in its own transaction. */

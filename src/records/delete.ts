@@ -2,10 +2,10 @@ import type { Principal } from "../auth/principal.ts";
 import type { AppContext } from "../context.ts";
 import { requireCollection } from "../collections/catalog.ts";
 import { inTransaction } from "../db/tx.ts";
-import { relationEffects } from "../relations/on-delete.ts";
+import { fetchRecord, type RecordJson } from "../query/rows.ts";
 import { checkAccess, recordNotFound } from "../rules/access.ts";
 import { checkRecordAccess } from "./access.ts";
-import { fetchRecord, type RecordJson } from "./codec.ts";
+import { relationEffects } from "./cascade.ts";
 import { removeRecord, softDeleteRecord } from "./store.ts";
 
 /** `DELETE /:collection/:id`: soft delete; returns the record with `_deleted_at` set. */

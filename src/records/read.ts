@@ -3,8 +3,8 @@ import type { AppContext } from "../context.ts";
 import { requireCollection } from "../collections/catalog.ts";
 import { attachRelationFields, expandRecords, parseExpand } from "../relations/expand.ts";
 import { badRequest } from "../errors.ts";
+import { fetchRecord, type RecordJson } from "../query/rows.ts";
 import { checkAccess, ownsRecord, recordNotFound } from "../rules/access.ts";
-import { fetchRecord, type RecordJson } from "./codec.ts";
 
 /** `GET /:collection/:id`: 404 for a missing, soft-deleted (unless asked for) or hidden record. */
 export async function getRecord(

@@ -2,11 +2,11 @@ import type { Principal } from "../auth/principal.ts";
 import type { AppContext } from "../context.ts";
 import { requireCollection } from "../collections/catalog.ts";
 import { inTransaction } from "../db/tx.ts";
+import { fetchRecord, type RecordJson } from "../query/rows.ts";
 import { attachRelationFields } from "../relations/expand.ts";
-import { relationEffects } from "../relations/on-delete.ts";
 import { checkAccess, recordNotFound } from "../rules/access.ts";
 import { checkRecordAccess } from "./access.ts";
-import { fetchRecord, type RecordJson } from "./codec.ts";
+import { relationEffects } from "./cascade.ts";
 import { restoreRecordRow } from "./store.ts";
 
 /** `POST /:collection/:id/restore` (delete rule applies): clears `_deleted_at`; an active record is a no-op. */

@@ -9,11 +9,15 @@ import { ValidationError } from "../errors.ts";
 import type { ChangeAction, ChangeEvent } from "../events/bus.ts";
 import { hookAuth, runHooks } from "../hooks/run.ts";
 import type { HookEvent } from "../hooks/types.ts";
-import { prepareRelations, writeLinks } from "../relations/check.ts";
+import { newRecordId } from "../ids.ts";
+import { fetchRecord, type RecordJson } from "../query/rows.ts";
+import { prepareRelations } from "../relations/check.ts";
 import { relationsFrom } from "../relations/catalog.ts";
 import { attachRelationFields } from "../relations/expand.ts";
-import { newRecordId } from "./ids.ts";
-import { encodeValue, fetchRecord, userFields, type RecordJson } from "./codec.ts";
+import { encodeValue, userFields } from "./codec.ts";
+import { changeLink, writeLinks, type LinkChange } from "./store-junction.ts";
+
+export { dropLinksFrom, dropLinksTo } from "./store-junction.ts";
 
 /**
  * The record store: the one writer of rows of user collections. Every write (insert, update,
@@ -304,8 +308,8 @@ export async function removeRecord(ctx: AppContext, col: Collection, previous: R
 
 /**
  * A relation changes a record's many_via links (a cascade or set_null removing the links to a
- * deleted record, a restore putting them back): the record's update hooks run around `apply`
- * (which changes the junction rows) with `data` `{ [field]: the new id list }`, and the change
+ * deleted record, a restore putting them back): the record's update hooks run around `change`
+ * (one junction row removed or added) with `data` `{ [field]: the new id list }`, and the change
  * emits an `update` event. `_updated_at` stays, as for any change of links alone. Nothing
  * happens for a record that no longer exists.
  */
@@ -315,14 +319,14 @@ export async function relinkRecord(
   id: string,
   link: { field: string; next: string[] },
   p: Principal,
-  apply: () => Promise<unknown>,
+  change: LinkChange,
 ): Promise<void> {
   const previous = await fetchRecord(ctx, col, id);
   if (!previous) return;
   const before = await adminView(ctx, col, previous, null);
   const data = { [link.field]: link.next };
   runHooks(ctx, col, "beforeUpdate", hookEvent(col, "update", p, previous, previous, data));
-  await apply();
+  await changeLink(ctx, id, change);
   const record = await adminView(ctx, col, (await fetchRecord(ctx, col, id))!, null);
   stage(ctx, col, "update", record, before, ctx.clock.now(), p);
   runHooks(ctx, col, "afterUpdate", hookEvent(col, "update", p, record, previous, data));

@@ -3,9 +3,9 @@ import type { AppContext } from "../context.ts";
 import { requireCollection } from "../collections/catalog.ts";
 import { inTransaction } from "../db/tx.ts";
 import { bodyOf, type Checked } from "../errors.ts";
+import { fetchRecord, type RecordJson } from "../query/rows.ts";
 import { checkAccess, recordNotFound } from "../rules/access.ts";
 import { checkRecordAccess } from "./access.ts";
-import { fetchRecord, type RecordJson } from "./codec.ts";
 import { updateRecordRow } from "./store.ts";
 
 /** `PATCH /:collection/:id`: only the given fields change; `null` clears a field. */

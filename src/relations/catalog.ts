@@ -1,10 +1,10 @@
 import type { AppContext } from "../context.ts";
 import { refreshCatalog, requireCollection, saveCollectionRow, touchCatalog } from "../collections/catalog.ts";
-import { addColumn, createJunctionTable, q } from "../collections/ddl.ts";
+import { addColumn, createJunctionTable, dropJunctionTable } from "../collections/ddl.ts";
 import { isValidFieldName, type Collection } from "../collections/types.ts";
 import { inTransaction } from "../db/tx.ts";
 import { AppError, badRequest, conflict, notFound } from "../errors.ts";
-import { newRecordId } from "../records/ids.ts";
+import { newRecordId } from "../ids.ts";
 
 export const RELATION_TYPES = ["one", "many", "many_via"] as const;
 export const ON_DELETE = ["restrict", "cascade", "set_null"] as const;
@@ -230,7 +230,7 @@ export async function deleteRelation(ctx: AppContext, id: string): Promise<{ ok:
 async function dropRelation(ctx: AppContext, rel: Relation): Promise<void> {
   await ctx.db.run("DELETE FROM _relations WHERE id = ?", [rel.id]);
   await ctx.db.run("DELETE FROM _relation_cascades WHERE relation_id = ?", [rel.id]);
-  if (rel.type === "many_via") await ctx.db.exec(`DROP TABLE IF EXISTS ${q(junctionTable(rel))}`);
+  if (rel.type === "many_via") await dropJunctionTable(ctx.db, junctionTable(rel));
 }
 
 /** Removes every relation from or to a collection being dropped, inside the caller's transaction. */

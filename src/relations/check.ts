@@ -1,12 +1,10 @@
 import type { Principal } from "../auth/principal.ts";
 import type { AppContext } from "../context.ts";
 import { findCollection } from "../collections/catalog.ts";
-import { q } from "../collections/ddl.ts";
 import type { Collection } from "../collections/types.ts";
 import type { FieldError } from "../errors.ts";
-import { junctionTable, relationsFrom, type Relation } from "./catalog.ts";
-import { readFilter } from "./read-filter.ts";
-import { inList, listParam } from "../query/dialect.ts";
+import { idsMeeting, readFilter } from "../query/relations.ts";
+import { relationsFrom, type Relation } from "./catalog.ts";
 
 /** What a create or update body means for the relations of its collection. */
 export interface RelationWrite {
@@ -98,19 +96,6 @@ async function missingIds(ctx: AppContext, rel: Relation, ids: string[], p: Prin
   const target = await findCollection(ctx, rel.to_col);
   const visible = target && readFilter(target, p);
   if (!target || !visible) return ids;
-  const found = new Set(
-    (await ctx.db.all<{ _id: string }>(`SELECT "_id" FROM ${q(target.name)} WHERE "_id" ${inList(ctx.db)} AND ${visible.sql}`, [listParam(ids), ...visible.params]))
-      .map((r) => r._id),
-  );
+  const found = await idsMeeting(ctx, target, ids, visible);
   return ids.filter((id) => !found.has(id));
-}
-
-/** Replaces the junction rows of each many_via field the body set, for one record. */
-export async function writeLinks(ctx: AppContext, write: RelationWrite, recordId: string): Promise<void> {
-  for (const { rel, ids } of write.links) {
-    const t = q(junctionTable(rel));
-    await ctx.db.run(`DELETE FROM ${t} WHERE "from_id" = ?`, [recordId]);
-    const insert = `INSERT INTO ${t} ("from_id", "to_id", "pos") VALUES (?, ?, ?)`;
-    for (let i = 0; i < ids.length; i++) await ctx.db.run(insert, [recordId, ids[i]!, i]);
-  }
 }

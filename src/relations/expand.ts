@@ -1,13 +1,12 @@
 import type { Principal } from "../auth/principal.ts";
 import type { AppContext } from "../context.ts";
 import { findCollection } from "../collections/catalog.ts";
-import { q } from "../collections/ddl.ts";
-import { SYSTEM_FIELDS, type Collection } from "../collections/types.ts";
+import type { Collection } from "../collections/types.ts";
 import { badRequest } from "../errors.ts";
-import { decodeRow, type RecordJson } from "../records/codec.ts";
+import { linkedRows, linksFromAll } from "../query/junction.ts";
+import { pointingRows, readFilter, rowsWithIds, type TargetFilter } from "../query/relations.ts";
+import { decodeRow, type RecordJson } from "../query/rows.ts";
 import { junctionTable, relationsFrom, type Relation } from "./catalog.ts";
-import { readFilter, type TargetFilter } from "./read-filter.ts";
-import { inList, listParam } from "../query/dialect.ts";
 
 type Row = Record<string, unknown>;
 
@@ -17,8 +16,8 @@ type Row = Record<string, unknown>;
  */
 export const MAX_MANY_PER_RECORD = 100;
 
-function idsOf(records: RecordJson[]): string {
-  return listParam(records.map((r) => r._id as string));
+function idsOf(records: RecordJson[]): string[] {
+  return records.map((r) => r._id as string);
 }
 
 function groupBy(rows: Row[], key: string): Map<string, Row[]> {
@@ -31,10 +30,6 @@ function groupBy(rows: Row[], key: string): Map<string, Row[]> {
     else out.set(k, [r]);
   }
   return out;
-}
-
-function columnsOf(col: Collection, alias: string): string {
-  return [...SYSTEM_FIELDS, ...col.fields.map((f) => f.name)].map((n) => `${alias}${q(n)}`).join(", ");
 }
 
 /**
@@ -67,7 +62,7 @@ async function attachWith(
   for (const rel of await relations) {
     if (only && !only.has(rel.from_field.toLowerCase())) continue;
     if (rel.type === "many_via") {
-      const rows = await ctx.db.all<{ from_id: string; to_id: string }>(`SELECT "from_id", "to_id" FROM ${q(junctionTable(rel))} WHERE "from_id" ${inList(ctx.db)} ORDER BY "from_id", "pos"`, [idsOf(records)]);
+      const rows = await linksFromAll(ctx, junctionTable(rel), idsOf(records));
       const byFrom = new Map<string, string[]>();
       for (const r of rows) {
         const list = byFrom.get(r.from_id);
@@ -86,7 +81,7 @@ async function attachWith(
         for (const rec of records) rec[rel.from_field] = null;
         continue;
       }
-      const byFrom = groupBy(await manyRows(ctx, rel, target, records, filter, q("_id")), "__rel_from");
+      const byFrom = groupBy(await manyRows(ctx, rel, target, records, filter, false), "__rel_from");
       for (const rec of records) rec[rel.from_field] = (byFrom.get(rec._id as string) ?? []).map((r) => r._id);
     }
   }
@@ -103,10 +98,10 @@ async function manyRows(
   target: Collection,
   records: RecordJson[],
   filter: TargetFilter,
-  columns: string,
+  full: boolean,
 ): Promise<Row[]> {
-  const field = q(target.fieldMap.get(rel.to_field!.toLowerCase())!.name);
-  return await ctx.db.all<Row>(`SELECT "__rel_from", ${columns} FROM (SELECT ${field} AS "__rel_from", ${columns}, ROW_NUMBER() OVER (PARTITION BY ${field} ORDER BY "_id") AS "__rel_n" FROM ${q(target.name)} WHERE ${field} ${inList(ctx.db)} AND ${filter.sql}) AS "__rel" WHERE "__rel_n" <= ? ORDER BY "_id"`, [idsOf(records), ...filter.params, MAX_MANY_PER_RECORD]);
+  const field = target.fieldMap.get(rel.to_field!.toLowerCase())!.name;
+  return await pointingRows(ctx, target, field, idsOf(records), filter, MAX_MANY_PER_RECORD, full);
 }
 
 /** Parses `expand=a,b` (repeatable) into relations of `col`; 400 for a name that is no relation field of it. */
@@ -158,7 +153,7 @@ async function expandWith(ctx: AppContext, records: RecordJson[], rels: Relation
       const ids = [...new Set(records.map((r) => r[rel.from_field]).filter((v): v is string => typeof v === "string"))];
       const byId = new Map<string, RecordJson>();
       if (ids.length) {
-        const rows = await ctx.db.all<Row>(`SELECT ${columnsOf(target, "")} FROM ${q(target.name)} WHERE "_id" ${inList(ctx.db)} AND ${filter.sql}`, [listParam(ids), ...filter.params]);
+        const rows = await rowsWithIds(ctx, target, ids, filter);
         for (const r of rows) byId.set(r._id as string, decodeRow(target, r));
       }
       records.forEach((r, i) => (out[i][rel.from_field] = byId.get(r[rel.from_field] as string) ?? null));
@@ -167,12 +162,12 @@ async function expandWith(ctx: AppContext, records: RecordJson[], rels: Relation
         out.forEach((o) => (o[rel.from_field] = []));
         continue;
       }
-      const byFrom = groupBy(await manyRows(ctx, rel, target, records, filter, columnsOf(target, "")), "__rel_from");
+      const byFrom = groupBy(await manyRows(ctx, rel, target, records, filter, true), "__rel_from");
       records.forEach((r, i) => (out[i][rel.from_field] = (byFrom.get(r._id as string) ?? []).map((t) => decodeRow(target, t))));
     } else {
       const tf = readFilter(target, p, "t.")!;
       // The first MAX_MANY_PER_RECORD readable linked records of each record, in link order.
-      const rows = await ctx.db.all<Row>(`SELECT "__rel_from", ${columnsOf(target, "")} FROM (SELECT j."from_id" AS "__rel_from", j."pos" AS "__rel_pos", ${columnsOf(target, "t.")}, ROW_NUMBER() OVER (PARTITION BY j."from_id" ORDER BY j."pos") AS "__rel_n" FROM ${q(junctionTable(rel))} AS j JOIN ${q(target.name)} AS t ON t."_id" = j."to_id" WHERE j."from_id" ${inList(ctx.db)} AND ${tf.sql}) AS "__rel" WHERE "__rel_n" <= ? ORDER BY "__rel_from", "__rel_pos"`, [idsOf(records), ...tf.params, MAX_MANY_PER_RECORD]);
+      const rows = await linkedRows(ctx, junctionTable(rel), target, idsOf(records), tf, MAX_MANY_PER_RECORD);
       const byFrom = groupBy(rows, "__rel_from");
       records.forEach((r, i) => (out[i][rel.from_field] = (byFrom.get(r._id as string) ?? []).map((t) => decodeRow(target, t))));
     }

@@ -1,19 +1,25 @@
 import type { Principal } from "../auth/principal.ts";
 import type { AppContext } from "../context.ts";
 import { findCollection } from "../collections/catalog.ts";
-import { q } from "../collections/ddl.ts";
 import type { Collection } from "../collections/types.ts";
-import { decodeRow, fetchRecord, selectList, type RecordJson } from "../records/codec.ts";
+import { INSERT_ORDER } from "../query/dialect.ts";
+import { countActiveHolders, holdersOf, linksFrom, linksTo } from "../query/junction.ts";
+import { countActiveWithValue, fetchRecord, recordsWithValue, type RecordJson } from "../query/rows.ts";
+import { allRelations, junctionTable, restricted, type Relation } from "../relations/catalog.ts";
 import {
+  dropLinksFrom,
+  dropLinksTo,
   relinkRecord,
   removeRecord,
   restoreRecordRow,
   setFieldNull,
   softDeleteRecord,
   type RelationEffects,
-} from "../records/store.ts";
-import { allRelations, junctionTable, restricted, type Relation } from "./catalog.ts";
-import { INSERT_ORDER } from "../query/dialect.ts";
+} from "./store.ts";
+
+// What a relation's on_delete does to the records and links around a deleted or restored record
+// (CONTRACT §6). Every record it changes is changed through the store, so their hooks run and
+// their change events go out; `_relation_cascades` remembers soft cascades for restore.
 
 const same = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
 
@@ -53,11 +59,6 @@ async function pointersAt(ctx: AppContext, col: Collection): Promise<Pointer[]> 
   return out;
 }
 
-async function pointingRecords(ctx: AppContext, ptr: Pointer, id: string, activeOnly: boolean): Promise<RecordJson[]> {
-  const rows = await ctx.db.all<Record<string, unknown>>(`SELECT ${selectList(ptr.col)} FROM ${q(ptr.col.name)} WHERE ${q(ptr.field)} = ?${activeOnly ? ` AND "_deleted_at" IS NULL` : ""} ORDER BY "_id"`, [id]);
-  return rows.map((r) => decodeRow(ptr.col, r));
-}
-
 async function remember(ctx: AppContext, cause: Collection, causeId: string, rel: Relation, kind: "record" | "link", recCol: string, recId: string, pos = 0) {
   await ctx.db.run(`INSERT INTO _relation_cascades (cause_col, cause_id, relation_id, kind, rec_col, rec_id, pos) VALUES (?, ?, ?, ?, ?, ?, ?)
      ON CONFLICT (cause_col, cause_id, relation_id, kind, rec_id) DO UPDATE SET rec_col = excluded.rec_col, pos = excluded.pos`, [cause.name, causeId, rel.id, kind, recCol, recId, pos]);
@@ -78,16 +79,16 @@ export async function onRecordDelete(ctx: AppContext, col: Collection, record: R
   for (const ptr of await pointersAt(ctx, col)) {
     const { rel } = ptr;
     if (rel.on_delete === "restrict") {
-      const n = (await ctx.db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM ${q(ptr.col.name)} WHERE ${q(ptr.field)} = ? AND "_deleted_at" IS NULL`, [id]))!.n;
+      const n = await countActiveWithValue(ctx, ptr.col.name, ptr.field, id);
       if (n > 0) throw restricted(n, ptr.col.name, ptr.field);
     } else if (rel.on_delete === "set_null") {
       // Soft-deleted holders too: their field is cleared like the active ones', through their update hooks.
-      for (const rec of await pointingRecords(ctx, ptr, id, false)) {
+      for (const rec of await recordsWithValue(ctx, ptr.col, ptr.field, id, false)) {
         const fresh = await fetchRecord(ctx, ptr.col, rec._id as string);
         if (fresh && fresh[ptr.field] === id) await setFieldNull(ctx, ptr.col, fresh, ptr.field, p);
       }
     } else {
-      for (const rec of await pointingRecords(ctx, ptr, id, mode === "soft")) {
+      for (const rec of await recordsWithValue(ctx, ptr.col, ptr.field, id, mode === "soft")) {
         // Read again: an earlier cascade of this same delete may have got there first.
         const fresh = await fetchRecord(ctx, ptr.col, rec._id as string);
         if (!fresh) continue;
@@ -102,53 +103,44 @@ export async function onRecordDelete(ctx: AppContext, col: Collection, record: R
   }
   for (const rel of rels) {
     if (rel.type !== "many_via") continue;
-    const j = q(junctionTable(rel));
+    const j = junctionTable(rel);
     if (same(rel.to_col, col.name)) {
       const from = await findCollection(ctx, rel.from_col);
       if (!from) continue;
       if (rel.on_delete === "restrict") {
-        const n = (await ctx.db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM ${j} AS j JOIN ${q(from.name)} AS f ON f."_id" = j."from_id" WHERE j."to_id" = ? AND f."_deleted_at" IS NULL`, [id]))!.n;
+        const n = await countActiveHolders(ctx, j, from.name, id);
         if (n > 0) throw restricted(n, from.name, rel.from_field);
       }
       if (mode === "soft" && rel.on_delete === "cascade") {
-        const links = await ctx.db.all<{ from_id: string; pos: number }>(`SELECT "from_id", "pos" FROM ${j} WHERE "to_id" = ?`, [id]);
+        const links = await linksTo(ctx, j, id);
         for (const l of links) await remember(ctx, col, id, rel, "link", from.name, l.from_id, l.pos);
       }
       // restrict keeps the links of soft-deleted holders, so restoring both brings them back
       if (mode === "hard" || rel.on_delete !== "restrict") await unlinkHolders(ctx, from, rel, id, p);
     }
-    if (mode === "hard" && same(rel.from_col, col.name)) await ctx.db.run(`DELETE FROM ${j} WHERE "from_id" = ?`, [id]);
+    if (mode === "hard" && same(rel.from_col, col.name)) await dropLinksFrom(ctx, j, id);
   }
   if (mode === "hard") await ctx.db.run("DELETE FROM _relation_cascades WHERE cause_col = ? AND cause_id = ?", [col.name, id]);
 }
 
-/** The ids a many_via holder links to, in order. */
-async function linkedIds(ctx: AppContext, rel: Relation, holderId: string): Promise<{ to_id: string; pos: number }[]> {
-  return await ctx.db.all<{ to_id: string; pos: number }>(`SELECT "to_id", "pos" FROM ${q(junctionTable(rel))} WHERE "from_id" = ? ORDER BY "pos"`, [holderId]);
-}
-
 /** Removes every many_via link to `id`, holder by holder, each through the store (update hooks, event). */
 async function unlinkHolders(ctx: AppContext, from: Collection, rel: Relation, id: string, p: Principal): Promise<void> {
-  const j = q(junctionTable(rel));
-  const holders = await ctx.db.all<{ from_id: string }>(`SELECT "from_id" FROM ${j} WHERE "to_id" = ? ORDER BY "from_id"`, [id]);
-  for (const { from_id } of holders) {
-    const next = (await linkedIds(ctx, rel, from_id)).filter((l) => l.to_id !== id).map((l) => l.to_id);
-    await relinkRecord(ctx, from, from_id, { field: rel.from_field, next }, p, async () =>
-      await ctx.db.run(`DELETE FROM ${j} WHERE "from_id" = ? AND "to_id" = ?`, [from_id, id]),
-    );
+  const j = junctionTable(rel);
+  for (const { from_id } of await holdersOf(ctx, j, id)) {
+    const next = (await linksFrom(ctx, j, from_id)).filter((l) => l.to_id !== id).map((l) => l.to_id);
+    await relinkRecord(ctx, from, from_id, { field: rel.from_field, next }, p, { junction: j, remove: id });
   }
   // Links whose holder row is gone (nothing to update) go too.
-  await ctx.db.run(`DELETE FROM ${j} WHERE "to_id" = ?`, [id]);
+  await dropLinksTo(ctx, j, id);
 }
 
 /** Puts back one many_via link a cascade removed, if its holder still exists and lacks it. */
 async function relinkHolder(ctx: AppContext, holder: Collection, rel: Relation, holderId: string, id: string, pos: number, p: Principal): Promise<void> {
-  const links = await linkedIds(ctx, rel, holderId);
+  const j = junctionTable(rel);
+  const links = await linksFrom(ctx, j, holderId);
   if (links.some((l) => l.to_id === id)) return;
   const next = [...links, { to_id: id, pos }].sort((a, b) => a.pos - b.pos).map((l) => l.to_id);
-  await relinkRecord(ctx, holder, holderId, { field: rel.from_field, next }, p, async () =>
-    await ctx.db.run(`INSERT INTO ${q(junctionTable(rel))} ("from_id", "to_id", "pos") VALUES (?, ?, ?) ON CONFLICT DO NOTHING`, [holderId, id, pos]),
-  );
+  await relinkRecord(ctx, holder, holderId, { field: rel.from_field, next }, p, { junction: j, add: id, pos });
 }
 
 /**

@@ -1,0 +1,57 @@
+import type { AppContext } from "../context.ts";
+import { q } from "../collections/ddl.ts";
+import { SYSTEM_FIELDS, type Collection } from "../collections/types.ts";
+
+/** A record as the API returns it: system fields, user fields, and what relations add. */
+export type RecordJson = Record<string, unknown>;
+
+/** The SELECT list of a collection: system fields then user fields, all quoted. */
+export function selectList(col: Collection, fields?: string[]): string {
+  const names = fields ?? [...SYSTEM_FIELDS, ...col.fields.map((f) => f.name)];
+  return names.map(q).join(", ");
+}
+
+/** Converts a stored row into the record's JSON: booleans as true/false, json fields parsed. */
+export function decodeRow(col: Collection, row: Record<string, unknown>): RecordJson {
+  for (const f of col.fields) {
+    const v = row[f.name];
+    if (v === null || v === undefined) continue;
+    if (f.type === "boolean") row[f.name] = v === 1 || v === true;
+    else if (f.type === "json" && typeof v === "string") {
+      try {
+        row[f.name] = JSON.parse(v);
+      } catch {
+        // A value written by another tool that is not JSON: return it as stored.
+      }
+    }
+  }
+  return row;
+}
+
+/** The by-id SELECT of each catalog entry (entries are replaced, never changed, on a schema change). */
+const fetchSql = new WeakMap<Collection, string>();
+
+/** Reads one record by id (soft-deleted ones too); null when there is none. */
+export async function fetchRecord(ctx: AppContext, col: Collection, id: string): Promise<RecordJson | null> {
+  if (typeof id !== "string" || id.length > 64) return null;
+  let sql = fetchSql.get(col);
+  if (sql === undefined) fetchSql.set(col, (sql = `SELECT ${selectList(col)} FROM ${q(col.name)} WHERE "_id" = ?`));
+  const row = await ctx.db.get<Record<string, unknown>>(sql, [id]);
+  return row ? decodeRow(col, row) : null;
+}
+
+/** The records of `col` whose `field` holds `id` (only active ones with `activeOnly`), by `_id`. */
+export async function recordsWithValue(ctx: AppContext, col: Collection, field: string, id: string, activeOnly: boolean): Promise<RecordJson[]> {
+  const rows = await ctx.db.all<Record<string, unknown>>(`SELECT ${selectList(col)} FROM ${q(col.name)} WHERE ${q(field)} = ?${activeOnly ? ` AND "_deleted_at" IS NULL` : ""} ORDER BY "_id"`, [id]);
+  return rows.map((r) => decodeRow(col, r));
+}
+
+/** How many active records of `table` have `field` = `id`. */
+export async function countActiveWithValue(ctx: AppContext, table: string, field: string, id: string): Promise<number> {
+  return (await ctx.db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM ${q(table)} WHERE ${q(field)} = ? AND "_deleted_at" IS NULL`, [id]))!.n;
+}
+
+/** How many active records `table` holds, and the latest `_updated_at` among them. */
+export async function activeRowStats(ctx: AppContext, table: string): Promise<{ n: number; last: number | null }> {
+  return (await ctx.db.get<{ n: number; last: number | null }>(`SELECT COUNT(*) AS n, MAX("_updated_at") AS last FROM ${q(table)} WHERE "_deleted_at" IS NULL`))!;
+}
