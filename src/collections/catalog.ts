@@ -1,19 +1,28 @@
 import type { Engine } from "../db/engine.ts";
-import { externalChangeCounter } from "./ddl.ts";
+import { externalChangeCounter, pgChangeMarks } from "./ddl.ts";
 import type { AppContext } from "../context.ts";
 import { notFound } from "../errors.ts";
 import type { Collection, FieldDef, FieldRule, FtsState, IndexDef, Rules } from "./types.ts";
 
 /**
  * In-memory cache of the `_collections` table. Another process (the CLI) may change the
- * table at any time; `PRAGMA data_version` tells us when anyone else committed, and
- * `_meta.schema_version` whether it was a catalog change. The question is asked at most once
- * per event-loop turn (see refreshCatalog), not once per request.
+ * table at any time; `PRAGMA data_version` (PostgreSQL: the snapshot, see pgChangeMarks) tells us
+ * when anyone else committed, and `_meta.schema_version` whether it was a catalog change. The
+ * question is asked at most once per event-loop turn (see refreshCatalog), not once per request.
  */
 export interface Catalog {
   byName: Map<string, Collection>;
   schemaVersion: number;
+  /**
+   * Moves when another connection may have committed: SQLite's `data_version`; on PostgreSQL a number
+   * of this process, bumped whenever the snapshot text differs from the last one seen. Caches of
+   * data (counts) keep the value they were made under.
+   */
   dataVersion: number;
+  /** PostgreSQL: the snapshot text of the last check made outside a transaction. */
+  snapshot?: string;
+  /** The check against the database of the current turn, while it runs: later lookups of the turn wait for it. */
+  checking?: Promise<void>;
   /** Set by every catalog write: the next read reloads from the database (also after a rollback). */
   stale: boolean;
   /** True while `inTransaction` runs its outer write transaction. */
@@ -74,6 +83,18 @@ export function noteCommit(ctx: AppContext): void {
   if (upToDate) ctx.catalog.checkedCommits = commitsInProcess;
 }
 
+/**
+ * Notes a PostgreSQL snapshot read outside a transaction: a text other than the last one seen means
+ * a transaction committed since (anywhere), so the data version moves. A snapshot read inside a
+ * transaction is left out: it may be older than one already noted, which would only drop counts for nothing.
+ */
+function noteSnapshot(ctx: AppContext, snapshot: string): void {
+  const cat = ctx.catalog;
+  if (ctx.db.inTransaction() || snapshot === cat.snapshot) return;
+  cat.snapshot = snapshot;
+  cat.dataVersion = Math.max(cat.dataVersion, 0) + 1;
+}
+
 async function readSchemaVersion(db: Engine): Promise<number> {
   const row = await db.get<{ value: string }>("SELECT value FROM _meta WHERE key = 'schema_version'");
   return row ? Number(row.value) : 0;
@@ -104,12 +125,20 @@ export async function reloadCatalog(ctx: AppContext): Promise<void> {
   // run between its statements) marks it stale again, and the next read reloads once more.
   cat.stale = false;
   try {
+    // The versions are read before the rows: a change committed in between is then in the rows and
+    // seen again at the next check (a second reload), never noted as loaded while missing.
+    let schemaVersion: number;
+    if (ctx.db.dialect === "postgres") {
+      const marks = await pgChangeMarks(ctx.db);
+      schemaVersion = marks.schemaVersion;
+      noteSnapshot(ctx, marks.snapshot);
+    } else {
+      schemaVersion = await readSchemaVersion(ctx.db);
+      cat.dataVersion = await readDataVersion(ctx.db);
+    }
     const rows = await ctx.db.all<Row>("SELECT * FROM _collections ORDER BY name");
-    const schemaVersion = await readSchemaVersion(ctx.db);
-    const dataVersion = await readDataVersion(ctx.db);
     cat.byName = new Map(rows.map((r) => [r.name.toLowerCase(), collectionFromRow(r)]));
     cat.schemaVersion = schemaVersion;
-    cat.dataVersion = dataVersion;
   } catch (err) {
     cat.stale = true;
     throw err;
@@ -134,18 +163,28 @@ export function refreshCatalog(ctx: AppContext): Promise<void> | undefined {
       checkedRuns.add(run);
       return checkDataVersion(ctx);
     }
+    // A transaction of the system tables alone (no record writes): a check of its own, which does not stand
+    // for the turn's (that one reads its snapshot outside any transaction).
+    return checkDataVersion(ctx);
   }
   // Inside our write transaction no other connection can commit, so one check per transaction
   // is enough (bulk inserts would otherwise ask SQLite several times per record).
   if (cat.checkedInTx) return;
-  if (cat.inWriteTx) cat.checkedInTx = true;
-  else {
-    const t = currentTurn();
-    if (cat.checkedTurn === t && cat.checkedCommits === commitsInProcess) return;
-    cat.checkedTurn = t;
-    cat.checkedCommits = commitsInProcess;
+  if (cat.inWriteTx) {
+    cat.checkedInTx = true;
+    return checkDataVersion(ctx);
   }
-  return checkDataVersion(ctx);
+  const t = currentTurn();
+  // Lookups of the turn whose check is still running wait for it: a request that arrived after another
+  // process committed must not be answered from what was known before (a count, a collection).
+  if (cat.checkedTurn === t && cat.checkedCommits === commitsInProcess) return cat.checking;
+  cat.checkedTurn = t;
+  cat.checkedCommits = commitsInProcess;
+  const checking = checkDataVersion(ctx).finally(() => {
+    if (cat.checking === checking) cat.checking = undefined;
+  });
+  cat.checking = checking;
+  return checking;
 }
 
 /**
@@ -158,10 +197,16 @@ export function recheckCatalog(ctx: AppContext): void {
 
 async function checkDataVersion(ctx: AppContext): Promise<void> {
   const cat = ctx.catalog;
+  // PostgreSQL: both versions in one statement (see pgChangeMarks).
+  if (ctx.db.dialect === "postgres") {
+    const marks = await pgChangeMarks(ctx.db);
+    noteSnapshot(ctx, marks.snapshot);
+    if (marks.schemaVersion !== cat.schemaVersion) await reloadCatalog(ctx);
+    return;
+  }
   const dv = await readDataVersion(ctx.db);
   if (dv === cat.dataVersion) return;
-  // On PostgreSQL the counter is the schema version itself.
-  const schemaVersion = ctx.db.dialect === "postgres" ? dv : await readSchemaVersion(ctx.db);
+  const schemaVersion = await readSchemaVersion(ctx.db);
   // The version is noted once the catalog matches it (reloadCatalog notes its own): a check that runs
   // meanwhile must not take the old catalog for the new version.
   if (schemaVersion !== cat.schemaVersion) await reloadCatalog(ctx);

@@ -112,15 +112,22 @@ export async function dropJunctionTable(db: Engine, table: string): Promise<void
 
 /**
  * A number that changes whenever another connection commits (SQLite's `data_version`): the catalog
- * cache compares it to learn cheaply that another process (the CLI) may have changed the schema.
- * PostgreSQL has no such counter, and other nodes commit all the time: there it is the catalog's own
- * version (`_meta.schema_version`), so the catalog is still re-checked once per event-loop turn, and
- * caches keyed on it (counts) must not be used on that engine.
+ * cache compares it to learn cheaply that another process (the CLI) may have changed the schema, and
+ * counts kept in memory are dropped when it moves. SQLite only: see `pgChangeMarks`.
  */
 export async function externalChangeCounter(db: Engine): Promise<number> {
-  if (db.dialect === "postgres") {
-    const row = await db.get<{ value: string }>("SELECT value FROM _meta WHERE key = 'schema_version'");
-    return row ? Number(row.value) : 0;
-  }
   return (await db.get<{ data_version: number }>("PRAGMA data_version"))!.data_version;
+}
+
+/**
+ * PostgreSQL's counterpart of `externalChangeCounter`, in one statement: the catalog's version
+ * (`_meta.schema_version`) and the text of the statement's snapshot (`pg_current_snapshot()`: the
+ * oldest transaction still running, one past the newest finished, and those running between). A
+ * transaction that writes gets an id, and its end changes that text; reads get none. So two equal
+ * texts mean no transaction committed anywhere in between (no node, no CLI command), and any commit
+ * makes every later text differ from every earlier one.
+ */
+export async function pgChangeMarks(db: Engine): Promise<{ schemaVersion: number; snapshot: string }> {
+  const row = (await db.get<{ v: string | null; s: string }>("SELECT (SELECT value FROM _meta WHERE key = 'schema_version') AS v, CAST(pg_current_snapshot() AS text) AS s"))!;
+  return { schemaVersion: row.v === null ? 0 : Number(row.v), snapshot: row.s };
 }

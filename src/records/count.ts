@@ -12,10 +12,13 @@ import { checkAccess } from "../rules/access.ts";
  * again. Buckets by lower-cased collection name (`EXTERNAL` for counts whose filter looks at other
  * tables), entries by the statement and its bound values, which carry the requester's scope (the
  * owner filter) and `include_deleted`. Each entry remembers the catalog's data version: another
- * process's commit moves it (seen at the next request, see refreshCatalog).
+ * process's commit moves it (seen at the next request, see refreshCatalog; on PostgreSQL any commit
+ * anywhere, this process's own included, moves it).
  */
 interface CountCache {
   buckets: Map<string, Map<string, { n: number; dataVersion: number }>>;
+  /** Bumped by every invalidation: a count that ran across one is not kept (it may predate the commit). */
+  generation: number;
 }
 
 const CACHE_KEY = "counts";
@@ -25,10 +28,11 @@ const MAX_PER_BUCKET = 1000;
 function countCache(ctx: AppContext): CountCache {
   let cache = ctx.cache.get(CACHE_KEY) as CountCache | undefined;
   if (cache) return cache;
-  const made: CountCache = { buckets: new Map() };
+  const made: CountCache = { buckets: new Map(), generation: 0 };
   // A committed change of records drops the counts of its collections and those looking at other
   // tables; a commit without change events (a schema change, an index) drops every count.
   ctx.events.onCommit((events) => {
+    made.generation++;
     if (events.length === 0) return made.buckets.clear();
     made.buckets.delete(EXTERNAL);
     for (const e of events) made.buckets.delete(e.collection.toLowerCase());
@@ -42,15 +46,19 @@ export async function countPlan(ctx: AppContext, plan: ReadPlan, collection: str
   const run = () => runRead(plan, () => countRows(ctx, plan));
   // Inside a write transaction the count may include changes that roll back; full-text matches
   // depend on an index that may still be building: neither is kept.
-  // On PostgreSQL other nodes write without this process learning of it: nothing is kept there.
-  if (plan.search || ctx.db.inTransaction() || ctx.db.dialect === "postgres") return await run();
-  const buckets = countCache(ctx).buckets;
+  if (plan.search || ctx.db.inTransaction()) return await run();
+  const cache = countCache(ctx);
+  const buckets = cache.buckets;
   const name = plan.external ? EXTERNAL : collection.toLowerCase();
   const key = `${plan.from.sql} WHERE ${plan.where.sql}\0${JSON.stringify(plan.where.params)}`;
+  // Both taken before counting: a commit that lands while the count runs (its invalidation, or a moved
+  // data version) leaves the result unkept, or kept under a version already gone.
   const dataVersion = ctx.catalog.dataVersion;
+  const generation = cache.generation;
   const hit = buckets.get(name)?.get(key);
   if (hit && hit.dataVersion === dataVersion) return hit.n;
   const n = await run();
+  if (cache.generation !== generation) return n;
   let bucket = buckets.get(name);
   if (!bucket) buckets.set(name, (bucket = new Map()));
   else if (bucket.size >= MAX_PER_BUCKET) bucket.clear();
