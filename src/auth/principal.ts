@@ -34,10 +34,10 @@ export interface CredentialHeaders {
 /**
  * Resolves the credentials of a request. Credentials that are present but wrong are a 401,
  * also on public routes: a client holding an expired token must learn to refresh it.
- * `allowApiKey` is false on `/auth/*`, where API keys do not act. `ip` is the client address:
+ * `allowApiKey` is false on `/auth/*`, where API keys do not act. `ip` gives the client address:
  * a value that could only be a guess at the admin secret counts toward its limit.
  */
-export async function resolvePrincipal(ctx: AppContext, h: CredentialHeaders, opts: { allowApiKey: boolean; ip: string }): Promise<Principal> {
+export async function resolvePrincipal(ctx: AppContext, h: CredentialHeaders, opts: { allowApiKey: boolean; ip: () => string }): Promise<Principal> {
   if (h.adminToken) {
     const value = h.adminToken.trim();
     // A token signed with this server's key (an admin token, or a user's sent to the wrong header) is no guess at the secret.
@@ -45,7 +45,7 @@ export async function resolvePrincipal(ctx: AppContext, h: CredentialHeaders, op
       if (await isAdminToken(ctx, value)) return ADMIN;
       throw invalidToken("invalid or expired admin token");
     }
-    if (await checkAdminSecretGuess(ctx, value, opts.ip)) return ADMIN;
+    if (await checkAdminSecretGuess(ctx, value, opts.ip())) return ADMIN;
     throw invalidAdminCredentials();
   }
   if (h.authorization) {
@@ -55,7 +55,7 @@ export async function resolvePrincipal(ctx: AppContext, h: CredentialHeaders, op
     if (isSignedJwt(await jwtKey(ctx), token)) return fromSignedJwt(ctx, token);
     // A user's API key in the wrong header is a mistake, not a guess at the admin secret.
     if (await findApiKey(ctx, token)) throw invalidToken("send API keys in the X-API-Key header");
-    if (await checkAdminSecretGuess(ctx, token, opts.ip)) return ADMIN;
+    if (await checkAdminSecretGuess(ctx, token, opts.ip())) return ADMIN;
     throw invalidAdminCredentials();
   }
   if (h.apiKey) {

@@ -2,7 +2,7 @@ import { cors } from "@elysiajs/cors";
 import { Elysia } from "elysia";
 import type { AppContext } from "../context.ts";
 import { toErrorResponse } from "./plugins/errors.ts";
-import { refuseImpersonationOnAuth, rememberClientIp } from "./request.ts";
+import { refuseImpersonationOnAuth, rememberServer } from "./request.ts";
 import { requestLogger } from "./plugins/request-log.ts";
 import { adminOpsRoutes } from "./routes/admin-ops.ts";
 import { adminSearchRoutes } from "./routes/admin-search.ts";
@@ -44,7 +44,7 @@ export function createApp(ctx: AppContext, opts: { requestLog?: boolean } = {}) 
     .onError({ as: "global" }, ({ error, code, request }) => toErrorResponse(error, code, ctx.log, request))
     // Synchronous on purpose: an async hook here would make every request's handler async.
     .onRequest(({ request, server }) => {
-      rememberClientIp(request, server);
+      rememberServer(request, server);
       refuseImpersonationOnAuth(ctx, request);
     })
     .use(healthRoutes())

@@ -4,12 +4,13 @@ import type { ClientInfo } from "../auth/sessions.ts";
 import type { AppContext } from "../context.ts";
 import { AppError, forbidden } from "../errors.ts";
 
-// The client address of each request in flight, noted when it arrives (routes see only the Request).
-const clientIps = new WeakMap<Request, string>();
+// The server each request in flight came through, noted when it arrives (routes see only the Request). The
+// client address is looked up from it only when a limit keyed by address needs it, not for every request.
+const servers = new WeakMap<Request, Server<unknown>>();
 
-/** Notes the client address of a request (the app's first request hook), for limits keyed by address. */
-export function rememberClientIp(request: Request, server: Server<unknown> | null | undefined): void {
-  clientIps.set(request, clientInfo(request, server).ip ?? "unknown");
+/** Notes the server of a request (the app's first request hook), for limits keyed by client address. */
+export function rememberServer(request: Request, server: Server<unknown> | null | undefined): void {
+  if (server) servers.set(request, server);
 }
 
 /** The principal of a request from its headers. API keys act only outside `/auth/*`. */
@@ -18,7 +19,7 @@ export function principalOf(ctx: AppContext, request: Request, opts: { allowApiK
   return resolvePrincipal(
     ctx,
     { authorization: h.get("authorization"), adminToken: h.get("x-admin-token"), apiKey: h.get("x-api-key") },
-    { allowApiKey: opts.allowApiKey ?? true, ip: clientIps.get(request) ?? "unknown" },
+    { allowApiKey: opts.allowApiKey ?? true, ip: () => clientInfo(request, servers.get(request)).ip ?? "unknown" },
   );
 }
 

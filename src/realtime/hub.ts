@@ -81,6 +81,8 @@ export interface RealtimeHub {
   resetAll(reason: string): void;
   /** Open streams, for tests and the bench. */
   readonly size: number;
+  /** Events held for resumes, for tests. */
+  readonly held: number;
 }
 
 const hubs = new WeakMap<AppContext, RealtimeHub>();
@@ -123,9 +125,15 @@ function createHub(ctx: AppContext): RealtimeHub {
   let replayFloor = 0;
   const canResume = (from: number) => from >= replayFloor && buffer.holdsAfter(from);
 
+  // Events are held for resumes from the first stream on. Before it no client holds an event id of
+  // this process (ids carry its epoch), so none could be resumed: a process nobody follows (a bulk
+  // load) does not keep its last 20,000 records in memory for five minutes.
+  let opened = false;
+
   ctx.events.subscribe(accept);
 
   function accept(event: ChangeEvent) {
+    if (!opened) return buffer.skip();
     pending.push(buffer.push(event, ctx.clock.now()));
     // IMPORTANT: the writer only queues; rule checks and fan-out run after its request, so no
     // number of subscribers (or a stalled one) slows a write.
@@ -313,7 +321,12 @@ function createHub(ctx: AppContext): RealtimeHub {
       return clients.size;
     },
 
+    get held() {
+      return buffer.size;
+    },
+
     async open({ identity, ip, lastEventId, subscribe, onEnd }) {
+      opened = true;
       const usage = ipUsage(ip);
       const maxStreams = await getSetting(ctx, "realtime_max_streams_per_ip");
       // With several nodes the counts are every node's, taken below with the stream's row.

@@ -34,6 +34,11 @@ export class ReplayBuffer {
     return held;
   }
 
+  /** Numbers an event without keeping it (nobody could ask for it again). */
+  skip(): void {
+    this.lastSeq++;
+  }
+
   get size(): number {
     return this.items.length - this.head;
   }
