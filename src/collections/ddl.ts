@@ -1,5 +1,5 @@
-import { sha256 } from "../crypto.ts";
 import type { Engine } from "../db/engine.ts";
+import { pgIdentifier } from "../db/pg-placeholders.ts";
 import { NAME_RE, type FieldType } from "./types.ts";
 
 // All DDL for user collections lives here. Identifiers reach SQL only after passing NAME_RE
@@ -13,17 +13,13 @@ export function q(name: string): string {
   return `"${name}"`;
 }
 
-/** PostgreSQL's longest identifier, in bytes (our names are ASCII); SQLite takes any length. */
-const PG_MAX_IDENT = 63;
-
 /**
- * A name of ours built from a collection name (an index, say) that fits the engine: on PostgreSQL a
- * longer one is cut and ends in a hash of the whole, since PostgreSQL would cut it silently and two
- * long names with the same start would then meet.
+ * A name of ours built from a collection name (an index, say) as the engine will call it: on PostgreSQL a
+ * name over 63 bytes is cut and ends in a hash of the whole (the engine shortens every quoted identifier
+ * the same way; this is for names compared as values, in the schema's own tables).
  */
 export function schemaIdent(db: Engine, name: string): string {
-  if (db.dialect === "sqlite" || name.length <= PG_MAX_IDENT) return name;
-  return `${name.slice(0, PG_MAX_IDENT - 9)}_${sha256(name).slice(0, 8)}`;
+  return db.dialect === "sqlite" ? name : pgIdentifier(name);
 }
 
 // A JSON field keeps its JSON text on both engines (PostgreSQL: `text` too), so a stored value comes back
@@ -94,7 +90,7 @@ export async function schemaNameTaken(db: Engine, name: string): Promise<boolean
     db.dialect === "postgres"
       ? "SELECT 1 FROM pg_catalog.pg_class WHERE relnamespace = CAST(current_schema() AS regnamespace) AND lower(relname) = lower(?)"
       : "SELECT 1 FROM sqlite_master WHERE lower(name) = lower(?)";
-  return (await db.get(sql, [name])) !== null;
+  return (await db.get(sql, [schemaIdent(db, name)])) !== null;
 }
 
 /** Creates the junction table of a many_via relation and its reverse index. */

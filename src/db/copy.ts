@@ -7,6 +7,7 @@ import { junctionTable } from "../relations/catalog.ts";
 import { enableFts } from "../search/fts.ts";
 import { postgresMigrations } from "../../migrations/postgres/index.ts";
 import type { Engine, SqlValue } from "./engine.ts";
+import { pgIdentifier } from "./pg-placeholders.ts";
 
 // `baas db copy --to postgres://…` (CONTRACT §11): the whole SQLite database of a data directory into an
 // empty PostgreSQL database, in one transaction on each side (a consistent snapshot read, one commit).
@@ -48,11 +49,11 @@ async function targetTables(db: Engine): Promise<string[]> {
   return rows.map((r) => r.name);
 }
 
-/** The columns of a target table, and those a copy may write (not generated, not identity). */
+/** The columns of a target table, and those a copy may write (not generated, not identity), as PostgreSQL names them. */
 async function targetColumns(db: Engine, table: string): Promise<{ all: Set<string>; writable: Set<string> }> {
   const rows = await db.all<{ name: string; generated: string; identity: string }>(
     "SELECT column_name AS name, is_generated AS generated, is_identity AS identity FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ?",
-    [table],
+    [pgIdentifier(table)],
   );
   return {
     all: new Set(rows.map((r) => r.name)),
@@ -131,9 +132,9 @@ async function copyRows(
   if (!src) throw new Error(`the source has no table "${table}"`);
   const { all, writable } = await targetColumns(target, table);
   // A column the target lacks would be data lost without a word.
-  const lost = src.columns.find((c) => !all.has(c));
+  const lost = src.columns.find((c) => !all.has(pgIdentifier(c)));
   if (lost !== undefined) throw new Error(`column "${lost}" of table "${table}" has no place in the target database`);
-  const cols = src.columns.filter((c) => writable.has(c));
+  const cols = src.columns.filter((c) => writable.has(pgIdentifier(c)));
   const total = await count(source, table);
   const perInsert = Math.max(1, Math.min(MAX_ROWS, Math.floor(MAX_PARAMS / Math.max(1, cols.length))));
   const list = cols.map(q).join(", ");

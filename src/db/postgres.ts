@@ -3,7 +3,7 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import { runAfterCommit } from "./after-commit.ts";
 import type { Engine, RunResult, SqlValue } from "./engine.ts";
 import { isRetryable, mapPostgresError, sqlState } from "./postgres-errors.ts";
-import { toPositional } from "./pg-placeholders.ts";
+import { toPositional, type Positional } from "./pg-placeholders.ts";
 
 /**
  * The PostgreSQL engine, on Bun's built-in client (no dependency). What callers see is what the SQLite
@@ -115,6 +115,17 @@ function convertRows(rows: PgResult): Record<string, unknown>[] {
   return rows;
 }
 
+/** Gives the columns whose names a statement had to shorten the names it asked for, in their place. */
+function renameColumns(rows: PgResult, renamed: Map<string, string>): void {
+  for (let r = 0; r < rows.length; r++) {
+    const row = rows[r]!;
+    const out: Record<string, unknown> = {};
+    for (const key in row) out[renamed.get(key) ?? key] = row[key];
+    rows[r] = out;
+  }
+  for (const c of rows.columns ?? []) c.name = renamed.get(c.name) ?? c.name;
+}
+
 /** Parameters as the driver takes them: see the engine's comment for why numbers go untyped. */
 function toDriverParams(params: readonly SqlValue[]): unknown[] {
   return params.map((p) => {
@@ -133,9 +144,9 @@ function noteStatement(err: unknown, sql: string): void {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Rewritten statements by their text: the same few hundred statements run again and again. */
-const positional = new Map<string, { text: string; count: number }>();
+const positional = new Map<string, Positional>();
 
-function rewrite(sql: string): { text: string; count: number } {
+function rewrite(sql: string): Positional {
   let hit = positional.get(sql);
   if (!hit) {
     // A bound on memory for SQL built with varying text (IN lists of any length).
@@ -181,12 +192,14 @@ export class PostgresEngine implements Engine {
   }
 
   private async query(sql: string, params: readonly SqlValue[] = []): Promise<PgResult> {
-    const { text, count } = rewrite(sql);
+    const { text, count, renamed } = rewrite(sql);
     if (count !== params.length) throw new Error(`the statement has ${count} placeholders but ${params.length} values were given`);
     const tx = this.currentTx();
     for (let attempt = 0; ; attempt++) {
       try {
-        return (await (tx?.conn ?? this.sql).unsafe(text, toDriverParams(params))) as PgResult;
+        const rows = (await (tx?.conn ?? this.sql).unsafe(text, toDriverParams(params))) as PgResult;
+        if (renamed && rows.length) renameColumns(rows, renamed);
+        return rows;
       } catch (err) {
         noteStatement(err, sql);
         if (tx) throw this.failIn(tx, err);
@@ -217,7 +230,7 @@ export class PostgresEngine implements Engine {
   async exec(sql: string): Promise<void> {
     const tx = this.currentTx();
     try {
-      await (tx?.conn ?? this.sql).unsafe(sql).simple();
+      await (tx?.conn ?? this.sql).unsafe(toPositional(sql, false).text).simple();
     } catch (err) {
       noteStatement(err, sql);
       throw tx ? this.failIn(tx, err) : mapPostgresError(err);

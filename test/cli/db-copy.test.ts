@@ -19,6 +19,9 @@ const SQLITE = { DATABASE_URL: "" };
 const AUTHORS = 40;
 const TAGS = 20;
 const BOOKS = 940;
+const LONG = "l".repeat(64);
+const LONG_A = "f".repeat(63) + "a";
+const LONG_B = "f".repeat(63) + "b";
 
 describe.skipIf(!postgresAvailable)("db copy", () => {
   let bin: string;
@@ -97,6 +100,10 @@ describe.skipIf(!postgresAvailable)("db copy", () => {
     await must(srv, "POST", "/api/v1/admin/collections", { body: { name: "notes", rules: { read: "owner", create: "authenticated", update: "owner", delete: "owner" } } });
     await must(srv, "POST", "/api/v1/notes/bulk", { token: alice.access_token, body: [{ text: "a1" }, { text: "a2" }, { text: "a3" }] });
     await must(srv, "POST", "/api/v1/notes/bulk", { token: bob.access_token, body: [{ text: "b1" }, { text: "b2" }] });
+    // Names of 64 characters, longer than PostgreSQL's identifiers: two fields that share their first 63.
+    await must(srv, "POST", "/api/v1/admin/collections", { body: { name: LONG, rules: { read: "public" } } });
+    await must(srv, "POST", `/api/v1/${LONG}/bulk`, { body: [{ [LONG_A]: "one", [LONG_B]: 1 }, { [LONG_A]: "two", [LONG_B]: 2 }] });
+    await must(srv, "POST", `/api/v1/admin/collections/${LONG}/indexes`, { body: { fields: [LONG_B], unique: true } });
   }
 
   beforeAll(async () => {
@@ -159,6 +166,7 @@ describe.skipIf(!postgresAvailable)("db copy", () => {
       "/api/v1/books?search=garden&limit=20&sort=_id",
       "/api/v1/books/count?search=river%20OR%20harbour",
       "/api/v1/books?search=%22mountain%20tales%22&filter=year:gte:1990&sort=-year,_id&limit=50",
+      `/api/v1/${LONG}?sort=-${LONG_B}`,
     ];
     for (const path of reads) {
       const [a, b] = [await call(sqlite, "GET", path), await call(pg, "GET", path)];
