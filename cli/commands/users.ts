@@ -12,8 +12,13 @@ import {
   type UserSecurityJson,
 } from "../../src/users/admin-users.ts";
 import type { UserJson } from "../../src/users/users.ts";
+import { queryChecker } from "../../src/http/check.ts";
+import { UserListQuery } from "../../src/http/schemas.ts";
 import { askPassword, isInteractive } from "../prompts.ts";
 import { UsageError, collect, confirmDestructive, keyValues, output, parseJsonArg, serviceAction, table, when, withContext } from "../run.ts";
+
+/** `--limit` and `--page` are checked as the admin API checks its query string. */
+const listQuery = queryChecker(UserListQuery);
 
 /** Human rendering of a user object. */
 export function showUser(u: UserJson): string {
@@ -86,7 +91,7 @@ Examples:
     .option("--page <n>", "page number, from 1")
     .addHelpText("after", "\nExample:\n  $ baas users list --search @example.com --json   # { items: [user, ...], total }")
     .action(async (opts: { search?: string; limit?: string; page?: string }, cmd: Command) => {
-      const res = await withContext(cmd, (ctx) => listUsers(ctx, opts));
+      const res = await withContext(cmd, (ctx) => listUsers(ctx, listQuery(opts)));
       output(cmd, res, () => {
         const rows = table(
           ["ID", "EMAIL", "VERIFIED", "ROLES", "CREATED"],

@@ -75,6 +75,8 @@ const KIND_TEXT: Partial<Record<ValueErrorType, string>> = {
 /** The default message: `the request body must be a JSON object`, `name is required`, `unique must be a boolean`… */
 function defaultMessage({ key, error }: BodyIssue): string {
   if (key === "") return "the request body must be a JSON object";
+  const { minimum, maximum } = error.schema;
+  if (error.schema[Kind] === "Integer" && minimum !== undefined && maximum !== undefined) return `${key} must be an integer between ${minimum} and ${maximum}`;
   if (error.type === ValueErrorType.ObjectAdditionalProperties) return `unknown key "${key}"`;
   if (error.type === ValueErrorType.ObjectRequiredProperty) return `${key} is required`;
   const kind = KIND_TEXT[error.type];
@@ -128,5 +130,27 @@ export function bodyChecker<T extends TSchema>(schema: T, messages: BodyMessages
       if (compiled.Check(value)) return value as Static<T>;
       throw reject(value);
     },
+  };
+}
+
+/** Query parameters as given: a request's, or the same names as strings (the CLI's options). */
+export type QueryInput = URLSearchParams | Record<string, string | undefined>;
+
+/**
+ * A query string checked against an object schema: each parameter the schema names is read (its first
+ * value; an empty one counts as absent), digits become a number where the schema wants an integer, and
+ * the result is checked like a body (`name must be an integer between 1 and 500`).
+ */
+export function queryChecker<T extends TObject>(schema: T, messages: BodyMessages = {}): (input: QueryInput) => Static<T> {
+  const check = bodyChecker(schema, messages);
+  const names = Object.entries(schema.properties).map(([name, s]) => ({ name, integer: s[Kind] === "Integer" }));
+  return (input) => {
+    const value: Record<string, unknown> = {};
+    for (const { name, integer } of names) {
+      const raw = input instanceof URLSearchParams ? input.get(name) : input[name];
+      if (raw === null || raw === undefined || raw === "") continue;
+      value[name] = integer && /^\d+$/.test(raw) ? Number(raw) : raw;
+    }
+    return check.parse(value);
   };
 }

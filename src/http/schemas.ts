@@ -1,3 +1,4 @@
+import { Type } from "@sinclair/typebox";
 import { t, type TSchema } from "elysia";
 import { MAX_INDEX_FIELDS } from "../collections/indexes.ts";
 import { MAX_BATCH } from "../records/batch.ts";
@@ -199,8 +200,9 @@ export const AdminUserCreateBody = t.Object(userFields, { additionalProperties: 
 export const AdminUserUpdateBody = t.Object({ ...userFields, email: t.Optional(email), totp_enabled: t.Optional(t.Literal(false)) }, { additionalProperties: false });
 export const UserListQuery = t.Object({
   search: t.Optional(t.String({ description: "part of the email" })),
-  limit: t.Optional(t.Integer({ minimum: 1 })),
-  page: t.Optional(t.Integer({ minimum: 1 })),
+  // TypeBox's own integer: Elysia's `t.Integer` also takes a string, and the check reads the digits itself.
+  limit: t.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 50 })),
+  page: t.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000, default: 1 })),
 });
 export const UserListBody = open({ items: t.Array(UserBody), total: t.Integer() });
 export const SessionInfo = open({

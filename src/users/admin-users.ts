@@ -13,13 +13,6 @@ import { INSERT_ORDER } from "../query/dialect.ts";
 /** Lifetime of an admin impersonation token (CONTRACT §3). */
 export const IMPERSONATION_TTL_SECONDS = 300;
 
-function positiveInt(raw: unknown, name: string, fallback: number, max: number): number {
-  if (raw === undefined || raw === null || raw === "") return fallback;
-  const n = typeof raw === "number" ? raw : /^\d+$/.test(String(raw)) ? Number(raw) : NaN;
-  if (!Number.isInteger(n) || n < 1 || n > max) throw badRequest(`${name} must be an integer between 1 and ${max}`);
-  return n;
-}
-
 /** What an admin may set on a user; email and password are judged by the user store (422). */
 export interface AdminUserInput {
   email?: unknown;
@@ -29,11 +22,13 @@ export interface AdminUserInput {
   is_verified?: boolean;
 }
 
-/** Lists users, newest first: `{ items, total }`; `search` matches part of the email, `limit` 1..500 (50), `page` from 1. */
-export async function listUsers(ctx: AppContext, opts: { search?: unknown; limit?: unknown; page?: unknown } = {}): Promise<{ items: UserJson[]; total: number }> {
-  const limit = positiveInt(opts.limit, "limit", 50, 500);
-  const page = positiveInt(opts.page, "page", 1, 1_000_000);
-  const search = typeof opts.search === "string" ? opts.search.trim().toLowerCase() : "";
+/**
+ * Lists users, newest first: `{ items, total }`; `search` matches part of the email, `limit` 1..500 (50),
+ * `page` 1..1,000,000 (1), as the query string's schema checked them.
+ */
+export async function listUsers(ctx: AppContext, opts: { search?: string; limit?: number; page?: number } = {}): Promise<{ items: UserJson[]; total: number }> {
+  const { limit = 50, page = 1 } = opts;
+  const search = opts.search?.trim().toLowerCase() ?? "";
   if (search.length > 254) throw badRequest("search is too long");
   // LIKE wildcards in the search text are escaped: the text is matched literally.
   const pattern = `%${search.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;

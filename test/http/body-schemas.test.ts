@@ -93,6 +93,8 @@ const FIELDS: { name: string; caller: Caller; method: string; path: () => string
   { name: "PATCH me with a number as metadata", caller: "user", method: "PATCH", path: () => "/api/v1/auth/me", body: { metadata: 5 }, status: 400, answer: bad("metadata must be a JSON object") },
   { name: "PATCH me without metadata", caller: "user", method: "PATCH", path: () => "/api/v1/auth/me", body: {}, status: 400, answer: bad("metadata is required") },
   { name: "PATCH me with another key", caller: "user", method: "PATCH", path: () => "/api/v1/auth/me", body: { metadata: {}, roles: ["admin"] }, status: 400, answer: bad('"roles" cannot be changed here; only metadata') },
+  { name: "PATCH me with a key named like an Object method", caller: "user", method: "PATCH", path: () => "/api/v1/auth/me", body: { metadata: {}, constructor: 1 }, status: 400, answer: bad('"constructor" cannot be changed here; only metadata') },
+  { name: "user with __proto__ as a key", caller: "admin", method: "POST", path: () => "/api/v1/admin/users", body: '{"email":"proto@example.test","__proto__":{"x":1}}', status: 400, answer: bad('unknown field "__proto__"; allowed: email, password, roles, metadata, is_verified') },
   { name: "2fa enable with a boolean as code", caller: "user", method: "POST", path: () => "/api/v1/auth/2fa/enable", body: { code: true }, status: 400, answer: bad(`code is required (${SIX_DIGITS})`) },
   { name: "API key with a number as name", caller: "user", method: "POST", path: () => "/api/v1/auth/api-keys", body: { name: 5 }, status: 400, answer: bad("name is required (a non-empty string)") },
   { name: "API key without name", caller: "user", method: "POST", path: () => "/api/v1/auth/api-keys", body: {}, status: 400, answer: bad("name is required (a non-empty string)") },
@@ -214,3 +216,34 @@ describe("credentials, settings and the collection are checked before the body",
   });
 });
 
+
+describe("the query string of GET /admin/users", () => {
+  const list = (query: string) => send("admin", "GET", `/api/v1/admin/users${query}`, undefined);
+
+  test("limit and page outside their range, or not digits, are 400 naming the range", async () => {
+    for (const [query, error] of [
+      ["?limit=0", "limit must be an integer between 1 and 500"],
+      ["?limit=501", "limit must be an integer between 1 and 500"],
+      ["?limit=%2B5", "limit must be an integer between 1 and 500"],
+      ["?limit=2.5", "limit must be an integer between 1 and 500"],
+      ["?page=x", "page must be an integer between 1 and 1000000"],
+      ["?page=1000001", "page must be an integer between 1 and 1000000"],
+      ["?page=99999999999999999999", "page must be an integer between 1 and 1000000"],
+    ]) {
+      const res = await list(query!);
+      expect({ query, status: res.status, body: res.body }).toEqual({ query, status: 400, body: bad(error!) });
+    }
+  });
+
+  test("an empty value is the default, and the first of repeated values counts", async () => {
+    const all = await list("");
+    expect((await list("?limit=&page=")).body).toEqual(all.body);
+    const one = await list("?limit=1&limit=x");
+    expect({ status: one.status, items: one.body.items.length }).toEqual({ status: 200, items: 1 });
+    expect((await list("?limit=007")).body.items.length).toBe(Math.min(7, all.body.total));
+  });
+
+  test("without admin credentials a bad query string is 401", async () => {
+    expect((await send("none", "GET", "/api/v1/admin/users?limit=0", undefined)).status).toBe(401);
+  });
+});

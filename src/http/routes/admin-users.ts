@@ -17,7 +17,7 @@ import {
   unlockUser,
 } from "../../users/admin-users.ts";
 import { readJson } from "../body.ts";
-import { bodyChecker, type BodyMessages } from "../check.ts";
+import { bodyChecker, queryChecker, type BodyMessages } from "../check.ts";
 import { doc, type RouteDoc } from "../doc.ts";
 import { AdminUserCreateBody, AdminUserUpdateBody, ApiKeyBody, Items, SessionInfo, UserBody, UserListBody, UserListQuery } from "../schemas.ts";
 import { requireAdmin } from "../request.ts";
@@ -33,6 +33,7 @@ const userMessages = (schema: { properties: object }): BodyMessages => ({
   roles: ROLES_MESSAGE,
   totp_enabled: "totp_enabled can only be set to false: users turn two-factor authentication on themselves",
 });
+const userListQuery = queryChecker(UserListQuery);
 const createBody = bodyChecker(AdminUserCreateBody, userMessages(AdminUserCreateBody));
 const updateBody = bodyChecker(AdminUserUpdateBody, userMessages(AdminUserUpdateBody));
 
@@ -43,10 +44,7 @@ export function adminUserRoutes(ctx: AppContext) {
     .onBeforeHandle(async ({ request }) => {
       await requireAdmin(ctx, request);
     })
-    .get("/users", ({ request }) => {
-      const q = new URL(request.url).searchParams;
-      return listUsers(ctx, { search: q.get("search") ?? undefined, limit: q.get("limit") ?? undefined, page: q.get("page") ?? undefined });
-    }, admin("List users (newest first)", UserListBody, { query: UserListQuery, errors: [400] }))
+    .get("/users", ({ request }) => listUsers(ctx, userListQuery(new URL(request.url).searchParams)), admin("List users (newest first)", UserListBody, { query: UserListQuery, errors: [400] }))
     .post("/users", async ({ request, set }) => {
       const res = await adminCreateUser(ctx, createBody.parse(await readJson(request, max)));
       set.status = 201;
