@@ -106,8 +106,10 @@ export async function createJunctionTable(db: Engine, table: string): Promise<vo
 }
 
 /**
- * A number that changes whenever another connection commits (SQLite's `data_version`): the catalog
- * cache compares it to learn cheaply that another process (the CLI) may have changed the schema.
+ * A number that changes whenever another connection commits (SQLite's `data_version`, which the engine
+ * always asks its writing connection, without waiting for a transaction: this process's own commits do
+ * not move it): the catalog cache compares it to learn cheaply that another process (the CLI) may have
+ * changed the schema.
  * PostgreSQL has no such counter, and other nodes commit all the time: there it is the catalog's own
  * version (`_meta.schema_version`), so the catalog is still re-checked once per event-loop turn, and
  * caches keyed on it (counts) must not be used on that engine.

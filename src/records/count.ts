@@ -15,6 +15,8 @@ import { checkAccess } from "../rules/access.ts";
  */
 interface CountCache {
   buckets: Map<string, Map<string, { n: number; dataVersion: number }>>;
+  /** Committed transactions seen: a count that a commit overtook while it ran is not kept. */
+  commits: number;
 }
 
 const CACHE_KEY = "counts";
@@ -24,10 +26,11 @@ const MAX_PER_BUCKET = 1000;
 function countCache(ctx: AppContext): CountCache {
   let cache = ctx.cache.get(CACHE_KEY) as CountCache | undefined;
   if (cache) return cache;
-  const made: CountCache = { buckets: new Map() };
+  const made: CountCache = { buckets: new Map(), commits: 0 };
   // A committed change of records drops the counts of its collections and those looking at other
   // tables; a commit without change events (a schema change, an index) drops every count.
   ctx.events.onCommit((events) => {
+    made.commits++;
     if (events.length === 0) return made.buckets.clear();
     made.buckets.delete(EXTERNAL);
     for (const e of events) made.buckets.delete(e.collection.toLowerCase());
@@ -46,13 +49,18 @@ export async function countPlan(ctx: AppContext, plan: ReadPlan, collection: str
   // depend on an index that may still be building: neither is kept.
   // On PostgreSQL other nodes write without this process learning of it: nothing is kept there.
   if (plan.search || ctx.db.inTransaction() || ctx.db.dialect === "postgres") return await run();
-  const buckets = countCache(ctx).buckets;
+  const cache = countCache(ctx);
+  const buckets = cache.buckets;
   const name = plan.external ? EXTERNAL : collection.toLowerCase();
   const key = `${plan.from.sql} WHERE ${plan.where.sql}\0${JSON.stringify(plan.where.params)}`;
   const dataVersion = ctx.catalog.dataVersion;
   const hit = buckets.get(name)?.get(key);
   if (hit && hit.dataVersion === dataVersion) return hit.n;
+  // Reads do not wait for a transaction open meanwhile: if one commits before this count is stored, the
+  // count may be from before it, and is answered but not kept.
+  const commits = cache.commits;
   const n = await run();
+  if (cache.commits !== commits) return n;
   let bucket = buckets.get(name);
   if (!bucket) buckets.set(name, (bucket = new Map()));
   else if (bucket.size >= MAX_PER_BUCKET) bucket.clear();
