@@ -255,6 +255,11 @@ export async function listCollections(ctx: AppContext): Promise<Collection[]> {
 export async function touchCatalog(ctx: AppContext): Promise<void> {
   await ctx.db.run("INSERT INTO _meta (key, value) VALUES ('schema_version', '1') ON CONFLICT(key) DO UPDATE SET value = CAST(CAST(_meta.value AS INTEGER) + 1 AS TEXT)");
   ctx.catalog.stale = true;
+  // A read outside this transaction does not wait for it, and may reload the catalog from before the change
+  // meanwhile: once it is committed, the next lookup reloads again.
+  ctx.db.afterCommit(() => {
+    ctx.catalog.stale = true;
+  });
 }
 
 /**

@@ -107,9 +107,10 @@ export async function dropJunctionTable(db: Engine, table: string): Promise<void
 }
 
 /**
- * A number that changes whenever another connection commits (SQLite's `data_version`): the catalog
- * cache compares it to learn cheaply that another process (the CLI) may have changed the schema, and
- * counts kept in memory are dropped when it moves. SQLite only: see `pgChangeMarks`.
+ * A number that changes whenever another connection commits (SQLite's `data_version`, which the engine
+ * always asks its writing connection, without waiting for a transaction: this process's own commits do
+ * not move it): the catalog cache compares it to learn cheaply that another process (the CLI) may have
+ * changed the schema, and counts kept in memory are dropped when it moves. SQLite only: see `pgChangeMarks`.
  */
 export async function externalChangeCounter(db: Engine): Promise<number> {
   return (await db.get<{ data_version: number }>("PRAGMA data_version"))!.data_version;

@@ -1,4 +1,4 @@
-import type { Database } from "bun:sqlite";
+import { Database, type Statement } from "bun:sqlite";
 import { AsyncLocalStorage } from "node:async_hooks";
 import { runAfterCommit } from "./after-commit.ts";
 import type { Engine, RunResult, SqlValue } from "./engine.ts";
@@ -37,6 +37,21 @@ interface Scope {
 
 const NO_PARAMS: readonly SqlValue[] = [];
 
+/**
+ * Read on the writing connection even while another context's transaction holds it: it tells this
+ * connection's view of other connections' commits (the catalog's freshness check), reads no row, and is
+ * the same inside a transaction as outside.
+ */
+const DATA_VERSION = "PRAGMA data_version";
+
+/** Most statements the reading connection keeps prepared; past it, the oldest is finalized. */
+const MAX_READ_STATEMENTS = 500;
+
+/** A statement that only reads, told by its text: a SELECT (or WITH … SELECT) naming no write. */
+function readsOnly(sql: string): boolean {
+  return /^\s*(?:SELECT|WITH)\b/i.test(sql) && !/\b(?:INSERT|UPDATE|DELETE|REPLACE)\b/i.test(sql);
+}
+
 /** Who holds a database file's connection(s) in this process: one transaction at a time. */
 interface FileLock {
   locked: boolean;
@@ -62,10 +77,14 @@ function lockFor(sqlite: Database): FileLock {
 }
 
 /**
- * The SQLite engine: one bun:sqlite connection. Statements are prepared once and cached by their
- * text (`db.query`). A transaction belongs to the async context that opened it (AsyncLocalStorage);
- * a mutex makes other contexts wait, both their transactions and their plain statements, so nothing
- * ever runs inside someone else's transaction. Engines of this process on the same file share it.
+ * The SQLite engine: one bun:sqlite connection that writes, and a second, read-only one. Statements
+ * are prepared once and cached by their text. A transaction belongs to the async context that opened
+ * it (AsyncLocalStorage); a mutex makes other contexts wait, both their transactions and their plain
+ * writes, so nothing ever runs inside someone else's transaction. Engines of this process on the same
+ * file share it. A read of another context, made while a transaction holds the writing connection,
+ * does not wait: it runs on the reading connection, which (WAL) sees every commit made before the
+ * statement starts and nothing uncommitted. An in-memory database has no second connection (it would be
+ * another database): there such reads wait as writes do.
  */
 export class SqliteEngine implements Engine {
   readonly dialect = "sqlite" as const;
@@ -73,6 +92,10 @@ export class SqliteEngine implements Engine {
   private readonly fileLock: FileLock;
   /** The write transaction being run, which transactions that start meanwhile join. */
   private group: Group | null = null;
+  /** The reading connection: undefined until first needed, null when there is none (in-memory, not WAL). */
+  private reader: Database | null | undefined;
+  /** Its statements by text; null for a text that is not a plain read (it goes to the writing connection). */
+  private readonly readStatements = new Map<string, Statement | null>();
 
   /**
    * `onCallbackError` hears an after-commit callback that threw (the commit stands).
@@ -91,21 +114,51 @@ export class SqliteEngine implements Engine {
   }
 
   get<T = Record<string, unknown>>(sql: string, params: readonly SqlValue[] = NO_PARAMS): Promise<T | null> {
-    if (!this.free()) return this.queued(() => this.getNow<T>(sql, params));
     try {
-      return Promise.resolve(this.getNow<T>(sql, params));
+      if (this.free() || sql === DATA_VERSION) return Promise.resolve(this.getNow<T>(sql, params));
+      const read = this.readStatement(sql);
+      if (!read) return this.queued(() => this.getNow<T>(sql, params));
+      return Promise.resolve((read.get(...(params as SqlValue[])) as T | null) ?? null);
     } catch (err) {
       return Promise.reject(mapSqliteError(err));
     }
   }
 
   all<T = Record<string, unknown>>(sql: string, params: readonly SqlValue[] = NO_PARAMS): Promise<T[]> {
-    if (!this.free()) return this.queued(() => this.allNow<T>(sql, params));
     try {
-      return Promise.resolve(this.allNow<T>(sql, params));
+      if (this.free()) return Promise.resolve(this.allNow<T>(sql, params));
+      const read = this.readStatement(sql);
+      if (!read) return this.queued(() => this.allNow<T>(sql, params));
+      return Promise.resolve(read.all(...(params as SqlValue[])) as T[]);
     } catch (err) {
       return Promise.reject(mapSqliteError(err));
     }
+  }
+
+  /** The reading connection's statement for `sql` when it is a plain read and that connection exists, else null. */
+  private readStatement(sql: string): Statement | null {
+    const known = this.readStatements.get(sql);
+    if (known !== undefined) return known;
+    const reader = this.reader === undefined ? this.openReader() : this.reader;
+    const made = reader && readsOnly(sql) ? reader.prepare(sql) : null;
+    if (this.readStatements.size >= MAX_READ_STATEMENTS) {
+      const [oldest, statement] = this.readStatements.entries().next().value!;
+      this.readStatements.delete(oldest);
+      statement?.finalize();
+    }
+    this.readStatements.set(sql, made);
+    return made;
+  }
+
+  private openReader(): Database | null {
+    const file = this.sqlite.filename;
+    const wal = (this.sqlite.query("PRAGMA journal_mode").get() as { journal_mode: string } | null)?.journal_mode === "wal";
+    if (!file || file === ":memory:" || !wal) return (this.reader = null);
+    const reader = new Database(file, { readonly: true, strict: true });
+    reader.exec("PRAGMA busy_timeout = 5000");
+    reader.exec("PRAGMA temp_store = MEMORY");
+    reader.exec("PRAGMA cache_size = -32000");
+    return (this.reader = reader);
   }
 
   run(sql: string, params: readonly SqlValue[] = NO_PARAMS): Promise<RunResult> {
@@ -291,6 +344,11 @@ export class SqliteEngine implements Engine {
     try {
       this.sqlite.exec("PRAGMA optimize");
     } catch {}
+    for (const statement of this.readStatements.values()) statement?.finalize();
+    this.readStatements.clear();
+    // Closed first: the writing connection, closing last, checkpoints and removes the WAL.
+    this.reader?.close();
+    this.reader = null;
     this.sqlite.close();
     this.unlock();
     if (--this.fileLock.engines === 0 && fileLocks.get(this.sqlite.filename) === this.fileLock) fileLocks.delete(this.sqlite.filename);

@@ -52,7 +52,8 @@ export async function countPlan(ctx: AppContext, plan: ReadPlan, collection: str
   const name = plan.external ? EXTERNAL : collection.toLowerCase();
   const key = `${plan.from.sql} WHERE ${plan.where.sql}\0${JSON.stringify(plan.where.params)}`;
   // Both taken before counting: a commit that lands while the count runs (its invalidation, or a moved
-  // data version) leaves the result unkept, or kept under a version already gone.
+  // data version) leaves the result unkept, or kept under a version already gone. (Reads do not wait for
+  // a transaction open meanwhile: one that commits before this count is stored may postdate it.)
   const dataVersion = ctx.catalog.dataVersion;
   const generation = cache.generation;
   const hit = buckets.get(name)?.get(key);
