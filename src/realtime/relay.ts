@@ -46,7 +46,7 @@ interface Notice {
 interface Relay {
   node: string;
   seq: number;
-  /** Notices waiting to be sent, oldest first. */
+  /** Change events committed and not yet sent, as sent (`wire`), oldest first, of any number of transactions. */
   waiting: string[];
   scheduled: boolean;
   /** Settles when everything queued so far has been sent (or given up on). */
@@ -102,9 +102,12 @@ function wire(event: ChangeEvent, room: number): string {
   return JSON.stringify({ ...base, r: { _id: event.record._id, _owner_id: event.record._owner_id ?? null } });
 }
 
-/** The notices carrying `events`, in order, each within MAX_NOTICE_BYTES. */
-function pack(relay: Relay, events: readonly ChangeEvent[]): string[] {
-  const room = MAX_NOTICE_BYTES - envelope(relay);
+/** Room for the events of one notice. */
+const eventRoom = (relay: Relay) => MAX_NOTICE_BYTES - envelope(relay);
+
+/** The notices carrying the events (each as `wire` wrote it), in order, each within MAX_NOTICE_BYTES. */
+function pack(relay: Relay, wires: readonly string[]): string[] {
+  const room = eventRoom(relay);
   const out: string[] = [];
   let parts: string[] = [];
   let size = 0;
@@ -114,8 +117,7 @@ function pack(relay: Relay, events: readonly ChangeEvent[]): string[] {
     parts = [];
     size = 0;
   };
-  for (const e of events) {
-    const w = wire(e, room);
+  for (const w of wires) {
     if (size + bytes(w) + 1 > room) close();
     parts.push(w);
     size += bytes(w) + 1;
@@ -135,14 +137,19 @@ export function startChangeRelay(ctx: AppContext): void {
   relays.set(ctx, relay);
   ctx.events.onCommit((events) => {
     if (!events.length) return;
-    relay.waiting.push(...pack(relay, events));
+    // Written now: what the record was at this commit, whatever a listener does with the event later.
+    const room = eventRoom(relay);
+    for (const e of events) relay.waiting.push(wire(e, room));
     if (relay.scheduled) return;
     relay.scheduled = true;
     // One statement at a time, oldest first: other nodes receive this process's changes in commit order.
+    // The events of every transaction committed while the previous statement ran go out together, packed
+    // into as few notices as fit (a notice per commit would wake every listening node once per commit).
     relay.sending = relay.sending.then(async () => {
       relay.scheduled = false;
-      while (relay.waiting.length) {
-        const batch = relay.waiting.splice(0, NOTICES_PER_STATEMENT);
+      const notices = pack(relay, relay.waiting.splice(0));
+      while (notices.length) {
+        const batch = notices.splice(0, NOTICES_PER_STATEMENT);
         try {
           await db.run(`SELECT ${batch.map(() => "pg_notify(?, ?)").join(", ")}`, batch.flatMap((n) => [CHANGES_CHANNEL, n]));
         } catch (err) {
