@@ -14,7 +14,9 @@ export function buildBinary(): Promise<string> {
   built ??= (async () => {
     buildDir = mkdtempSync(join(tmpdir(), "baas-bin-"));
     const out = join(buildDir, "baas");
-    const proc = Bun.spawn([process.execPath, "build", "--compile", join(ROOT, "cli/index.ts"), "--outfile", out], {
+    // The flags of `npm run build`: the tests run what ships.
+    const flags = ["--compile", "--bytecode", "--format=esm", "--minify-syntax", "--minify-whitespace"];
+    const proc = Bun.spawn([process.execPath, "build", ...flags, join(ROOT, "cli/index.ts"), "--outfile", out], {
       cwd: ROOT,
       stdout: "pipe",
       stderr: "pipe",
