@@ -74,20 +74,21 @@ export const BatchOperation = t.Object(
 export const BatchBody = t.Object({ operations: t.Array(byService(BatchOperation), { minItems: 1, maxItems: MAX_BATCH }) });
 export const BatchResult = t.Object({ results: t.Array(open({ op: t.String() })) });
 
+// TypeBox's own integers: Elysia's `t.Integer` also takes a string, and the query check reads the digits itself.
 const many = (description: string) => t.Optional(t.Union([t.String(), t.Array(t.String())], { description }));
 const matchQuery = {
   filter: many("`field:op:value`, repeatable; also `filter[field]=value` and `filter[field][op]=value`"),
   search: t.Optional(t.String({ description: "full-text query (needs the collection's full-text index)" })),
-  include_deleted: t.Optional(t.Boolean()),
+  include_deleted: t.Optional(t.Boolean({ description: "true, false, 1 or 0" })),
 };
 export const ListQuery = t.Object({
   ...matchQuery,
   sort: many("`field`, `-field`, `field:asc`, `field:desc`; repeatable or comma-separated"),
-  limit: t.Optional(t.Integer({ minimum: 1, maximum: 500, default: 50 })),
-  page: t.Optional(t.Integer({ minimum: 1 })),
+  limit: t.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 50 })),
+  page: t.Optional(Type.Integer({ minimum: 1, maximum: 10_000_000, default: 1 })),
   after: t.Optional(t.String({ description: "cursor mode: the previous page's next_cursor" })),
   cursor: t.Optional(t.String({ description: "same as after" })),
-  total: t.Optional(t.Boolean({ description: "false skips the count in offset mode" })),
+  total: t.Optional(t.Boolean({ description: "false (or 0) skips the count in offset mode" })),
   fields: t.Optional(t.String({ description: "comma-separated fields to return (plus _id)" })),
   expand: many("relation fields to embed under _expand"),
 });
@@ -200,7 +201,6 @@ export const AdminUserCreateBody = t.Object(userFields, { additionalProperties: 
 export const AdminUserUpdateBody = t.Object({ ...userFields, email: t.Optional(email), totp_enabled: t.Optional(t.Literal(false)) }, { additionalProperties: false });
 export const UserListQuery = t.Object({
   search: t.Optional(t.String({ description: "part of the email" })),
-  // TypeBox's own integer: Elysia's `t.Integer` also takes a string, and the check reads the digits itself.
   limit: t.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 50 })),
   page: t.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000, default: 1 })),
 });
