@@ -4,6 +4,7 @@ import { MAX_INDEX_FIELDS } from "../collections/indexes.ts";
 import { MAX_BATCH } from "../records/batch.ts";
 import { MAX_BULK } from "../records/bulk.ts";
 import { ON_DELETE, RELATION_TYPES } from "../relations/catalog.ts";
+import { OAUTH_REDIRECT_URLS, SETTING_DEFS } from "../settings/settings.ts";
 import { byService } from "./check.ts";
 
 /**
@@ -190,6 +191,16 @@ export const RelationBody = open({
   created_at: t.Number(),
 });
 export const SettingsBody = open({}, "Runtime settings by name (see docs/API.md).");
+const settingSchema = (d: { kind: string; min?: number; max?: number }) =>
+  d.kind === "boolean" ? t.Boolean() : d.kind === "string" ? t.String({ maxLength: 4096 }) : Type.Integer({ minimum: d.min, maximum: d.max });
+/** Some runtime settings, each of its type; the read-only redirect addresses may come back and are ignored. */
+export const SettingsPatch = t.Object(
+  {
+    ...Object.fromEntries(Object.entries(SETTING_DEFS).map(([k, d]) => [k, t.Optional(settingSchema(d))])),
+    [OAUTH_REDIRECT_URLS]: t.Optional(byService(t.Object({}, { additionalProperties: true, description: "read-only: ignored" }))),
+  },
+  { additionalProperties: false, description: "Some runtime settings by name (see docs/API.md)." },
+);
 const userFields = {
   email,
   password: t.Optional(password),

@@ -299,3 +299,30 @@ describe("the scalar parameters of the data API's query strings", () => {
     expect((await get("/api/v1/locked?limit=0")).status).toBe(401);
   });
 });
+
+describe("PATCH /admin/settings", () => {
+  test("each setting is checked against its type, range and length, and a bad patch changes nothing", async () => {
+    const before = (await t.admin("GET", "/api/v1/admin/settings")).body;
+    for (const [patch, error] of [
+      [{ registration_open: "yes" }, 'setting "registration_open" must be a boolean'],
+      [{ app_name: 5 }, 'setting "app_name" must be a string'],
+      [{ app_name: "x".repeat(4097) }, 'setting "app_name" is too long'],
+      [{ access_token_ttl_seconds: "900" }, 'setting "access_token_ttl_seconds" must be an integer'],
+      [{ access_token_ttl_seconds: 1.5 }, 'setting "access_token_ttl_seconds" must be an integer'],
+      [{ access_token_ttl_seconds: 5 }, 'setting "access_token_ttl_seconds" must be between 10 and 31536000'],
+      [{ refresh_token_ttl_days: 3651 }, 'setting "refresh_token_ttl_days" must be between 1 and 3650'],
+      [{ app_name: "ok", colour: "red" }, 'unknown setting "colour"'],
+      [{ app_name: "  " }, 'setting "app_name" must not be empty'],
+    ] as const) {
+      const res = await t.admin("PATCH", "/api/v1/admin/settings", patch);
+      expect({ patch, status: res.status, body: res.body }).toEqual({ patch, status: 400, body: bad(error) });
+    }
+    expect((await t.admin("GET", "/api/v1/admin/settings")).body).toEqual(before);
+  });
+
+  test("the read-only redirect addresses sent back are ignored", async () => {
+    const all = (await t.admin("GET", "/api/v1/admin/settings")).body;
+    const res = await t.admin("PATCH", "/api/v1/admin/settings", { ...all, app_name: all.app_name });
+    expect({ status: res.status, body: res.body }).toEqual({ status: 200, body: all });
+  });
+});

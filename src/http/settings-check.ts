@@ -1,0 +1,22 @@
+import { SETTING_DEFS } from "../settings/settings.ts";
+import { bodyChecker, type BodyIssue, type BodyMessages } from "./check.ts";
+import { SettingsPatch } from "./schemas.ts";
+
+const KIND_TEXT = { boolean: "a boolean", string: "a string", integer: "an integer" } as const;
+
+/** The message of a bad value: its type, its range or its length, as `setting "<key>" …`. */
+function settingMessage({ key, error }: BodyIssue): string {
+  const def: { kind: keyof typeof KIND_TEXT; min?: number; max?: number } = SETTING_DEFS[key as keyof typeof SETTING_DEFS];
+  if (error.schema.maxLength !== undefined && typeof error.value === "string") return `setting "${key}" is too long`;
+  if (def.kind === "integer" && Number.isInteger(error.value)) return `setting "${key}" must be between ${def.min} and ${def.max}`;
+  return `setting "${key}" must be ${KIND_TEXT[def.kind]}`;
+}
+
+const messages: BodyMessages = {
+  "": "settings must be a JSON object",
+  "*": ({ key }) => `unknown setting "${key}"`,
+  ...Object.fromEntries(Object.keys(SETTING_DEFS).map((k) => [k, settingMessage])),
+};
+
+/** Checks a settings patch (PATCH /admin/settings, and `baas settings set` with the value read by its type). */
+export const settingsPatch = bodyChecker(SettingsPatch, messages);
