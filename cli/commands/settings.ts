@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { SETTING_DEFS, parseSettingString, settingsForDisplay, updateSettings } from "../../src/settings/settings.ts";
 import { badRequest } from "../../src/errors.ts";
-import { settingsPatch } from "../../src/http/settings-check.ts";
+import { settingsPatch } from "../../src/http/shared-checks.ts";
 import { keyValues, output, serviceAction, withContext } from "../run.ts";
 
 /** `baas settings list|get|set`: the same service functions as /admin/settings. */

@@ -171,14 +171,15 @@ export const IndexCreateBody = open({
 });
 export const IndexBody = open({ name: t.String(), fields: t.Array(t.String()), unique: t.Boolean() });
 export const FtsBody = open({ enabled: t.Boolean(), fields: t.Optional(t.Array(t.String())) });
-// The relation service reads these (null or "" counts as not given) for the CLI too.
+const name = t.String({ minLength: 1 });
+// An optional field given as null or "" counts as not given.
 export const RelationCreateBody = open({
-  from_col: byService(t.String()),
-  from_field: byService(t.String()),
-  to_col: byService(t.String()),
-  to_field: t.Optional(byService(t.String({ description: "`many` only: the text field of to_col holding ids of from_col records" }))),
-  type: byService(t.Union(RELATION_TYPES.map((v) => t.Literal(v)))),
-  on_delete: t.Optional(byService(t.Union(ON_DELETE.map((v) => t.Literal(v)), { default: "restrict" }))),
+  from_col: name,
+  from_field: name,
+  to_col: name,
+  type: t.Union(RELATION_TYPES.map((v) => t.Literal(v))),
+  on_delete: t.Optional(t.Union([...ON_DELETE.map((v) => t.Literal(v)), t.Null(), t.Literal("")], { default: "restrict" })),
+  to_field: t.Optional(t.Union([t.String({ description: "`many` only: the text field of to_col holding ids of from_col records" }), t.Null()])),
 });
 export const RelationBody = open({
   id: t.String(),

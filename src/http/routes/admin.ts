@@ -14,7 +14,7 @@ import { hardDeleteRecord } from "../../records/delete.ts";
 import { settingsForDisplay, updateSettings } from "../../settings/settings.ts";
 import { readJson } from "../body.ts";
 import { bodyChecker } from "../check.ts";
-import { settingsPatch } from "../settings-check.ts";
+import { settingsPatch } from "../shared-checks.ts";
 import { doc } from "../doc.ts";
 import { clientInfo, requireAdmin } from "../request.ts";
 import { AdminTokenBody, CollectionBody, CollectionCreateBody, Items, Ok, RulesBody, SecretBody, SettingsBody, SettingsPatch } from "../schemas.ts";

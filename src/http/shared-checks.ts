@@ -1,6 +1,9 @@
+import { ON_DELETE, RELATION_TYPES } from "../relations/catalog.ts";
 import { SETTING_DEFS } from "../settings/settings.ts";
 import { bodyChecker, type BodyIssue, type BodyMessages } from "./check.ts";
-import { SettingsPatch } from "./schemas.ts";
+import { RelationCreateBody, SettingsPatch } from "./schemas.ts";
+
+/** Body checkers the CLI runs too, on the bodies it builds from its arguments, for the same answers. */
 
 const KIND_TEXT = { boolean: "a boolean", string: "a string", integer: "an integer" } as const;
 
@@ -20,3 +23,19 @@ const messages: BodyMessages = {
 
 /** Checks a settings patch (PATCH /admin/settings, and `baas settings set` with the value read by its type). */
 export const settingsPatch = bodyChecker(SettingsPatch, messages);
+
+const ONE_OF: Record<string, readonly string[]> = { type: RELATION_TYPES, on_delete: ON_DELETE };
+
+/** A relation field's message: null and "" count as not given, as a missing key does. */
+function relationMessage({ key, error }: BodyIssue): string {
+  const v = error.value;
+  if (v === undefined || v === null || v === "") return `${key} is required`;
+  if (typeof v !== "string") return `${key} must be a string`;
+  return `${key} must be one of: ${ONE_OF[key]!.join(", ")}`;
+}
+
+/** Checks a new relation (POST /admin/relations, `baas relations create`). */
+export const relationCreate = bodyChecker(
+  RelationCreateBody,
+  Object.fromEntries(Object.keys(RelationCreateBody.properties).map((k) => [k, relationMessage])),
+);
