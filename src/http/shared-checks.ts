@@ -1,7 +1,8 @@
+import { MAX_INDEX_FIELDS } from "../collections/indexes.ts";
 import { ON_DELETE, RELATION_TYPES } from "../relations/catalog.ts";
 import { SETTING_DEFS } from "../settings/settings.ts";
 import { bodyChecker, type BodyIssue, type BodyMessages } from "./check.ts";
-import { RelationCreateBody, SettingsPatch } from "./schemas.ts";
+import { IndexCreateBody, RelationCreateBody, SettingsPatch } from "./schemas.ts";
 
 /** Body checkers the CLI runs too, on the bodies it builds from its arguments, for the same answers. */
 
@@ -39,3 +40,9 @@ export const relationCreate = bodyChecker(
   RelationCreateBody,
   Object.fromEntries(Object.keys(RelationCreateBody.properties).map((k) => [k, relationMessage])),
 );
+
+/** Checks a new index (POST /admin/collections/:name/indexes, `baas indexes create`). */
+export const indexCreate = bodyChecker(IndexCreateBody, {
+  fields: ({ path }) => (path.length ? "fields must be an array of field names" : `fields must be an array of 1 to ${MAX_INDEX_FIELDS} field names`),
+  unique: "unique must be true or false",
+});
