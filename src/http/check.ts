@@ -94,14 +94,22 @@ function literalsOf(schema: TSchema): unknown[] | null {
 
 const unescape = (segment: string) => segment.replace(/~1/g, "/").replace(/~0/g, "~");
 
-/** The error to report: the body's own type first, then a key not allowed, then TypeBox's order (the schema's field order). */
+/** TypeBox yields an object's missing keys, then the keys it does not allow, then the fields' errors. */
+const ERRORS_SCANNED = 100;
+
+/**
+ * The error to report: the body's own type first, then a key not allowed, then TypeBox's order (the
+ * schema's field order). IMPORTANT: errors are produced lazily and only the first few are looked at,
+ * so a body of a million wrong elements costs no more than one.
+ */
 function firstError(errors: Iterable<ValueError>): ValueError {
   let best: ValueError | undefined;
   let bestRank = 3;
+  let seen = 0;
   for (const e of errors) {
     const rank = e.path === "" ? 0 : e.type === ValueErrorType.ObjectAdditionalProperties ? 1 : 2;
     if (rank < bestRank) (best = e), (bestRank = rank);
-    if (rank === 0) break;
+    if (rank <= 1 || ++seen >= ERRORS_SCANNED) break;
   }
   return best!;
 }
