@@ -85,7 +85,7 @@ const bareList = db.query<Row, [string]>(
 const bareCount = db.query<{ n: number }, [string]>(`SELECT COUNT(*) AS n FROM "items" WHERE "_deleted_at" IS NULL AND "category" = ?`);
 const listCase = {
   name: "list filter+sort, limit 50 (with total)",
-  baas: () => listRecords(ctx, "items", params("filter=category:eq:c7&sort=-score&limit=50"), ADMIN),
+  baas: () => listRecords(ctx, "items", params("filter=category:eq:c7&sort=-score&limit=50"), ADMIN, { limit: 50 }),
   bare: () => {
     const rows = bareList.all("c7");
     return { rows, total: bareCount.get("c7")!.n };
@@ -103,7 +103,7 @@ const walkCase = {
     let after: string | null = null;
     let pages = 0;
     do {
-      const page = await listRecords(ctx, "items", params(`filter=category:eq:c3&sort=-score&limit=50${after ? `&after=${after}` : ""}`), ADMIN);
+      const page = await listRecords(ctx, "items", params(`filter=category:eq:c3&sort=-score&limit=50${after ? `&after=${after}` : ""}`), ADMIN, { limit: 50 });
       after = page.next_cursor;
       pages++;
     } while (after);
@@ -126,7 +126,7 @@ const walkCase = {
 // 3. count with a filter
 const countCase = {
   name: "count with filter",
-  baas: () => countRecords(ctx, "items", params("filter=category:eq:c11"), ADMIN),
+  baas: () => countRecords(ctx, "items", params("filter=category:eq:c11"), ADMIN, {}),
   bare: () => bareCount.get("c11"),
 };
 
@@ -136,7 +136,7 @@ const bareAgg = db.query<Row, []>(
 );
 const aggCase = {
   name: "aggregate avg(score) group_by category",
-  baas: () => aggregateRecords(ctx, "items", params("fn=avg&field=score&group_by=category"), ADMIN),
+  baas: () => aggregateRecords(ctx, "items", params("fn=avg&field=score&group_by=category"), ADMIN, {}),
   bare: () => bareAgg.all(),
 };
 
@@ -152,11 +152,11 @@ const bareSearchCount = db.query<{ n: number }, [string]>(
 );
 const searchCase = {
   name: 'search "silver candle" (ranked, limit 50, total)',
-  baas: () => listRecords(ctx, "items", params(`search=${encodeURIComponent('"silver candle"')}&limit=50`), ADMIN),
+  baas: () => listRecords(ctx, "items", params(`search=${encodeURIComponent('"silver candle"')}&limit=50`), ADMIN, { limit: 50 }),
   bare: () => ({ rows: bareSearch.all('"silver candle"'), total: bareSearchCount.get('"silver candle"')!.n }),
 };
 
-const sanity = await listRecords(ctx, "items", params("filter=category:eq:c7&sort=-score&limit=50"), ADMIN);
+const sanity = await listRecords(ctx, "items", params("filter=category:eq:c7&sort=-score&limit=50"), ADMIN, { limit: 50 });
 if (JSON.stringify(sanity.items.map((r) => r._id)) !== JSON.stringify(bareList.all("c7").slice(0, 50).map((r) => r._id)))
   throw new Error("baas and the bare query disagree on the list");
 if ((await walkCase.baas()) !== walkCase.bare()) throw new Error("baas and the bare query disagree on the walk");

@@ -1,5 +1,6 @@
 import type { Command } from "commander";
 import { createIndexDef, dropIndexDef, listIndexes } from "../../src/collections/indexes.ts";
+import { indexCreate } from "../../src/http/shared-checks.ts";
 import type { IndexDef } from "../../src/collections/types.ts";
 import { disableFts, enableFts, ftsStatus, type FtsStatus } from "../../src/search/fts.ts";
 import { isInteractive, withProgressBar } from "../prompts.ts";
@@ -32,7 +33,7 @@ Examples:
     .addHelpText("after", "\nExamples:\n  $ baas indexes create users_profiles email --unique\n  $ baas indexes create posts author published_at --json")
     .action(async (collection: string, fields: string[], opts: { unique?: boolean; name?: string }, cmd: Command) => {
       const body = { fields, unique: !!opts.unique, ...(opts.name !== undefined ? { name: opts.name } : {}) };
-      const res = await withContext(cmd, (ctx) => createIndexDef(ctx, collection, body));
+      const res = await withContext(cmd, (ctx) => createIndexDef(ctx, collection, indexCreate.defer(body)));
       output(cmd, res, () => `created index ${showIndex(res)}`);
     });
 

@@ -1,5 +1,6 @@
 import { Option, type Command } from "commander";
 import { ON_DELETE, RELATION_TYPES, createRelation, deleteRelation, listRelations, type Relation } from "../../src/relations/catalog.ts";
+import { relationCreate } from "../../src/http/shared-checks.ts";
 import { UsageError, keyValues, output, serviceAction, table, when, withContext } from "../run.ts";
 
 function showRelation(r: Relation): string {
@@ -42,7 +43,7 @@ Examples:
       const body: Record<string, unknown> = { from_col: from.slice(0, dot), from_field: from.slice(dot + 1), to_col: toCol, type: opts.type };
       if (opts.toField !== undefined) body.to_field = opts.toField;
       if (opts.onDelete !== undefined) body.on_delete = opts.onDelete;
-      const res = await withContext(cmd, (ctx) => createRelation(ctx, body));
+      const res = await withContext(cmd, (ctx) => createRelation(ctx, relationCreate.parse(body)));
       output(cmd, res, () => showRelation(res));
     });
 

@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import { SETTING_DEFS, parseSettingString, settingsForDisplay, updateSettings } from "../../src/settings/settings.ts";
 import { badRequest } from "../../src/errors.ts";
+import { settingsPatch } from "../../src/http/shared-checks.ts";
 import { keyValues, output, serviceAction, withContext } from "../run.ts";
 
 /** `baas settings list|get|set`: the same service functions as /admin/settings. */
@@ -40,7 +41,7 @@ Examples:
     .description("change one setting; the value is read by the setting's type (true/false, integers, text)")
     .action(
       serviceAction(
-        (ctx, [key, value]) => updateSettings(ctx, { [key]: parseSettingString(key, value) }),
+        (ctx, [key, value]) => updateSettings(ctx, settingsPatch.parse({ [key]: parseSettingString(key, value) })),
         (res, [key]) => `${key} = ${String(res[key])}`,
       ),
     );

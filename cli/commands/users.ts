@@ -91,7 +91,7 @@ Examples:
     .option("--page <n>", "page number, from 1")
     .addHelpText("after", "\nExample:\n  $ baas users list --search @example.com --json   # { items: [user, ...], total }")
     .action(async (opts: { search?: string; limit?: string; page?: string }, cmd: Command) => {
-      const res = await withContext(cmd, (ctx) => listUsers(ctx, listQuery(opts)));
+      const res = await withContext(cmd, (ctx) => listUsers(ctx, listQuery.parse(opts)));
       output(cmd, res, () => {
         const rows = table(
           ["ID", "EMAIL", "VERIFIED", "ROLES", "CREATED"],

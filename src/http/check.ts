@@ -35,9 +35,9 @@ export interface BodyIssue {
 export type BodyMessages = Record<string, string | ((issue: BodyIssue) => string | AppError)>;
 
 /** A compiled checker: `defer` returns the value or the rejection (for the service to raise), `parse` throws it. */
-export interface BodyChecker<T> {
-  defer(value: unknown): Checked<T>;
-  parse(value: unknown): T;
+export interface BodyChecker<T, In = unknown> {
+  defer(value: In): Checked<T>;
+  parse(value: In): T;
 }
 
 /**
@@ -94,14 +94,22 @@ function literalsOf(schema: TSchema): unknown[] | null {
 
 const unescape = (segment: string) => segment.replace(/~1/g, "/").replace(/~0/g, "~");
 
-/** The error to report: the body's own type first, then a key not allowed, then TypeBox's order (the schema's field order). */
+/** TypeBox yields an object's missing keys, then the keys it does not allow, then the fields' errors. */
+const ERRORS_SCANNED = 100;
+
+/**
+ * The error to report: the body's own type first, then a key not allowed, then TypeBox's order (the
+ * schema's field order). IMPORTANT: errors are produced lazily and only the first few are looked at,
+ * so a body of a million wrong elements costs no more than one.
+ */
 function firstError(errors: Iterable<ValueError>): ValueError {
   let best: ValueError | undefined;
   let bestRank = 3;
+  let seen = 0;
   for (const e of errors) {
     const rank = e.path === "" ? 0 : e.type === ValueErrorType.ObjectAdditionalProperties ? 1 : 2;
     if (rank < bestRank) (best = e), (bestRank = rank);
-    if (rank === 0) break;
+    if (rank <= 1 || ++seen >= ERRORS_SCANNED) break;
   }
   return best!;
 }
@@ -136,21 +144,39 @@ export function bodyChecker<T extends TSchema>(schema: T, messages: BodyMessages
 /** Query parameters as given: a request's, or the same names as strings (the CLI's options). */
 export type QueryInput = URLSearchParams | Record<string, string | undefined>;
 
+/** Which parameters a query checker reads, and which of a repeated parameter's values counts. */
+export interface QueryOptions {
+  /** Only these parameters (the others are read elsewhere, e.g. by the query language). */
+  pick?: string[];
+  /** The last of repeated values counts (the data API's rule); else the first. */
+  last?: boolean;
+}
+
+const BOOLEAN_TEXT: Record<string, boolean> = { true: true, "1": true, false: false, "0": false };
+
 /**
- * A query string checked against an object schema: each parameter the schema names is read (its first
- * value; an empty one counts as absent), digits become a number where the schema wants an integer, and
- * the result is checked like a body (`name must be an integer between 1 and 500`).
+ * A query string checked against an object schema: each parameter it reads (an empty value counts as
+ * absent) becomes a number where the schema wants an integer and it is all digits, a boolean where the
+ * schema wants one and it is true, false, 1 or 0; the result is checked like a body, with messages such
+ * as `limit must be an integer between 1 and 500` and `total must be true or false`.
  */
-export function queryChecker<T extends TObject>(schema: T, messages: BodyMessages = {}): (input: QueryInput) => Static<T> {
-  const check = bodyChecker(schema, messages);
-  const names = Object.entries(schema.properties).map(([name, s]) => ({ name, integer: s[Kind] === "Integer" }));
-  return (input) => {
+export function queryChecker<T extends TObject>(schema: T, messages: BodyMessages = {}, opts: QueryOptions = {}): BodyChecker<Static<T>, QueryInput> {
+  const names = Object.entries(schema.properties)
+    .filter(([name]) => !opts.pick || opts.pick.includes(name))
+    .map(([name, s]) => ({ name, kind: s[Kind] as string }));
+  const booleans = Object.fromEntries(names.filter((n) => n.kind === "Boolean").map((n) => [n.name, `${n.name} must be true or false`]));
+  const picked: TSchema = opts.pick ? Type.Pick(schema, opts.pick) : schema;
+  const check = bodyChecker(picked, { ...booleans, ...messages }) as BodyChecker<Static<T>>;
+  const read = (input: QueryInput): Record<string, unknown> => {
     const value: Record<string, unknown> = {};
-    for (const { name, integer } of names) {
-      const raw = input instanceof URLSearchParams ? input.get(name) : input[name];
+    for (const { name, kind } of names) {
+      let raw: string | null | undefined;
+      if (input instanceof URLSearchParams) raw = opts.last ? input.getAll(name).at(-1) : input.get(name);
+      else raw = input[name];
       if (raw === null || raw === undefined || raw === "") continue;
-      value[name] = integer && /^\d+$/.test(raw) ? Number(raw) : raw;
+      value[name] = kind === "Integer" && /^\d+$/.test(raw) ? Number(raw) : kind === "Boolean" ? (BOOLEAN_TEXT[raw] ?? raw) : raw;
     }
-    return check.parse(value);
+    return value;
   };
+  return { defer: (input) => check.defer(read(input)), parse: (input) => check.parse(read(input)) };
 }

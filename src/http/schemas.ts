@@ -4,6 +4,7 @@ import { MAX_INDEX_FIELDS } from "../collections/indexes.ts";
 import { MAX_BATCH } from "../records/batch.ts";
 import { MAX_BULK } from "../records/bulk.ts";
 import { ON_DELETE, RELATION_TYPES } from "../relations/catalog.ts";
+import { OAUTH_REDIRECT_URLS, SETTING_DEFS } from "../settings/settings.ts";
 import { byService } from "./check.ts";
 
 /**
@@ -74,20 +75,21 @@ export const BatchOperation = t.Object(
 export const BatchBody = t.Object({ operations: t.Array(byService(BatchOperation), { minItems: 1, maxItems: MAX_BATCH }) });
 export const BatchResult = t.Object({ results: t.Array(open({ op: t.String() })) });
 
+// TypeBox's own integers: Elysia's `t.Integer` also takes a string, and the query check reads the digits itself.
 const many = (description: string) => t.Optional(t.Union([t.String(), t.Array(t.String())], { description }));
 const matchQuery = {
   filter: many("`field:op:value`, repeatable; also `filter[field]=value` and `filter[field][op]=value`"),
   search: t.Optional(t.String({ description: "full-text query (needs the collection's full-text index)" })),
-  include_deleted: t.Optional(t.Boolean()),
+  include_deleted: t.Optional(t.Boolean({ description: "true, false, 1 or 0" })),
 };
 export const ListQuery = t.Object({
   ...matchQuery,
   sort: many("`field`, `-field`, `field:asc`, `field:desc`; repeatable or comma-separated"),
-  limit: t.Optional(t.Integer({ minimum: 1, maximum: 500, default: 50 })),
-  page: t.Optional(t.Integer({ minimum: 1 })),
+  limit: t.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 50 })),
+  page: t.Optional(Type.Integer({ minimum: 1, maximum: 10_000_000, default: 1 })),
   after: t.Optional(t.String({ description: "cursor mode: the previous page's next_cursor" })),
   cursor: t.Optional(t.String({ description: "same as after" })),
-  total: t.Optional(t.Boolean({ description: "false skips the count in offset mode" })),
+  total: t.Optional(t.Boolean({ description: "false (or 0) skips the count in offset mode" })),
   fields: t.Optional(t.String({ description: "comma-separated fields to return (plus _id)" })),
   expand: many("relation fields to embed under _expand"),
 });
@@ -169,14 +171,15 @@ export const IndexCreateBody = open({
 });
 export const IndexBody = open({ name: t.String(), fields: t.Array(t.String()), unique: t.Boolean() });
 export const FtsBody = open({ enabled: t.Boolean(), fields: t.Optional(t.Array(t.String())) });
-// The relation service reads these (null or "" counts as not given) for the CLI too.
+const name = t.String({ minLength: 1 });
+// An optional field given as null or "" counts as not given.
 export const RelationCreateBody = open({
-  from_col: byService(t.String()),
-  from_field: byService(t.String()),
-  to_col: byService(t.String()),
-  to_field: t.Optional(byService(t.String({ description: "`many` only: the text field of to_col holding ids of from_col records" }))),
-  type: byService(t.Union(RELATION_TYPES.map((v) => t.Literal(v)))),
-  on_delete: t.Optional(byService(t.Union(ON_DELETE.map((v) => t.Literal(v)), { default: "restrict" }))),
+  from_col: name,
+  from_field: name,
+  to_col: name,
+  type: t.Union(RELATION_TYPES.map((v) => t.Literal(v))),
+  on_delete: t.Optional(t.Union([...ON_DELETE.map((v) => t.Literal(v)), t.Null(), t.Literal("")], { default: "restrict" })),
+  to_field: t.Optional(t.Union([t.String({ description: "`many` only: the text field of to_col holding ids of from_col records" }), t.Null()])),
 });
 export const RelationBody = open({
   id: t.String(),
@@ -189,6 +192,16 @@ export const RelationBody = open({
   created_at: t.Number(),
 });
 export const SettingsBody = open({}, "Runtime settings by name (see docs/API.md).");
+const settingSchema = (d: { kind: string; min?: number; max?: number }) =>
+  d.kind === "boolean" ? t.Boolean() : d.kind === "string" ? t.String({ maxLength: 4096 }) : Type.Integer({ minimum: d.min, maximum: d.max });
+/** Some runtime settings, each of its type; the read-only redirect addresses may come back and are ignored. */
+export const SettingsPatch = t.Object(
+  {
+    ...Object.fromEntries(Object.entries(SETTING_DEFS).map(([k, d]) => [k, t.Optional(settingSchema(d))])),
+    [OAUTH_REDIRECT_URLS]: t.Optional(byService(t.Object({}, { additionalProperties: true, description: "read-only: ignored" }))),
+  },
+  { additionalProperties: false, description: "Some runtime settings by name (see docs/API.md)." },
+);
 const userFields = {
   email,
   password: t.Optional(password),
@@ -200,7 +213,6 @@ export const AdminUserCreateBody = t.Object(userFields, { additionalProperties: 
 export const AdminUserUpdateBody = t.Object({ ...userFields, email: t.Optional(email), totp_enabled: t.Optional(t.Literal(false)) }, { additionalProperties: false });
 export const UserListQuery = t.Object({
   search: t.Optional(t.String({ description: "part of the email" })),
-  // TypeBox's own integer: Elysia's `t.Integer` also takes a string, and the check reads the digits itself.
   limit: t.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 50 })),
   page: t.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000, default: 1 })),
 });

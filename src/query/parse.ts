@@ -59,20 +59,16 @@ function one(params: URLSearchParams, key: string): string | null {
   return all.length ? all[all.length - 1] : null;
 }
 
-/** Parses `true`/`false`/`1`/`0`; 400 otherwise. */
-export function parseBool(raw: string | null, name: string): boolean {
-  if (raw === null || raw === "") return false;
-  if (raw === "true" || raw === "1") return true;
-  if (raw === "false" || raw === "0") return false;
-  throw badRequest(`${name} must be true or false`);
+/** The scalar parameters of a read, as the route's schema checked them (absent: the default). */
+export interface ReadOptions {
+  include_deleted?: boolean;
 }
 
-function parseInt(raw: string | null, name: string, fallback: number, min: number, max: number): number {
-  if (raw === null || raw === "") return fallback;
-  if (!/^\d+$/.test(raw)) throw badRequest(`${name} must be an integer between ${min} and ${max}`);
-  const n = Number(raw);
-  if (n < min || n > max) throw badRequest(`${name} must be an integer between ${min} and ${max}`);
-  return n;
+/** The scalar parameters of a list: `limit` 1..500 (50), `page` (1), `total` (true). */
+export interface ListOptions extends ReadOptions {
+  limit?: number;
+  page?: number;
+  total?: boolean;
 }
 
 function asOp(raw: string, where: string): FilterOp {
@@ -137,7 +133,7 @@ export function parseSort(params: URLSearchParams): SortKey[] {
 }
 
 /** The parameters every read shares: filters, search, include_deleted. */
-export function parseReadQuery(params: URLSearchParams): ReadQuery {
+export function parseReadQuery(params: URLSearchParams, opts: ReadOptions): ReadQuery {
   const search = one(params, "search");
   if (search !== null && search.length > MAX_SEARCH_CHARS) throw badRequest(`search is at most ${MAX_SEARCH_CHARS} characters`);
   // A NUL ends the query text inside SQLite's FTS5 parser, which then fails: refuse it plainly.
@@ -145,33 +141,32 @@ export function parseReadQuery(params: URLSearchParams): ReadQuery {
   return {
     filters: parseFilters(params),
     search: search && search.trim() ? search : null,
-    includeDeleted: parseBool(one(params, "include_deleted"), "include_deleted"),
+    includeDeleted: opts.include_deleted ?? false,
   };
 }
 
 /** Parses the list parameters of a request. */
-export function parseListQuery(params: URLSearchParams): ListQuery {
+export function parseListQuery(params: URLSearchParams, opts: ListOptions): ListQuery {
   const fields = one(params, "fields");
-  const total = one(params, "total");
   return {
-    ...parseReadQuery(params),
-    limit: parseInt(one(params, "limit"), "limit", 50, 1, 500),
-    page: parseInt(one(params, "page"), "page", 1, 1, 10_000_000),
+    ...parseReadQuery(params, opts),
+    limit: opts.limit ?? 50,
+    page: opts.page ?? 1,
     after: one(params, "after") || null,
     sort: parseSort(params),
     fields: fields === null || !fields.trim() ? null : list(fields),
     expand: list(one(params, "expand")),
-    total: total === null || total === "" || parseBool(total, "total"),
+    total: opts.total ?? true,
   };
 }
 
 /** Parses `fn`, `field`, `group_by` and the shared read parameters of an aggregate request. */
-export function parseAggregateQuery(params: URLSearchParams): AggregateQuery {
+export function parseAggregateQuery(params: URLSearchParams, opts: ReadOptions): AggregateQuery {
   const fn = one(params, "fn");
   if (!fn) throw badRequest(`fn is required: one of ${AGGREGATE_FNS.join(", ")}`);
   if (!(AGGREGATE_FNS as readonly string[]).includes(fn))
     throw badRequest(`unknown aggregate function "${fn.slice(0, 40)}": use ${AGGREGATE_FNS.join(", ")}`);
   const field = one(params, "field") || null;
   if (!field && fn !== "count") throw badRequest(`field is required for ${fn}`);
-  return { ...parseReadQuery(params), fn: fn as AggregateFn, field, groupBy: one(params, "group_by") || null };
+  return { ...parseReadQuery(params, opts), fn: fn as AggregateFn, field, groupBy: one(params, "group_by") || null };
 }

@@ -2,8 +2,8 @@ import type { Principal } from "../auth/principal.ts";
 import type { AppContext } from "../context.ts";
 import { requireCollection } from "../collections/catalog.ts";
 import type { FieldType } from "../collections/types.ts";
-import { badRequest } from "../errors.ts";
-import { parseAggregateQuery } from "../query/parse.ts";
+import { badRequest, bodyOf, type Checked } from "../errors.ts";
+import { parseAggregateQuery, type ReadOptions } from "../query/parse.ts";
 import { aggregateGroups, aggregateValue } from "../query/read.ts";
 import { planRead, resolveField, runRead, type SqlValue } from "../query/sql.ts";
 import { relationFilter } from "../relations/filter.ts";
@@ -32,10 +32,10 @@ function decodeValue(type: FieldType, v: SqlValue): unknown {
  * `GET /:collection/aggregate`: `fn` of `field` over the matching records, optionally per
  * `group_by` value (groups ascending, at most MAX_GROUPS). `sum`/`count` of nothing are 0, the others null.
  */
-export async function aggregateRecords(ctx: AppContext, name: string, params: URLSearchParams, p: Principal): Promise<AggregateResult> {
+export async function aggregateRecords(ctx: AppContext, name: string, params: URLSearchParams, p: Principal, opts: Checked<ReadOptions>): Promise<AggregateResult> {
   const col = await requireCollection(ctx, name);
   const access = checkAccess(col, "read", p);
-  const aq = parseAggregateQuery(params);
+  const aq = parseAggregateQuery(params, bodyOf(opts));
   const field = aq.field === null ? null : resolveField(col, aq.field);
   const group = aq.groupBy === null ? null : resolveField(col, aq.groupBy);
   const plan = planRead(ctx, col, aq, access, p, await relationFilter(ctx));

@@ -1,7 +1,8 @@
 import type { Principal } from "../auth/principal.ts";
 import type { AppContext } from "../context.ts";
 import { requireCollection } from "../collections/catalog.ts";
-import { parseReadQuery } from "../query/parse.ts";
+import { bodyOf, type Checked } from "../errors.ts";
+import { parseReadQuery, type ReadOptions } from "../query/parse.ts";
 import { countRows } from "../query/read.ts";
 import { planRead, runRead, type ReadPlan } from "../query/sql.ts";
 import { relationFilter } from "../relations/filter.ts";
@@ -68,8 +69,8 @@ export async function countPlan(ctx: AppContext, plan: ReadPlan, collection: str
 }
 
 /** `GET /:collection/count`: how many records match `filter`/`search`, honouring the read rule. */
-export async function countRecords(ctx: AppContext, name: string, params: URLSearchParams, p: Principal): Promise<{ total: number }> {
+export async function countRecords(ctx: AppContext, name: string, params: URLSearchParams, p: Principal, opts: Checked<ReadOptions>): Promise<{ total: number }> {
   const col = await requireCollection(ctx, name);
   const access = checkAccess(col, "read", p);
-  return { total: await countPlan(ctx, planRead(ctx, col, parseReadQuery(params), access, p, await relationFilter(ctx)), col.name) };
+  return { total: await countPlan(ctx, planRead(ctx, col, parseReadQuery(params, bodyOf(opts)), access, p, await relationFilter(ctx)), col.name) };
 }

@@ -2,8 +2,8 @@ import type { Principal } from "../auth/principal.ts";
 import type { AppContext } from "../context.ts";
 import { requireCollection } from "../collections/catalog.ts";
 import type { Collection } from "../collections/types.ts";
-import { badRequest } from "../errors.ts";
-import { parseListQuery, type ListQuery } from "../query/parse.ts";
+import { badRequest, bodyOf, type Checked } from "../errors.ts";
+import { parseListQuery, type ListOptions, type ListQuery } from "../query/parse.ts";
 import { cursorValues, listColumns, pageRows } from "../query/read.ts";
 import { decodeRow, type RecordJson } from "../query/rows.ts";
 import { keysetPhases, orderBySql, orderTerms, planRead, runRead, type Where } from "../query/sql.ts";
@@ -46,11 +46,14 @@ export async function runListQuery(ctx: AppContext, col: Collection, lq: ListQue
   });
 }
 
-/** `GET /:collection`: a page of records in offset or cursor mode (SPEC 4.2, CONTRACT §4). */
-export async function listRecords(ctx: AppContext, name: string, params: URLSearchParams, p: Principal): Promise<Page> {
+/**
+ * `GET /:collection`: a page of records in offset or cursor mode (SPEC 4.2, CONTRACT §4). `params`
+ * is read by the query language; `opts` holds the scalar parameters the route's schema checked.
+ */
+export async function listRecords(ctx: AppContext, name: string, params: URLSearchParams, p: Principal, opts: Checked<ListOptions>): Promise<Page> {
   const col = await requireCollection(ctx, name);
   const access = checkAccess(col, "read", p);
-  const lq = parseListQuery(params);
+  const lq = parseListQuery(params, bodyOf(opts));
   const expand = await parseExpand(ctx, col, params.getAll("expand"));
   const projection = await relationProjection(ctx, col, lq.fields, expand);
   const page = await runListQuery(ctx, col, { ...lq, fields: projection.fields }, access, p);

@@ -110,14 +110,14 @@ export function junctionTable(rel: Pick<Relation, "id">): string {
   return `_rel_${rel.id.toLowerCase()}`;
 }
 
-function str(body: Record<string, unknown>, key: string, required: boolean): string | null {
-  const v = body[key];
-  if (v === undefined || v === null || v === "") {
-    if (required) throw badRequest(`${key} is required`);
-    return null;
-  }
-  if (typeof v !== "string") throw badRequest(`${key} must be a string`);
-  return v;
+/** A new relation as its schema checked it; an optional field given as null or "" counts as not given. */
+export interface NewRelation {
+  from_col: string;
+  from_field: string;
+  to_col: string;
+  type: RelationType;
+  on_delete?: OnDelete | null | "";
+  to_field?: string | null;
 }
 
 function fieldName(name: string, key: string): string {
@@ -136,15 +136,10 @@ function storedType(col: Collection, field: string): string | null {
  * on_delete, field name or incompatible field; 404 for an unknown collection; 409 when
  * `from_col.from_field` already carries a relation.
  */
-export async function createRelation(ctx: AppContext, body: Record<string, unknown>): Promise<Relation> {
-  const fromName = str(body, "from_col", true)!;
-  const fromFieldRaw = str(body, "from_field", true)!;
-  const toName = str(body, "to_col", true)!;
-  const type = str(body, "type", true)! as RelationType;
-  if (!RELATION_TYPES.includes(type)) throw badRequest(`type must be one of: ${RELATION_TYPES.join(", ")}`);
-  const onDelete = (str(body, "on_delete", false) ?? "restrict") as OnDelete;
-  if (!ON_DELETE.includes(onDelete)) throw badRequest(`on_delete must be one of: ${ON_DELETE.join(", ")}`);
-  const toFieldRaw = str(body, "to_field", false);
+export async function createRelation(ctx: AppContext, body: NewRelation): Promise<Relation> {
+  const { from_col: fromName, from_field: fromFieldRaw, to_col: toName, type } = body;
+  const onDelete = body.on_delete || "restrict";
+  const toFieldRaw = body.to_field || null;
   const fromField = fieldName(fromFieldRaw, "from_field");
   const from = await requireCollection(ctx, fromName);
   const to = await requireCollection(ctx, toName);

@@ -12,7 +12,7 @@ let recordId: string;
 beforeAll(async () => {
   user = await registerUser(t, "bodies@example.test");
   await createCollection(t, "things", { read: "public", create: "public", update: "public", delete: "public" });
-  await createCollection(t, "locked", { create: "authenticated" });
+  await createCollection(t, "locked", { read: "authenticated", create: "authenticated" });
   recordId = (await t.admin("POST", "/api/v1/things", { title: "a" })).body._id;
 });
 
@@ -108,6 +108,14 @@ const FIELDS: { name: string; caller: Caller; method: string; path: () => string
   { name: "index with a number among fields", caller: "admin", method: "POST", path: () => "/api/v1/admin/collections/things/indexes", body: { fields: [1] }, status: 400, answer: bad("fields must be an array of field names") },
   { name: "index with a string as unique", caller: "admin", method: "POST", path: () => "/api/v1/admin/collections/things/indexes", body: { fields: ["title"], unique: "yes" }, status: 400, answer: bad("unique must be true or false") },
   { name: "relation with a number as from_col", caller: "admin", method: "POST", path: () => "/api/v1/admin/relations", body: { from_col: 5, from_field: "a", to_col: "things", type: "one" }, status: 400, answer: bad("from_col must be a string") },
+  { name: "relation with an empty from_field", caller: "admin", method: "POST", path: () => "/api/v1/admin/relations", body: { from_col: "things", from_field: "", to_col: "things", type: "one" }, status: 400, answer: bad("from_field is required") },
+  { name: "relation without to_col", caller: "admin", method: "POST", path: () => "/api/v1/admin/relations", body: { from_col: "things", from_field: "a", type: "one" }, status: 400, answer: bad("to_col is required") },
+  { name: "relation with a null type", caller: "admin", method: "POST", path: () => "/api/v1/admin/relations", body: { from_col: "things", from_field: "a", to_col: "things", type: null }, status: 400, answer: bad("type is required") },
+  { name: "relation with a number as type", caller: "admin", method: "POST", path: () => "/api/v1/admin/relations", body: { from_col: "things", from_field: "a", to_col: "things", type: 1 }, status: 400, answer: bad("type must be a string") },
+  { name: "relation with an unknown type", caller: "admin", method: "POST", path: () => "/api/v1/admin/relations", body: { from_col: "things", from_field: "a", to_col: "things", type: "two" }, status: 400, answer: bad("type must be one of: one, many, many_via") },
+  { name: "relation with an unknown on_delete", caller: "admin", method: "POST", path: () => "/api/v1/admin/relations", body: { from_col: "things", from_field: "a", to_col: "things", type: "one", on_delete: "explode" }, status: 400, answer: bad("on_delete must be one of: restrict, cascade, set_null") },
+  { name: "relation with a number as to_field", caller: "admin", method: "POST", path: () => "/api/v1/admin/relations", body: { from_col: "things", from_field: "a", to_col: "things", type: "many", to_field: 1 }, status: 400, answer: bad("to_field must be a string") },
+  { name: "relation with null on_delete and to_field, to an unknown collection", caller: "admin", method: "POST", path: () => "/api/v1/admin/relations", body: { from_col: "things", from_field: "a", to_col: "nothing", type: "one", on_delete: null, to_field: "" }, status: 404, answer: { error: expect.any(String), code: "not_found" } },
   { name: "user with a string as is_verified", caller: "admin", method: "POST", path: () => "/api/v1/admin/users", body: { email: "typed@example.test", is_verified: "yes" }, status: 400, answer: bad("is_verified must be a boolean") },
   { name: "user with a string as roles", caller: "admin", method: "POST", path: () => "/api/v1/admin/users", body: { email: "typed@example.test", roles: "admin" }, status: 400, answer: bad("roles must be an array of role names (letters, digits, _ . : -, up to 64 characters)") },
   { name: "user with an unknown field", caller: "admin", method: "POST", path: () => "/api/v1/admin/users", body: { email: "typed@example.test", nickname: "x" }, status: 400, answer: bad('unknown field "nickname"; allowed: email, password, roles, metadata, is_verified') },
@@ -217,22 +225,27 @@ describe("credentials, settings and the collection are checked before the body",
 });
 
 
+/** Each query answers 400 bad_request with its message. */
+async function expectBadQueries(caller: Caller, cases: [string, string][]) {
+  for (const [path, error] of cases) {
+    const res = await send(caller, "GET", path, undefined);
+    expect({ path, status: res.status, body: res.body }).toEqual({ path, status: 400, body: bad(error) });
+  }
+}
+
 describe("the query string of GET /admin/users", () => {
   const list = (query: string) => send("admin", "GET", `/api/v1/admin/users${query}`, undefined);
 
   test("limit and page outside their range, or not digits, are 400 naming the range", async () => {
-    for (const [query, error] of [
-      ["?limit=0", "limit must be an integer between 1 and 500"],
-      ["?limit=501", "limit must be an integer between 1 and 500"],
-      ["?limit=%2B5", "limit must be an integer between 1 and 500"],
-      ["?limit=2.5", "limit must be an integer between 1 and 500"],
-      ["?page=x", "page must be an integer between 1 and 1000000"],
-      ["?page=1000001", "page must be an integer between 1 and 1000000"],
-      ["?page=99999999999999999999", "page must be an integer between 1 and 1000000"],
-    ]) {
-      const res = await list(query!);
-      expect({ query, status: res.status, body: res.body }).toEqual({ query, status: 400, body: bad(error!) });
-    }
+    await expectBadQueries("admin", [
+      ["/api/v1/admin/users?limit=0", "limit must be an integer between 1 and 500"],
+      ["/api/v1/admin/users?limit=501", "limit must be an integer between 1 and 500"],
+      ["/api/v1/admin/users?limit=%2B5", "limit must be an integer between 1 and 500"],
+      ["/api/v1/admin/users?limit=2.5", "limit must be an integer between 1 and 500"],
+      ["/api/v1/admin/users?page=x", "page must be an integer between 1 and 1000000"],
+      ["/api/v1/admin/users?page=1000001", "page must be an integer between 1 and 1000000"],
+      ["/api/v1/admin/users?page=99999999999999999999", "page must be an integer between 1 and 1000000"],
+    ]);
   });
 
   test("an empty value is the default, and the first of repeated values counts", async () => {
@@ -245,5 +258,79 @@ describe("the query string of GET /admin/users", () => {
 
   test("without admin credentials a bad query string is 401", async () => {
     expect((await send("none", "GET", "/api/v1/admin/users?limit=0", undefined)).status).toBe(401);
+  });
+});
+
+describe("the scalar parameters of the data API's query strings", () => {
+  const get = (path: string) => send("none", "GET", path, undefined);
+
+  test("limit, page, include_deleted and total out of their type or range are 400 naming the parameter", async () => {
+    await expectBadQueries("none", [
+      ["/api/v1/things?limit=0", "limit must be an integer between 1 and 500"],
+      ["/api/v1/things?limit=abc", "limit must be an integer between 1 and 500"],
+      ["/api/v1/things?limit=-1", "limit must be an integer between 1 and 500"],
+      ["/api/v1/things?page=0", "page must be an integer between 1 and 10000000"],
+      ["/api/v1/things?page=10000001", "page must be an integer between 1 and 10000000"],
+      ["/api/v1/things?include_deleted=yes", "include_deleted must be true or false"],
+      ["/api/v1/things?total=maybe", "total must be true or false"],
+      ["/api/v1/things?limit=2&limit=x", "limit must be an integer between 1 and 500"],
+      ["/api/v1/things/count?include_deleted=2", "include_deleted must be true or false"],
+      ["/api/v1/things/aggregate?fn=count&include_deleted=TRUE", "include_deleted must be true or false"],
+      [`/api/v1/things/01NOPE?include_deleted=no`, "include_deleted must be true or false"],
+      [`/api/v1/nothing/01NOPE?include_deleted=no`, "include_deleted must be true or false"],
+    ]);
+  });
+
+  test("an empty value is the default; on a list the last of repeated values counts, on a read the first", async () => {
+    const res = await get("/api/v1/things?limit=&page=&total=&include_deleted=");
+    expect({ status: res.status, total: typeof res.body.total }).toEqual({ status: 200, total: "number" });
+    expect((await get("/api/v1/things?limit=x&limit=1")).body.items.length).toBe(1);
+    expect((await get("/api/v1/things?total=0")).body.total).toBeNull();
+    expect((await get(`/api/v1/things/${recordId}?include_deleted=1&include_deleted=x`)).status).toBe(200);
+    expect((await get(`/api/v1/things/${recordId}?include_deleted=x&include_deleted=1`)).status).toBe(400);
+  });
+
+  test("include_deleted=1 or true shows a soft-deleted record on a read, a list and a count", async () => {
+    const id = (await t.admin("POST", "/api/v1/things", { title: "gone" })).body._id;
+    await t.admin("DELETE", `/api/v1/things/${id}`);
+    expect((await get(`/api/v1/things/${id}`)).status).toBe(404);
+    expect((await get(`/api/v1/things/${id}?include_deleted=1`)).body._id).toBe(id);
+    const listed = (await get("/api/v1/things?include_deleted=true&limit=500")).body.items.map((r: { _id: string }) => r._id);
+    expect(listed).toContain(id);
+    const count = async (query: string) => (await get(`/api/v1/things/count?filter=_id:eq:${id}${query}`)).body.total;
+    expect([await count(""), await count("&include_deleted=1")]).toEqual([0, 1]);
+  });
+
+  test("an unknown collection is 404 and a denied read 401 before a list's parameters are checked", async () => {
+    for (const path of ["/api/v1/nothing?limit=0", "/api/v1/nothing/count?include_deleted=x", "/api/v1/nothing/aggregate?fn=count&include_deleted=x"])
+      expect({ path, status: (await get(path)).status }).toEqual({ path, status: 404 });
+    expect((await get("/api/v1/locked?limit=0")).status).toBe(401);
+  });
+});
+
+describe("PATCH /admin/settings", () => {
+  test("each setting is checked against its type, range and length, and a bad patch changes nothing", async () => {
+    const before = (await t.admin("GET", "/api/v1/admin/settings")).body;
+    for (const [patch, error] of [
+      [{ registration_open: "yes" }, 'setting "registration_open" must be a boolean'],
+      [{ app_name: 5 }, 'setting "app_name" must be a string'],
+      [{ app_name: "x".repeat(4097) }, 'setting "app_name" is too long'],
+      [{ access_token_ttl_seconds: "900" }, 'setting "access_token_ttl_seconds" must be an integer'],
+      [{ access_token_ttl_seconds: 1.5 }, 'setting "access_token_ttl_seconds" must be an integer'],
+      [{ access_token_ttl_seconds: 5 }, 'setting "access_token_ttl_seconds" must be between 10 and 31536000'],
+      [{ refresh_token_ttl_days: 3651 }, 'setting "refresh_token_ttl_days" must be between 1 and 3650'],
+      [{ app_name: "ok", colour: "red" }, 'unknown setting "colour"'],
+      [{ app_name: "  " }, 'setting "app_name" must not be empty'],
+    ] as const) {
+      const res = await t.admin("PATCH", "/api/v1/admin/settings", patch);
+      expect({ patch, status: res.status, body: res.body }).toEqual({ patch, status: 400, body: bad(error) });
+    }
+    expect((await t.admin("GET", "/api/v1/admin/settings")).body).toEqual(before);
+  });
+
+  test("the read-only redirect addresses sent back are ignored", async () => {
+    const all = (await t.admin("GET", "/api/v1/admin/settings")).body;
+    const res = await t.admin("PATCH", "/api/v1/admin/settings", { ...all, app_name: all.app_name });
+    expect({ status: res.status, body: res.body }).toEqual({ status: 200, body: all });
   });
 });

@@ -1,9 +1,12 @@
 import { describe, expect, test } from "bun:test";
 import { AppError } from "../../src/errors.ts";
-import { parseFilters, parseListQuery, parseSort } from "../../src/query/parse.ts";
+import { listOptions } from "../../src/http/routes/records.ts";
+import { parseFilters, parseListQuery as parseWithOptions, parseSort } from "../../src/query/parse.ts";
 import { toMatchQuery } from "../../src/search/fts.ts";
 
 const p = (s: string) => new URLSearchParams(s);
+/** A list's query string as the route reads it: its scalars checked by the schema, the rest by the query language. */
+const parseListQuery = (params: URLSearchParams) => parseWithOptions(params, listOptions.parse(params));
 
 function status(fn: () => unknown): number {
   try {

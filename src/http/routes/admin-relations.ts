@@ -2,12 +2,10 @@ import { Elysia } from "elysia";
 import type { AppContext } from "../../context.ts";
 import { createRelation, deleteRelation, listRelations } from "../../relations/catalog.ts";
 import { readJson } from "../body.ts";
-import { bodyChecker } from "../check.ts";
+import { relationCreate } from "../shared-checks.ts";
 import { doc } from "../doc.ts";
 import { Items, Ok, RelationBody, RelationCreateBody } from "../schemas.ts";
 import { requireAdmin } from "../request.ts";
-
-const relationBody = bodyChecker(RelationCreateBody);
 
 /** `/api/v1/admin/relations`: create, list and delete relations between collections (admin only). */
 export function adminRelationRoutes(ctx: AppContext) {
@@ -19,7 +17,7 @@ export function adminRelationRoutes(ctx: AppContext) {
     })
     .get("/relations", () => listRelations(ctx), doc({ summary: "Every relation", tag: "admin", access: "admin", ok: Items(RelationBody) }))
     .post("/relations", async ({ request, set }) => {
-      const res = await createRelation(ctx, relationBody.parse(await readJson(request, max)));
+      const res = await createRelation(ctx, relationCreate.parse(await readJson(request, max)));
       set.status = 201;
       return res;
     }, doc({ summary: "Create a relation between two collections", tag: "admin", access: "admin", body: RelationCreateBody, ok: RelationBody, status: 201, errors: [404, 409] }))

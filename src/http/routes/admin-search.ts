@@ -1,17 +1,12 @@
 import { Elysia } from "elysia";
-import { MAX_INDEX_FIELDS, createIndexDef, dropIndexDef, listIndexes } from "../../collections/indexes.ts";
+import { createIndexDef, dropIndexDef, listIndexes } from "../../collections/indexes.ts";
 import type { AppContext } from "../../context.ts";
 import { disableFts, enableFts, ftsStatus } from "../../search/fts.ts";
 import { readJson } from "../body.ts";
-import { bodyChecker } from "../check.ts";
+import { indexCreate } from "../shared-checks.ts";
 import { doc } from "../doc.ts";
 import { FtsBody, IndexBody, IndexCreateBody, Items, Ok } from "../schemas.ts";
 import { requireAdmin } from "../request.ts";
-
-const indexBody = bodyChecker(IndexCreateBody, {
-  fields: ({ path }) => (path.length ? "fields must be an array of field names" : `fields must be an array of 1 to ${MAX_INDEX_FIELDS} field names`),
-  unique: "unique must be true or false",
-});
 
 /** `/api/v1/admin/collections/:name/fts` and `…/indexes`: full-text index and column indexes. */
 export function adminSearchRoutes(ctx: AppContext) {
@@ -30,7 +25,7 @@ export function adminSearchRoutes(ctx: AppContext) {
     .delete("/fts", ({ params }) => disableFts(ctx, params.name), doc({ summary: "Drop the full-text index", tag: "admin", access: "admin", ok: FtsBody, errors: [404] }))
     .get("/indexes", ({ params }) => listIndexes(ctx, params.name), doc({ summary: "The collection's indexes", tag: "admin", access: "admin", ok: Items(IndexBody), errors: [404] }))
     .post("/indexes", async ({ request, params, set }) => {
-      const def = await createIndexDef(ctx, params.name, indexBody.defer(await readJson(request, max)));
+      const def = await createIndexDef(ctx, params.name, indexCreate.defer(await readJson(request, max)));
       set.status = 201;
       return def;
     }, doc({ summary: "Create an index", tag: "admin", access: "admin", body: IndexCreateBody, ok: IndexBody, status: 201, errors: [404, 409] }))

@@ -44,7 +44,7 @@ export function adminUserRoutes(ctx: AppContext) {
     .onBeforeHandle(async ({ request }) => {
       await requireAdmin(ctx, request);
     })
-    .get("/users", ({ request }) => listUsers(ctx, userListQuery(new URL(request.url).searchParams)), admin("List users (newest first)", UserListBody, { query: UserListQuery, errors: [400] }))
+    .get("/users", ({ request }) => listUsers(ctx, userListQuery.parse(new URL(request.url).searchParams)), admin("List users (newest first)", UserListBody, { query: UserListQuery, errors: [400] }))
     .post("/users", async ({ request, set }) => {
       const res = await adminCreateUser(ctx, createBody.parse(await readJson(request, max)));
       set.status = 201;

@@ -14,15 +14,15 @@ import { hardDeleteRecord } from "../../records/delete.ts";
 import { settingsForDisplay, updateSettings } from "../../settings/settings.ts";
 import { readJson } from "../body.ts";
 import { bodyChecker } from "../check.ts";
+import { settingsPatch } from "../shared-checks.ts";
 import { doc } from "../doc.ts";
 import { clientInfo, requireAdmin } from "../request.ts";
-import { AdminTokenBody, CollectionBody, CollectionCreateBody, Items, Ok, RulesBody, SecretBody, SettingsBody } from "../schemas.ts";
+import { AdminTokenBody, CollectionBody, CollectionCreateBody, Items, Ok, RulesBody, SecretBody, SettingsBody, SettingsPatch } from "../schemas.ts";
 
 const tag = "admin";
 const secretBody = bodyChecker(SecretBody);
 const collectionCreateBody = bodyChecker(CollectionCreateBody, { name: "name is required" });
 const rulesBody = bodyChecker(RulesBody, { "*": ({ key }) => `unknown key "${key}": expected rules or field_rules` });
-const settingsBody = bodyChecker(SettingsBody, { "": "settings must be a JSON object" });
 
 /** `/api/v1/admin/*`: every route but login needs admin credentials, re-checked against the database each time. */
 export function adminRoutes(ctx: AppContext) {
@@ -72,7 +72,7 @@ export function adminRoutes(ctx: AppContext) {
     .get("/settings", () => settingsForDisplay(ctx), doc({ summary: "Every runtime setting (secrets masked)", tag, access: "admin", ok: SettingsBody }))
     .patch(
       "/settings",
-      async ({ request }) => updateSettings(ctx, settingsBody.parse(await readJson(request, max))),
-      doc({ summary: "Change some runtime settings", tag, access: "admin", body: SettingsBody, ok: SettingsBody }),
+      async ({ request }) => updateSettings(ctx, settingsPatch.parse(await readJson(request, max))),
+      doc({ summary: "Change some runtime settings", tag, access: "admin", body: SettingsPatch, ok: SettingsBody }),
     );
 }

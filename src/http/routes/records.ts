@@ -6,9 +6,8 @@ import { listRecords } from "../../records/list.ts";
 import { getRecord } from "../../records/read.ts";
 import { restoreRecord } from "../../records/restore.ts";
 import { updateRecord } from "../../records/update.ts";
-import { parseBool } from "../../query/parse.ts";
 import { readJson } from "../body.ts";
-import { bodyChecker } from "../check.ts";
+import { bodyChecker, queryChecker } from "../check.ts";
 import { doc } from "../doc.ts";
 import { principalOf } from "../request.ts";
 import { GetQuery, ListQuery, RecordBody, RecordData, RecordList } from "../schemas.ts";
@@ -23,17 +22,24 @@ const searchParams = (request: Request) => {
 
 const tag = "records";
 const recordData = bodyChecker(RecordData);
+// The query language reads the rest of the query string (filters, sort, fields, expand, after, search).
+export const listOptions = queryChecker(ListQuery, {}, { pick: ["include_deleted", "limit", "page", "total"], last: true });
+const getOptions = queryChecker(GetQuery, {}, { pick: ["include_deleted"] });
 
 /**
  * The data API: `/api/v1/:collection[/:id]`. A record body must be an object (its fields are checked
- * against the collection by the store); the query string is read by the query language (its own 400s).
+ * against the collection by the store); the query string's scalars are checked by the schema, the rest
+ * is read by the query language (its own 400s).
  */
 export function recordRoutes(ctx: AppContext) {
   const max = ctx.config.maxBodyBytes;
   return new Elysia({ prefix: "/api/v1" })
     .get(
       "/:collection",
-      async ({ request, params }) => listRecords(ctx, params.collection, searchParams(request), await principalOf(ctx, request)),
+      async ({ request, params }) => {
+        const q = searchParams(request);
+        return listRecords(ctx, params.collection, q, await principalOf(ctx, request), listOptions.defer(q));
+      },
       doc({ summary: "List records", tag, access: "data", query: ListQuery, ok: RecordList, errors: [400] }),
     )
     .post(
@@ -51,7 +57,7 @@ export function recordRoutes(ctx: AppContext) {
       async ({ request, params }) => {
         const q = searchParams(request);
         return getRecord(ctx, params.collection, params.id, await principalOf(ctx, request), {
-          includeDeleted: parseBool(q.get("include_deleted"), "include_deleted"),
+          includeDeleted: getOptions.parse(q).include_deleted ?? false,
           expand: q.getAll("expand"),
           fields: q.get("fields"),
         });
