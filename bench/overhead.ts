@@ -3,9 +3,11 @@
 // Prints CPU microseconds per request for each workload. Run it under `bun --cpu-prof` and read
 // the profile with bench/profile-top.ts to see where the time goes. Requests go in batches of CONC
 // (default 1) started in one event-loop turn, as a loaded server receives them; with CONC=1 each
-// request has a turn of its own, so once-per-turn work counts every time.
+// request has a turn of its own, so once-per-turn work counts every time. CLIENTS=32 instead runs 32
+// clients that each send their next request, in a later turn, once the previous one is answered (as
+// wrk's connections do): requests then arrive spread over turns, and reads meet open write transactions.
 //
-//   [CONC=32] [DATABASE_URL=postgres://…] bun bench/overhead.ts [get|get-anon|list|create|bulk|all] [iterations]
+//   [CONC=32 | CLIENTS=32] [DATABASE_URL=postgres://…] bun bench/overhead.ts [get|get-anon|list|create|bulk|all] [iterations]
 // With DATABASE_URL (an empty database), the same on PostgreSQL; the CPU figure is then this process's only.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -23,6 +25,7 @@ const which = process.argv[2] ?? "all";
 const N = Number(process.argv[3] ?? 20000);
 const RECORDS = 20000;
 const CONC = Number(process.env.CONC ?? 1);
+const CLIENTS = Number(process.env.CLIENTS ?? 0);
 
 const dir = mkdtempSync(join(tmpdir(), "baas-overhead-"));
 const config = loadConfig({ data: dir, port: 0 }, { ADMIN_SECRET: SECRET });
@@ -78,20 +81,36 @@ for (const [name, run] of Object.entries(workloads)) {
     times.push(performance.now() - t);
     await turn();
   };
-  for (let i = 0; i < Math.min(n, 500); i += CONC) await batch(i); // warm-up
+  const clients = async (count: number) => {
+    let next = 0;
+    const client = async () => {
+      for (let i = next++; i < count; i = next++) {
+        await turn();
+        const t = performance.now();
+        await run(i);
+        times.push(performance.now() - t);
+      }
+    };
+    await Promise.all(Array.from({ length: CLIENTS }, client));
+  };
+  const loop = async (count: number) => {
+    if (CLIENTS) await clients(count);
+    else for (let i = 0; i < count; i += CONC) await batch(i);
+  };
+  await loop(Math.min(n, 500)); // warm-up
+  times.length = 0;
   const from = Math.round((performance.timeOrigin + performance.now()) * 1000);
   const t0 = process.cpuUsage();
   const w0 = performance.now();
-  for (let i = 0; i < n; i += CONC) await batch(i);
+  await loop(n);
   const cpu = process.cpuUsage(t0);
   const wall = performance.now() - w0;
   const to = Math.round((performance.timeOrigin + performance.now()) * 1000);
-  times.splice(0, Math.ceil(Math.min(n, 500) / CONC)); // the warm-up's batches
   times.sort((a, b) => a - b);
   const pct = (q: number) => times[Math.min(times.length - 1, Math.floor(q * times.length))].toFixed(2);
   console.log(
     `${name}: ${n} requests, ${((cpu.user + cpu.system) / n).toFixed(1)} µs CPU/request, ${((wall * 1000) / n).toFixed(1)} µs wall/request, ` +
-      `batch of ${CONC} ms p50 ${pct(0.5)} p99 ${pct(0.99)} max ${pct(1)}, --window=${from},${to}`,
+      `${CLIENTS ? `request (${CLIENTS} clients)` : `batch of ${CONC}`} ms p50 ${pct(0.5)} p99 ${pct(0.99)} max ${pct(1)}, --window=${from},${to}`,
   );
 }
 

@@ -37,6 +37,8 @@ interface Scope {
 
 const NO_PARAMS: readonly SqlValue[] = [];
 
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
 /**
  * Read on the writing connection even while another context's transaction holds it: it tells this
  * connection's view of other connections' commits (the catalog's freshness check), reads no row, and is
@@ -150,14 +152,26 @@ export class SqliteEngine implements Engine {
     return made;
   }
 
+  /** Opens the reading connection; without one (in-memory, not WAL, or it cannot be opened) reads wait for the writer. */
   private openReader(): Database | null {
     const file = this.sqlite.filename;
-    const wal = (this.sqlite.query("PRAGMA journal_mode").get() as { journal_mode: string } | null)?.journal_mode === "wal";
-    if (!file || file === ":memory:" || !wal) return (this.reader = null);
-    const reader = new Database(file, { readonly: true, strict: true });
-    reader.exec("PRAGMA busy_timeout = 5000");
-    reader.exec("PRAGMA temp_store = MEMORY");
-    reader.exec("PRAGMA cache_size = -32000");
+    this.reader = null;
+    if (!file || file === ":memory:") return null;
+    const mode = this.sqlite.prepare("PRAGMA journal_mode");
+    const wal = (mode.get() as { journal_mode: string } | null)?.journal_mode === "wal";
+    // Finalized at once: a statement left open would keep the connection from closing (and the WAL from going).
+    mode.finalize();
+    if (!wal) return null;
+    let reader: Database | null = null;
+    try {
+      reader = new Database(file, { readonly: true, strict: true });
+      reader.exec("PRAGMA busy_timeout = 5000");
+      reader.exec("PRAGMA temp_store = MEMORY");
+      reader.exec("PRAGMA cache_size = -32000");
+    } catch {
+      reader?.close();
+      return null;
+    }
     return (this.reader = reader);
   }
 
@@ -252,7 +266,8 @@ export class SqliteEngine implements Engine {
 
   /**
    * Runs `first` and every transaction that joins meanwhile in one SQLite transaction, each in its own
-   * savepoint (one that fails rolls back alone and gets its own error), then commits once. Each member
+   * savepoint (one that fails rolls back alone and gets its own error), then commits once, at the end of
+   * the event-loop turn at the earliest (those that join until then run first). Each member
    * is answered, and its after-commit callbacks run, only after that COMMIT; if the COMMIT fails, every
    * member that had succeeded gets that failure. Called holding the lock; releases it.
    */
@@ -273,23 +288,30 @@ export class SqliteEngine implements Engine {
     /** The member running or next to run: those from it on never finished when the transaction itself fails. */
     let next = 0;
     try {
-      for (; next < group.members.length; next++) {
-        const member = group.members[next]!;
-        const tx: Tx = { open: true, depth: 0, afterCommit: [] };
-        this.sqlite.query("SAVEPOINT member").run();
-        try {
-          const value = await this.als.run({ tx, queue: Promise.resolve() }, member.fn);
-          this.sqlite.query("RELEASE member").run();
-          done.push({ member, tx, value });
-        } catch (err) {
-          if (this.sqlite.inTransaction) {
-            this.sqlite.query("ROLLBACK TO member").run();
+      for (let waited = false; ; waited = true) {
+        for (; next < group.members.length; next++) {
+          const member = group.members[next]!;
+          const tx: Tx = { open: true, depth: 0, afterCommit: [] };
+          this.sqlite.query("SAVEPOINT member").run();
+          try {
+            const value = await this.als.run({ tx, queue: Promise.resolve() }, member.fn);
             this.sqlite.query("RELEASE member").run();
+            done.push({ member, tx, value });
+          } catch (err) {
+            if (this.sqlite.inTransaction) {
+              this.sqlite.query("ROLLBACK TO member").run();
+              this.sqlite.query("RELEASE member").run();
+            }
+            member.reject(mapSqliteError(err));
+          } finally {
+            tx.open = false;
           }
-          member.reject(mapSqliteError(err));
-        } finally {
-          tx.open = false;
         }
+        // A server handles the requests of one event-loop turn one after the other, each to its end when it
+        // needs no I/O: the COMMIT waits for the turn to end, so that their transactions join this one.
+        if (waited || group.members.length >= MAX_GROUP) break;
+        await nextTurn();
+        if (next === group.members.length) break;
       }
       this.group = null;
       this.sqlite.query("COMMIT").run();

@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { Database } from "bun:sqlite";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -125,23 +126,27 @@ describe.skipIf(onPostgres)("the engine's reading connection", () => {
     db = new SqliteEngine(openDatabase(join(dir, "baas.db")));
   });
 
-  test("an in-memory database has no second connection: a read waits for the transaction and sees its commit", async () => {
-    const mem = new SqliteEngine(openDatabase(":memory:"));
-    try {
-      await mem.exec("CREATE TABLE m (v TEXT)");
-      const g = gate();
-      const tx = mem.transaction(async () => {
-        await mem.run("INSERT INTO m VALUES ('kept')");
-        await g.promise;
-      });
-      const read = mem.all("SELECT v FROM m");
-      g.open();
-      await tx;
-      expect(await read).toEqual([{ v: "kept" }]);
-    } finally {
-      await mem.close();
-    }
-  });
+  for (const [what, open] of [
+    ["an in-memory database", () => openDatabase(":memory:")],
+    ["a database not in WAL mode", () => new Database(join(dir, "rollback.db"), { create: true, strict: true })],
+  ] as const)
+    test(`${what} has no second connection: a read waits for the transaction and sees its commit`, async () => {
+      const other = new SqliteEngine(open());
+      try {
+        await other.exec("CREATE TABLE m (v TEXT)");
+        const g = gate();
+        const tx = other.transaction(async () => {
+          await other.run("INSERT INTO m VALUES ('kept')");
+          await g.promise;
+        });
+        const read = other.all("SELECT v FROM m");
+        g.open();
+        await tx;
+        expect(await read).toEqual([{ v: "kept" }]);
+      } finally {
+        await other.close();
+      }
+    });
 });
 
 describe.skipIf(onPostgres)("caches filled by reads that do not wait for a write", () => {
