@@ -3,6 +3,7 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import { runAfterCommit } from "./after-commit.ts";
 import type { Engine, RunResult, SqlValue } from "./engine.ts";
 import { mapSqliteError } from "./sqlite-errors.ts";
+import { StatementCache } from "./statements.ts";
 
 /** The transaction of one async context. */
 interface Tx {
@@ -194,16 +195,23 @@ export class SqliteEngine implements Engine {
     }
   }
 
+  /** Prepared statements by SQL text (see StatementCache), made at first use. */
+  private statements: StatementCache | null = null;
+
+  private statement(sql: string) {
+    return (this.statements ??= new StatementCache(this.sqlite)).get(sql);
+  }
+
   private getNow<T>(sql: string, params: readonly SqlValue[]): T | null {
-    return (this.sqlite.query(sql).get(...(params as SqlValue[])) as T | null) ?? null;
+    return (this.statement(sql).get(...(params as SqlValue[])) as T | null) ?? null;
   }
 
   private allNow<T>(sql: string, params: readonly SqlValue[]): T[] {
-    return this.sqlite.query(sql).all(...(params as SqlValue[])) as T[];
+    return this.statement(sql).all(...(params as SqlValue[])) as T[];
   }
 
   private runNow(sql: string, params: readonly SqlValue[]): RunResult {
-    return { changes: this.sqlite.query(sql).run(...(params as SqlValue[])).changes };
+    return { changes: this.statement(sql).run(...(params as SqlValue[])).changes };
   }
 
   /** Runs a plain statement once no other context holds the connection. */
@@ -363,6 +371,7 @@ export class SqliteEngine implements Engine {
 
   async close(): Promise<void> {
     await this.lock();
+    this.statements?.clear();
     try {
       this.sqlite.exec("PRAGMA optimize");
     } catch {}

@@ -16,8 +16,8 @@ export const MAX_BULK = 500;
  * The collection as the current transaction sees it: a record that added a column marks the
  * catalog stale, and the next record must know that column.
  */
-export async function currentCollection(ctx: AppContext, col: Collection): Promise<Collection> {
-  if (ctx.catalog.stale) return await requireCollection(ctx, col.name);
+export function currentCollection(ctx: AppContext, col: Collection): Collection | Promise<Collection> {
+  if (ctx.catalog.stale) return requireCollection(ctx, col.name);
   return ctx.catalog.byName.get(col.name.toLowerCase()) ?? col;
 }
 
@@ -45,7 +45,8 @@ export async function bulkCreate(ctx: AppContext, name: string, body: Checked<Re
     const pending: PendingRow[] | undefined = ctx.db.dialect === "postgres" ? [] : undefined;
     const indexOfPending: number[] = [];
     for (let index = 0; index < items.length; index++) {
-      col = await currentCollection(ctx, col);
+      const current = currentCollection(ctx, col);
+      col = current instanceof Promise ? await current : current;
       const before = pending?.length ?? 0;
       try {
         out.push(await insertRecord(ctx, col, items[index]!, p, pending));
