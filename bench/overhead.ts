@@ -8,8 +8,11 @@
 // wrk's connections do): requests then arrive spread over turns, and reads meet open write transactions.
 //
 //   [CONC=32 | CLIENTS=32] [DATABASE_URL=postgres://…] bun bench/overhead.ts [get|get-anon|list|create|bulk|all] [iterations]
-// With DATABASE_URL (an empty database), the same on PostgreSQL; the CPU figure is then this process's only.
-import { mkdtempSync, rmSync } from "node:fs";
+// With DATABASE_URL (an empty database), the same on PostgreSQL; the CPU figure is then this process's only,
+// unless PG_POSTMASTER_PID names the server's postmaster (a cluster of its own, on this machine): then the
+// CPU of PostgreSQL's processes over the loop is printed too (live backends, plus those that ended, which
+// the postmaster has reaped).
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ensureAdminSecret } from "../src/auth/admin.ts";
@@ -28,7 +31,7 @@ const CONC = Number(process.env.CONC ?? 1);
 const CLIENTS = Number(process.env.CLIENTS ?? 0);
 
 const dir = mkdtempSync(join(tmpdir(), "baas-overhead-"));
-const config = loadConfig({ data: dir, port: 0 }, { ADMIN_SECRET: SECRET });
+const config = loadConfig({ data: dir, port: 0 }, { ...process.env, ADMIN_SECRET: SECRET });
 // The request log goes where a server's goes (stderr); run with 2>/dev/null.
 const ctx = await openContext(config, { log: createLogger({ format: config.logFormat, level: config.logLevel, buffered: true }) });
 await ensureJwtKey(ctx);
@@ -36,6 +39,27 @@ await ensureJwtKey(ctx);
 const checkpointer = process.env.CHECKPOINT === "inline" || ctx.db.dialect !== "sqlite" ? null : startCheckpointer(ctx.db, config.dbPath);
 await ensureAdminSecret(ctx);
 const app = createApp(ctx);
+
+const postmaster = Number(process.env.PG_POSTMASTER_PID ?? 0);
+/** The fields of /proc/<pid>/stat after the command name, or null once the process is gone. */
+const procStat = (pid: number) => {
+  try {
+    return readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+  } catch {
+    return null;
+  }
+};
+/** CPU microseconds of the PostgreSQL cluster so far (clock ticks of 10 ms). */
+function postgresCpu(): number {
+  const pm = procStat(postmaster);
+  if (!pm) return 0;
+  let ticks = +pm[11]! + +pm[12]! + +pm[13]! + +pm[14]!;
+  for (const d of readdirSync("/proc")) {
+    const s = /^\d+$/.test(d) ? procStat(Number(d)) : null;
+    if (s && Number(s[1]) === postmaster) ticks += +s[11]! + +s[12]!;
+  }
+  return ticks * 10_000;
+}
 
 async function call(method: string, path: string, body?: unknown, token?: string): Promise<any> {
   const headers: Record<string, string> = {};
@@ -100,16 +124,18 @@ for (const [name, run] of Object.entries(workloads)) {
   await loop(Math.min(n, 500)); // warm-up
   times.length = 0;
   const from = Math.round((performance.timeOrigin + performance.now()) * 1000);
+  const pg0 = postmaster ? postgresCpu() : 0;
   const t0 = process.cpuUsage();
   const w0 = performance.now();
   await loop(n);
   const cpu = process.cpuUsage(t0);
   const wall = performance.now() - w0;
+  const pg = postmaster ? `, PostgreSQL ${((postgresCpu() - pg0) / n).toFixed(1)} µs CPU/request` : "";
   const to = Math.round((performance.timeOrigin + performance.now()) * 1000);
   times.sort((a, b) => a - b);
   const pct = (q: number) => times[Math.min(times.length - 1, Math.floor(q * times.length))].toFixed(2);
   console.log(
-    `${name}: ${n} requests, ${((cpu.user + cpu.system) / n).toFixed(1)} µs CPU/request, ${((wall * 1000) / n).toFixed(1)} µs wall/request, ` +
+    `${name}: ${n} requests, ${((cpu.user + cpu.system) / n).toFixed(1)} µs CPU/request${pg}, ${((wall * 1000) / n).toFixed(1)} µs wall/request, ` +
       `${CLIENTS ? `request (${CLIENTS} clients)` : `batch of ${CONC}`} ms p50 ${pct(0.5)} p99 ${pct(0.99)} max ${pct(1)}, --window=${from},${to}`,
   );
 }

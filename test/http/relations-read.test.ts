@@ -233,8 +233,8 @@ describe("expand", () => {
     const originals = Object.fromEntries(CALLS.map((k) => [k, db[k]])) as typeof db;
     let count = 0;
     // every statement but the cheap freshness checks of the catalog (SQLite: PRAGMA data_version,
-    // PostgreSQL: the schema version in _meta with the snapshot); total=false because a repeated count is answered from
-    // memory, which would make the first request differ
+    // PostgreSQL: the schema version in _meta with the snapshot); total=false because a repeated count is
+    // answered from memory, which would make the first request differ
     const counted = (sql: string) => !/^\s*PRAGMA|'schema_version'|pg_current_snapshot\(\)/i.test(sql);
     for (const k of CALLS) db[k] = (sql, params) => (counted(sql) && count++, originals[k].call(t.db, sql, params));
     const measure = async (path: string) => {
