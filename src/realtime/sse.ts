@@ -6,6 +6,17 @@ export function sseFrame(event: string, data: string, id?: string): Uint8Array {
   return encoder.encode(`${id === undefined ? "" : `id: ${id}\n`}event: ${event}\ndata: ${data}\n\n`);
 }
 
+// Streams with frames queued in this turn, written by one callback after it (not one per stream).
+let dirty: SseSink[] = [];
+function queueFlush(sink: SseSink): void {
+  if (dirty.push(sink) === 1) setImmediate(drainAll);
+}
+function drainAll(): void {
+  const sinks = dirty;
+  dirty = [];
+  for (const sink of sinks) sink.drain();
+}
+
 /** Bun's direct stream controller: writes go straight to the socket; a write returns a promise while the socket is backed up. */
 interface DirectController {
   write(chunk: Uint8Array): number | Promise<number>;
@@ -87,12 +98,15 @@ export class SseSink {
     // runs within one turn), and a microtask would write once per event instead of once per batch.
     if (!this.flushQueued) {
       this.flushQueued = true;
-      setImmediate(() => {
-        this.flushQueued = false;
-        this.flush();
-      });
+      queueFlush(this);
     }
     return true;
+  }
+
+  /** Writes what was queued in the turn that ended (see queueFlush). */
+  drain(): void {
+    this.flushQueued = false;
+    this.flush();
   }
 
   /**
