@@ -3,15 +3,7 @@ import { Command, CommanderError, InvalidArgumentError } from "commander";
 import { ConfigError } from "../src/config.ts";
 import { AppError, ValidationError } from "../src/errors.ts";
 import { VERSION } from "../src/version.ts";
-import { registerAdmin } from "./commands/admin.ts";
-import { registerCollections } from "./commands/collections.ts";
-import { registerDb } from "./commands/db.ts";
-import { registerIndexes } from "./commands/indexes.ts";
-import { registerRelations } from "./commands/relations.ts";
 import { registerServe } from "./commands/serve.ts";
-import { registerSettings } from "./commands/settings.ts";
-import { registerTypes } from "./commands/types.ts";
-import { registerUsers } from "./commands/users.ts";
 import { UsageError } from "./run.ts";
 
 const program = new Command();
@@ -51,15 +43,28 @@ Examples:
   $ baas help collections`,
   );
 
+/** Where the command asked for is: the first argument that is not an option (nor the value of --data or --database). */
+function commandIndex(argv: string[]): number {
+  let i = 2;
+  while (i < argv.length && argv[i].startsWith("-")) i += argv[i] === "--data" || argv[i] === "--database" ? 2 : 1;
+  return i;
+}
+
 registerServe(program);
-registerCollections(program);
-registerIndexes(program);
-registerRelations(program);
-registerUsers(program);
-registerSettings(program);
-registerAdmin(program);
-registerDb(program);
-registerTypes(program);
+// `serve` needs no other command: their modules (and the services only the CLI uses) are loaded for the others.
+if (process.argv[commandIndex(process.argv)] !== "serve") {
+  const commands = await Promise.all([
+    import("./commands/collections.ts").then((m) => m.registerCollections),
+    import("./commands/indexes.ts").then((m) => m.registerIndexes),
+    import("./commands/relations.ts").then((m) => m.registerRelations),
+    import("./commands/users.ts").then((m) => m.registerUsers),
+    import("./commands/settings.ts").then((m) => m.registerSettings),
+    import("./commands/admin.ts").then((m) => m.registerAdmin),
+    import("./commands/db.ts").then((m) => m.registerDb),
+    import("./commands/types.ts").then((m) => m.registerTypes),
+  ]);
+  for (const register of commands) register(program);
+}
 
 function fail(code: number, message: string, body?: Record<string, unknown>): never {
   const json = process.argv.includes("--json");
@@ -69,8 +74,7 @@ function fail(code: number, message: string, body?: Record<string, unknown>): ne
 
 /** `baas help a b` is `baas a b --help`, so help reaches nested commands (with their examples). */
 function helpToFlag(argv: string[]): string[] {
-  let i = 2;
-  while (i < argv.length && argv[i].startsWith("-")) i += argv[i] === "--data" || argv[i] === "--database" ? 2 : 1;
+  const i = commandIndex(argv);
   if (argv[i] !== "help" || i === argv.length - 1) return argv;
   const path = argv.slice(i + 1).filter((a) => !a.startsWith("-"));
   let cmd: Command = program;

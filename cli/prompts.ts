@@ -1,4 +1,5 @@
-import * as clack from "@clack/prompts";
+/** @clack/prompts (and the node:readline and node:tty it loads) only when a prompt is shown: never for `serve`. */
+const loadClack = () => import("@clack/prompts");
 
 /** True when a person can answer prompts: stdin and stdout are both terminals. */
 export function isInteractive(): boolean {
@@ -7,12 +8,14 @@ export function isInteractive(): boolean {
 
 /** Asks a yes/no question; false when cancelled. Only call when isInteractive(). */
 export async function confirm(message: string): Promise<boolean> {
+  const clack = await loadClack();
   const answer = await clack.confirm({ message, initialValue: false });
   return answer === true;
 }
 
 /** Asks for a password without echoing it; null when cancelled. Only call when isInteractive(). */
 export async function askPassword(message: string): Promise<string | null> {
+  const clack = await loadClack();
   const answer = await clack.password({ message, mask: "*" });
   return clack.isCancel(answer) ? null : answer;
 }
@@ -20,7 +23,7 @@ export async function askPassword(message: string): Promise<string | null> {
 /** Runs `work` under a spinner when `show` is true (a terminal and no --json), else just runs it. */
 export async function withSpinner<T>(show: boolean, label: string, work: () => T | Promise<T>): Promise<T> {
   if (!show) return await work();
-  const s = clack.spinner();
+  const s = (await loadClack()).spinner();
   s.start(label);
   try {
     const result = await work();
@@ -39,6 +42,7 @@ export async function withProgressBar<T>(
   work: (report: (done: number, total: number) => void) => Promise<T>,
 ): Promise<T> {
   if (!show) return await work(() => {});
+  const clack = await loadClack();
   let bar: ReturnType<typeof clack.progress> | null = null;
   let shown = 0;
   const report = (done: number, total: number) => {

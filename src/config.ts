@@ -84,7 +84,7 @@ export function loadConfig(flags: ConfigFlags = {}, env: Record<string, string |
     adminSecret: env.ADMIN_SECRET ? env.ADMIN_SECRET : null,
     publicUrl,
     appUrl,
-    smtpUrl: env.SMTP_URL || null,
+    smtpUrl: smtpUrlFrom(env.SMTP_URL),
     mailFrom: env.MAIL_FROM || "no-reply@localhost",
     lockoutMaxAttempts: intFrom("LOCKOUT_MAX_ATTEMPTS", env.LOCKOUT_MAX_ATTEMPTS, 10, 1),
     lockoutDurationMs: intFrom("LOCKOUT_DURATION_MS", env.LOCKOUT_DURATION_MS, 900_000, 0),
@@ -121,6 +121,16 @@ function databaseFrom(raw: string | undefined, env: Record<string, string | unde
   const poolSize = intFrom("DB_POOL_SIZE", env.DB_POOL_SIZE, 10, 1);
   if (poolSize > 1000) throw new ConfigError(`DB_POOL_SIZE must be at most 1000, got ${poolSize}`);
   return { engine: "postgres", url: value, poolSize, statementTimeoutMs: intFrom("DB_STATEMENT_TIMEOUT_MS", env.DB_STATEMENT_TIMEOUT_MS, 30_000, 0) };
+}
+
+/**
+ * SMTP_URL: the mailer loads nodemailer with the first mail, so a URL it cannot use is refused here, at
+ * start, rather than at that mail. Never repeats the URL, which may hold a password.
+ */
+function smtpUrlFrom(raw: string | undefined): string | null {
+  if (!raw) return null;
+  if (!/^smtps?:/i.test(raw)) throw new ConfigError("SMTP_URL must be an smtp:// or smtps:// URL (smtp://user:password@host:587)");
+  return raw;
 }
 
 function oneOf<T extends string>(name: string, raw: string, allowed: readonly T[]): T {

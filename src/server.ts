@@ -1,7 +1,6 @@
 import type { Server } from "bun";
 import { ensureAdminSecret, MIN_ADMIN_SECRET_LENGTH, type AdminSecretState } from "./auth/admin.ts";
 import { ensureJwtKey } from "./auth/keys.ts";
-import { prepareDummyHash } from "./auth/passwords.ts";
 import { closeContext, openContext, type AppContext, type ContextOptions } from "./context.ts";
 import type { Config } from "./config.ts";
 import { startCheckpointer } from "./db/checkpointer.ts";
@@ -67,7 +66,6 @@ export async function startServer(config: Config, opts: ContextOptions = {}): Pr
   // After listening, in the same synchronous turn (no request is handled before it ends): a start that
   // fails on a taken port must not generate, store and never show a first admin secret.
   const secret = await ensureAdminSecret(ctx);
-  void prepareDummyHash();
   const server = app.server!;
   // With port 0 the OS picks the port, so the default PUBLIC_URL/APP_URL (`http://localhost:0`)
   // are fixed up now that it is known: OAuth redirect addresses and mail links are built from them.

@@ -5,20 +5,18 @@ export function hashPassword(password: string): Promise<string> {
   return Bun.password.hash(password, { algorithm: "argon2id" });
 }
 
-// A real argon2id hash of a random string: verifying against it when the email is unknown makes
-// "no such user" take as long as "wrong password", so timing does not reveal which emails exist.
-let dummyHash: Promise<string> | null = null;
-
-/** Computes the dummy hash ahead of the first login, so that login is not slower for an unknown email either. */
-export function prepareDummyHash(): Promise<string> {
-  dummyHash ??= hashPassword(crypto.randomUUID());
-  return dummyHash;
-}
+/**
+ * A real argon2id hash (Bun's parameters, the ones hashPassword uses) of a random string nobody kept:
+ * verifying against it when the email is unknown makes "no such user" take as long as "wrong password",
+ * so timing does not reveal which emails exist. A constant, so the server computes no hash (64 MiB and a
+ * tenth of a second of CPU) at start; a test checks its parameters are still those of hashPassword.
+ */
+export const DUMMY_HASH = "$argon2id$v=19$m=65536,t=2,p=1$488wMQuH6vafghZB9Lx+lij3yrSLFKgeqPDTInnAUI8$BdGJRiaE0XgS1bv4VHA66Qk1ydLMJ+O7N2/uiby0DPM";
 
 /** Checks a password against a stored hash (or against a dummy hash when there is none, in the same time). */
 export async function verifyPassword(password: string, hash: string | null | undefined): Promise<boolean> {
   if (!hash) {
-    await Bun.password.verify(password, await prepareDummyHash()).catch(() => false);
+    await Bun.password.verify(password, DUMMY_HASH).catch(() => false);
     return false;
   }
   return Bun.password.verify(password, hash).catch(() => false);

@@ -1,5 +1,5 @@
 import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
-import { Secret, TOTP } from "otpauth";
+import type { TOTP } from "otpauth";
 import type { AppContext } from "../context.ts";
 import { hmacSha256, randomToken, sha256 } from "../crypto.ts";
 import { getMeta } from "../db/meta.ts";
@@ -49,7 +49,11 @@ async function decryptSecret(ctx: AppContext, stored: string): Promise<string | 
   }
 }
 
+/** otpauth is loaded when 2FA is first used, not at start. */
+const otpauth = () => require("otpauth") as typeof import("otpauth");
+
 async function totpFor(ctx: AppContext, user: UserRow, base32: string): Promise<TOTP> {
+  const { Secret, TOTP } = otpauth();
   return new TOTP({
     issuer: await getSetting(ctx, "app_name"),
     label: user.email,
@@ -123,7 +127,7 @@ export async function setupTotp(ctx: AppContext, p: Principal): Promise<{ otpaut
   const user = await currentUser(ctx, p);
   if (!await getSetting(ctx, "auth_totp_enabled")) throw methodDisabled("two-factor authentication");
   if (user.totp_enabled) throw conflict("two-factor authentication is already enabled");
-  const secret = new Secret({ size: 20 });
+  const secret = new (otpauth().Secret)({ size: 20 });
   await ctx.db.run("UPDATE _users SET totp_secret = ?, totp_last_step = NULL, updated_at = ? WHERE id = ?", [await encryptSecret(ctx, secret.base32), ctx.clock.now(), user.id]);
   return { otpauth_url: (await totpFor(ctx, user, secret.base32)).toString() };
 }

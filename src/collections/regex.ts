@@ -1,4 +1,8 @@
-import { RE2JS } from "re2js";
+import type { RE2JS } from "re2js";
+
+/** re2js (and its Unicode tables) is loaded with the first pattern, not at start: most collections have none. */
+let re2: typeof RE2JS | null = null;
+const loadRe2 = () => (re2 ??= (require("re2js") as typeof import("re2js")).RE2JS);
 
 /**
  * Field-rule regexes run on RE2 (the `re2js` port): matching time is linear in the value, whatever
@@ -24,7 +28,7 @@ const compiled = new Map<string, RE2JS | null>();
 function compilePattern(source: string): RE2JS | string {
   let re: RE2JS;
   try {
-    re = RE2JS.compile(source);
+    re = loadRe2().compile(source);
   } catch (err) {
     return (err as Error).message;
   }

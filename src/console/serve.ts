@@ -1,4 +1,3 @@
-import { gzipSync } from "node:zlib";
 import type { ConsoleBundle } from "./bundle.ts";
 
 /** The console's URL prefix. */
@@ -74,7 +73,7 @@ export function serveConsoleFile(assets: Map<string, Asset>, rest: string, reque
   }
   let body = asset.body;
   if (asset.body.length > 1024 && /\bgzip\b/.test(request.headers.get("accept-encoding") ?? "")) {
-    body = asset.gzip ??= new Uint8Array(gzipSync(asset.body, { level: 9 }));
+    body = asset.gzip ??= Bun.gzipSync(asset.body, { level: 9 });
     headers["content-encoding"] = "gzip";
   }
   headers["content-length"] = String(body.length);

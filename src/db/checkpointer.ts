@@ -1,3 +1,4 @@
+import { statSync } from "node:fs";
 import type { Engine } from "./engine.ts";
 import { rawDatabase } from "./sqlite.ts";
 
@@ -33,7 +34,16 @@ self.onmessage = (e) => {
  */
 const FALLBACK_PAGES = 4_000;
 
+/**
+ * WAL size from which the worker runs. A worker is a second JavaScript VM (about 10 MiB of memory that
+ * stays after it ends), so a server that writes little never starts one: until the WAL reaches this
+ * size it stays far below FALLBACK_PAGES, and the serving connection never checkpoints inside a commit.
+ */
+const START_BYTES = 1024 * 1024;
+
 export interface Checkpointer {
+  /** True once the WAL has grown to START_BYTES and the worker runs. */
+  readonly running: boolean;
   /** Stops the worker and closes its connection (before the server's own, so that one can remove the WAL). */
   stop(): Promise<void>;
 }
@@ -42,33 +52,54 @@ export interface Checkpointer {
  * Moves WAL checkpoints off the request path. SQLite's automatic checkpoint runs inside the commit that
  * grows the WAL past 1,000 pages, so that one request (and every request queued behind it) waits for
  * the copy and its fsync: the tail of single-create latency. Here a worker thread with its own
- * connection checkpoints every `everyMs`, and the serving connection only does so past FALLBACK_PAGES,
- * when nearly everything is already copied.
+ * connection checkpoints every `everyMs` once the WAL has reached START_BYTES, and the serving
+ * connection only does so past FALLBACK_PAGES, when nearly everything is already copied.
  */
 export function startCheckpointer(db: Engine, path: string, opts: { everyMs?: number } = {}): Checkpointer {
-  if (path === ":memory:") return { stop: async () => {} };
-  const url = URL.createObjectURL(new Blob([WORKER], { type: "application/javascript" }));
-  const worker = new Worker(url);
-  // It must not keep the process alive by itself (Bun's Worker has unref; the DOM type does not say so).
-  (worker as unknown as { unref(): void }).unref();
-  worker.postMessage({ start: true, path, everyMs: opts.everyMs ?? 100 });
+  if (path === ":memory:") return { running: false, stop: async () => {} };
+  const everyMs = opts.everyMs ?? 100;
   rawDatabase(db).exec(`PRAGMA wal_autocheckpoint = ${FALLBACK_PAGES}`);
+  let worker: Worker | null = null;
+  let url = "";
+  // One stat of the WAL file per tick until the worker starts, then none.
+  const watch = setInterval(() => {
+    let size = 0;
+    try {
+      size = statSync(`${path}-wal`).size;
+    } catch {
+      return;
+    }
+    if (size < START_BYTES) return;
+    clearInterval(watch);
+    url = URL.createObjectURL(new Blob([WORKER], { type: "application/javascript" }));
+    worker = new Worker(url);
+    // It must not keep the process alive by itself (Bun's Worker has unref; the DOM type does not say so).
+    (worker as unknown as { unref(): void }).unref();
+    worker.postMessage({ start: true, path, everyMs });
+  }, everyMs);
+  watch.unref();
   let stopping: Promise<void> | null = null;
   return {
+    get running() {
+      return worker !== null;
+    },
     stop() {
+      clearInterval(watch);
+      const w = worker;
+      if (!w) return Promise.resolve();
       stopping ??= new Promise<void>((resolve) => {
         const done = () => {
           clearTimeout(giveUp);
-          void worker.terminate();
+          void w.terminate();
           URL.revokeObjectURL(url);
           resolve();
         };
         // A worker that does not answer (it never should) must not hold the shutdown.
         const giveUp = setTimeout(done, 2_000);
-        worker.onmessage = (e: MessageEvent) => {
+        w.onmessage = (e: MessageEvent) => {
           if ((e.data as { stopped?: boolean }).stopped) done();
         };
-        worker.postMessage({ stop: true });
+        w.postMessage({ stop: true });
       });
       return stopping;
     },

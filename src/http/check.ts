@@ -1,10 +1,10 @@
 import { Kind, Type, type Static, type TObject, type TSchema, type TUnsafe } from "@sinclair/typebox";
-import { TypeCompiler } from "@sinclair/typebox/compiler";
+import { TypeCompiler, type TypeCheck } from "@sinclair/typebox/compiler";
 import { ValueErrorType, type ValueError } from "@sinclair/typebox/errors";
 import { AppError, badRequest, type Checked } from "../errors.ts";
 
 /**
- * Request bodies checked against the TypeBox schemas of `schemas.ts`, compiled once at module load.
+ * Request bodies checked against the TypeBox schemas of `schemas.ts`, compiled once, at first use.
  * Elysia's own validation is not used: it runs before a route's credential checks, so a bad body
  * would answer 400 where CONTRACT wants 401, 403 or 404. A route runs its checker instead, and the
  * service raises a rejection (`bodyOf`) at the point where it used to check the body by hand, after
@@ -115,13 +115,15 @@ function firstError(errors: Iterable<ValueError>): ValueError {
 }
 
 /**
- * Compiles `schema` once. Messages are derived from the first error (its top-level key and expected
- * kind) unless `messages` names one for that key, so the texts clients and tests know stay the same.
+ * Compiles `schema` at its first use (checkers are declared at module load, and compiling them all
+ * there would cost the server's start). Messages are derived from the first error (its top-level key
+ * and expected kind) unless `messages` names one for that key, so the texts clients and tests know stay the same.
  */
-export function bodyChecker<T extends TSchema>(schema: T, messages: BodyMessages = {}): BodyChecker<Static<T>> {
-  const compiled = TypeCompiler.Compile(enforced(schema));
+export function bodyChecker<T extends TSchema>(schema: T | (() => T), messages: BodyMessages = {}): BodyChecker<Static<T>> {
+  let compiled: TypeCheck<TSchema> | undefined;
+  const compile = () => (compiled = TypeCompiler.Compile(enforced(typeof schema === "function" ? schema() : schema)));
   const reject = (value: unknown): AppError => {
-    const error = firstError(compiled.Errors(value));
+    const error = firstError((compiled ?? compile()).Errors(value));
     const path = error.path.split("/").slice(1).map(unescape);
     const issue: BodyIssue = { key: path[0] ?? "", path: path.slice(1), error };
     // Own keys only: a body key such as "constructor" must not find Object.prototype's.
@@ -133,9 +135,9 @@ export function bodyChecker<T extends TSchema>(schema: T, messages: BodyMessages
     return out instanceof AppError ? out : badRequest(out);
   };
   return {
-    defer: (value) => (compiled.Check(value) ? (value as Static<T>) : reject(value)),
+    defer: (value) => ((compiled ?? compile()).Check(value) ? (value as Static<T>) : reject(value)),
     parse: (value) => {
-      if (compiled.Check(value)) return value as Static<T>;
+      if ((compiled ?? compile()).Check(value)) return value as Static<T>;
       throw reject(value);
     },
   };
@@ -165,7 +167,7 @@ export function queryChecker<T extends TObject>(schema: T, messages: BodyMessage
     .filter(([name]) => !opts.pick || opts.pick.includes(name))
     .map(([name, s]) => ({ name, kind: s[Kind] as string }));
   const booleans = Object.fromEntries(names.filter((n) => n.kind === "Boolean").map((n) => [n.name, `${n.name} must be true or false`]));
-  const picked: TSchema = opts.pick ? Type.Pick(schema, opts.pick) : schema;
+  const picked = (): TSchema => (opts.pick ? Type.Pick(schema, opts.pick) : schema);
   const check = bodyChecker(picked, { ...booleans, ...messages }) as BodyChecker<Static<T>>;
   const read = (input: QueryInput): Record<string, unknown> => {
     const value: Record<string, unknown> = {};

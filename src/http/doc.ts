@@ -51,8 +51,27 @@ type Content = NonNullable<OpenAPIV3.ResponseObject["content"]>;
 const media = (type: string, schema: unknown) => ({ [type]: { schema } }) as Content;
 const json = (schema: unknown) => media("application/json", schema);
 
-/** The `detail` of a route: its OpenAPI operation, built once when the app is built. */
+/**
+ * Where a route's `detail` keeps its RouteDoc. A string key: Elysia copies a route's hooks (`detail`
+ * included) key by key when an app uses another, and would drop a symbol.
+ */
+const ROUTE_DOC = "x-route-doc";
+
+/**
+ * The `detail` of a route: its documentation, made an OpenAPI operation (`operationOf`) when the
+ * document is first asked for, not for every route at start.
+ */
 export function doc(d: RouteDoc): { detail: OpenAPIV3.OperationObject } {
+  return { detail: { [ROUTE_DOC]: d } as unknown as OpenAPIV3.OperationObject };
+}
+
+/** The OpenAPI operation of a route's `detail`: built from its RouteDoc (see `doc`), else the detail as given. */
+export function operationOf(detail: object | undefined): OpenAPIV3.OperationObject | undefined {
+  const d = (detail as Record<string, RouteDoc> | undefined)?.[ROUTE_DOC];
+  return d ? operation(d) : (detail as OpenAPIV3.OperationObject | undefined);
+}
+
+function operation(d: RouteDoc): OpenAPIV3.OperationObject {
   const responses: OpenAPIV3.ResponsesObject = {};
   const okContent = d.media ? media(d.media, d.ok ?? { type: "string" }) : d.ok ? json(d.ok) : undefined;
   for (const status of [d.status ?? 200, ...(d.alsoOk ?? [])])
@@ -67,14 +86,12 @@ export function doc(d: RouteDoc): { detail: OpenAPIV3.OperationObject } {
   for (const [name, schema] of Object.entries(props))
     parameters.push({ name, in: "query", required: required.has(name), schema: schema as OpenAPIV3.SchemaObject, ...(schema.description ? { description: schema.description } : {}) });
   return {
-    detail: {
-      summary: d.summary,
-      tags: [d.tag],
-      ...(d.description ? { description: d.description } : {}),
-      security: SECURITY[d.access],
-      ...(parameters.length ? { parameters } : {}),
-      ...(d.body ? { requestBody: { required: true, content: json(d.body) as OpenAPIV3.RequestBodyObject["content"] } } : {}),
-      responses,
-    },
+    summary: d.summary,
+    tags: [d.tag],
+    ...(d.description ? { description: d.description } : {}),
+    security: SECURITY[d.access],
+    ...(parameters.length ? { parameters } : {}),
+    ...(d.body ? { requestBody: { required: true, content: json(d.body) as OpenAPIV3.RequestBodyObject["content"] } } : {}),
+    responses,
   };
 }

@@ -2,6 +2,7 @@ import { Kind } from "@sinclair/typebox";
 import type { OpenAPIV3 } from "openapi-types";
 import type { Collection, FieldType } from "../collections/types.ts";
 import { VERSION } from "../version.ts";
+import { operationOf } from "./doc.ts";
 import * as schemas from "./schemas.ts";
 
 /** What the document needs of a route of the app (Elysia's `app.routes` entries). */
@@ -81,7 +82,7 @@ export function buildOpenApi(routes: readonly RouteInfo[], serverUrl: string): O
     const method = route.method.toLowerCase();
     if (!METHODS.has(method)) continue;
     const { path, params } = openApiPath(route.path);
-    const detail = (route.hooks?.detail ?? { responses: { default: { description: "undocumented" } } }) as OpenAPIV3.OperationObject;
+    const detail = operationOf(route.hooks?.detail) ?? { responses: { default: { description: "undocumented" } } };
     const pathParams = params.map((name) => ({ name, in: "path", required: true, schema: { type: "string" } }));
     const op = plain(detail) as Record<string, unknown>;
     op.operationId = `${method}${path.replace(/[{}]/g, "").replace(/[^A-Za-z0-9]+(.)?/g, (_, c: string | undefined) => (c ?? "").toUpperCase())}`;

@@ -31,9 +31,9 @@ export const ErrorBody = open(
 export const ValidationBody = open(
   {
     errors: t.Array(
-      open({ field: t.String(), rule: t.String(), message: t.String(), index: t.Optional(t.Integer()) }),
+      open({ field: t.String(), rule: t.String(), message: t.String(), index: t.Optional(Type.Integer()) }),
     ),
-    index: t.Optional(t.Integer({ description: "the failing element of a bulk insert" })),
+    index: t.Optional(Type.Integer({ description: "the failing element of a bulk insert" })),
   },
   "422: the field checks that failed.",
 );
@@ -53,10 +53,10 @@ export const RecordBody = open(
 export const RecordData = open({}, "The record's fields (free-form; system fields are ignored).");
 export const RecordList = t.Object({
   items: t.Array(RecordBody),
-  total: nullable(t.Integer({ description: "every match in offset mode; null in cursor mode or with total=false" })),
+  total: nullable(Type.Integer({ description: "every match in offset mode; null in cursor mode or with total=false" })),
   next_cursor: nullable(t.String({ description: "the last item's _id when more records follow" })),
 });
-export const CountBody = t.Object({ total: t.Integer() });
+export const CountBody = t.Object({ total: Type.Integer() });
 export const AggregateBody = t.Union([
   t.Object({ value: t.Unknown() }),
   t.Object({ groups: t.Array(t.Object({ group: t.Unknown(), value: t.Unknown() })) }),
@@ -75,7 +75,7 @@ export const BatchOperation = t.Object(
 export const BatchBody = t.Object({ operations: t.Array(byService(BatchOperation), { minItems: 1, maxItems: MAX_BATCH }) });
 export const BatchResult = t.Object({ results: t.Array(open({ op: t.String() })) });
 
-// TypeBox's own integers: Elysia's `t.Integer` also takes a string, and the query check reads the digits itself.
+// TypeBox's own integers: Elysia's `t.Integer` also takes a string (and compiles a checker when it is declared).
 const many = (description: string) => t.Optional(t.Union([t.String(), t.Array(t.String())], { description }));
 const matchQuery = {
   filter: many("`field:op:value`, repeatable; also `filter[field]=value` and `filter[field][op]=value`"),
@@ -115,7 +115,7 @@ export const UserBody = t.Object({
 export const SessionBody = t.Object({
   access_token: t.String(),
   refresh_token: t.String(),
-  expires_in: t.Integer({ description: "seconds" }),
+  expires_in: Type.Integer({ description: "seconds" }),
   token_type: t.Literal("Bearer"),
   user: UserBody,
 });
@@ -132,7 +132,7 @@ export const TokenBody = open({ token });
 export const EmailBody = open({ email });
 export const ResetPasswordBody = open({ token, password });
 export const MetadataBody = t.Object({ metadata: open({}) }, { additionalProperties: false });
-export const CodeBody = open({ code: byService(t.Union([t.String(), t.Integer()], { description: "the 6-digit TOTP code" })) });
+export const CodeBody = open({ code: byService(t.Union([t.String(), Type.Integer()], { description: "the 6-digit TOTP code" })) });
 export const TotpVerifyBody = open({ totp_token: token, code: CodeBody.properties.code });
 export const NameBody = open({ name: t.String({ description: "1..100 characters" }) });
 export const Ok = open({ ok: t.Literal(true) });
@@ -145,7 +145,7 @@ export const LinkedAccounts = t.Object({
 // ---- Admin
 
 export const SecretBody = open({ secret: byService(t.String()) });
-export const AdminTokenBody = t.Object({ token: t.String(), expires_in: t.Integer({ description: "seconds" }) });
+export const AdminTokenBody = t.Object({ token: t.String(), expires_in: Type.Integer({ description: "seconds" }) });
 // Rules are checked by the service (the CLI passes them too), with their own messages.
 const rules = t.Optional(byService(open({}, "read, create, update, delete: public | authenticated | owner | admin | disabled | { role }")));
 const fieldRules = t.Optional(byService(t.Array(open({}))));
@@ -216,7 +216,7 @@ export const UserListQuery = t.Object({
   limit: t.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 50 })),
   page: t.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000, default: 1 })),
 });
-export const UserListBody = open({ items: t.Array(UserBody), total: t.Integer() });
+export const UserListBody = open({ items: t.Array(UserBody), total: Type.Integer() });
 export const SessionInfo = open({
   id: t.String(),
   created_at: t.Number(),

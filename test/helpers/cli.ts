@@ -15,7 +15,7 @@ export function buildBinary(): Promise<string> {
     buildDir = mkdtempSync(join(tmpdir(), "baas-bin-"));
     const out = join(buildDir, "baas");
     // The flags of `npm run build`: the tests run what ships.
-    const flags = ["--compile", "--bytecode", "--format=esm", "--minify-syntax", "--minify-whitespace"];
+    const flags = ["--compile", "--splitting", "--bytecode", "--format=esm", "--minify-syntax", "--minify-whitespace"];
     const proc = Bun.spawn([process.execPath, "build", ...flags, join(ROOT, "cli/index.ts"), "--outfile", out], {
       cwd: ROOT,
       stdout: "pipe",

@@ -1,4 +1,7 @@
-import { createLocalJWKSet, decodeProtectedHeader, errors, jwtVerify, type JSONWebKeySet, type JWTVerifyGetKey, type JWTVerifyOptions } from "jose";
+import type { errors as JoseErrors, JSONWebKeySet, JWTVerifyGetKey, JWTVerifyOptions } from "jose";
+
+/** jose is loaded with the first ID token checked, not at start. */
+const jose = () => require("jose") as typeof import("jose");
 import type { AppContext } from "../../context.ts";
 
 /** Why an ID token was refused; the callback turns it into `error=provider_error`. */
@@ -48,6 +51,7 @@ async function providerKeys(ctx: AppContext, uri: string, force: boolean): Promi
   const cached = ctx.cache.get(cacheKey) as CachedJwks | undefined;
   const now = ctx.clock.now();
   if (cached && now - cached.fetchedAt < (force ? JWKS_REFETCH_MS : JWKS_TTL_MS)) return cached.keys;
+  const { createLocalJWKSet, errors } = jose();
   let keys: JWTVerifyGetKey;
   try {
     keys = createLocalJWKSet((await fetchJson(uri)) as JSONWebKeySet);
@@ -60,7 +64,8 @@ async function providerKeys(ctx: AppContext, uri: string, force: boolean): Promi
 }
 
 /** The reason logged for a token jose refused, in the words the callback's log has always used. */
-function reasonFor(err: errors.JOSEError): string {
+function reasonFor(err: JoseErrors.JOSEError): string {
+  const { errors } = jose();
   if (err instanceof errors.JWTExpired) return "expired ID token";
   if (err instanceof errors.JWTClaimValidationFailed) {
     if (err.claim === "iss") return "wrong ID token issuer";
@@ -80,6 +85,7 @@ function reasonFor(err: errors.JOSEError): string {
  * issuer, audience, expiry (60 s of clock skew), then nonce, authorized party and subject. Returns the claims.
  */
 export async function verifyIdToken(ctx: AppContext, token: string, expect: IdTokenExpectations): Promise<Record<string, unknown>> {
+  const { decodeProtectedHeader, errors, jwtVerify } = jose();
   let alg: unknown;
   try {
     alg = decodeProtectedHeader(token).alg;

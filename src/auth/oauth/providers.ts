@@ -1,4 +1,7 @@
-import { CodeChallengeMethod, OAuth2Client, type OAuth2Tokens } from "arctic";
+import type { OAuth2Tokens } from "arctic";
+
+/** arctic is loaded with the first OAuth sign-in, not at start. */
+const arctic = () => require("arctic") as typeof import("arctic");
 import type { AppContext } from "../../context.ts";
 import { AppError, badRequest, notFound } from "../../errors.ts";
 import { getSettings, oauthCallbackUrl as redirectUri, type Settings } from "../../settings/settings.ts";
@@ -143,6 +146,7 @@ async function scopesOf(ctx: AppContext, provider: ProviderName): Promise<string
 export async function authorizationUrl(ctx: AppContext, provider: ProviderName, st: { state: string; codeVerifier: string; nonce: string }): Promise<URL> {
   const creds = await requireCredentials(ctx, provider);
   const ep = await endpointsOf(ctx, provider);
+  const { OAuth2Client, CodeChallengeMethod } = arctic();
   const client = new OAuth2Client(creds.clientId, creds.clientSecret, redirectUri(ctx, provider));
   const url = client.createAuthorizationURLWithPKCE(ep.authorization, st.state, CodeChallengeMethod.S256, st.codeVerifier, await scopesOf(ctx, provider));
   if (provider !== "codehost") url.searchParams.set("nonce", st.nonce);
@@ -159,6 +163,7 @@ export async function fetchProfile(ctx: AppContext, provider: ProviderName, code
   const ep = await endpointsOf(ctx, provider);
   // RFC 6749 2.3.1: HTTP Basic client credentials are form-encoded before base64, which arctic
   // leaves to the caller; without it a secret with "+", "%", ":" or spaces is refused.
+  const { OAuth2Client } = arctic();
   const client =
     creds.clientSecret === null
       ? new OAuth2Client(creds.clientId, null, redirectUri(ctx, provider))

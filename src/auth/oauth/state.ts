@@ -1,4 +1,3 @@
-import { generateCodeVerifier } from "arctic";
 import type { AppContext } from "../../context.ts";
 import { randomToken, safeEqual, sha256 } from "../../crypto.ts";
 
@@ -26,7 +25,7 @@ export interface OAuthStateRow {
 /** Creates a state, PKCE verifier, nonce and cookie value; stores only hashes of the state and cookie. */
 export async function createOAuthState(ctx: AppContext, provider: string): Promise<NewOAuthState> {
   const now = ctx.clock.now();
-  const out: NewOAuthState = { state: randomToken(32), codeVerifier: generateCodeVerifier(), nonce: randomToken(24), cookie: randomToken(32) };
+  const out: NewOAuthState = { state: randomToken(32), codeVerifier: (require("arctic") as typeof import("arctic")).generateCodeVerifier(), nonce: randomToken(24), cookie: randomToken(32) };
   await ctx.db.run("DELETE FROM _oauth_states WHERE expires_at <= ?", [now]);
   await ctx.db.run("INSERT INTO _oauth_states (state_hash, provider, code_verifier, nonce, cookie_hash, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)", [sha256(out.state), provider, out.codeVerifier, out.nonce, sha256(out.cookie), now, now + STATE_TTL_MS]);
   return out;

@@ -1,3 +1,4 @@
+import { Type } from "@sinclair/typebox";
 import { Elysia, t } from "elysia";
 import type { AppContext } from "../../context.ts";
 import {
@@ -54,8 +55,8 @@ export function adminUserRoutes(ctx: AppContext) {
     .patch("/users/:id", async ({ request, params }) => adminUpdateUser(ctx, params.id, updateBody.defer(await readJson(request, max))), admin("Change a user", UserBody, { body: AdminUserUpdateBody, errors: [404, 409, 422] }))
     .delete("/users/:id", ({ params }) => deleteUser(ctx, params.id), admin("Delete a user", OkId))
     .get("/users/:id/sessions", ({ params }) => listSessionsOfUser(ctx, params.id), admin("A user's sessions", Items(SessionInfo)))
-    .delete("/users/:id/sessions", ({ params }) => revokeSessionsOfUser(ctx, params.id), admin("Revoke every session of a user", t.Object({ ok: t.Literal(true), sessions_revoked: t.Integer() })))
-    .post("/users/:id/impersonate", ({ params }) => impersonateUser(ctx, params.id), admin("A 5-minute access token acting as the user", t.Object({ access_token: t.String(), expires_in: t.Integer() }, { additionalProperties: true })))
+    .delete("/users/:id/sessions", ({ params }) => revokeSessionsOfUser(ctx, params.id), admin("Revoke every session of a user", t.Object({ ok: t.Literal(true), sessions_revoked: Type.Integer() })))
+    .post("/users/:id/impersonate", ({ params }) => impersonateUser(ctx, params.id), admin("A 5-minute access token acting as the user", t.Object({ access_token: t.String(), expires_in: Type.Integer() }, { additionalProperties: true })))
     .post("/users/:id/unlock", ({ params }) => unlockUser(ctx, params.id), admin("Clear a lockout", UserBody))
     .get("/users/:id/security", ({ params }) => getUserSecurity(ctx, params.id), admin("2FA, lockout and linked accounts of a user", open))
     .post("/users/:id/reset-2fa", ({ params }) => resetUserTotp(ctx, params.id), admin("Turn a user's 2FA off", open))

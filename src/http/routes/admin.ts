@@ -1,3 +1,4 @@
+import { Type } from "@sinclair/typebox";
 import { Elysia, t } from "elysia";
 import { adminLogin } from "../../auth/admin.ts";
 import { ADMIN } from "../../auth/principal.ts";
@@ -62,7 +63,7 @@ export function adminRoutes(ctx: AppContext) {
     .get(
       "/collections/:name/stats",
       ({ params }) => collectionStats(ctx, params.name),
-      doc({ summary: "Record counts and sizes of a collection", tag, access: "admin", ok: t.Object({ row_count: t.Integer(), last_write: t.Union([t.Number(), t.Null()]) }), errors: [404] }),
+      doc({ summary: "Record counts and sizes of a collection", tag, access: "admin", ok: t.Object({ row_count: Type.Integer(), last_write: t.Union([t.Number(), t.Null()]) }), errors: [404] }),
     )
     .delete(
       "/collections/:name/records/:id",
