@@ -61,6 +61,10 @@ async function run(
   return { code: await proc.exited, ...counts };
 }
 
+// Lines of our own go through the same stream as the runs' echoed output (console.log does not: piped, the
+// two could come out of order), and the last one is awaited so nothing is lost at exit.
+const say = (text: string) => new Promise<void>((resolve) => process.stdout.write(`${text}\n`, () => resolve()));
+
 const own = process.argv.slice(2);
 const results: { code: number; pass: number; fail: number }[] = [];
 if (own.length === 0 && postgresAvailable) {
@@ -71,17 +75,17 @@ if (own.length === 0 && postgresAvailable) {
     run([]),
     run(["test/http", "test/cli"], { BAAS_TEST_ENGINE: "postgres" }, { stdout: held, stderr: held }),
   ]);
-  console.log("\nThe HTTP and CLI suites on PostgreSQL (BAAS_TEST_ENGINE=postgres), run alongside:");
+  await say("\nThe HTTP and CLI suites on PostgreSQL (BAAS_TEST_ENGINE=postgres), run alongside:");
   held.flushTo(process.stdout);
   results.push(first, second);
 } else {
   results.push(await run(own));
-  if (own.length === 0) console.log(`\nThe HTTP and CLI suites were not run on PostgreSQL: ${postgresSkipReason}`);
+  if (own.length === 0) await say(`\nThe HTTP and CLI suites were not run on PostgreSQL: ${postgresSkipReason}`);
 }
 if (results.length > 1) {
-  console.log("\nBoth engines:");
-  console.log(` ${results.reduce((n, r) => n + r.pass, 0)} pass`);
-  console.log(` ${results.reduce((n, r) => n + r.fail, 0)} fail`);
+  await say("\nBoth engines:");
+  await say(` ${results.reduce((n, r) => n + r.pass, 0)} pass`);
+  await say(` ${results.reduce((n, r) => n + r.fail, 0)} fail`);
 }
-console.log(replay);
+await say(replay);
 process.exit(results.some((r) => r.code !== 0) ? 1 : 0);
