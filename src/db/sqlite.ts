@@ -3,7 +3,7 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import { runAfterCommit } from "./after-commit.ts";
 import type { Engine, RunResult, SqlValue } from "./engine.ts";
 import { mapSqliteError } from "./sqlite-errors.ts";
-import { StatementCache } from "./statements.ts";
+import { MAX_STATEMENTS, StatementCache } from "./statements.ts";
 
 /** The transaction of one async context. */
 interface Tx {
@@ -46,9 +46,6 @@ const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
  * the same inside a transaction as outside.
  */
 const DATA_VERSION = "PRAGMA data_version";
-
-/** Most statements the reading connection keeps prepared; past it, the oldest is finalized. */
-const MAX_READ_STATEMENTS = 500;
 
 /** A statement that only reads, told by its text: a SELECT (or WITH … SELECT) naming no write. */
 function readsOnly(sql: string): boolean {
@@ -97,8 +94,10 @@ export class SqliteEngine implements Engine {
   private group: Group | null = null;
   /** The reading connection: undefined until first needed, null when there is none (in-memory, not WAL). */
   private reader: Database | null | undefined;
-  /** Its statements by text; null for a text that is not a plain read (it goes to the writing connection). */
-  private readonly readStatements = new Map<string, Statement | null>();
+  /** Its prepared statements, while it is open. */
+  private readStatements: StatementCache | null = null;
+  /** Whether a statement's text is a plain read (`readsOnly`), by text: asked for every read a transaction would hold up. */
+  private readonly readKinds = new Map<string, boolean>();
 
   /**
    * `onCallbackError` hears an after-commit callback that threw (the commit stands).
@@ -140,17 +139,13 @@ export class SqliteEngine implements Engine {
 
   /** The reading connection's statement for `sql` when it is a plain read and that connection exists, else null. */
   private readStatement(sql: string): Statement | null {
-    const known = this.readStatements.get(sql);
-    if (known !== undefined) return known;
-    const reader = this.reader === undefined ? this.openReader() : this.reader;
-    const made = reader && readsOnly(sql) ? reader.prepare(sql) : null;
-    if (this.readStatements.size >= MAX_READ_STATEMENTS) {
-      const [oldest, statement] = this.readStatements.entries().next().value!;
-      this.readStatements.delete(oldest);
-      statement?.finalize();
+    if ((this.reader === undefined ? this.openReader() : this.reader) === null) return null;
+    let reads = this.readKinds.get(sql);
+    if (reads === undefined) {
+      if (this.readKinds.size >= MAX_STATEMENTS) this.readKinds.clear();
+      this.readKinds.set(sql, (reads = readsOnly(sql)));
     }
-    this.readStatements.set(sql, made);
-    return made;
+    return reads ? this.readStatements!.get(sql) : null;
   }
 
   /** Opens the reading connection; without one (in-memory, not WAL, or it cannot be opened) reads wait for the writer. */
@@ -173,6 +168,7 @@ export class SqliteEngine implements Engine {
       reader?.close();
       return null;
     }
+    this.readStatements = new StatementCache(reader);
     return (this.reader = reader);
   }
 
@@ -375,8 +371,8 @@ export class SqliteEngine implements Engine {
     try {
       this.sqlite.exec("PRAGMA optimize");
     } catch {}
-    for (const statement of this.readStatements.values()) statement?.finalize();
-    this.readStatements.clear();
+    this.readStatements?.clear();
+    this.readStatements = null;
     // Closed first: the writing connection, closing last, checkpoints and removes the WAL.
     this.reader?.close();
     this.reader = null;
