@@ -1,23 +1,14 @@
-import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { beforeEach, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { openDatabase } from "../../src/db/open.ts";
 import { SqliteEngine } from "../../src/db/sqlite.ts";
 import { AppError } from "../../src/errors.ts";
+import { scratchSqlite } from "../helpers/sqlite-engine.ts";
 
-let dir: string;
+const scratch = scratchSqlite("CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT UNIQUE, n INTEGER)");
 let db: SqliteEngine;
-
-beforeEach(async () => {
-  dir = mkdtempSync(join(tmpdir(), "baas-engine-"));
-  db = new SqliteEngine(openDatabase(join(dir, "data.db")));
-  await db.exec("CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT UNIQUE, n INTEGER)");
-});
-
-afterEach(async () => {
-  await db.close();
-  rmSync(dir, { recursive: true, force: true });
+beforeEach(() => {
+  db = scratch.db;
 });
 
 const names = async () => (await db.all<{ name: string }>("SELECT name FROM t ORDER BY id")).map((r) => r.name);
@@ -127,7 +118,7 @@ describe("transactions", () => {
   });
 
   test("two engines of one process on the same file wait for each other instead of failing busy", async () => {
-    const second = new SqliteEngine(openDatabase(join(dir, "data.db")));
+    const second = new SqliteEngine(openDatabase(scratch.file));
     try {
       const order: string[] = [];
       const first = db.transaction(async () => {
@@ -181,7 +172,7 @@ describe("transactions", () => {
 
   test("an after-commit callback that throws is reported; the commit and the others stand", async () => {
     const errors: unknown[] = [];
-    const own = new SqliteEngine(openDatabase(join(dir, "other.db")), (e) => errors.push(e));
+    const own = new SqliteEngine(openDatabase(join(scratch.dir, "other.db")), (e) => errors.push(e));
     await own.exec("CREATE TABLE k (v TEXT)");
     const seen: string[] = [];
     const result = await own.transaction(async () => {

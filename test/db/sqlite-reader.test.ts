@@ -1,7 +1,6 @@
-import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { beforeEach, describe, expect, test } from "bun:test";
 import { Database } from "bun:sqlite";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { findCollection, saveCollectionRow } from "../../src/collections/catalog.ts";
 import { createCollectionTable } from "../../src/collections/ddl.ts";
@@ -12,6 +11,7 @@ import { inTransaction } from "../../src/db/tx.ts";
 import { appPerTest, createCollection } from "../helpers/app.ts";
 import { runCli } from "../helpers/cli.ts";
 import { onPostgres } from "../helpers/engine.ts";
+import { scratchSqlite } from "../helpers/sqlite-engine.ts";
 
 // The SQLite engine reads on a second, read-only connection while another context's transaction holds
 // the writing one: such a read answers at once, sees every commit made before it starts and nothing
@@ -54,17 +54,10 @@ async function within<T>(p: Promise<T>, ms = 5_000): Promise<T | "still waiting"
 }
 
 describe.skipIf(onPostgres)("the engine's reading connection", () => {
-  let dir: string;
+  const scratch = scratchSqlite("CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT); INSERT INTO t (name) VALUES ('a'), ('b'), ('c')");
   let db: SqliteEngine;
-  beforeEach(async () => {
-    dir = mkdtempSync(join(tmpdir(), "baas-reader-"));
-    db = new SqliteEngine(openDatabase(join(dir, "baas.db")));
-    await db.exec("CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT)");
-    await db.run("INSERT INTO t (name) VALUES ('a'), ('b'), ('c')");
-  });
-  afterEach(async () => {
-    await db.close();
-    rmSync(dir, { recursive: true, force: true });
+  beforeEach(() => {
+    db = scratch.db;
   });
   const names = (rows: { name: string }[]) => rows.map((r) => r.name);
 
@@ -120,15 +113,15 @@ describe.skipIf(onPostgres)("the engine's reading connection", () => {
 
   test("close closes both connections: the writer, closing last, removes the WAL", async () => {
     expect(await readWhileHeld(db, () => db.get("SELECT COUNT(*) AS n FROM t"))).toEqual({ n: 3 });
-    expect(existsSync(join(dir, "baas.db-wal"))).toBe(true);
+    expect(existsSync(`${scratch.file}-wal`)).toBe(true);
     await db.close();
-    expect(existsSync(join(dir, "baas.db-wal"))).toBe(false);
-    db = new SqliteEngine(openDatabase(join(dir, "baas.db")));
+    expect(existsSync(`${scratch.file}-wal`)).toBe(false);
+    scratch.db = new SqliteEngine(openDatabase(scratch.file));
   });
 
   for (const [what, open] of [
     ["an in-memory database", () => openDatabase(":memory:")],
-    ["a database not in WAL mode", () => new Database(join(dir, "rollback.db"), { create: true, strict: true })],
+    ["a database not in WAL mode", () => new Database(join(scratch.dir, "rollback.db"), { create: true, strict: true })],
   ] as const)
     test(`${what} has no second connection: a read waits for the transaction and sees its commit`, async () => {
       const other = new SqliteEngine(open());

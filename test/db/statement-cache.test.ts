@@ -1,33 +1,23 @@
-import { afterEach, beforeEach, expect, test } from "bun:test";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { beforeEach, expect, test } from "bun:test";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { openDatabase } from "../../src/db/open.ts";
 import { SqliteEngine } from "../../src/db/sqlite.ts";
 import { MAX_STATEMENTS, StatementCache } from "../../src/db/statements.ts";
+import { scratchSqlite } from "../helpers/sqlite-engine.ts";
 
-let dir: string;
-let file: string;
-let db: SqliteEngine;
 let prepared: string[];
-
-beforeEach(async () => {
-  dir = mkdtempSync(join(tmpdir(), "baas-statements-"));
-  file = join(dir, "data.db");
-  const sqlite = openDatabase(file);
+const scratch = scratchSqlite("CREATE TABLE t (id INTEGER PRIMARY KEY, n INTEGER)", (sqlite) => {
   prepared = [];
   const prepare = sqlite.prepare.bind(sqlite);
   sqlite.prepare = ((sql: string, ...rest: []) => {
     prepared.push(sql);
     return prepare(sql, ...rest);
   }) as typeof sqlite.prepare;
-  db = new SqliteEngine(sqlite);
-  await db.exec("CREATE TABLE t (id INTEGER PRIMARY KEY, n INTEGER)");
 });
-
-afterEach(async () => {
-  await db.close();
-  rmSync(dir, { recursive: true, force: true });
+let db: SqliteEngine;
+beforeEach(() => {
+  db = scratch.db;
 });
 
 test("each distinct statement is prepared once, also with many more than 20 in use", async () => {
@@ -41,14 +31,14 @@ test("each distinct statement is prepared once, also with many more than 20 in u
 test("closing the engine finalizes its statements, so the connection really closes (the WAL goes)", async () => {
   await db.run("INSERT INTO t (id, n) VALUES (?, ?)", [1, 10]);
   expect(await db.get("SELECT n FROM t WHERE id = ?", [1])).toEqual({ n: 10 });
-  expect(existsSync(`${file}-wal`)).toBe(true);
+  expect(existsSync(`${scratch.file}-wal`)).toBe(true);
   await db.close();
-  expect(existsSync(`${file}-wal`)).toBe(false);
-  db = new SqliteEngine(openDatabase(file));
+  expect(existsSync(`${scratch.file}-wal`)).toBe(false);
+  scratch.db = new SqliteEngine(openDatabase(scratch.file));
 });
 
 test("a full cache starts over", () => {
-  const sqlite = openDatabase(join(dir, "other.db"));
+  const sqlite = openDatabase(join(scratch.dir, "other.db"));
   const cache = new StatementCache(sqlite);
   const first = cache.get("SELECT 0");
   expect(cache.get("SELECT 0")).toBe(first);
