@@ -30,7 +30,11 @@ const useWrk = (process.env.BENCH_W1 ?? (Bun.which("wrk") && existsSync(join(WRK
 
 const dir = mkdtempSync(join(tmpdir(), "baas-rt-bench-"));
 const bin = process.env.BAAS_BIN ?? BIN;
-const cmd = (await Bun.file(bin).exists()) ? [bin] : [process.execPath, join(ROOT, "cli/index.ts")];
+// BENCH_CPU_PROF=dir: the source under `bun --cpu-prof`, the profile written into dir when the server stops.
+const prof = process.env.BENCH_CPU_PROF;
+const cmd = prof
+  ? [process.execPath, "--cpu-prof", "--cpu-prof-dir", prof, join(ROOT, "cli/index.ts")]
+  : (await Bun.file(bin).exists()) ? [bin] : [process.execPath, join(ROOT, "cli/index.ts")];
 const server = await startProc(onServerCpu([...cmd, "serve", "--port", "0", "--host", "127.0.0.1", "--data", dir]), dir, { ADMIN_SECRET: SECRET });
 const base = server.url;
 const api = async (method: string, path: string, body?: unknown, token = SECRET) => {
@@ -102,12 +106,10 @@ const idleRss = rss();
 // Subscribers in their own process.
 const specFile = join(tmpdir(), `baas-rt-subs-${process.pid}.json`);
 writeFileSync(specFile, JSON.stringify({ url: `${base}/api/v1/realtime?subscribe=chat`, count: SUBS }));
-// Bun's fetch keeps at most 256 requests open at once unless told otherwise; each stream is one.
 const subs = Bun.spawn(onClientCpu([process.execPath, join(ROOT, "bench/realtime-subscribers.ts"), specFile]), {
   stdin: "pipe",
   stdout: "pipe",
   stderr: "inherit",
-  env: { ...process.env, BUN_CONFIG_MAX_HTTP_REQUESTS: String(SUBS + 100) },
 });
 const lines = (async function* () {
   const decoder = new TextDecoder();
