@@ -9,7 +9,7 @@
 // that makes load (this process and its chat writer, the subscriber process, the W1 load generator)
 // to CPU 0 (`BENCH_PIN=0` turns that off; `SERVER_CPU`, `CLIENT_CPU` choose the CPUs). W1 is driven by
 // wrk with ../shared/bench's create script when both are there (`BENCH_W1=wrk`, the default then), else
-// by the in-process loader bench/load.ts (`BENCH_W1=bun`). `W1_SECONDS` (5) is each W1 run's measured time.
+// by the in-process loader bench/load.ts (`BENCH_W1=bun`); `BENCH_W1=none` measures the fan-out alone. `W1_SECONDS` (5) is each W1 run's measured time.
 // Prints a Markdown table for bench/RESULTS.md.
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { availableParallelism, tmpdir } from "node:os";
@@ -26,7 +26,10 @@ const onClientCpu = pinned(process.env.CLIENT_CPU, "0");
 if (PIN) Bun.spawnSync(["taskset", "-apc", process.env.CLIENT_CPU ?? "0", String(process.pid)], { stdout: "ignore" });
 const SHARED_BENCH = process.env.SHARED_BENCH ?? join(ROOT, "../shared/bench");
 const WRK_LIB = join(SHARED_BENCH, "lib/wrk");
-const useWrk = (process.env.BENCH_W1 ?? (Bun.which("wrk") && existsSync(join(WRK_LIB, "create.lua")) ? "wrk" : "bun")) === "wrk";
+const W1_MODE = process.env.BENCH_W1 ?? (Bun.which("wrk") && existsSync(join(WRK_LIB, "create.lua")) ? "wrk" : "bun");
+const useWrk = W1_MODE === "wrk";
+// BENCH_W1=none: the fan-out alone (no W1 runs), for comparing its CPU cost between builds.
+const NO_W1 = { rps: NaN, p99: NaN, errors: 0, serverCpu: NaN };
 
 const dir = mkdtempSync(join(tmpdir(), "baas-rt-bench-"));
 const bin = process.env.BAAS_BIN ?? BIN;
@@ -95,6 +98,7 @@ async function wrkW1(): Promise<{ rps: number; p99: number; errors: number }> {
   return { rps: r.rps, p99: r.latency_us.p99 / 1000, errors: e.connect + e.read + e.write + e.status + e.timeout };
 }
 const w1 = async () => {
+  if (W1_MODE === "none") return NO_W1;
   const at = { cpu: cpu(server.proc.pid), t: performance.now() };
   const r = useWrk ? await wrkW1() : await load(base, w1Requests, { concurrency: 32, durationMs: W1_SECONDS * 1000, warmupMs: 1_000 }, onClientCpu);
   return { ...r, serverCpu: (cpu(server.proc.pid) - at.cpu) / ((performance.now() - at.t) / 1000) };
@@ -149,6 +153,7 @@ const writer = (async () => {
 })();
 let peakRss = afterConnect;
 const cpuStart = { server: cpu(server.proc.pid), subs: cpu(subs.pid), at: performance.now() };
+const cpuStartEpoch = Date.now();
 const sampler = setInterval(() => (peakRss = Math.max(peakRss, rss())), 200);
 await Bun.sleep(SECONDS * 1000);
 const report = async () => {
@@ -164,7 +169,10 @@ const steady = {
 };
 // Server CPU per delivered event: what the chat writes and their fan-out cost it, over every delivery.
 const perDelivery = (1e6 * steady.server * steadySeconds) / Math.max(1, delivery.deliveries);
+const w1At = Date.now();
 const withSubs = await w1();
+// The windows of bench/profile-top.ts (epoch microseconds) for the two phases with subscribers.
+if (prof) console.error(`--window=${cpuStartEpoch * 1000},${w1At * 1000} (steady)  --window=${w1At * 1000},${Date.now() * 1000} (W1 with subscribers)`);
 writing = false;
 await writer;
 await Bun.sleep(500);
@@ -188,7 +196,7 @@ console.log(`| Figure | Value |
 | CPU while only the chat writes run: server / subscriber process | ${f(100 * steady.server, 0)}% / ${f(100 * steady.subs, 0)}% of one core |
 | server CPU per delivered event (writes included) | ${f(perDelivery, 2)} µs |
 | server RSS: idle after W1 / with subscribers connected / peak | ${f(idleRss)} / ${f(afterConnect)} / ${f(peakRss)} MiB |
-| W1 create without subscribers (${useWrk ? "wrk" : "bench/load.ts"}, ${PIN ? "server on its own CPU" : "not pinned"}) | ${f(without.rps, 0)} req/s, p99 ${f(without.p99)} ms (${without.errors} errors), server CPU ${f(100 * without.serverCpu, 0)}% |
+${W1_MODE === "none" ? "" : `| W1 create without subscribers (${useWrk ? "wrk" : "bench/load.ts"}, ${PIN ? "server on its own CPU" : "not pinned"}) | ${f(without.rps, 0)} req/s, p99 ${f(without.p99)} ms (${without.errors} errors), server CPU ${f(100 * without.serverCpu, 0)}% |
 | W1 create with subscribers and the chat writes | ${f(withSubs.rps, 0)} req/s, p99 ${f(withSubs.p99)} ms (${withSubs.errors} errors), server CPU ${f(100 * withSubs.serverCpu, 0)}% |
-| ratio with / without | ${f((100 * withSubs.rps) / without.rps, 0)}% |`);
+| ratio with / without | ${f((100 * withSubs.rps) / without.rps, 0)}% |`}`);
 process.exit(0);
