@@ -104,7 +104,9 @@ const w1 = async () => {
   return { ...r, serverCpu: (cpu(server.proc.pid) - at.cpu) / ((performance.now() - at.t) / 1000) };
 };
 
+const w0At = Date.now();
 const without = await w1();
+const w0End = Date.now();
 const idleRss = rss();
 
 // Subscribers in their own process.
@@ -172,7 +174,7 @@ const perDelivery = (1e6 * steady.server * steadySeconds) / Math.max(1, delivery
 const w1At = Date.now();
 const withSubs = await w1();
 // The windows of bench/profile-top.ts (epoch microseconds) for the two phases with subscribers.
-if (prof) console.error(`--window=${cpuStartEpoch * 1000},${w1At * 1000} (steady)  --window=${w1At * 1000},${Date.now() * 1000} (W1 with subscribers)`);
+if (prof) console.error(`--window=${w0At * 1000},${w0End * 1000} (W1 alone)  --window=${cpuStartEpoch * 1000},${w1At * 1000} (steady)  --window=${w1At * 1000},${Date.now() * 1000} (W1 with subscribers)`);
 writing = false;
 await writer;
 await Bun.sleep(500);
