@@ -50,11 +50,15 @@ const api = async (method: string, path: string, body?: unknown, token = SECRET)
   return res.json() as Promise<any>;
 };
 
+/** The fields of /proc/<pid>/stat after the command name: [11] user time, [12] system time, in ticks. */
+const stat = (pid: number) => readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
 /** CPU seconds (user + system) a process has used so far. */
 const cpu = (pid: number) => {
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+  const fields = stat(pid);
   return (Number(fields[11]) + Number(fields[12])) / 100;
 };
+/** CPU seconds a process has spent in the kernel (its system time) so far. */
+const systemCpu = (pid: number) => Number(stat(pid)[12]) / 100;
 
 /** Resident set size of the server process, MiB. */
 const rss = () => {
@@ -154,7 +158,7 @@ const writer = (async () => {
   }
 })();
 let peakRss = afterConnect;
-const cpuStart = { server: cpu(server.proc.pid), subs: cpu(subs.pid), at: performance.now() };
+const cpuStart = { server: cpu(server.proc.pid), serverSys: systemCpu(server.proc.pid), subs: cpu(subs.pid), at: performance.now() };
 const cpuStartEpoch = Date.now();
 const sampler = setInterval(() => (peakRss = Math.max(peakRss, rss())), 200);
 await Bun.sleep(SECONDS * 1000);
@@ -167,6 +171,7 @@ const delivery = await report();
 const steadySeconds = (performance.now() - cpuStart.at) / 1000;
 const steady = {
   server: (cpu(server.proc.pid) - cpuStart.server) / steadySeconds,
+  serverSys: (systemCpu(server.proc.pid) - cpuStart.serverSys) / steadySeconds,
   subs: (cpu(subs.pid) - cpuStart.subs) / steadySeconds,
 };
 // Server CPU per delivered event: what the chat writes and their fan-out cost it, over every delivery.
@@ -195,7 +200,7 @@ console.log(`| Figure | Value |
 | deliveries in the ${SECONDS} s | ${delivery.deliveries.toLocaleString("en-US")} (${delivery.resets} resets) |
 | delivery delay commit → client, p50 / p99 / max | ${f(delivery.p50, 0)} / ${f(delivery.p99, 0)} / ${f(delivery.max, 0)} ms |
 | the same during the second W1 run (${busy.deliveries.toLocaleString("en-US")} deliveries, ${busy.resets} resets in all) | ${f(busy.p50, 0)} / ${f(busy.p99, 0)} / ${f(busy.max, 0)} ms |
-| CPU while only the chat writes run: server / subscriber process | ${f(100 * steady.server, 0)}% / ${f(100 * steady.subs, 0)}% of one core |
+| CPU while only the chat writes run: server (of which in the kernel) / subscriber process | ${f(100 * steady.server, 0)}% (${f(100 * steady.serverSys, 0)}%) / ${f(100 * steady.subs, 0)}% of one core |
 | server CPU per delivered event (writes included) | ${f(perDelivery, 2)} µs |
 | server RSS: idle after W1 / with subscribers connected / peak | ${f(idleRss)} / ${f(afterConnect)} / ${f(peakRss)} MiB |
 ${W1_MODE === "none" ? "" : `| W1 create without subscribers (${useWrk ? "wrk" : "bench/load.ts"}, ${PIN ? "server on its own CPU" : "not pinned"}) | ${f(without.rps, 0)} req/s, p99 ${f(without.p99)} ms (${without.errors} errors), server CPU ${f(100 * without.serverCpu, 0)}% |
