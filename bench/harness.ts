@@ -49,10 +49,12 @@ export async function load(
   base: string,
   requests: object[],
   o: { concurrency: number; durationMs?: number; total?: number; warmupMs?: number },
+  /** Wraps the loader's command (e.g. `taskset -c 0 …` to keep it off the server's CPU). */
+  wrap: (cmd: string[]) => string[] = (cmd) => cmd,
 ): Promise<Result> {
   const file = join(tmpdir(), `baas-load-${process.pid}-${Math.random().toString(36).slice(2)}.json`);
   writeFileSync(file, JSON.stringify({ base, requests, ...o }));
-  const p = Bun.spawn([process.execPath, join(ROOT, "bench/load.ts"), file], { stdout: "pipe", stderr: "inherit" });
+  const p = Bun.spawn(wrap([process.execPath, join(ROOT, "bench/load.ts"), file]), { stdout: "pipe", stderr: "inherit" });
   const out = await new Response(p.stdout).text();
   await p.exited;
   rmSync(file, { force: true });

@@ -4,55 +4,113 @@ export {};
 // every change event, the delay from the record's `_created_at` (the server's commit time, same machine
 // clock) to its arrival. On each line "report" on stdin it prints one JSON result line (and starts
 // counting afresh); it exits when stdin closes.
+//
+// Each stream is a plain TCP connection speaking HTTP/1.1 (Bun.connect), read in the socket's data
+// callback: every byte of every stream is read and every event is timed, without a stream reader, a
+// promise and a string per read (which cost as much CPU as the server's whole fan-out, on the core
+// shared with the load generator). The bytes are scanned as they come: an event is the text between
+// two blank lines, so a chunk of the transfer encoding never splits one mid-way unless TCP did (then
+// its start waits for the rest).
 
 const spec = (await Bun.file(process.argv[2]).json()) as { url: string; count: number };
-const delays: number[] = [];
+const url = new URL(spec.url);
+// Delays in whole milliseconds (both clocks are Date.now()): a histogram keeps every one, allocation-free.
+const MAX_MS = 60_000;
+let histogram = new Uint32Array(MAX_MS + 1);
+let deliveries = 0;
 let connected = 0;
 let failures = 0;
 let resets = 0;
-const CREATED = /"_created_at":(\d+)/;
 
-async function subscriber() {
-  const res = await fetch(spec.url, { headers: { accept: "text/event-stream" } });
-  if (res.status !== 200 || !res.body) {
-    failures++;
-    return;
-  }
-  const reader = res.body.getReader();
-  const decoder = new TextDecoder();
-  let buf = "";
-  let seenConnect = false;
-  for (;;) {
-    const { done, value } = await reader.read().catch(() => ({ done: true, value: undefined }));
-    if (done) break;
-    const now = Date.now();
-    buf += decoder.decode(value, { stream: true });
-    let from = 0;
-    let end: number;
-    while ((end = buf.indexOf("\n\n", from)) >= 0) {
-      const frame = buf.slice(from, end);
-      from = end + 2;
-      if (!seenConnect && frame.includes("event: connect")) {
-        seenConnect = true;
-        connected++;
-      } else if (frame.includes("event: reset")) resets++;
-      else {
-        const m = CREATED.exec(frame);
-        if (m) delays.push(now - Number(m[1]));
-      }
-    }
-    buf = buf.slice(from);
-  }
+const CREATED = Buffer.from('"_created_at":');
+const CONNECT = Buffer.from("event: connect");
+const RESET = Buffer.from("event: reset");
+const FRAME_END = Buffer.from("\n\n");
+const request = Buffer.from(
+  `GET ${url.pathname}${url.search} HTTP/1.1\r\nHost: ${url.host}\r\nAccept: text/event-stream\r\nConnection: keep-alive\r\n\r\n`,
+);
+
+interface State {
+  /** The start of a frame TCP split, waiting for its end. */
+  rest: Buffer | null;
+  answered: boolean;
+  connected: boolean;
 }
 
-for (let i = 0; i < spec.count; i++) void subscriber();
+/** Times every event of `data` (arrived at `now`); returns the bytes of a frame not complete yet. */
+function scan(s: State, data: Buffer, now: number): Buffer | null {
+  const last = data.lastIndexOf(FRAME_END);
+  if (last < 0) return data;
+  if (!s.connected) {
+    const at = data.indexOf(CONNECT);
+    if (at >= 0 && at < last) {
+      s.connected = true;
+      connected++;
+    }
+  }
+  for (let at = data.indexOf(CREATED); at >= 0 && at < last; at = data.indexOf(CREATED, at + CREATED.length)) {
+    let created = 0;
+    for (let i = at + CREATED.length, c = data[i]; c >= 48 && c <= 57; c = data[++i]) created = created * 10 + c - 48;
+    histogram[Math.min(MAX_MS, Math.max(0, now - created))]++;
+    deliveries++;
+  }
+  if (data.indexOf(RESET) >= 0) resets++;
+  // Past the last blank line there is at most the end of a transfer-encoding chunk ("\r\n") or a frame's start.
+  const tail = data.length - (last + FRAME_END.length);
+  return tail > 2 ? Buffer.from(data.subarray(last + FRAME_END.length)) : null;
+}
+
+function subscriber() {
+  const s: State = { rest: null, answered: false, connected: false };
+  let settled = false;
+  const fail = () => {
+    if (!settled && !s.connected) failures++;
+    settled = true;
+  };
+  Bun.connect({
+    hostname: url.hostname,
+    port: Number(url.port || 80),
+    socket: {
+      open(socket) {
+        socket.write(request);
+      },
+      data(socket, data) {
+        const now = Date.now();
+        if (!s.answered) {
+          // The first bytes are the response's status line: anything but 200 (a 429) is a refusal.
+          s.answered = true;
+          if (!data.subarray(0, 12).toString("latin1").startsWith("HTTP/1.1 200")) {
+            fail();
+            socket.end();
+            return;
+          }
+        }
+        const bytes = s.rest ? Buffer.concat([s.rest, data]) : data;
+        s.rest = scan(s, bytes, now);
+      },
+      close: fail,
+      error: fail,
+      connectError: fail,
+    },
+  }).catch(fail);
+}
+
+for (let i = 0; i < spec.count; i++) subscriber();
 while (connected + failures < spec.count) await Bun.sleep(20);
 console.log(JSON.stringify({ ready: true, connected, failures }));
 for await (const line of console) {
   if (line.trim() !== "report") continue;
-  const sorted = Float64Array.from(delays).sort();
-  delays.length = 0;
-  const pct = (p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] : NaN);
-  console.log(JSON.stringify({ deliveries: sorted.length, p50: pct(0.5), p99: pct(0.99), max: pct(1), resets, failures }));
+  const h = histogram;
+  const n = deliveries;
+  histogram = new Uint32Array(MAX_MS + 1);
+  deliveries = 0;
+  const pct = (p: number) => {
+    if (!n) return NaN;
+    const rank = Math.min(n - 1, Math.floor(p * n));
+    let seen = 0;
+    for (let ms = 0; ms <= MAX_MS; ms++) if ((seen += h[ms]) > rank) return ms;
+    return MAX_MS;
+  };
+  console.log(JSON.stringify({ deliveries: n, p50: pct(0.5), p99: pct(0.99), max: pct(1), resets, failures }));
 }
 process.exit(0);

@@ -15,6 +15,23 @@ function drainAll(): void {
   const sinks = dirty;
   dirty = [];
   for (const sink of sinks) sink.drain();
+  joinedFrames = null;
+  joined = null;
+}
+
+// The streams of one batch mostly hold the same frames (an event goes to every stream following its
+// collection, encoded once): their queues are joined once and the same bytes written to each.
+let joinedFrames: Uint8Array[] | null = null;
+let joined: Uint8Array | null = null;
+function join(frames: Uint8Array[]): Uint8Array {
+  const last = joinedFrames;
+  if (last && last.length === frames.length) {
+    let same = true;
+    for (let i = 0; same && i < frames.length; i++) same = last[i] === frames[i];
+    if (same) return joined!;
+  }
+  joinedFrames = frames;
+  return (joined = Buffer.concat(frames));
 }
 
 /** Bun's direct stream controller: writes go straight to the socket; a write returns a promise while the socket is backed up. */
@@ -131,7 +148,7 @@ export class SseSink {
     const c = this.controller;
     if (!c || this.closed || this.blocked) return;
     if (this.queue.length) {
-      const chunk = this.queue.length === 1 ? this.queue[0] : Buffer.concat(this.queue);
+      const chunk = this.queue.length === 1 ? this.queue[0] : join(this.queue);
       this.queue = [];
       this.queuedBytes = 0;
       try {

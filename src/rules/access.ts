@@ -11,15 +11,26 @@ export type Access = "all" | "own";
  * filters or checks the record). Admin credentials pass every rule.
  */
 export function checkAccess(col: Collection, op: Operation, p: Principal): Access {
-  if (p.kind === "admin") return "all";
+  const access = accessOf(col, op, p);
+  if (access) return access;
   const rule = col.rules[op];
   if (rule === "disabled") throw forbidden(`"${op}" is disabled on collection "${col.name}"`);
-  if (rule === "public") return "all";
   if (p.kind !== "user") throw unauthorized(`"${op}" on collection "${col.name}" requires authentication`);
+  throw forbidden(`"${op}" on collection "${col.name}" requires the role "${(rule as { role: string }).role}"`);
+}
+
+/**
+ * What checkAccess answers, or null where it would refuse, without building the error: for checks
+ * repeated per reader (a realtime event goes through the read rule of every stream that follows it).
+ */
+export function accessOf(col: Collection, op: Operation, p: Principal): Access | null {
+  if (p.kind === "admin") return "all";
+  const rule = col.rules[op];
+  if (rule === "public") return "all";
+  if (rule === "disabled" || p.kind !== "user") return null;
   if (rule === "authenticated") return "all";
   if (rule === "owner") return "own";
-  if (typeof rule === "object" && p.roles.includes(rule.role)) return "all";
-  throw forbidden(`"${op}" on collection "${col.name}" requires the role "${(rule as { role: string }).role}"`);
+  return typeof rule === "object" && p.roles.includes(rule.role) ? "all" : null;
 }
 
 /** True when the principal owns the record. */
