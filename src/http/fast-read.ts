@@ -60,17 +60,20 @@ export function fastRecordReads(ctx: AppContext, routes: () => { method: string;
     } catch {
       return fn(request);
     }
-    // As `@elysiajs/cors` sets them for any origin (its defaults first, then its request hook's), then Response.json's type.
-    return Response.json(record, {
-      headers: {
-        "access-control-expose-headers": exposeHeaders,
-        "access-control-allow-headers": allowHeaders,
-        vary: "*",
-        "access-control-allow-origin": origin || "*",
-        "access-control-allow-methods": allowMethods,
-      },
-    });
+    return new Response(JSON.stringify(record), { headers: origin ? headersFor(origin) : anyOrigin });
   };
+  // As `@elysiajs/cors` sets them for any origin (its defaults first, then its request hook's), then the type
+  // Response.json gives. Built once: a Response copies the Headers it is given (cheaper than from an object).
+  const headersFor = (origin: string) =>
+    new Headers({
+      "access-control-expose-headers": exposeHeaders,
+      "access-control-allow-headers": allowHeaders,
+      vary: "*",
+      "access-control-allow-origin": origin,
+      "access-control-allow-methods": allowMethods,
+      "content-type": "application/json;charset=utf-8",
+    });
+  const anyOrigin = headersFor("*");
 
   const wrap = (fn: Handler): Handler => (request) => {
     if (cors.origin !== true || request.method !== "GET") return fn(request);

@@ -68,7 +68,8 @@ describe("anonymous read by id without a query string", () => {
     const secret = (await t.req("POST", "/api/v1/secrets", { body: { title: "s" } })).body;
     expect((await sameBothWays(t, `/api/v1/secrets/${secret._id}`)).status).toBe(401);
     const user = await registerUser(t, "owner@example.com");
-    const note = (await t.req("POST", "/api/v1/notes", { body: { title: "n" }, token: user.access_token })).body;
+    const note = (await t.req("POST", "/api/v1/notes", { body: { title: "n" }, token: user.token })).body;
+    expect(note._id).toBeString();
     expect((await sameBothWays(t, `/api/v1/notes/${note._id}`)).status).toBe(401);
     expect((await t.req("DELETE", `/api/v1/posts/${post._id}`)).status).toBe(200);
     expect((await sameBothWays(t, `/api/v1/posts/${post._id}`)).status).toBe(404);
