@@ -146,9 +146,19 @@ function insertedRecord(col: Collection, system: (string | number | null)[], cle
 }
 
 const insertStatements = new WeakMap<Engine, Map<string, string>>();
+/** The last INSERT built per engine: the records of a bulk insert mostly share one shape, found without building a key. */
+const lastInsert = new WeakMap<Engine, { table: string; fields: string[]; sql: string }>();
+
+const sameFields = (a: string[], b: string[]) => {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+};
 
 /** The INSERT for a table and field list, built once per shape and engine (bulk inserts repeat it; the engine caches its prepared statement). */
 function insertSql(ctx: AppContext, table: string, fields: string[]): string {
+  const last = lastInsert.get(ctx.db);
+  if (last && last.table === table && sameFields(last.fields, fields)) return last.sql;
   let byShape = insertStatements.get(ctx.db);
   if (!byShape) insertStatements.set(ctx.db, (byShape = new Map()));
   const key = fields.length ? `${table}\u0000${fields.join("\u0000")}` : table;
@@ -159,6 +169,7 @@ function insertSql(ctx: AppContext, table: string, fields: string[]): string {
     if (byShape.size > 2000) byShape.clear();
     byShape.set(key, stmt);
   }
+  lastInsert.set(ctx.db, { table, fields, sql: stmt });
   return stmt;
 }
 
