@@ -7,7 +7,7 @@
 // clients that each send their next request, in a later turn, once the previous one is answered (as
 // wrk's connections do): requests then arrive spread over turns, and reads meet open write transactions.
 //
-//   [CONC=32 | CLIENTS=32] [DATABASE_URL=postgres://…] bun bench/overhead.ts [get|get-anon|list|create|bulk|all] [iterations]
+//   [CONC=32 | CLIENTS=32] [SHAPE=bench] [DATABASE_URL=postgres://…] bun bench/overhead.ts [get|get-anon|list|create|bulk|all] [iterations]
 // With DATABASE_URL (an empty database), the same on PostgreSQL; the CPU figure is then this process's only,
 // unless PG_POSTMASTER_PID names the server's postmaster (a cluster of its own, on this machine): then the
 // CPU of PostgreSQL's processes over the loop is printed too (live backends, plus those that ended, which
@@ -73,7 +73,13 @@ async function call(method: string, path: string, body?: unknown, token?: string
 
 let seed = 1;
 const rand = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
-const record = () => ({ title: `item ${Math.floor(rand() * 1e6)}`, category: `c${Math.floor(rand() * 20)}`, score: Math.floor(rand() * 1000), done: false });
+// SHAPE=bench: the record of ../shared/bench (a title, a number, an array of two tags, a boolean), whose
+// array is a JSON column; the default shape has scalar fields only.
+const TAGS = ["red", "green", "blue", "cyan", "magenta", "yellow", "black", "white"];
+const record =
+  process.env.SHAPE === "bench"
+    ? () => ({ title: `seed post ${String(Math.floor(rand() * 1e8)).padStart(8, "0")} lorem ipsum`, category: `c${Math.floor(rand() * 20)}`, score: Math.floor(rand() * 1000), tags: [TAGS[Math.floor(rand() * 8)], TAGS[Math.floor(rand() * 8)]], done: rand() < 0.5 })
+    : () => ({ title: `item ${Math.floor(rand() * 1e6)}`, category: `c${Math.floor(rand() * 20)}`, score: Math.floor(rand() * 1000), done: false });
 
 await call("POST", "/api/v1/admin/collections", { name: "items", rules: { read: "public", create: "public", update: "public", delete: "public" } }, SECRET);
 await call("POST", "/api/v1/items", record());

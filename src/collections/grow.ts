@@ -36,6 +36,13 @@ function checkFields(ctx: AppContext, col: Collection, data: Record<string, unkn
   const fresh: FieldDef[] = [];
   for (const name in data) {
     const value = data[name];
+    const known = col.fieldMap.get(name.toLowerCase());
+    // A field of the collection under its own name (most writes): its name was checked when it was added.
+    if (known && known.name === name && (value === null || typeOfValue(value) === known.type)) {
+      if (typeof value === "number" && !Number.isFinite(value))
+        errors.push({ field: name, rule: "type", message: `"${name}" must be a finite number.` });
+      continue;
+    }
     if (!isValidFieldName(name)) {
       errors.push({ field: name, rule: "name", message: `"${name}" is not a valid field name.` });
       continue;
@@ -49,7 +56,6 @@ function checkFields(ctx: AppContext, col: Collection, data: Record<string, unkn
       errors.push({ field: name, rule: "type", message: `"${name}" must be a finite number.` });
       continue;
     }
-    const known = col.fieldMap.get(name.toLowerCase());
     if (known) {
       if (known.name !== name)
         errors.push({ field: name, rule: "name", message: `"${name}" conflicts with the field "${known.name}".` });

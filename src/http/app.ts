@@ -2,8 +2,9 @@ import { cors } from "@elysiajs/cors";
 import { Elysia } from "elysia";
 import type { AppContext } from "../context.ts";
 import { toErrorResponse } from "./plugins/errors.ts";
-import { refuseImpersonationOnAuth, rememberServer } from "./request.ts";
+import { refuseImpersonationOnAuth, serveThrough } from "./request.ts";
 import { requestLogger } from "./plugins/request-log.ts";
+import { corsOptions, fastRecordReads } from "./fast-read.ts";
 import { adminOpsRoutes } from "./routes/admin-ops.ts";
 import { adminSearchRoutes } from "./routes/admin-search.ts";
 import { adminRoutes } from "./routes/admin.ts";
@@ -27,26 +28,19 @@ import { openApiRoutes } from "./routes/openapi.ts";
  */
 export function createApp(ctx: AppContext, opts: { requestLog?: boolean } = {}) {
   const app = new Elysia();
-  // The wrapper sees the final response of every request (errors and unknown routes included).
-  if (opts.requestLog ?? true) app.wrap(requestLogger(ctx.log) as Parameters<typeof app.wrap>[0]);
-  const origins = ctx.config.corsOrigins;
+  // Looked up when a limit keyed by client address needs it: the app's server once it listens (none under app.handle).
+  serveThrough(ctx, () => app.server);
+  // The wrapper sees the final response of every request (errors and unknown routes included); the fast
+  // anonymous record read sits inside it, so its answers get their id and log line the same way.
+  const fast = fastRecordReads(ctx, () => app.routes);
+  const logged = opts.requestLog ?? true ? requestLogger(ctx.log) : null;
+  app.wrap(((fn: (request: Request) => unknown) => (logged ? logged(fast(fn)) : fast(fn))) as Parameters<typeof app.wrap>[0]);
   return app
-    .use(
-      cors({
-        origin: origins === "*" ? true : origins,
-        methods: ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"],
-        allowedHeaders: ["Content-Type", "Authorization", "X-Admin-Token", "X-API-Key", "X-Request-Id"],
-        exposeHeaders: ["Retry-After", "WWW-Authenticate", "X-Request-Id"],
-        credentials: origins !== "*",
-        maxAge: 600,
-      }),
-    )
+    .use(cors(corsOptions(ctx.config.corsOrigins)))
     .onError({ as: "global" }, ({ error, code, request }) => toErrorResponse(error, code, ctx.log, request))
-    // Synchronous on purpose: an async hook here would make every request's handler async.
-    .onRequest(({ request, server }) => {
-      rememberServer(request, server);
-      refuseImpersonationOnAuth(ctx, request);
-    })
+    // Synchronous on purpose: an async hook here would make every request's handler async. It names no
+    // `server`: a hook that does makes Elysia define a getter on every request's context.
+    .onRequest(({ request }) => refuseImpersonationOnAuth(ctx, request))
     .use(healthRoutes())
     .use(openApiRoutes(ctx, () => app.routes))
     .use(consoleRoutes(ctx))

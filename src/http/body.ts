@@ -60,14 +60,19 @@ function parseBody(bytes: Uint8Array): unknown {
  */
 function checkDepth(text: string): void {
   let depth = 0;
-  let inString = false;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
-    if (inString) {
-      if (c === 92) i++; // backslash: the next character is escaped
-      else if (c === 34) inString = false;
-    } else if (c === 34) inString = true;
-    else if (c === 123 || c === 91) {
+    if (c === 34) {
+      // A string: on to its closing quote, found by indexOf (a quote after an odd run of backslashes is escaped).
+      for (;;) {
+        const close = text.indexOf('"', i + 1);
+        if (close < 0) return;
+        let k = close - 1;
+        while (text.charCodeAt(k) === 92) k--;
+        i = close;
+        if ((close - 1 - k) % 2 === 0) break;
+      }
+    } else if (c === 123 || c === 91) {
       if (++depth > MAX_JSON_DEPTH) throw badRequest(`the JSON body is nested deeper than ${MAX_JSON_DEPTH} levels`);
     } else if (c === 125 || c === 93) depth--;
   }

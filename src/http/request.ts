@@ -4,13 +4,13 @@ import type { ClientInfo } from "../auth/sessions.ts";
 import type { AppContext } from "../context.ts";
 import { AppError, forbidden } from "../errors.ts";
 
-// The server each request in flight came through, noted when it arrives (routes see only the Request). The
-// client address is looked up from it only when a limit keyed by address needs it, not for every request.
-const servers = new WeakMap<Request, Server<unknown>>();
+// The server a context's app listens on (routes see only the Request). The client address is looked up from it
+// only when a limit keyed by address needs it, not for every request; nothing is noted per request.
+const servers = new WeakMap<AppContext, () => Server<unknown> | null | undefined>();
 
-/** Notes the server of a request (the app's first request hook), for limits keyed by client address. */
-export function rememberServer(request: Request, server: Server<unknown> | null | undefined): void {
-  if (server) servers.set(request, server);
+/** Tells the requests of `ctx` which server they come through (createApp: its app's server once it listens). */
+export function serveThrough(ctx: AppContext, server: () => Server<unknown> | null | undefined): void {
+  servers.set(ctx, server);
 }
 
 /** The principal of a request from its headers. API keys act only outside `/auth/*`. */
@@ -19,7 +19,7 @@ export function principalOf(ctx: AppContext, request: Request, opts: { allowApiK
   return resolvePrincipal(
     ctx,
     { authorization: h.get("authorization"), adminToken: h.get("x-admin-token"), apiKey: h.get("x-api-key") },
-    { allowApiKey: opts.allowApiKey ?? true, ip: () => clientInfo(request, servers.get(request)).ip ?? "unknown" },
+    { allowApiKey: opts.allowApiKey ?? true, ip: () => clientInfo(request, servers.get(ctx)?.()).ip ?? "unknown" },
   );
 }
 

@@ -14,3 +14,9 @@ export function userFields(body: Record<string, unknown>): Record<string, unknow
   for (const k of Object.keys(body)) if (!k.startsWith("_")) out[k] = body[k];
   return out;
 }
+
+/** userFields without a copy when the body has no system field: for a caller that changes neither. */
+export function userFieldsShared(body: Record<string, unknown>): Record<string, unknown> {
+  for (const k in body) if (k.startsWith("_")) return userFields(body);
+  return body;
+}

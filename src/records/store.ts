@@ -14,7 +14,7 @@ import { fetchRecord, type RecordJson } from "../query/rows.ts";
 import { prepareRelations } from "../relations/check.ts";
 import { relationsFrom } from "../relations/catalog.ts";
 import { attachRelationFields } from "../relations/expand.ts";
-import { encodeValue, userFields } from "./codec.ts";
+import { encodeValue, userFields, userFieldsShared } from "./codec.ts";
 import { changeLink, writeLinks, type LinkChange } from "./store-junction.ts";
 
 export { dropLinksFrom, dropLinksTo } from "./store-junction.ts";
@@ -88,13 +88,16 @@ export interface PendingRow {
  * written, for `flushRows` to write with its neighbours in one statement (before the transaction ends).
  */
 export async function insertRecord(ctx: AppContext, col: Collection, body: Record<string, unknown>, p: Principal, pending?: PendingRow[]): Promise<RecordJson> {
-  const data = userFields(body);
-  // Without hooks no hook event is built (bulk inserts would build two per record for nothing).
+  // Without hooks no hook event is built (bulk inserts would build two per record for nothing), and nothing
+  // changes the body's fields: they are not copied.
   const hooked = ctx.hooks.list.length > 0;
+  const data = hooked ? userFields(body) : userFieldsShared(body);
   if (hooked) runHooks(ctx, col, "beforeCreate", hookEvent(col, "create", p, null, null, data));
   const clean = hooked ? userFields(data) : data;
   // The lookups below answer without a promise in the common case; not awaiting those saves a turn each per record.
-  const prepared = prepareRelations(ctx, col, clean, p);
+  const found = relationsFrom(ctx, col.name);
+  const rels = found instanceof Promise ? await found : found;
+  const prepared = rels.length ? prepareRelations(ctx, col, clean, p) : { stored: clean, errors: [], links: [] };
   const relations = prepared instanceof Promise ? await prepared : prepared;
   const grown = ensureFields(ctx, col, relations.stored);
   col = grown instanceof Promise ? await grown : grown;
@@ -112,8 +115,7 @@ export async function insertRecord(ctx: AppContext, col: Collection, body: Recor
     values.push(encodeValue(def.type, clean[k]));
   }
   // Without relations the record is final as built: no relation fields to attach for anyone.
-  const rels = relationsFrom(ctx, col.name);
-  const plain = (rels instanceof Promise ? await rels : rels).length === 0;
+  const plain = rels.length === 0;
   if (pending && plain) pending.push({ table: col.name, fields: names, values });
   else await ctx.db.run(insertSql(ctx, col.name, names), values);
   if (relations.links.length) await writeLinks(ctx, relations, id);
@@ -146,9 +148,19 @@ function insertedRecord(col: Collection, system: (string | number | null)[], cle
 }
 
 const insertStatements = new WeakMap<Engine, Map<string, string>>();
+/** The last INSERT built per engine: the records of a bulk insert mostly share one shape, found without building a key. */
+const lastInsert = new WeakMap<Engine, { table: string; fields: string[]; sql: string }>();
+
+const sameFields = (a: string[], b: string[]) => {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+};
 
 /** The INSERT for a table and field list, built once per shape and engine (bulk inserts repeat it; the engine caches its prepared statement). */
 function insertSql(ctx: AppContext, table: string, fields: string[]): string {
+  const last = lastInsert.get(ctx.db);
+  if (last && last.table === table && sameFields(last.fields, fields)) return last.sql;
   let byShape = insertStatements.get(ctx.db);
   if (!byShape) insertStatements.set(ctx.db, (byShape = new Map()));
   const key = fields.length ? `${table}\u0000${fields.join("\u0000")}` : table;
@@ -159,6 +171,7 @@ function insertSql(ctx: AppContext, table: string, fields: string[]): string {
     if (byShape.size > 2000) byShape.clear();
     byShape.set(key, stmt);
   }
+  lastInsert.set(ctx.db, { table, fields, sql: stmt });
   return stmt;
 }
 
