@@ -1,38 +1,20 @@
 import { afterEach, beforeEach, expect, test } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { openDatabase } from "../../src/db/open.ts";
-import { SqliteEngine } from "../../src/db/sqlite.ts";
+import type { SqliteEngine } from "../../src/db/sqlite.ts";
+import { itemsEngine } from "../helpers/sqlite-commits.ts";
 
 // A server runs the requests of one event-loop turn one after the other, each to its end when it needs no
 // I/O: a create's transaction has finished its work before the next request of the turn starts. The COMMIT
 // waits for the end of the turn, so that those requests' transactions join it; their reads (a session
 // check) meanwhile do not wait for the open transaction.
 
-let dir: string;
 let db: SqliteEngine;
 let commits: () => number;
-
-/** Counts the COMMIT statements the engine runs from now on. */
-function countCommits(engine: SqliteEngine): () => number {
-  let n = 0;
-  const raw = engine.sqlite;
-  const prepared = raw.query.bind(raw);
-  raw.query = ((text: string) => ((n += text === "COMMIT" ? 1 : 0), prepared(text))) as typeof raw.query;
-  return () => n;
-}
+let close: () => Promise<void>;
 
 beforeEach(async () => {
-  dir = mkdtempSync(join(tmpdir(), "baas-group-turn-"));
-  db = new SqliteEngine(openDatabase(join(dir, "baas.db")));
-  await db.exec("CREATE TABLE items (id TEXT PRIMARY KEY)");
-  commits = countCommits(db);
+  ({ db, commits, close } = await itemsEngine("baas-group-turn-"));
 });
-afterEach(async () => {
-  await db.close();
-  rmSync(dir, { recursive: true, force: true });
-});
+afterEach(() => close());
 
 /** Lets every pending microtask run, without ending the event-loop turn. */
 async function drainMicrotasks() {
