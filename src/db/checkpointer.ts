@@ -48,17 +48,20 @@ self.onmessage = (e) => {
 /**
  * Pages in the WAL before the serving connection checkpoints by itself, inside a commit (two fsyncs on the
  * event loop): only when the worker has not let the WAL start over by then (see RESTART_FRAMES), or does
- * not run. About 16 MB.
+ * not run. About 40 MB.
  */
-const FALLBACK_PAGES = 4_000;
+const FALLBACK_PAGES = 10_000;
 
 /**
  * Frames in the WAL from which the worker lets it start over. Under a steady stream of writes its passes
  * never catch up with the last frame, and a WAL starts over from its beginning only when every frame has
  * been copied; so from this size it asks the server for a moment without writes (SqliteEngine.pauseWrites),
- * long enough for one short pass. Below FALLBACK_PAGES, with room for the writes of a pass or two.
+ * long enough for one short pass. Each start-over costs the writes that pause (two fsyncs, on the worker's
+ * thread) and the serving connection one fsync of the new WAL header, so they should be few: about 16 MB,
+ * the size at which the serving connection checkpointed by itself before; FALLBACK_PAGES leaves room for
+ * the writes of several passes.
  */
-const RESTART_FRAMES = 1_000;
+const RESTART_FRAMES = 4_000;
 
 /** Longest a pause of the server's writes lasts when the worker does not answer (it always should). */
 const PAUSE_LIMIT_MS = 1_000;
