@@ -268,30 +268,32 @@ export class SqliteEngine implements Engine {
     return this.runGroup(fn);
   }
 
-  /**
-   * Runs `first` and every transaction that joins meanwhile in one SQLite transaction, each in its own
-   * savepoint (one that fails rolls back alone and gets its own error), then commits once, at the end of
-   * the event-loop turn at the earliest (those that join until then run first). Each member
-   * is answered, and its after-commit callbacks run, only after that COMMIT; if the COMMIT fails, every
-   * member that had succeeded gets that failure. Called holding the lock; releases it.
-   */
+  /** Runs `first` as the first member of a new group (see commitGroup). Called holding the lock; releases it. */
   private async runGroup<T>(first: () => Promise<T>): Promise<T> {
     let own: { ok: true; value: T } | { ok: false; error: unknown } | undefined;
-    const group: Group = {
+    await this.commitGroup({
       members: [{ fn: first, resolve: (value) => (own = { ok: true, value: value as T }), reject: (error) => (own = { ok: false, error }) }],
-    };
+    });
+    if (!own) throw new Error("transaction ended");
+    if (!own.ok) throw own.error;
+    return own.value;
+  }
+
+  /**
+   * Runs the group's members, and every transaction that joins meanwhile, in one SQLite transaction, each
+   * in its own savepoint (one that fails rolls back alone and gets its own error), then commits once, at the
+   * end of the event-loop turn at the earliest (those that join until then run first). Each member is
+   * answered, and its after-commit callbacks run, only after that COMMIT; if the BEGIN or the COMMIT fails,
+   * every member that had not failed by itself gets that failure. Called holding the lock; releases it.
+   */
+  private async commitGroup(group: Group): Promise<void> {
     const done: { member: Member; tx: Tx; value: unknown }[] = [];
-    try {
-      this.sqlite.query("BEGIN IMMEDIATE").run();
-    } catch (err) {
-      this.unlock();
-      throw mapSqliteError(err);
-    }
-    this.group = group;
     let commitError: unknown = null;
     /** The member running or next to run: those from it on never finished when the transaction itself fails. */
     let next = 0;
     try {
+      this.sqlite.query("BEGIN IMMEDIATE").run();
+      this.group = group;
       for (let waited = false; ; waited = true) {
         for (; next < group.members.length; next++) {
           const member = group.members[next]!;
@@ -336,9 +338,29 @@ export class SqliteEngine implements Engine {
         d.member.resolve(d.value);
       }
     }
-    if (!own) throw commitError ?? new Error("transaction ended");
-    if (!own.ok) throw own.error;
-    return own.value;
+  }
+
+  /**
+   * Holds this process's writes back while `during` runs: it starts once the write transaction running now
+   * has committed, and no other starts until it ends. Reads go on meanwhile (on the reading connection), and
+   * the transactions that start meanwhile gather in one group, which runs, and commits once, right after.
+   * The checkpoint worker uses such a moment to copy the WAL's last frames, so that the next write starts the
+   * WAL over from its beginning without the serving connection checkpointing (see checkpointer.ts).
+   */
+  async pauseWrites(during: () => Promise<void>): Promise<void> {
+    const wait = this.lock();
+    if (wait) await wait;
+    const group: Group = { members: [] };
+    this.group = group;
+    try {
+      await during();
+    } finally {
+      if (group.members.length > 0) void this.commitGroup(group);
+      else {
+        this.group = null;
+        this.unlock();
+      }
+    }
   }
 
   private async savepoint<T>(tx: Tx, fn: () => Promise<T>): Promise<T> {
