@@ -155,9 +155,10 @@ export function refreshCatalog(ctx: AppContext): Promise<void> | undefined {
   const cat = ctx.catalog;
   if (cat.stale) return reloadCatalog(ctx);
   // PostgreSQL: a transaction reads one snapshot, so one check per run of a transaction tells all it can
-  // see (transactions of this process overlap there: each run is told apart by its event queue).
+  // see (transactions of this process overlap there: each run is told apart by the engine, and the
+  // transactions of a group, which share one, by their one PostgreSQL transaction).
   if (ctx.db.dialect === "postgres" && ctx.db.inTransaction()) {
-    const run = ctx.events.currentQueue();
+    const run = ctx.db.transactionRun?.() ?? ctx.events.currentQueue();
     if (run) {
       if (checkedRuns.has(run)) return;
       checkedRuns.add(run);
