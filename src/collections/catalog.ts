@@ -70,8 +70,11 @@ function currentTurn(): number {
 // the next check then asks the database again.
 let commitsInProcess = 0;
 
-/** Runs of PostgreSQL transactions whose catalog check is done. */
-const checkedRuns = new WeakSet<object>();
+/**
+ * Runs of PostgreSQL transactions whose catalog check is done (undefined) or on its way (its promise: the
+ * members of a group that run side by side wait for the one check).
+ */
+const checkedRuns = new WeakMap<object, Promise<void> | undefined>();
 
 /**
  * Notes a write transaction `ctx` committed (called by inTransaction), so every other context of this
@@ -160,9 +163,14 @@ export function refreshCatalog(ctx: AppContext): Promise<void> | undefined {
   if (ctx.db.dialect === "postgres" && ctx.db.inTransaction()) {
     const run = ctx.db.transactionRun?.() ?? ctx.events.currentQueue();
     if (run) {
-      if (checkedRuns.has(run)) return;
-      checkedRuns.add(run);
-      return checkDataVersion(ctx);
+      if (checkedRuns.has(run)) return checkedRuns.get(run);
+      const checking = checkDataVersion(ctx);
+      checkedRuns.set(run, checking);
+      checking.then(
+        () => checkedRuns.set(run, undefined),
+        () => {},
+      );
+      return checking;
     }
     // A transaction of the system tables alone (no record writes): a check of its own, which does not stand
     // for the turn's (that one reads its snapshot outside any transaction).

@@ -47,6 +47,12 @@ export interface TransactionOptions {
    * `afterCommit`, as for a run again after a serialization failure.
    */
   group?: boolean;
+  /**
+   * With `group`: `fn` reads nothing that another grouped transaction may write, besides the catalog (a
+   * create of known fields only, in a collection without relations), so grouped members that allow it run
+   * side by side, their statements pipelined on the group's one connection (one round trip for all).
+   */
+  independent?: boolean;
 }
 
 export interface Engine {

@@ -52,6 +52,17 @@ interface Member {
   fn: () => Promise<unknown>;
   resolve: (value: unknown) => void;
   reject: (error: unknown) => void;
+  /** May run side by side with the members next to it that may too (TransactionOptions.independent). */
+  independent: boolean;
+}
+
+/** How a member's run in a group ended. */
+interface Outcome {
+  member: Member;
+  tx: Tx;
+  ok: boolean;
+  value?: unknown;
+  error?: unknown;
 }
 
 /** Most transactions one shared COMMIT acknowledges; later ones wait for the next group. */
@@ -287,7 +298,7 @@ export class PostgresEngine implements Engine {
   transaction<T>(fn: () => Promise<T>, opts?: TransactionOptions): Promise<T> {
     const scope = this.currentScope();
     if (scope) return this.savepoint(scope, fn);
-    if (opts?.group) return this.joinGroup(fn);
+    if (opts?.group) return this.joinGroup(fn, opts.independent === true);
     return this.outermost(fn);
   }
 
@@ -306,9 +317,9 @@ export class PostgresEngine implements Engine {
    * transaction. A group starts its transaction only once its members have joined, so every member sees
    * every commit made before it started, as a transaction of its own would.
    */
-  private joinGroup<T>(fn: () => Promise<T>): Promise<T> {
+  private joinGroup<T>(fn: () => Promise<T>, independent: boolean): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      const member: Member = { fn, resolve: resolve as (v: unknown) => void, reject };
+      const member: Member = { fn, resolve: resolve as (v: unknown) => void, reject, independent };
       const last = this.waiting[this.waiting.length - 1];
       if (last && last.length < MAX_GROUP) last.push(member);
       else this.waiting.push([member]);
@@ -378,28 +389,35 @@ export class PostgresEngine implements Engine {
         alone = members;
         return;
       }
-      let failed: { at: number; error: unknown; retryable: boolean } | null = null;
-      for (let i = 0; i < members.length && !failed; i++) {
-        const member = members[i]!;
-        const tx: Tx = { conn, afterCommit: [], savepoints: 0, abortedBy: undefined, ended: false, run, statements: 0 };
-        try {
-          const value = await this.als.run({ tx, queue: Promise.resolve() }, member.fn);
-          // It caught the failure of one of its statements: the transaction is aborted all the same.
-          if (tx.abortedBy) failed = { at: i, error: tx.abortedBy, retryable: isRetryable(tx.abortedBy) };
-          else done.push({ member, tx, value });
-        } catch (err) {
-          if (tx.statements === 0) member.reject(mapPostgresError(err));
-          else failed = { at: i, error: err, retryable: retryableFailure(err, tx) };
-        } finally {
-          tx.ended = true;
+      let failed: { at: number; error: unknown; retryable: boolean; beside: boolean } | null = null;
+      /** Members answered with their own failure, having sent no statement. */
+      const refused = new Set<Member>();
+      for (let i = 0; i < members.length && !failed; ) {
+        // A run of independent members goes side by side; any other member runs by itself.
+        let end = i + 1;
+        if (members[i]!.independent) while (end < members.length && members[end]!.independent) end++;
+        const outcomes = end - i === 1 ? [await this.runMember(members[i]!, conn, run)] : await Promise.all(members.slice(i, end).map((m) => this.runMember(m, conn, run)));
+        for (let k = 0; k < outcomes.length; k++) {
+          const o = outcomes[k]!;
+          if (o.ok) done.push({ member: o.member, tx: o.tx, value: o.value });
+          else if (o.tx.statements === 0) {
+            o.member.reject(mapPostgresError(o.error));
+            refused.add(o.member);
+          }
+          else failed ??= { at: i + k, error: o.error, retryable: retryableFailure(o.error, o.tx), beside: outcomes.length > 1 };
         }
+        i = end;
       }
       if (failed) {
-        // With no member's writes before it, the failure is the one it would have had alone (a serialization
-        // failure aside, which a transaction of its own retries).
-        const own = done.length === 0 && !failed.retryable;
-        if (own) members[failed.at]!.reject(mapPostgresError(failed.error));
-        alone = [...done.map((d) => d.member), ...members.slice(own ? failed.at + 1 : failed.at)];
+        // Alone in the transaction so far, a member's failure is the one it would have had alone (a
+        // serialization failure aside, which a transaction of its own retries). With members beside it,
+        // what failed first cannot be told: every member that sent a statement runs again.
+        const own = done.length === 0 && !failed.retryable && !failed.beside;
+        if (own) {
+          members[failed.at]!.reject(mapPostgresError(failed.error));
+          refused.add(members[failed.at]!);
+        }
+        alone = members.filter((m) => !refused.has(m));
         done.length = 0;
         return;
       }
@@ -436,6 +454,21 @@ export class PostgresEngine implements Engine {
         d.member.resolve(d.value);
       }
       for (const m of alone) this.outermost(m.fn).then(m.resolve, m.reject);
+    }
+  }
+
+  /** Runs one member of a group in the group's transaction, in an async context of its own. */
+  private async runMember(member: Member, conn: Tx["conn"], run: object): Promise<Outcome> {
+    const tx: Tx = { conn, afterCommit: [], savepoints: 0, abortedBy: undefined, ended: false, run, statements: 0 };
+    try {
+      const value = await this.als.run({ tx, queue: Promise.resolve() }, member.fn);
+      // It caught the failure of one of its statements: the transaction is aborted all the same.
+      if (tx.abortedBy) return { member, tx, ok: false, error: tx.abortedBy };
+      return { member, tx, ok: true, value };
+    } catch (err) {
+      return { member, tx, ok: false, error: err };
+    } finally {
+      tx.ended = true;
     }
   }
 

@@ -1,6 +1,9 @@
 import type { Principal } from "../auth/principal.ts";
 import type { AppContext } from "../context.ts";
 import { requireCollection } from "../collections/catalog.ts";
+import type { Collection } from "../collections/types.ts";
+import { relationsFrom } from "../relations/catalog.ts";
+import type { TransactionOptions } from "../db/engine.ts";
 import { inTransaction } from "../db/tx.ts";
 import { bodyOf, type Checked } from "../errors.ts";
 import { hasHooks } from "../hooks/run.ts";
@@ -9,13 +12,29 @@ import { checkAccess } from "../rules/access.ts";
 import { insertRecord } from "./store.ts";
 
 /**
- * `POST /:collection`: checks the create rule, then inserts one record in its own transaction. Without
- * create hooks (user code, which might act outside the database) the insert may share its database
- * transaction with other creates and run again alone if one of them fails (PostgreSQL's group commit).
+ * How a create's transaction may run on PostgreSQL (SQLite groups every transaction already). Without
+ * create hooks (user code, which might act outside the database) it may share its database transaction
+ * with other creates, and run again alone if one of them fails. One whose statements are the INSERT alone
+ * (and the catalog check): every field known as written (no column to add, no catalog row to write), a
+ * collection without relations (no record to look up, no link to write), reads nothing another create
+ * writes, so it may run beside them.
  */
+function groupOptions(ctx: AppContext, col: Collection, data: Record<string, unknown>): TransactionOptions {
+  if (hasHooks(ctx, col, "beforeCreate", "afterCreate")) return {};
+  const rels = relationsFrom(ctx, col.name);
+  if (rels instanceof Promise) {
+    rels.catch(() => {}); // the insert asks again, and answers its failure
+    return { group: true };
+  }
+  if (rels.length > 0) return { group: true };
+  for (const k in data) if (col.fieldMap.get(k.toLowerCase())?.name !== k) return { group: true };
+  return { group: true, independent: true };
+}
+
+/** `POST /:collection`: checks the create rule, then inserts one record in its own transaction (see groupOptions). */
 export async function createRecord(ctx: AppContext, name: string, body: Checked<Record<string, unknown>>, p: Principal): Promise<RecordJson> {
   const col = await requireCollection(ctx, name);
   checkAccess(col, "create", p);
   const data = bodyOf(body);
-  return await inTransaction(ctx, () => insertRecord(ctx, col, data, p), { group: !hasHooks(ctx, col, "beforeCreate", "afterCreate") });
+  return await inTransaction(ctx, () => insertRecord(ctx, col, data, p), ctx.db.dialect === "postgres" ? groupOptions(ctx, col, data) : undefined);
 }

@@ -62,6 +62,37 @@ describe.skipIf(!onPostgres)("group commit on PostgreSQL", () => {
     expect(runs[5]).toBe(2);
   });
 
+  test("independent members run side by side in the shared transaction; one's unique violation sends every member to a transaction of its own", async () => {
+    await t.db.run("INSERT INTO gc (k) VALUES ('taken')");
+    let started = 0;
+    const runs = new Array(N).fill(0);
+    const side = (dup: number) =>
+      Promise.allSettled(
+        Array.from({ length: N }, (_, i) =>
+          t.db.transaction(
+            async () => {
+              runs[i]++;
+              started++;
+              await t.db.run("INSERT INTO gc (k) VALUES (?)", [i === dup ? "taken" : `k${runs[i]}_${i}`]);
+              return { started, tx: (await t.db.get<{ x: number }>("SELECT txid_current() AS x"))!.x };
+            },
+            { group: true, independent: true },
+          ),
+        ),
+      );
+    const first = await side(-1);
+    const values = first.map((r) => (r as PromiseFulfilledResult<{ started: number; tx: number }>).value);
+    // Every member had started before the first one's INSERT was answered: they ran side by side.
+    expect(values[0]!.started).toBe(N);
+    expect(new Set(values.map((v) => v.tx)).size).toBe(1);
+    started = 0;
+    const second = await side(4);
+    expect(second.map((r) => r.status)).toEqual(second.map((_, i) => (i === 4 ? "rejected" : "fulfilled")));
+    expect((second[4] as PromiseRejectedResult).reason).toMatchObject({ status: 409, code: "unique_violation" });
+    expect(runs).toEqual(new Array(N).fill(3));
+    expect((await keys()).length).toBe(2 * N);
+  });
+
   test("a member that fails before sending any statement gets its error; the others share the transaction as before", async () => {
     const runs = new Array(N).fill(0);
     const results = await together(N, async (i) => {
