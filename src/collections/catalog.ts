@@ -248,6 +248,14 @@ export function knownCollection(ctx: AppContext, name: string): Collection | und
 
 const cached = (ctx: AppContext, name: string) => ctx.catalog.byName.get(String(name).toLowerCase());
 
+/**
+ * The collection as this process last knew it, without asking the database (undefined when unknown or
+ * the cache is stale): for work that checks the catalog again itself before it writes (a grouped create).
+ */
+export function lastKnownCollection(ctx: AppContext, name: string): Collection | undefined {
+  return ctx.catalog.stale ? undefined : cached(ctx, name);
+}
+
 function required(ctx: AppContext, name: string): Collection {
   const c = cached(ctx, name);
   if (!c) throw notFound(`collection "${name}" not found`);

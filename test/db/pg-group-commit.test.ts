@@ -192,6 +192,25 @@ describe.skipIf(!onPostgres)("group commit on PostgreSQL", () => {
     expect(await Promise.all(visibleAtEvent)).not.toContain(false);
   });
 
+  test("a create answered from the catalog as last known is checked again in its transaction: another node's rule change or drop holds at once", async () => {
+    await createCollection(t, "items", { read: "public", create: "public" });
+    expect((await t.req("POST", "/api/v1/items", { body: { n: 0 } })).status).toBe(201);
+    // As another node would: the catalog row and its version change, this process is not told.
+    const bump = () => t.db.run("UPDATE _meta SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT) WHERE key = ?", ["schema_version"]);
+    const row = (await t.db.get<{ rules: string }>("SELECT rules FROM _collections WHERE name = ?", ["items"]))!;
+    await t.db.run("UPDATE _collections SET rules = ? WHERE name = ?", [JSON.stringify({ ...JSON.parse(row.rules), create: "disabled" }), "items"]);
+    await bump();
+    const refused = await Promise.all(Array.from({ length: N }, (_, i) => t.req("POST", "/api/v1/items", { body: { n: i + 1 } })));
+    expect(refused.map((r) => r.status)).toEqual(new Array(N).fill(403));
+    await t.db.run("UPDATE _collections SET rules = ? WHERE name = ?", [row.rules, "items"]);
+    await bump();
+    expect((await t.req("POST", "/api/v1/items", { body: { n: 1 } })).status).toBe(201);
+    await t.db.exec(`DELETE FROM _collections WHERE name = 'items'; DROP TABLE "items"`);
+    await bump();
+    const gone = await Promise.all(Array.from({ length: N }, (_, i) => t.req("POST", "/api/v1/items", { body: { n: i + 2 } })));
+    expect(gone.map((r) => r.status)).toEqual(new Array(N).fill(404));
+  });
+
   test("a create of a collection with a create hook keeps a transaction of its own", async () => {
     await createCollection(t, "hooked", { create: "public", read: "public" });
     t.ctx.hooks.list.push({ collection: "hooked", beforeCreate: () => {} });
