@@ -70,8 +70,11 @@ function currentTurn(): number {
 // the next check then asks the database again.
 let commitsInProcess = 0;
 
-/** Runs of PostgreSQL transactions whose catalog check is done. */
-const checkedRuns = new WeakSet<object>();
+/**
+ * Runs of PostgreSQL transactions whose catalog check is done (undefined) or on its way (its promise: the
+ * members of a group that run side by side wait for the one check).
+ */
+const checkedRuns = new WeakMap<object, Promise<void> | undefined>();
 
 /**
  * Notes a write transaction `ctx` committed (called by inTransaction), so every other context of this
@@ -155,13 +158,19 @@ export function refreshCatalog(ctx: AppContext): Promise<void> | undefined {
   const cat = ctx.catalog;
   if (cat.stale) return reloadCatalog(ctx);
   // PostgreSQL: a transaction reads one snapshot, so one check per run of a transaction tells all it can
-  // see (transactions of this process overlap there: each run is told apart by its event queue).
+  // see (transactions of this process overlap there: each run is told apart by the engine, and the
+  // transactions of a group, which share one, by their one PostgreSQL transaction).
   if (ctx.db.dialect === "postgres" && ctx.db.inTransaction()) {
-    const run = ctx.events.currentQueue();
+    const run = ctx.db.transactionRun?.() ?? ctx.events.currentQueue();
     if (run) {
-      if (checkedRuns.has(run)) return;
-      checkedRuns.add(run);
-      return checkDataVersion(ctx);
+      if (checkedRuns.has(run)) return checkedRuns.get(run);
+      const checking = checkDataVersion(ctx);
+      checkedRuns.set(run, checking);
+      checking.then(
+        () => checkedRuns.set(run, undefined),
+        () => {},
+      );
+      return checking;
     }
     // A transaction of the system tables alone (no record writes): a check of its own, which does not stand
     // for the turn's (that one reads its snapshot outside any transaction).
@@ -238,6 +247,14 @@ export function knownCollection(ctx: AppContext, name: string): Collection | und
 }
 
 const cached = (ctx: AppContext, name: string) => ctx.catalog.byName.get(String(name).toLowerCase());
+
+/**
+ * The collection as this process last knew it, without asking the database (undefined when unknown or
+ * the cache is stale): for work that checks the catalog again itself before it writes (a grouped create).
+ */
+export function lastKnownCollection(ctx: AppContext, name: string): Collection | undefined {
+  return ctx.catalog.stale ? undefined : cached(ctx, name);
+}
 
 function required(ctx: AppContext, name: string): Collection {
   const c = cached(ctx, name);

@@ -36,6 +36,25 @@ export interface RunResult {
   changes: number;
 }
 
+/** How an outermost transaction may be run (ignored inside a transaction, where it is a savepoint). */
+export interface TransactionOptions {
+  /**
+   * The transaction may share one database transaction, and its COMMIT, with other transactions that allow
+   * it and start meanwhile (PostgreSQL's group commit; SQLite groups every transaction already), and may
+   * be run more than once: when one of the shared transaction's members fails, the whole database
+   * transaction rolls back and every member runs again in a transaction of its own (a member that fails
+   * having run no statement just gets its error). So what `fn` does outside the database belongs in
+   * `afterCommit`, as for a run again after a serialization failure.
+   */
+  group?: boolean;
+  /**
+   * With `group`: `fn` reads nothing that another grouped transaction may write, besides the catalog (a
+   * create of known fields only, in a collection without relations), so grouped members that allow it run
+   * side by side, their statements pipelined on the group's one connection (one round trip for all).
+   */
+  independent?: boolean;
+}
+
 export interface Engine {
   readonly dialect: Dialect;
   /** The first row, or null. */
@@ -51,7 +70,13 @@ export interface Engine {
    * rolls back alone when `fn` throws. Every `get/all/run/exec` made by `fn` (and what it awaits)
    * joins it. Transactions of different async contexts never interleave on one connection.
    */
-  transaction<T>(fn: () => Promise<T>): Promise<T>;
+  transaction<T>(fn: () => Promise<T>, opts?: TransactionOptions): Promise<T>;
+  /**
+   * An object standing for the current run of the outermost database transaction of this async context
+   * (undefined outside one): transactions that share one database transaction (PostgreSQL's group commit)
+   * get the same one, a run again after a rollback gets a new one. Engines without grouping may omit it.
+   */
+  transactionRun?(): object | undefined;
   /** True inside a transaction of the current async context. */
   inTransaction(): boolean;
   /** Queues `cb` to run after the outermost transaction of this async context commits (at once outside one). */

@@ -1,8 +1,8 @@
 import { SQL } from "bun";
 import { AsyncLocalStorage } from "node:async_hooks";
 import { runAfterCommit } from "./after-commit.ts";
-import type { Engine, RunResult, SqlValue } from "./engine.ts";
-import { isRetryable, mapPostgresError, sqlState } from "./postgres-errors.ts";
+import type { Engine, RunResult, SqlValue, TransactionOptions } from "./engine.ts";
+import { isRetryable, isUnavailable, mapPostgresError, sqlState } from "./postgres-errors.ts";
 import { toPositional, type Positional } from "./pg-placeholders.ts";
 
 /**
@@ -14,7 +14,8 @@ import { toPositional, type Positional } from "./pg-placeholders.ts";
  *   them from where they stand (as SQLite's dynamic typing does): 1 fits an integer and a boolean
  *   column alike. Where nothing gives a type (`SELECT ?`), cast in the SQL;
  * - transactions are SERIALIZABLE (SQLite's single writer is), retried whole on a serialization
- *   failure or deadlock.
+ *   failure or deadlock;
+ * - transactions that allow it (`group`) share one PostgreSQL transaction and its COMMIT (see runGroup).
  */
 
 export interface PostgresEngineOptions {
@@ -40,7 +41,38 @@ interface Tx {
   abortedBy: unknown;
   /** Set once committed or rolled back: a statement of its context that comes later runs on its own. */
   ended: boolean;
+  /** The run of the PostgreSQL transaction (see transactionRun): the members of a group share one. */
+  run: object;
+  /** Statements sent in it: a group member that fails having sent none leaves nothing to undo. */
+  statements: number;
 }
+
+/** A transaction waiting to run in a group (see PostgresEngine.runGroup). */
+interface Member {
+  fn: () => Promise<unknown>;
+  resolve: (value: unknown) => void;
+  reject: (error: unknown) => void;
+  /** May run side by side with the members next to it that may too (TransactionOptions.independent). */
+  independent: boolean;
+}
+
+/** How a member's run in a group ended. */
+interface Outcome {
+  member: Member;
+  tx: Tx;
+  ok: boolean;
+  value?: unknown;
+  error?: unknown;
+}
+
+/** Most transactions one shared COMMIT acknowledges; later ones wait for the next group. */
+const MAX_GROUP = 64;
+/**
+ * Groups running their members at the same time. A group's connection is free for the next one once its
+ * COMMIT is sent; while the groups running are at this bound, transactions that start wait together
+ * (a larger group, fewer statements and commits per transaction).
+ */
+const MAX_RUNNING_GROUPS = 2;
 
 /** One level of a transaction: nested transactions of one level run one after the other. */
 interface Scope {
@@ -197,6 +229,7 @@ export class PostgresEngine implements Engine {
     const tx = this.currentTx();
     for (let attempt = 0; ; attempt++) {
       try {
+        if (tx) tx.statements++;
         const rows = (await (tx?.conn ?? this.sql).unsafe(text, toDriverParams(params))) as PgResult;
         if (renamed && rows.length) renameColumns(rows, renamed);
         return rows;
@@ -230,6 +263,7 @@ export class PostgresEngine implements Engine {
   async exec(sql: string): Promise<void> {
     const tx = this.currentTx();
     try {
+      if (tx) tx.statements++;
       await (tx?.conn ?? this.sql).unsafe(toPositional(sql, false).text).simple();
     } catch (err) {
       noteStatement(err, sql);
@@ -261,10 +295,181 @@ export class PostgresEngine implements Engine {
     runAfterCommit(cbs, this.onCallbackError);
   }
 
-  transaction<T>(fn: () => Promise<T>): Promise<T> {
+  transaction<T>(fn: () => Promise<T>, opts?: TransactionOptions): Promise<T> {
     const scope = this.currentScope();
     if (scope) return this.savepoint(scope, fn);
+    if (opts?.group) return this.joinGroup(fn, opts.independent === true);
     return this.outermost(fn);
+  }
+
+  transactionRun(): object | undefined {
+    return this.currentTx()?.run;
+  }
+
+  /** Groups formed and waiting for a turn to run (each at most MAX_GROUP long), oldest first. */
+  private readonly waiting: Member[][] = [];
+  private runningGroups = 0;
+  private startQueued = false;
+
+  /**
+   * Group commit: a transaction that allows it waits with the others of its kind that start before a group
+   * is free to run (the rest of the event-loop turn at least), and runs with them in one PostgreSQL
+   * transaction. A group starts its transaction only once its members have joined, so every member sees
+   * every commit made before it started, as a transaction of its own would.
+   */
+  private joinGroup<T>(fn: () => Promise<T>, independent: boolean): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const member: Member = { fn, resolve: resolve as (v: unknown) => void, reject, independent };
+      const last = this.waiting[this.waiting.length - 1];
+      if (last && last.length < MAX_GROUP) last.push(member);
+      else this.waiting.push([member]);
+      if (!this.startQueued) {
+        this.startQueued = true;
+        setImmediate(() => {
+          this.startQueued = false;
+          this.startGroups();
+        });
+      }
+    });
+  }
+
+  private startGroups(): void {
+    while (this.runningGroups < MAX_RUNNING_GROUPS && this.waiting.length) {
+      const members = this.waiting.shift()!;
+      this.runningGroups++;
+      let freed = false;
+      const free = () => {
+        if (freed) return;
+        freed = true;
+        this.runningGroups--;
+        this.startGroups();
+      };
+      void this.runGroup(members, free).finally(free);
+    }
+  }
+
+  /**
+   * Runs the members one after the other in one PostgreSQL transaction, without savepoints (two round
+   * trips each), and commits once: each member is answered, and its after-commit callbacks run, only after
+   * that COMMIT. A member that fails having sent no statement just gets its error. One that fails after
+   * sending some (a unique violation aborts the transaction; a write before a failure must not stay) rolls
+   * the whole transaction back, and every member runs again in a transaction of its own, so each gets
+   * exactly the answer it would have had alone: the first member's own failure stands as it is, unless a
+   * serialization failure, which its own transaction retries. A COMMIT the server refuses (nothing was
+   * committed) also sends the members to transactions of their own; a COMMIT whose outcome is unknown (the
+   * connection was lost) fails them all. `free` lets the next group start, once the COMMIT is sent.
+   */
+  private async runGroup(members: Member[], free: () => void): Promise<void> {
+    if (members.length === 1) {
+      const only = members[0]!;
+      await this.outermost(only.fn).then(only.resolve, only.reject);
+      return;
+    }
+    let conn: Awaited<ReturnType<SQL["reserve"]>>;
+    try {
+      conn = await this.sql.reserve();
+    } catch (err) {
+      const error = mapPostgresError(err);
+      for (const m of members) m.reject(error);
+      return;
+    }
+    const run = {};
+    const done: { member: Member; tx: Tx; value: unknown }[] = [];
+    /** Members to run again, each in a transaction of its own, once this one is over. */
+    let alone: Member[] = [];
+    let open = false;
+    let healthy = true;
+    try {
+      try {
+        await conn.unsafe("BEGIN ISOLATION LEVEL SERIALIZABLE");
+        open = true;
+      } catch {
+        // Nothing ran: each member tries on a connection of its own (this one may have been lost).
+        healthy = false;
+        alone = members;
+        return;
+      }
+      let failed: { at: number; error: unknown; retryable: boolean; beside: boolean } | null = null;
+      /** Members answered with their own failure, having sent no statement. */
+      const refused = new Set<Member>();
+      for (let i = 0; i < members.length && !failed; ) {
+        // A run of independent members goes side by side; any other member runs by itself.
+        let end = i + 1;
+        if (members[i]!.independent) while (end < members.length && members[end]!.independent) end++;
+        const outcomes = end - i === 1 ? [await this.runMember(members[i]!, conn, run)] : await Promise.all(members.slice(i, end).map((m) => this.runMember(m, conn, run)));
+        for (let k = 0; k < outcomes.length; k++) {
+          const o = outcomes[k]!;
+          if (o.ok) done.push({ member: o.member, tx: o.tx, value: o.value });
+          else if (o.tx.statements === 0) {
+            o.member.reject(mapPostgresError(o.error));
+            refused.add(o.member);
+          }
+          else failed ??= { at: i + k, error: o.error, retryable: retryableFailure(o.error, o.tx), beside: outcomes.length > 1 };
+        }
+        i = end;
+      }
+      if (failed) {
+        // Alone in the transaction so far, a member's failure is the one it would have had alone (a
+        // serialization failure aside, which a transaction of its own retries). With members beside it,
+        // what failed first cannot be told: every member that sent a statement runs again.
+        const own = done.length === 0 && !failed.retryable && !failed.beside;
+        if (own) {
+          members[failed.at]!.reject(mapPostgresError(failed.error));
+          refused.add(members[failed.at]!);
+        }
+        alone = members.filter((m) => !refused.has(m));
+        done.length = 0;
+        return;
+      }
+      free();
+      open = false;
+      let ended: PgResult;
+      try {
+        ended = (await conn.unsafe("COMMIT")) as PgResult;
+      } catch (err) {
+        // Refused by the server, the transaction is rolled back: nothing of it was kept.
+        if (sqlState(err) && !isUnavailable(err)) {
+          if (done.length > 1 || isRetryable(err)) alone = done.map((d) => d.member);
+          else for (const d of done) d.member.reject(mapPostgresError(err));
+          done.length = 0;
+          return;
+        }
+        throw err;
+      }
+      if (ended.command === "ROLLBACK") throw new Error("the transaction was rolled back by the database");
+    } catch (err) {
+      // The COMMIT's outcome is unknown (the connection was lost): every member that was waiting for it fails.
+      healthy = false;
+      const error = mapPostgresError(err);
+      for (const d of done) d.member.reject(error);
+      done.length = 0;
+    } finally {
+      if (open) await conn.unsafe("ROLLBACK").catch(() => (healthy = false));
+      if (healthy) conn.release();
+      else conn.close().catch(() => {});
+      free();
+      // Committed: each member's callbacks run outside the transaction's context, then it is answered, in order.
+      for (const d of done) {
+        this.runCallbacks(d.tx.afterCommit);
+        d.member.resolve(d.value);
+      }
+      for (const m of alone) this.outermost(m.fn).then(m.resolve, m.reject);
+    }
+  }
+
+  /** Runs one member of a group in the group's transaction, in an async context of its own. */
+  private async runMember(member: Member, conn: Tx["conn"], run: object): Promise<Outcome> {
+    const tx: Tx = { conn, afterCommit: [], savepoints: 0, abortedBy: undefined, ended: false, run, statements: 0 };
+    try {
+      const value = await this.als.run({ tx, queue: Promise.resolve() }, member.fn);
+      // It caught the failure of one of its statements: the transaction is aborted all the same.
+      if (tx.abortedBy) return { member, tx, ok: false, error: tx.abortedBy };
+      return { member, tx, ok: true, value };
+    } catch (err) {
+      return { member, tx, ok: false, error: err };
+    } finally {
+      tx.ended = true;
+    }
   }
 
   /** A nested transaction: a savepoint that rolls back alone (and drops its after-commit callbacks). */
@@ -313,7 +518,7 @@ export class PostgresEngine implements Engine {
       } catch (err) {
         throw mapPostgresError(err);
       }
-      const tx: Tx = { conn, afterCommit: [], savepoints: 0, abortedBy: undefined, ended: false };
+      const tx: Tx = { conn, afterCommit: [], savepoints: 0, abortedBy: undefined, ended: false, run: {}, statements: 0 };
       let healthy = true;
       let result: T;
       try {
@@ -324,12 +529,11 @@ export class PostgresEngine implements Engine {
         const done = (await conn.unsafe("COMMIT")) as PgResult;
         if (done.command === "ROLLBACK") throw tx.abortedBy ?? new Error("the transaction was rolled back by the database");
       } catch (err) {
-        const cause = (err as { cause?: unknown }).cause ?? err;
         await conn.unsafe("ROLLBACK").catch(() => {
           healthy = false;
         });
         // A serialization failure dooms the whole try, whatever `fn` made of it: run it again.
-        if ((isRetryable(err) || isRetryable(cause) || isRetryable(tx.abortedBy)) && attempt < this.maxRetries) {
+        if (retryableFailure(err, tx) && attempt < this.maxRetries) {
           await sleep(backoff(attempt));
           continue;
         }
@@ -382,6 +586,11 @@ export class PostgresEngine implements Engine {
   async close(): Promise<void> {
     await this.sql.close();
   }
+}
+
+/** A serialization failure or deadlock doomed the transaction, whatever its function made of it (it may have thrown something else). */
+function retryableFailure(err: unknown, tx: Tx): boolean {
+  return isRetryable(err) || isRetryable((err as { cause?: unknown } | null)?.cause) || isRetryable(tx.abortedBy);
 }
 
 /** Milliseconds to wait before another try: growing, with jitter so two losers do not meet again. */

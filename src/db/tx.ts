@@ -1,5 +1,6 @@
 import { noteCommit } from "../collections/catalog.ts";
 import type { AppContext } from "../context.ts";
+import type { TransactionOptions } from "./engine.ts";
 import { mapSqliteError } from "./sqlite-errors.ts";
 
 /**
@@ -9,9 +10,10 @@ import { mapSqliteError } from "./sqlite-errors.ts";
  * events in a queue of its own, so transactions that share one COMMIT (SQLite's group commit) or run
  * side by side (PostgreSQL) publish exactly their own events, and only once committed.
  * On failure the catalog cache is invalidated, so no column a rolled-back
- * transaction added stays in memory.
+ * transaction added stays in memory; so it is before the engine runs `fn` again (a serialization failure,
+ * or a group of `opts.group` transactions that one member's failure rolled back: see TransactionOptions).
  */
-export async function inTransaction<T>(ctx: AppContext, fn: () => Promise<T>): Promise<T> {
+export async function inTransaction<T>(ctx: AppContext, fn: () => Promise<T>, opts?: TransactionOptions): Promise<T> {
   const outer = !ctx.db.inTransaction();
   try {
     if (!outer)
@@ -24,9 +26,11 @@ export async function inTransaction<T>(ctx: AppContext, fn: () => Promise<T>): P
           throw err;
         }
       });
-    // The engine may run `fn` again after a serialization failure (PostgreSQL): each run starts with an empty queue.
-    return await ctx.db.transaction(() =>
-      ctx.events.isolated(async (queue) => {
+    // The engine may run `fn` again after a rollback (PostgreSQL): each run starts with an empty queue.
+    let runs = 0;
+    return await ctx.db.transaction(() => {
+      if (runs++) ctx.catalog.stale = true;
+      return ctx.events.isolated(async (queue) => {
         // Committed: other contexts of this process re-check the database at their next read, and the
         // staged change events go out, in commit order.
         ctx.db.afterCommit(() => {
@@ -42,8 +46,8 @@ export async function inTransaction<T>(ctx: AppContext, fn: () => Promise<T>): P
           ctx.catalog.inWriteTx = false;
           ctx.catalog.checkedInTx = false;
         }
-      }),
-    );
+      });
+    }, opts);
   } catch (err) {
     ctx.catalog.stale = true;
     throw mapSqliteError(err);

@@ -10,6 +10,13 @@ export function hookAuth(p: Principal): HookEvent["auth"] {
   return { kind: p.kind, id: p.kind === "user" ? p.userId : null, roles: p.kind === "user" ? p.roles : [] };
 }
 
+/** True when a hook of one of `names` is registered for the collection (or "*"). */
+export function hasHooks(ctx: AppContext, col: Collection, ...names: HookName[]): boolean {
+  if (ctx.hooks.list.length === 0) return false;
+  const lower = col.name.toLowerCase();
+  return ctx.hooks.list.some((h) => (h.collection === "*" || h.collection.toLowerCase() === lower) && names.some((n) => h[n]));
+}
+
 /**
  * Runs every hook of `name` registered for the collection (or "*"), in load order, inside the
  * caller's transaction. A throw becomes 400 `hook_rejected` (or the thrown object's `status`),

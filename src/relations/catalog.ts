@@ -83,6 +83,11 @@ export function relationsFrom(ctx: AppContext, col: string): readonly Relation[]
   return c instanceof Promise ? c.then(pick) : pick(c);
 }
 
+/** relationsFrom as this process last knew them, without asking the database (undefined when not cached; see lastKnownCollection). */
+export function lastKnownRelationsFrom(ctx: AppContext, col: string): readonly Relation[] | undefined {
+  return current(ctx)?.from.get(col.toLowerCase()) ?? (current(ctx) ? NONE : undefined);
+}
+
 /** relationsFrom as this process last knew them, asking the database only when nothing is cached (see knownCollection). */
 export function knownRelationsFrom(ctx: AppContext, col: string): readonly Relation[] | Promise<readonly Relation[]> {
   const c = current(ctx);
