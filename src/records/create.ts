@@ -33,13 +33,15 @@ function groupOptions(ctx: AppContext, col: Collection, data: Record<string, unk
  * in the group's transaction (whose snapshot is taken after this request arrived, so it serves as the
  * turn's check would), and the collection and its rule are looked up again there. Else null.
  */
-function groupedCreate(ctx: AppContext, name: string, data: Record<string, unknown>, p: Principal): Promise<RecordJson> | null {
+function groupedCreate(ctx: AppContext, name: string, body: Checked<Record<string, unknown>>, p: Principal): Promise<RecordJson> | null {
   const known = lastKnownCollection(ctx, name);
   if (!known) return null;
+  let data: Record<string, unknown>;
   try {
     checkAccess(known, "create", p);
+    data = bodyOf(body);
   } catch {
-    return null; // answered by the usual path, on a checked catalog
+    return null; // answered by the usual path, on a checked catalog (a missing collection before a bad body)
   }
   const opts = groupOptions(ctx, known, data);
   if (!opts.group) return null;
@@ -57,7 +59,7 @@ function groupedCreate(ctx: AppContext, name: string, data: Record<string, unkno
 /** `POST /:collection`: checks the create rule, then inserts one record in its own transaction (see groupOptions). */
 export async function createRecord(ctx: AppContext, name: string, body: Checked<Record<string, unknown>>, p: Principal): Promise<RecordJson> {
   if (ctx.db.dialect === "postgres") {
-    const grouped = groupedCreate(ctx, name, bodyOf(body), p);
+    const grouped = groupedCreate(ctx, name, body, p);
     if (grouped) return await grouped;
   }
   const col = await requireCollection(ctx, name);
