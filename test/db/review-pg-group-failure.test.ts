@@ -39,6 +39,11 @@ describe.skipIf(!onPostgres)("group commit on PostgreSQL and failing creates", (
     await burstAfter({ code: "bad", "no good!": 1 });
   });
 
+  test("a create breaking a field rule first in a burst is 422 alone; the others still share transactions", async () => {
+    expect((await t.admin("PUT", "/api/v1/admin/collections/items/rules", { field_rules: [{ field: "code", required: true }] })).status).toBe(200);
+    await burstAfter({ n: 1 });
+  });
+
   test("a create naming a field in another case first in a burst is 422 alone; the others still share transactions", async () => {
     await burstAfter({ CODE: "bad", n: 1 });
   });
