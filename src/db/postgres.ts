@@ -349,8 +349,8 @@ export class PostgresEngine implements Engine {
   }
 
   /**
-   * Runs the members one after the other in one PostgreSQL transaction, without savepoints (two round
-   * trips each), and commits once: each member is answered, and its after-commit callbacks run, only after
+   * Runs the members one after the other in one PostgreSQL transaction (consecutive independent members
+   * side by side, their statements pipelined), without savepoints (two round trips each), and commits once: each member is answered, and its after-commit callbacks run, only after
    * that COMMIT. A member that fails having sent no statement just gets its error. One that fails after
    * sending some (a unique violation aborts the transaction; a write before a failure must not stay) rolls
    * the whole transaction back, and every member runs again in a transaction of its own, so each gets
@@ -396,15 +396,18 @@ export class PostgresEngine implements Engine {
         // A run of independent members goes side by side; any other member runs by itself.
         let end = i + 1;
         if (members[i]!.independent) while (end < members.length && members[end]!.independent) end++;
-        const outcomes = end - i === 1 ? [await this.runMember(members[i]!, conn, run)] : await Promise.all(members.slice(i, end).map((m) => this.runMember(m, conn, run)));
+        const outcomes =
+          end - i === 1 ? [await this.runMember(members[i]!, conn, run)] : await Promise.all(members.slice(i, end).map((m) => this.runMember(m, conn, run)));
         for (let k = 0; k < outcomes.length; k++) {
           const o = outcomes[k]!;
-          if (o.ok) done.push({ member: o.member, tx: o.tx, value: o.value });
-          else if (o.tx.statements === 0) {
+          if (o.ok) {
+            done.push({ member: o.member, tx: o.tx, value: o.value });
+          } else if (o.tx.statements === 0) {
             o.member.reject(mapPostgresError(o.error));
             refused.add(o.member);
+          } else {
+            failed ??= { at: i + k, error: o.error, retryable: retryableFailure(o.error, o.tx), beside: outcomes.length > 1 };
           }
-          else failed ??= { at: i + k, error: o.error, retryable: retryableFailure(o.error, o.tx), beside: outcomes.length > 1 };
         }
         i = end;
       }
