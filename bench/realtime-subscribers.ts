@@ -18,6 +18,8 @@ const url = new URL(spec.url);
 const MAX_MS = 60_000;
 let histogram = new Uint32Array(MAX_MS + 1);
 let deliveries = 0;
+/** Reads that brought at least one event: one server write (a batch) or more, when the reader was late. */
+let reads = 0;
 let connected = 0;
 let failures = 0;
 let resets = 0;
@@ -48,12 +50,14 @@ function scan(s: State, data: Buffer, now: number): Buffer | null {
       connected++;
     }
   }
+  const before = deliveries;
   for (let at = data.indexOf(CREATED); at >= 0 && at < last; at = data.indexOf(CREATED, at + CREATED.length)) {
     let created = 0;
     for (let i = at + CREATED.length, c = data[i]; c >= 48 && c <= 57; c = data[++i]) created = created * 10 + c - 48;
     histogram[Math.min(MAX_MS, Math.max(0, now - created))]++;
     deliveries++;
   }
+  if (deliveries > before) reads++;
   if (data.indexOf(RESET) >= 0) resets++;
   // Past the last blank line there is at most the end of a transfer-encoding chunk ("\r\n") or a frame's start.
   const tail = data.length - (last + FRAME_END.length);
@@ -102,6 +106,8 @@ for await (const line of console) {
   if (line.trim() !== "report") continue;
   const h = histogram;
   const n = deliveries;
+  const r = reads;
+  reads = 0;
   histogram = new Uint32Array(MAX_MS + 1);
   deliveries = 0;
   const pct = (p: number) => {
@@ -111,6 +117,6 @@ for await (const line of console) {
     for (let ms = 0; ms <= MAX_MS; ms++) if ((seen += h[ms]) > rank) return ms;
     return MAX_MS;
   };
-  console.log(JSON.stringify({ deliveries: n, p50: pct(0.5), p99: pct(0.99), max: pct(1), resets, failures }));
+  console.log(JSON.stringify({ deliveries: n, reads: r, p50: pct(0.5), p99: pct(0.99), max: pct(1), resets, failures }));
 }
 process.exit(0);

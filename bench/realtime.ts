@@ -197,7 +197,7 @@ console.log(`| Figure | Value |
 |---|---:|
 | subscribers connected (anonymous, topic \`chat\`) | ${ready.connected} (${ready.failures} refused) |
 | chat writes | ${RATE}/s for ${SECONDS} s, then on during the second W1 run (${written} sent, ${writeErrors} errors) |
-| deliveries in the ${SECONDS} s | ${delivery.deliveries.toLocaleString("en-US")} (${delivery.resets} resets) |
+| deliveries in the ${SECONDS} s | ${delivery.deliveries.toLocaleString("en-US")} (${delivery.resets} resets), ${f(delivery.deliveries / Math.max(1, delivery.reads))} events per read (a read takes one server write or more) |
 | delivery delay commit → client, p50 / p99 / max | ${f(delivery.p50, 0)} / ${f(delivery.p99, 0)} / ${f(delivery.max, 0)} ms |
 | the same during the second W1 run (${busy.deliveries.toLocaleString("en-US")} deliveries, ${busy.resets} resets in all) | ${f(busy.p50, 0)} / ${f(busy.p99, 0)} / ${f(busy.max, 0)} ms |
 | CPU while only the chat writes run: server (of which in the kernel) / subscriber process | ${f(100 * steady.server, 0)}% (${f(100 * steady.serverSys, 0)}%) / ${f(100 * steady.subs, 0)}% of one core |

@@ -43,7 +43,7 @@ export interface TransactionOptions {
    * it and start meanwhile (PostgreSQL's group commit; SQLite groups every transaction already), and may
    * be run more than once: when one of the shared transaction's members fails, the whole database
    * transaction rolls back and every member runs again in a transaction of its own (a member that fails
-   * having run no statement just gets its error). So what `fn` does outside the database belongs in
+   * having written nothing, its reads aside, just gets its error). So what `fn` does outside the database belongs in
    * `afterCommit`, as for a run again after a serialization failure.
    */
   group?: boolean;

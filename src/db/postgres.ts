@@ -43,8 +43,8 @@ interface Tx {
   ended: boolean;
   /** The run of the PostgreSQL transaction (see transactionRun): the members of a group share one. */
   run: object;
-  /** Statements sent in it: a group member that fails having sent none leaves nothing to undo. */
-  statements: number;
+  /** Statements sent in it that may have written: a group member that fails having sent none leaves nothing to undo. */
+  writes: number;
 }
 
 /** A transaction waiting to run in a group (see PostgresEngine.runGroup). */
@@ -175,15 +175,20 @@ function noteStatement(err: unknown, sql: string): void {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Rewritten statements by their text: the same few hundred statements run again and again. */
-const positional = new Map<string, Positional>();
+/** A statement as the driver gets it, and whether it only reads (a SELECT naming nothing that writes). */
+interface Rewritten extends Positional {
+  reads: boolean;
+}
 
-function rewrite(sql: string): Positional {
+/** Rewritten statements by their text: the same few hundred statements run again and again. */
+const positional = new Map<string, Rewritten>();
+
+function rewrite(sql: string): Rewritten {
   let hit = positional.get(sql);
   if (!hit) {
     // A bound on memory for SQL built with varying text (IN lists of any length).
     if (positional.size >= 2000) positional.clear();
-    hit = toPositional(sql);
+    hit = { ...toPositional(sql), reads: /^\s*SELECT\b/i.test(sql) && !/\b(?:INSERT|UPDATE|DELETE|pg_notify|nextval|setval|FOR\s+UPDATE)\b/i.test(sql) };
     positional.set(sql, hit);
   }
   return hit;
@@ -224,12 +229,12 @@ export class PostgresEngine implements Engine {
   }
 
   private async query(sql: string, params: readonly SqlValue[] = []): Promise<PgResult> {
-    const { text, count, renamed } = rewrite(sql);
+    const { text, count, renamed, reads } = rewrite(sql);
     if (count !== params.length) throw new Error(`the statement has ${count} placeholders but ${params.length} values were given`);
     const tx = this.currentTx();
     for (let attempt = 0; ; attempt++) {
       try {
-        if (tx) tx.statements++;
+        if (tx && !reads) tx.writes++;
         const rows = (await (tx?.conn ?? this.sql).unsafe(text, toDriverParams(params))) as PgResult;
         if (renamed && rows.length) renameColumns(rows, renamed);
         return rows;
@@ -263,7 +268,7 @@ export class PostgresEngine implements Engine {
   async exec(sql: string): Promise<void> {
     const tx = this.currentTx();
     try {
-      if (tx) tx.statements++;
+      if (tx) tx.writes++;
       await (tx?.conn ?? this.sql).unsafe(toPositional(sql, false).text).simple();
     } catch (err) {
       noteStatement(err, sql);
@@ -349,11 +354,12 @@ export class PostgresEngine implements Engine {
   }
 
   /**
-   * Runs the members one after the other in one PostgreSQL transaction, without savepoints (two round
-   * trips each), and commits once: each member is answered, and its after-commit callbacks run, only after
-   * that COMMIT. A member that fails having sent no statement just gets its error. One that fails after
-   * sending some (a unique violation aborts the transaction; a write before a failure must not stay) rolls
-   * the whole transaction back, and every member runs again in a transaction of its own, so each gets
+   * Runs the members one after the other in one PostgreSQL transaction (consecutive independent members
+   * side by side, their statements pipelined), without savepoints (two round trips each), and commits
+   * once: each member is answered, and its after-commit callbacks run, only after that COMMIT. A member
+   * that fails having written nothing (reads that succeeded leave nothing to undo) just gets its error.
+   * One that fails after a write, or whose statement failed (a unique violation aborts the transaction; a
+   * write before a failure must not stay), rolls the whole transaction back, and every member runs again in a transaction of its own, so each gets
    * exactly the answer it would have had alone: the first member's own failure stands as it is, unless a
    * serialization failure, which its own transaction retries. A COMMIT the server refuses (nothing was
    * committed) also sends the members to transactions of their own; a COMMIT whose outcome is unknown (the
@@ -390,21 +396,24 @@ export class PostgresEngine implements Engine {
         return;
       }
       let failed: { at: number; error: unknown; retryable: boolean; beside: boolean } | null = null;
-      /** Members answered with their own failure, having sent no statement. */
+      /** Members answered with their own failure, having written nothing. */
       const refused = new Set<Member>();
       for (let i = 0; i < members.length && !failed; ) {
         // A run of independent members goes side by side; any other member runs by itself.
         let end = i + 1;
         if (members[i]!.independent) while (end < members.length && members[end]!.independent) end++;
-        const outcomes = end - i === 1 ? [await this.runMember(members[i]!, conn, run)] : await Promise.all(members.slice(i, end).map((m) => this.runMember(m, conn, run)));
+        const outcomes =
+          end - i === 1 ? [await this.runMember(members[i]!, conn, run)] : await Promise.all(members.slice(i, end).map((m) => this.runMember(m, conn, run)));
         for (let k = 0; k < outcomes.length; k++) {
           const o = outcomes[k]!;
-          if (o.ok) done.push({ member: o.member, tx: o.tx, value: o.value });
-          else if (o.tx.statements === 0) {
+          if (o.ok) {
+            done.push({ member: o.member, tx: o.tx, value: o.value });
+          } else if (o.tx.writes === 0 && !o.tx.abortedBy) {
             o.member.reject(mapPostgresError(o.error));
             refused.add(o.member);
+          } else {
+            failed ??= { at: i + k, error: o.error, retryable: retryableFailure(o.error, o.tx), beside: outcomes.length > 1 };
           }
-          else failed ??= { at: i + k, error: o.error, retryable: retryableFailure(o.error, o.tx), beside: outcomes.length > 1 };
         }
         i = end;
       }
@@ -459,7 +468,7 @@ export class PostgresEngine implements Engine {
 
   /** Runs one member of a group in the group's transaction, in an async context of its own. */
   private async runMember(member: Member, conn: Tx["conn"], run: object): Promise<Outcome> {
-    const tx: Tx = { conn, afterCommit: [], savepoints: 0, abortedBy: undefined, ended: false, run, statements: 0 };
+    const tx: Tx = { conn, afterCommit: [], savepoints: 0, abortedBy: undefined, ended: false, run, writes: 0 };
     try {
       const value = await this.als.run({ tx, queue: Promise.resolve() }, member.fn);
       // It caught the failure of one of its statements: the transaction is aborted all the same.
@@ -518,7 +527,7 @@ export class PostgresEngine implements Engine {
       } catch (err) {
         throw mapPostgresError(err);
       }
-      const tx: Tx = { conn, afterCommit: [], savepoints: 0, abortedBy: undefined, ended: false, run: {}, statements: 0 };
+      const tx: Tx = { conn, afterCommit: [], savepoints: 0, abortedBy: undefined, ended: false, run: {}, writes: 0 };
       let healthy = true;
       let result: T;
       try {
