@@ -1,8 +1,7 @@
 import type { Principal } from "../auth/principal.ts";
 import type { AppContext } from "../context.ts";
 import { lastKnownCollection, requireCollection } from "../collections/catalog.ts";
-import { isValidFieldName, typeOfValue, type Collection } from "../collections/types.ts";
-import { validateFieldRules } from "../collections/validate.ts";
+import type { Collection } from "../collections/types.ts";
 import { lastKnownRelationsFrom } from "../relations/catalog.ts";
 import type { TransactionOptions } from "../db/engine.ts";
 import { inTransaction } from "../db/tx.ts";
@@ -18,26 +17,14 @@ import { insertRecord } from "./store.ts";
  * with other creates, and run again alone if one of them fails. One whose statements are the INSERT alone
  * (and the catalog check): every field known as written (no column to add, no catalog row to write), a
  * collection without relations (no record to look up, no link to write), reads nothing another create
- * writes, so it may run beside them. One that the collection as last known shows to be a 422 runs alone.
+ * writes, so it may run beside them.
  */
 function groupOptions(ctx: AppContext, col: Collection, data: Record<string, unknown>): TransactionOptions {
   if (hasHooks(ctx, col, "beforeCreate", "afterCreate")) return {};
-  let known = true;
-  for (const k in data) {
-    const f = col.fieldMap.get(k.toLowerCase());
-    // A 422 to come (a bad field name, a name differing from its field's in case, a value of another type
-    // than its field's; a field rule broken, below): failing in a group after its first statement, it would
-    // send every other member to a transaction of its own. Alone, it costs nobody else. (System fields are
-    // dropped by the insert.)
-    if (!f) {
-      if (!k.startsWith("_") && !isValidFieldName(k)) return {};
-      known = false;
-    } else if (f.name !== k || (data[k] !== null && typeOfValue(data[k]) !== f.type)) return {};
-  }
-  if (col.fieldRules.length && validateFieldRules(col, data, "create").length) return {};
   // As last known: asking the database here would cost a statement outside the transaction.
   const rels = lastKnownRelationsFrom(ctx, col.name);
-  if (!known || !rels || rels.length > 0) return { group: true };
+  if (!rels || rels.length > 0) return { group: true };
+  for (const k in data) if (col.fieldMap.get(k.toLowerCase())?.name !== k) return { group: true };
   return { group: true, independent: true };
 }
 

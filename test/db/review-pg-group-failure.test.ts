@@ -2,10 +2,10 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { createCollection, createTestApp, type TestApp } from "../helpers/app.ts";
 import { onPostgres } from "../helpers/engine.ts";
 
-// A create that fails after the group's one catalog check (sent by the group's first member) rolls the shared
-// transaction back, and every other member runs again in a transaction of its own. A value of another type
-// than its field's is judged before the group (the create keeps a transaction of its own), so a client's
-// wrong-typed create cannot send a whole group of others to transactions of their own.
+// The first member of a group sends the group's one catalog check (a read). A create that then fails with a
+// 422 (a value of another type than its field's, a bad field name, a name in another case, a field rule
+// broken) has written nothing: it gets its error alone, and the others of the burst still share transactions
+// (they used to be all sent, 39 of 40, to transactions of their own).
 
 describe.skipIf(!onPostgres)("group commit on PostgreSQL and failing creates", () => {
   let t: TestApp;
