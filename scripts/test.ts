@@ -1,5 +1,5 @@
 // `npm test`: the whole suite in a random order that can be replayed and, alongside it, the HTTP and CLI suites
-// again on PostgreSQL (BAAS_TEST_ENGINE=postgres) when its server binaries are present. The seed is TEST_SEED when set,
+// again on PostgreSQL (BAAS_TEST_ENGINE=postgres), with the PostgreSQL-only engine tests, when its server binaries are present. The seed is TEST_SEED when set,
 // else a random one; it is printed first (and again at the end) so a failing order can be run again.
 // Bun's own output passes through; the last lines add up both runs (" N pass" / " N fail"), and the exit code
 // is non-zero when either run failed. Arguments (test files or filters) run on SQLite only.
@@ -65,6 +65,9 @@ async function run(
 // two could come out of order), and the last one is awaited so nothing is lost at exit.
 const say = (text: string) => new Promise<void>((resolve) => process.stdout.write(`${text}\n`, () => resolve()));
 
+// Tests of the PostgreSQL engine itself that need a PostgreSQL test app (they skip in the SQLite run).
+const POSTGRES_ONLY = ["test/db/pg-group-commit"];
+
 const own = process.argv.slice(2);
 const results: { code: number; pass: number; fail: number }[] = [];
 if (own.length === 0 && postgresAvailable) {
@@ -73,7 +76,7 @@ if (own.length === 0 && postgresAvailable) {
   const held = new Held();
   const [first, second] = await Promise.all([
     run([]),
-    run(["test/http", "test/cli"], { BAAS_TEST_ENGINE: "postgres" }, { stdout: held, stderr: held }),
+    run(["test/http", "test/cli", ...POSTGRES_ONLY], { BAAS_TEST_ENGINE: "postgres" }, { stdout: held, stderr: held }),
   ]);
   await say("\nThe HTTP and CLI suites on PostgreSQL (BAAS_TEST_ENGINE=postgres), run alongside:");
   held.flushTo(process.stdout);

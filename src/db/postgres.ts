@@ -359,9 +359,10 @@ export class PostgresEngine implements Engine {
    * once: each member is answered, and its after-commit callbacks run, only after that COMMIT. A member
    * that fails having written nothing (reads that succeeded leave nothing to undo) just gets its error.
    * One that fails after a write, or whose statement failed (a unique violation aborts the transaction; a
-   * write before a failure must not stay), rolls the whole transaction back, and every member runs again in a transaction of its own, so each gets
-   * exactly the answer it would have had alone: the first member's own failure stands as it is, unless a
-   * serialization failure, which its own transaction retries. A COMMIT the server refuses (nothing was
+   * write before a failure must not stay), rolls the whole transaction back: it runs again in a transaction
+   * of its own (its failure may have come from another member's write), and the other members again as a
+   * new group, so each gets exactly the answer it would have had alone. The first member's own failure
+   * stands as it is, unless a serialization failure, which its own transaction retries. A COMMIT the server refuses (nothing was
    * committed) also sends the members to transactions of their own; a COMMIT whose outcome is unknown (the
    * connection was lost) fails them all. `free` lets the next group start, once the COMMIT is sent.
    */
@@ -383,6 +384,8 @@ export class PostgresEngine implements Engine {
     const done: { member: Member; tx: Tx; value: unknown }[] = [];
     /** Members to run again, each in a transaction of its own, once this one is over. */
     let alone: Member[] = [];
+    /** Members to run again together, in a group of their own. */
+    let regroup: Member[] = [];
     let open = false;
     let healthy = true;
     try {
@@ -396,6 +399,8 @@ export class PostgresEngine implements Engine {
         return;
       }
       let failed: { at: number; error: unknown; retryable: boolean; beside: boolean } | null = null;
+      /** Members whose run failed having written (or with their statement refused): to run again. */
+      const failures: Outcome[] = [];
       /** Members answered with their own failure, having written nothing. */
       const refused = new Set<Member>();
       for (let i = 0; i < members.length && !failed; ) {
@@ -413,6 +418,7 @@ export class PostgresEngine implements Engine {
             refused.add(o.member);
           } else {
             failed ??= { at: i + k, error: o.error, retryable: retryableFailure(o.error, o.tx), beside: outcomes.length > 1 };
+            failures.push(o);
           }
         }
         i = end;
@@ -426,7 +432,17 @@ export class PostgresEngine implements Engine {
           members[failed.at]!.reject(mapPostgresError(failed.error));
           refused.add(members[failed.at]!);
         }
-        alone = members.filter((m) => !refused.has(m));
+        // The members that failed of their own (not refused only because the transaction was already
+        // aborted, 25P02) run again alone: their failure may have come from another member's write. The
+        // others did nothing wrong and form a new group, so one conflict does not cost every member a
+        // transaction of its own.
+        const guilty = new Set(failures.filter((o) => !refused.has(o.member) && sqlState(o.tx.abortedBy ?? o.error) !== "25P02").map((o) => o.member));
+        const rest = members.filter((m) => !refused.has(m) && !guilty.has(m));
+        if (guilty.size === 0) alone = rest;
+        else {
+          alone = [...guilty];
+          regroup = rest;
+        }
         done.length = 0;
         return;
       }
@@ -463,6 +479,11 @@ export class PostgresEngine implements Engine {
         d.member.resolve(d.value);
       }
       for (const m of alone) this.outermost(m.fn).then(m.resolve, m.reject);
+      if (regroup.length === 1) this.outermost(regroup[0]!.fn).then(regroup[0]!.resolve, regroup[0]!.reject);
+      else if (regroup.length > 1) {
+        this.waiting.unshift(regroup);
+        this.startGroups();
+      }
     }
   }
 
