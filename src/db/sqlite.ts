@@ -142,7 +142,9 @@ export class SqliteEngine implements Engine {
    * event-loop turn, on the reading connection, together with the other reads of the turn in one read
    * transaction (one snapshot taken after every one of them was asked, so each sees every commit made
    * before it was asked). SQLite takes and drops its file locks once per transaction, which costs more
-   * than the read of one row by key; a loaded server reads many records per turn.
+   * than the read of one row by key; a loaded server reads many records per turn. While turns hold one
+   * such read each (light load), reads run at once instead, as `get` (waiting would only add a turn); a
+   * turn with two or more turns batching back on.
    */
   getBatched<T = Record<string, unknown>>(sql: string, params: readonly SqlValue[] = NO_PARAMS): Promise<T | null> {
     if (this.als.getStore()?.tx.open === true) return this.get<T>(sql, params);
@@ -153,6 +155,10 @@ export class SqliteEngine implements Engine {
       return Promise.reject(mapSqliteError(err));
     }
     if (!read) return this.get<T>(sql, params);
+    if (!this.batching) {
+      if (this.directReads++ === 0) setImmediate(this.countDirectReads);
+      return this.get<T>(sql, params);
+    }
     return new Promise<T | null>((resolve, reject) => {
       if (this.pendingReads === null) {
         this.pendingReads = [];
@@ -162,9 +168,19 @@ export class SqliteEngine implements Engine {
     });
   }
 
+  /** Whether getBatched defers reads to the end of the turn (see there); the reads it ran at once in this turn. */
+  private batching = false;
+  private directReads = 0;
+
+  private readonly countDirectReads = (): void => {
+    if (this.directReads > 1) this.batching = true;
+    this.directReads = 0;
+  };
+
   private readonly flushReads = (): void => {
     const reads = this.pendingReads!;
     this.pendingReads = null;
+    if (reads.length === 1) this.batching = false;
     const statements = this.readStatements;
     let begun = false;
     if (reads.length > 1 && statements) {
