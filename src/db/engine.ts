@@ -59,6 +59,11 @@ export interface Engine {
   readonly dialect: Dialect;
   /** The first row, or null. */
   get<T = Record<string, unknown>>(sql: string, params?: readonly SqlValue[]): Promise<T | null>;
+  /**
+   * As `get`, for a plain read that may wait until the end of this event-loop turn to run with the other
+   * reads of the turn (SQLite: in one read transaction on the reading connection). Engines without it: `get`.
+   */
+  getBatched?<T = Record<string, unknown>>(sql: string, params?: readonly SqlValue[]): Promise<T | null>;
   /** Every row. */
   all<T = Record<string, unknown>>(sql: string, params?: readonly SqlValue[]): Promise<T[]>;
   /** A statement without rows. */

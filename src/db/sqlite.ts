@@ -24,6 +24,14 @@ interface Group {
   members: Member[];
 }
 
+/** A read waiting for the end of the turn (SqliteEngine.getBatched). */
+interface PendingRead {
+  read: Statement;
+  params: readonly SqlValue[];
+  resolve: (row: unknown) => void;
+  reject: (error: unknown) => void;
+}
+
 /** Most transactions one COMMIT acknowledges; later ones wait for the next. */
 const MAX_GROUP = 64;
 
@@ -125,6 +133,78 @@ export class SqliteEngine implements Engine {
       return Promise.reject(mapSqliteError(err));
     }
   }
+
+  /** Reads waiting for the end of this event-loop turn (see getBatched), or null when none is. */
+  private pendingReads: PendingRead[] | null = null;
+
+  /**
+   * As `get`, for a plain read outside any transaction of this context: it runs at the end of this
+   * event-loop turn, on the reading connection, together with the other reads of the turn in one read
+   * transaction (one snapshot taken after every one of them was asked, so each sees every commit made
+   * before it was asked). SQLite takes and drops its file locks once per transaction, which costs more
+   * than the read of one row by key; a loaded server reads many records per turn. While turns hold one
+   * such read each (light load), reads run at once instead, as `get` (waiting would only add a turn); a
+   * turn with two or more turns batching back on.
+   */
+  getBatched<T = Record<string, unknown>>(sql: string, params: readonly SqlValue[] = NO_PARAMS): Promise<T | null> {
+    if (this.als.getStore()?.tx.open === true) return this.get<T>(sql, params);
+    let read: Statement | null;
+    try {
+      read = this.readStatement(sql);
+    } catch (err) {
+      return Promise.reject(mapSqliteError(err));
+    }
+    if (!read) return this.get<T>(sql, params);
+    if (!this.batching) {
+      if (this.directReads++ === 0) setImmediate(this.countDirectReads);
+      return this.get<T>(sql, params);
+    }
+    return new Promise<T | null>((resolve, reject) => {
+      if (this.pendingReads === null) {
+        this.pendingReads = [];
+        setImmediate(this.flushReads);
+      }
+      this.pendingReads.push({ read: read!, params, resolve: resolve as (row: unknown) => void, reject });
+    });
+  }
+
+  /** Whether getBatched defers reads to the end of the turn (see there); the reads it ran at once in this turn. */
+  private batching = false;
+  private directReads = 0;
+
+  private readonly countDirectReads = (): void => {
+    if (this.directReads > 1) this.batching = true;
+    this.directReads = 0;
+  };
+
+  private readonly flushReads = (): void => {
+    const reads = this.pendingReads!;
+    this.pendingReads = null;
+    if (reads.length === 1) this.batching = false;
+    const statements = this.readStatements;
+    let begun = false;
+    if (reads.length > 1 && statements) {
+      try {
+        statements.get("BEGIN").run();
+        begun = true;
+      } catch {}
+    }
+    for (const r of reads) {
+      try {
+        r.resolve(r.read.get(...(r.params as SqlValue[])) ?? null);
+      } catch (err) {
+        r.reject(mapSqliteError(err));
+      }
+    }
+    if (!begun) return;
+    try {
+      statements!.get("COMMIT").run();
+    } catch {
+      try {
+        statements!.get("ROLLBACK").run();
+      } catch {}
+    }
+  };
 
   all<T = Record<string, unknown>>(sql: string, params: readonly SqlValue[] = NO_PARAMS): Promise<T[]> {
     try {

@@ -31,12 +31,15 @@ export function decodeRow(col: Collection, row: Record<string, unknown>): Record
 /** The by-id SELECT of each catalog entry (entries are replaced, never changed, on a schema change). */
 const fetchSql = new WeakMap<Collection, string>();
 
-/** Reads one record by id (soft-deleted ones too); null when there is none. */
-export async function fetchRecord(ctx: AppContext, col: Collection, id: string): Promise<RecordJson | null> {
+/**
+ * Reads one record by id (soft-deleted ones too); null when there is none. `batched`: a read of its own
+ * (not one a write decides on), which may run with the other reads of this event-loop turn (Engine.getBatched).
+ */
+export async function fetchRecord(ctx: AppContext, col: Collection, id: string, batched = false): Promise<RecordJson | null> {
   if (typeof id !== "string" || id.length > 64) return null;
   let sql = fetchSql.get(col);
   if (sql === undefined) fetchSql.set(col, (sql = `SELECT ${selectList(col)} FROM ${q(col.name)} WHERE "_id" = ?`));
-  const row = await ctx.db.get<Record<string, unknown>>(sql, [id]);
+  const row = await (batched && ctx.db.getBatched ? ctx.db.getBatched<Record<string, unknown>>(sql, [id]) : ctx.db.get<Record<string, unknown>>(sql, [id]));
   return row ? decodeRow(col, row) : null;
 }
 

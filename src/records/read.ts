@@ -17,7 +17,7 @@ export async function getRecord(
   const col = await requireCollection(ctx, name);
   const access = checkAccess(col, "read", p);
   const expand = await parseExpand(ctx, col, opts.expand);
-  const record = await fetchRecord(ctx, col, id);
+  const record = await fetchRecord(ctx, col, id, true);
   if (!record || (record._deleted_at !== null && !opts.includeDeleted)) throw recordNotFound();
   if (access === "own" && !ownsRecord(p, record)) throw recordNotFound();
   await attachRelationFields(ctx, col, [record], p);
