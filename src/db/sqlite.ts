@@ -144,7 +144,7 @@ export class SqliteEngine implements Engine {
    * before it was asked). SQLite takes and drops its file locks once per transaction, which costs more
    * than the read of one row by key; a loaded server reads many records per turn. While turns hold one
    * such read each (light load), reads run at once instead, as `get` (waiting would only add a turn); a
-   * turn with two or more turns batching back on.
+   * turn with two or more of those turns batching back on.
    */
   getBatched<T = Record<string, unknown>>(sql: string, params: readonly SqlValue[] = NO_PARAMS): Promise<T | null> {
     if (this.als.getStore()?.tx.open === true) return this.get<T>(sql, params);
