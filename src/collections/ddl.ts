@@ -24,8 +24,13 @@ export function schemaIdent(db: Engine, name: string): string {
 
 // A JSON field keeps its JSON text on both engines (PostgreSQL: `text` too), so a stored value comes back
 // byte for byte and filters compare the same text.
+// A number column on SQLite has NUMERIC affinity: a whole number is stored (and indexed) as an integer of
+// 1 to 8 bytes, any other as a float, and both compare and sort by value. Under REAL affinity an index kept
+// every value as an 8-byte float: larger indexes, more pages written per transaction. Read back, both give
+// the same JavaScript number; as text (LIKE) a whole number reads `731`, as on PostgreSQL. Columns made
+// before keep REAL; the two behave alike but for that text.
 const COLUMN_TYPE: Record<Engine["dialect"], Record<FieldType, string>> = {
-  sqlite: { text: "TEXT", number: "REAL", boolean: "INTEGER", json: "TEXT" },
+  sqlite: { text: "TEXT", number: "NUMERIC", boolean: "INTEGER", json: "TEXT" },
   postgres: { text: 'TEXT COLLATE "C"', number: "DOUBLE PRECISION", boolean: "BOOLEAN", json: 'TEXT COLLATE "C"' },
 };
 

@@ -1,7 +1,7 @@
 import type { AppContext } from "../context.ts";
 import { findCollection, saveCollectionRow } from "./catalog.ts";
 import { addColumn } from "./ddl.ts";
-import { MAX_FIELDS, isValidFieldName, typeOfValue, type Collection, type FieldDef } from "./types.ts";
+import { MAX_FIELDS, isValidFieldName, shapeOf, typeOfValue, type Collection, type FieldDef } from "./types.ts";
 import { ValidationError, type FieldError } from "../errors.ts";
 import { ftsAfterNewFields } from "../search/fts.ts";
 
@@ -34,15 +34,18 @@ export function ensureFields(ctx: AppContext, col: Collection, data: Record<stri
 function checkFields(ctx: AppContext, col: Collection, data: Record<string, unknown>): Collection | Promise<Collection> {
   const errors: FieldError[] = [];
   const fresh: FieldDef[] = [];
+  const shape = shapeOf(col, data);
+  let i = 0;
   for (const name in data) {
     const value = data[name];
-    const known = col.fieldMap.get(name.toLowerCase());
+    const exact = shape.defs[i++];
     // A field of the collection under its own name (most writes): its name was checked when it was added.
-    if (known && known.name === name && (value === null || typeOfValue(value) === known.type)) {
+    if (exact && (value === null || typeOfValue(value) === exact.type)) {
       if (typeof value === "number" && !Number.isFinite(value))
         errors.push({ field: name, rule: "type", message: `"${name}" must be a finite number.` });
       continue;
     }
+    const known = col.fieldMap.get(name.toLowerCase());
     if (!isValidFieldName(name)) {
       errors.push({ field: name, rule: "name", message: `"${name}" is not a valid field name.` });
       continue;

@@ -46,6 +46,47 @@ export interface Collection {
   updatedAt: number;
 }
 
+/** A record body's keys, in order, with the field each names under that exact spelling (undefined: none). */
+export interface BodyShape {
+  keys: string[];
+  defs: (FieldDef | undefined)[];
+  /** The names of the fields named (keys without a field left out), in order: the columns a row of this shape writes. */
+  names: string[];
+}
+
+/** The last shape seen per collection (as loaded: a change of fields makes a new Collection object). */
+const lastShapes = new WeakMap<Collection, BodyShape>();
+
+/**
+ * The fields a body's keys name, matched by their exact spelling (a key in another letter case, or
+ * unknown, gets undefined). The records of a bulk insert mostly share their keys in one order: the last
+ * shape of the collection is found by comparing keys, without a lookup per key.
+ */
+export function shapeOf(col: Collection, body: Record<string, unknown>): BodyShape {
+  const last = lastShapes.get(col);
+  if (last) {
+    let i = 0;
+    let same = true;
+    for (const k in body) {
+      if (last.keys[i++] !== k) {
+        same = false;
+        break;
+      }
+    }
+    if (same && i === last.keys.length) return last;
+  }
+  const keys = Object.keys(body);
+  const defs = keys.map((k) => {
+    const def = col.fieldMap.get(k.toLowerCase());
+    return def && def.name === k ? def : undefined;
+  });
+  const names: string[] = [];
+  for (const def of defs) if (def) names.push(def.name);
+  const shape = { keys, defs, names };
+  lastShapes.set(col, shape);
+  return shape;
+}
+
 export const SYSTEM_FIELDS = ["_id", "_created_at", "_updated_at", "_owner_id", "_deleted_at"] as const;
 export const SYSTEM_FIELD_TYPES: Record<string, FieldType> = {
   _id: "text",

@@ -68,6 +68,12 @@ export interface Engine {
   all<T = Record<string, unknown>>(sql: string, params?: readonly SqlValue[]): Promise<T[]>;
   /** A statement without rows. */
   run(sql: string, params?: readonly SqlValue[]): Promise<RunResult>;
+  /**
+   * Runs one statement once per parameter list, in order, as `run` would each (the rows of a bulk insert),
+   * without a promise per row. A row that fails stops it: the error is `onRowError(err, i)`, `i` the index
+   * of that row. Engines without it: one multi-row statement (see records/store.ts, flushRows).
+   */
+  runEach?(sql: string, rows: readonly (readonly SqlValue[])[], onRowError: (err: unknown, i: number) => unknown): Promise<void>;
   /** One or more statements without parameters (schema changes). */
   exec(sql: string): Promise<void>;
   /**

@@ -261,6 +261,26 @@ export class SqliteEngine implements Engine {
     }
   }
 
+  runEach(sql: string, rows: readonly (readonly SqlValue[])[], onRowError: (err: unknown, i: number) => unknown): Promise<void> {
+    const each = () => {
+      const statement = this.statement(sql);
+      for (let i = 0; i < rows.length; i++) {
+        try {
+          statement.run(...(rows[i] as SqlValue[]));
+        } catch (err) {
+          throw onRowError(mapSqliteError(err), i);
+        }
+      }
+    };
+    if (!this.free()) return this.queued(each);
+    try {
+      each();
+      return Promise.resolve();
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
   exec(sql: string): Promise<void> {
     if (!this.free()) return this.queued(() => void this.sqlite.exec(sql));
     try {

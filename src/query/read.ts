@@ -68,7 +68,9 @@ function aggregateExpr(plan: ReadPlan, col: Collection, fn: AggregateFn, field: 
   const ordered = field?.type === "boolean" && plan.dialect === "postgres" ? `CAST(${c} AS INTEGER)` : c;
   return {
     count: c ? `COUNT(${c})` : "COUNT(*)",
-    sum: `COALESCE(SUM(${c}), 0)`,
+    // SQLite's SUM of integers fails past 2^63 (NUMERIC columns hold whole numbers as integers); TOTAL adds as floats,
+    // as PostgreSQL's SUM of double precision does, and is 0 over no row.
+    sum: plan.dialect === "sqlite" ? `TOTAL(${c})` : `COALESCE(SUM(${c}), 0)`,
     avg: `AVG(${c})`,
     min: `MIN(${ordered})`,
     max: `MAX(${ordered})`,

@@ -40,9 +40,10 @@ export async function bulkCreate(ctx: AppContext, name: string, body: Checked<Re
   const items = bodyOf(body);
   return await inTransaction(ctx, async () => {
     const out: RecordJson[] = [];
-    // On a database server, rows are written together at the end (one round trip, not one per record).
-    // SQLite writes each row at once: its prepared single-row insert costs no round trip.
-    const pending: PendingRow[] | undefined = ctx.db.dialect === "postgres" ? [] : undefined;
+    // Rows are written together at the end: on a database server in one round trip, not one per record; on
+    // SQLite in one loop over the prepared single-row insert, without a promise per row. Hooks (SQLite) see
+    // each row written before its afterCreate runs, so there it is written at once.
+    const pending: PendingRow[] | undefined = ctx.db.dialect === "postgres" || ctx.hooks.list.length === 0 ? [] : undefined;
     const indexOfPending: number[] = [];
     for (let index = 0; index < items.length; index++) {
       const current = currentCollection(ctx, col);

@@ -3,7 +3,7 @@ import { ADMIN, type Principal } from "../auth/principal.ts";
 import type { AppContext } from "../context.ts";
 import { q } from "../collections/ddl.ts";
 import { ensureFields } from "../collections/grow.ts";
-import type { Collection } from "../collections/types.ts";
+import { shapeOf, type BodyShape, type Collection } from "../collections/types.ts";
 import { validateFieldRules } from "../collections/validate.ts";
 import { ValidationError } from "../errors.ts";
 import type { ChangeAction, ChangeEvent } from "../events/bus.ts";
@@ -106,20 +106,21 @@ export async function insertRecord(ctx: AppContext, col: Collection, body: Recor
   if (errors.length) throw new ValidationError(errors);
   const now = ctx.clock.now();
   const id = newRecordId(now);
-  const names: string[] = [];
+  // Past the checks every key names a field under its own spelling, but for nulls of fields never seen
+  // (nothing to store): the shape lists the fields to write.
+  const shape = shapeOf(col, clean);
   const values: (string | number | null)[] = [id, now, now, p.kind === "user" ? p.userId : null, null];
+  let i = 0;
   for (const k in clean) {
-    const def = col.fieldMap.get(k.toLowerCase());
-    if (!def) continue; // a null for a field never seen: nothing to store
-    names.push(def.name);
-    values.push(encodeValue(def.type, clean[k]));
+    const def = shape.defs[i++];
+    if (def) values.push(encodeValue(def.type, clean[k]));
   }
   // Without relations the record is final as built: no relation fields to attach for anyone.
   const plain = rels.length === 0;
-  if (pending && plain) pending.push({ table: col.name, fields: names, values });
-  else await ctx.db.run(insertSql(ctx, col.name, names), values);
+  if (pending && plain) pending.push({ table: col.name, fields: shape.names, values });
+  else await ctx.db.run(insertSql(ctx, col.name, shape.names), values);
   if (relations.links.length) await writeLinks(ctx, relations, id);
-  const inserted = insertedRecord(col, values, clean);
+  const inserted = insertedRecord(col, shape, values, clean);
   const record = plain ? inserted : (await attachRelationFields(ctx, col, [inserted], p))[0];
   stage(ctx, col, "create", plain ? { ...record } : await adminView(ctx, col, record, p), undefined, now, p);
   if (ctx.hooks.list.length) runHooks(ctx, col, "afterCreate", hookEvent(col, "create", p, record, null, clean));
@@ -131,7 +132,7 @@ export async function insertRecord(ctx: AppContext, col: Collection, body: Recor
  * record would double the cost of bulk inserts): system fields, then every known field, null
  * where the body did not set it. Stored values decode to exactly the JSON values sent.
  */
-function insertedRecord(col: Collection, system: (string | number | null)[], clean: Record<string, unknown>): RecordJson {
+function insertedRecord(col: Collection, shape: BodyShape, system: (string | number | null)[], clean: Record<string, unknown>): RecordJson {
   const record: RecordJson = {
     _id: system[0],
     _created_at: system[1],
@@ -140,8 +141,9 @@ function insertedRecord(col: Collection, system: (string | number | null)[], cle
     _deleted_at: null,
   };
   for (const f of col.fields) record[f.name] = null;
+  let i = 0;
   for (const k in clean) {
-    const def = col.fieldMap.get(k.toLowerCase());
+    const def = shape.defs[i++];
     if (def && clean[k] !== undefined) record[def.name] = clean[k];
   }
   return record;
@@ -152,6 +154,7 @@ const insertStatements = new WeakMap<Engine, Map<string, string>>();
 const lastInsert = new WeakMap<Engine, { table: string; fields: string[]; sql: string }>();
 
 const sameFields = (a: string[], b: string[]) => {
+  if (a === b) return true;
   if (a.length !== b.length) return false;
   for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
   return true;
@@ -179,18 +182,26 @@ function insertSql(ctx: AppContext, table: string, fields: string[]): string {
 const ROWS_PER_INSERT = 500;
 
 /**
- * Writes pending rows, each run of rows of the same table and fields as one multi-row INSERT (one round
- * trip to a database server instead of one per row). When a statement fails (a unique index), its rows
- * are written again one by one, so the error names the row: `onRowError(err, i)` gets the index in
- * `rows` of the first row that fails. Call it inside the transaction the rows were prepared in.
+ * Writes pending rows, each run of rows of the same table and fields together: on an engine with
+ * `runEach` (SQLite) as the prepared single-row INSERT run for each, else as one multi-row INSERT (one
+ * round trip to a database server instead of one per row). When a multi-row statement fails (a unique
+ * index), its rows are written again one by one, so the error names the row: `onRowError(err, i)` gets
+ * the index in `rows` of the first row that fails. Call it inside the transaction the rows were prepared in.
  */
 export async function flushRows(ctx: AppContext, rows: PendingRow[], onRowError: (err: unknown, i: number) => unknown): Promise<void> {
   let start = 0;
   while (start < rows.length) {
     const first = rows[start]!;
-    const key = first.fields.join("\u0000");
     let end = start + 1;
-    while (end < rows.length && end - start < ROWS_PER_INSERT && rows[end]!.table === first.table && rows[end]!.fields.join("\u0000") === key) end++;
+    while (end < rows.length && end - start < ROWS_PER_INSERT && rows[end]!.table === first.table && sameFields(rows[end]!.fields, first.fields)) end++;
+    if (ctx.db.runEach) {
+      const from = start;
+      const values: (string | number | null)[][] = [];
+      for (let i = start; i < end; i++) values.push(rows[i]!.values);
+      await ctx.db.runEach(insertSql(ctx, first.table, first.fields), values, (err, i) => onRowError(err, from + i));
+      start = end;
+      continue;
+    }
     const cols = ['"_id"', '"_created_at"', '"_updated_at"', '"_owner_id"', '"_deleted_at"', ...first.fields.map(q)];
     const tuple = `(${cols.map(() => "?").join(", ")})`;
     const values: (string | number | null)[] = [];
