@@ -50,7 +50,8 @@ export async function bulkCreate(ctx: AppContext, name: string, body: Checked<Re
       col = current instanceof Promise ? await current : current;
       const before = pending?.length ?? 0;
       try {
-        out.push(await insertRecord(ctx, col, items[index]!, p, pending));
+        const record = insertRecord(ctx, col, items[index]!, p, pending);
+        out.push(record instanceof Promise ? await record : record);
       } catch (err) {
         throw withIndex(err, index);
       }

@@ -65,5 +65,5 @@ export async function createRecord(ctx: AppContext, name: string, body: Checked<
   const col = await requireCollection(ctx, name);
   checkAccess(col, "create", p);
   const data = bodyOf(body);
-  return await inTransaction(ctx, () => insertRecord(ctx, col, data, p), ctx.db.dialect === "postgres" ? groupOptions(ctx, col, data) : undefined);
+  return await inTransaction(ctx, async () => insertRecord(ctx, col, data, p), ctx.db.dialect === "postgres" ? groupOptions(ctx, col, data) : undefined);
 }
