@@ -112,7 +112,11 @@ export async function revokeUserApiKeys(ctx: AppContext, userId: string): Promis
 
 /** True when the session exists, is not revoked and not expired. Touches last_used_at at most once a minute. */
 export async function isSessionActive(ctx: AppContext, sessionId: string, userId: string): Promise<boolean> {
-  const s = await ctx.db.get<Pick<SessionRow, "user_id" | "revoked_at" | "expires_at" | "last_used_at">>("SELECT user_id, revoked_at, expires_at, last_used_at FROM _sessions WHERE id = ?", [sessionId]);
+  // A plain read of what was committed before the request asked (a revocation included): it may run with
+  // the other reads of this event-loop turn, in one read transaction (Engine.getBatched).
+  const sql = "SELECT user_id, revoked_at, expires_at, last_used_at FROM _sessions WHERE id = ?";
+  type Row = Pick<SessionRow, "user_id" | "revoked_at" | "expires_at" | "last_used_at">;
+  const s = await (ctx.db.getBatched ? ctx.db.getBatched<Row>(sql, [sessionId]) : ctx.db.get<Row>(sql, [sessionId]));
   const now = ctx.clock.now();
   if (!s || s.user_id !== userId || s.revoked_at !== null || s.expires_at <= now) return false;
   if (now - s.last_used_at > 60_000) await ctx.db.run("UPDATE _sessions SET last_used_at = ? WHERE id = ?", [now, sessionId]);
