@@ -1,4 +1,3 @@
-import { timingSafeEqual } from "node:crypto";
 
 /** Random bytes as base64url. */
 export function randomToken(bytes = 32): string {
@@ -21,8 +20,8 @@ export function safeEqual(a: string, b: string): boolean {
   const bb = Buffer.from(b);
   if (ab.length !== bb.length) {
     // Compare against itself so the time spent does not depend on where the strings differ.
-    timingSafeEqual(ab, ab);
+    crypto.timingSafeEqual(ab, ab);
     return false;
   }
-  return timingSafeEqual(ab, bb);
+  return crypto.timingSafeEqual(ab, bb);
 }

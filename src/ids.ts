@@ -1,4 +1,3 @@
-import { randomBytes } from "node:crypto";
 
 // Crockford base32, as ULIDs use.
 const ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
@@ -30,7 +29,7 @@ function encode(n: number, length: number): string {
 }
 
 function freshRandom(): void {
-  const b = randomBytes(10);
+  const b = crypto.getRandomValues(new Uint8Array(10));
   high = ((b[0] * 256 + b[1]) * 256 + b[2]) * 65536 + b[3] * 256 + b[4];
   low = ((b[5] * 256 + b[6]) * 256 + b[7]) * 65536 + b[8] * 256 + b[9];
   highPart = encode40(high);
@@ -54,3 +53,13 @@ export function newRecordId(now: number): string {
   }
   return timePart + highPart + encode40(low);
 }
+
+/**
+ * A ULID for a system row (a user, a session, an API key) from the `ulid` package, loaded at the first
+ * one: the package imports node:crypto, whose loading costs every start-up several milliseconds.
+ */
+export function newUlid(now: number): string {
+  ulidOf ??= (require("ulid") as typeof import("ulid")).ulid;
+  return ulidOf(now);
+}
+let ulidOf: ((seedTime?: number) => string) | undefined;

@@ -1,4 +1,4 @@
-import { ulid } from "ulid";
+import { newUlid } from "../ids.ts";
 import type { AppContext } from "../context.ts";
 import { randomToken, sha256 } from "../crypto.ts";
 import { AppError, badRequest, bodyOf, methodDisabled, notFound, type Checked } from "../errors.ts";
@@ -26,7 +26,7 @@ export async function createApiKey(ctx: AppContext, p: Principal, input: Checked
   if (!name) throw badRequest("name is required (a non-empty string)");
   if (name.length > 100) throw badRequest("name must be at most 100 characters");
   const now = ctx.clock.now();
-  const id = ulid(now);
+  const id = newUlid(now);
   const key = `baas_${randomToken(32)}`;
   await ctx.db.run("INSERT INTO _api_keys (id, user_id, name, key_hash, created_at) VALUES (?, ?, ?, ?, ?)", [id, userId, name, sha256(key), now]);
   return { id, name, key, created_at: now };

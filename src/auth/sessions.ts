@@ -1,4 +1,4 @@
-import { ulid } from "ulid";
+import { newUlid } from "../ids.ts";
 import type { AppContext } from "../context.ts";
 import { randomToken, sha256 } from "../crypto.ts";
 import { AppError } from "../errors.ts";
@@ -59,7 +59,7 @@ async function sessionResponse(ctx: AppContext, user: UserRow, sessionId: string
 export async function createSession(ctx: AppContext, user: UserRow, client: ClientInfo = {}): Promise<SessionResponse> {
   const now = ctx.clock.now();
   const expiresAt = now + await getSetting(ctx, "refresh_token_ttl_days") * 86_400_000;
-  const id = ulid(now);
+  const id = newUlid(now);
   const refresh = await ctx.db.transaction(async () => {
     await ctx.db.run("INSERT INTO _sessions (id, user_id, created_at, last_used_at, expires_at, ip, user_agent) VALUES (?, ?, ?, ?, ?, ?, ?)", [id, user.id, now, now, expiresAt, client.ip ?? null, client.userAgent?.slice(0, 512) ?? null]);
     return issueRefreshToken(ctx, id, expiresAt);

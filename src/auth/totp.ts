@@ -1,4 +1,5 @@
-import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
+// node:crypto (its ciphers) is loaded at the first use: loading it costs every start-up several milliseconds.
+const nodeCrypto = () => require("node:crypto") as typeof import("node:crypto");
 import type { TOTP } from "otpauth";
 import type { AppContext } from "../context.ts";
 import { hmacSha256, randomToken, sha256 } from "../crypto.ts";
@@ -32,8 +33,8 @@ async function totpKey(ctx: AppContext): Promise<Buffer> {
 
 // The TOTP secret is stored encrypted (AES-256-GCM), so a copy of the users table alone does not yield codes.
 async function encryptSecret(ctx: AppContext, base32: string): Promise<string> {
-  const iv = randomBytes(12);
-  const c = createCipheriv("aes-256-gcm", await totpKey(ctx), iv);
+  const iv = crypto.getRandomValues(new Uint8Array(12));
+  const c = nodeCrypto().createCipheriv("aes-256-gcm", await totpKey(ctx), iv);
   const ct = Buffer.concat([c.update(base32, "utf8"), c.final()]);
   return `v1:${Buffer.concat([iv, c.getAuthTag(), ct]).toString("base64url")}`;
 }
@@ -41,7 +42,7 @@ async function encryptSecret(ctx: AppContext, base32: string): Promise<string> {
 async function decryptSecret(ctx: AppContext, stored: string): Promise<string | null> {
   try {
     const raw = Buffer.from(stored.slice(3), "base64url");
-    const d = createDecipheriv("aes-256-gcm", await totpKey(ctx), raw.subarray(0, 12));
+    const d = nodeCrypto().createDecipheriv("aes-256-gcm", await totpKey(ctx), raw.subarray(0, 12));
     d.setAuthTag(raw.subarray(12, 28));
     return Buffer.concat([d.update(raw.subarray(28)), d.final()]).toString("utf8");
   } catch {
@@ -141,7 +142,7 @@ export async function enableTotp(ctx: AppContext, p: Principal, input: Checked<{
   if (!user.totp_secret) throw badRequest("call POST /auth/2fa/setup first");
   if (!await useCode(ctx, user, code, { allowRecovery: false })) throw invalidCode();
   const codes = Array.from({ length: RECOVERY_CODE_COUNT }, () => {
-    const hex = randomBytes(5).toString("hex");
+    const hex = Buffer.from(crypto.getRandomValues(new Uint8Array(5))).toString("hex");
     return `${hex.slice(0, 5)}-${hex.slice(5)}`;
   });
   await ctx.db.transaction(async () => {

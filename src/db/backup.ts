@@ -1,4 +1,3 @@
-import { randomUUID } from "node:crypto";
 import { closeSync, existsSync, openSync, readSync, renameSync, rmSync, statSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
 import type { AppContext } from "../context.ts";
@@ -37,7 +36,7 @@ export async function backupDatabase(ctx: AppContext, file: string, opts: { over
  */
 export async function backupDownload(ctx: AppContext): Promise<{ stream: ReadableStream<Uint8Array>; bytes: number; filename: string }> {
   refuseOnPostgres(ctx);
-  const tmp = join(ctx.config.dataDir, `.backup-${process.pid}-${randomUUID()}.db`);
+  const tmp = join(ctx.config.dataDir, `.backup-${process.pid}-${crypto.randomUUID()}.db`);
   try {
     await ctx.db.run("VACUUM INTO ?", [tmp]);
   } catch (err) {

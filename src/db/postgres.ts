@@ -1,4 +1,6 @@
-import { SQL } from "bun";
+// The client is reached through Bun.SQL when an engine is made: importing it loads Bun's SQL module at start,
+// about a tenth of a SQLite server's start-up, for nothing.
+import type { SQL } from "bun";
 import { AsyncLocalStorage } from "node:async_hooks";
 import { runAfterCommit } from "./after-commit.ts";
 import type { Engine, RunResult, SqlValue, TransactionOptions } from "./engine.ts";
@@ -205,7 +207,7 @@ export class PostgresEngine implements Engine {
     const statementTimeout = opts.statementTimeoutMs ?? 30_000;
     this.maxRetries = opts.maxRetries ?? 10;
     this.onCallbackError = opts.onCallbackError ?? ((err) => console.error("after-commit callback failed", err));
-    this.sql = new SQL({
+    this.sql = new Bun.SQL({
       url: opts.url,
       max: opts.poolSize ?? 10,
       bigint: true,

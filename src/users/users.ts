@@ -1,4 +1,4 @@
-import { ulid } from "ulid";
+import { newUlid } from "../ids.ts";
 import type { AppContext } from "../context.ts";
 import { AppError, badRequest, notFound } from "../errors.ts";
 import { checkPassword, hashPassword, normalizeEmail } from "../auth/passwords.ts";
@@ -97,7 +97,7 @@ export async function createUser(ctx: AppContext, input: NewUser): Promise<UserR
   const metadata = input.metadata === undefined ? {} : checkMetadata(input.metadata);
   if (await findUserByEmail(ctx, email)) throw new AppError(409, "conflict", "a user with this email already exists");
   const now = ctx.clock.now();
-  const id = ulid(now);
+  const id = newUlid(now);
   try {
     await ctx.db.run(`INSERT INTO _users (id, email, password_hash, is_verified, roles, metadata, created_at, updated_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, [id, email, passwordHash, input.isVerified ? 1 : 0, JSON.stringify(roles), JSON.stringify(metadata), now, now]);
