@@ -17,10 +17,11 @@ export async function readJson(request: Request, max: number): Promise<unknown> 
   if (!request.body) return undefined;
   if (Number.isFinite(declared) && declared <= SMALL_BODY) {
     // Fast path for small bodies framed by Content-Length (the server reads exactly that many
-    // bytes, so this cannot buffer more than declared); the cap is still checked after reading.
-    const bytes = new Uint8Array(await request.arrayBuffer());
-    if (bytes.byteLength > max) throw tooLarge(max);
-    return parseBody(bytes);
+    // bytes, so this cannot buffer more than declared), decoded by the runtime in one call; the cap is
+    // still checked after reading (a string has at most as many characters as its UTF-8 has bytes).
+    const text = await request.text();
+    if (text.length > max) throw tooLarge(max);
+    return parseText(text);
   }
   const chunks: Uint8Array[] = [];
   let size = 0;
@@ -41,9 +42,14 @@ export async function readJson(request: Request, max: number): Promise<unknown> 
 /** Bodies up to this size with a Content-Length are read in one piece (no stream reader per request). */
 const SMALL_BODY = 1 << 20;
 
+/** Invalid UTF-8 becomes U+FFFD, as in `Request.text()`. */
+const UTF8 = new TextDecoder("utf-8", { fatal: false });
+
 function parseBody(bytes: Uint8Array): unknown {
-  if (bytes.byteLength === 0) return undefined;
-  const text = new TextDecoder("utf-8", { fatal: false }).decode(bytes);
+  return bytes.byteLength === 0 ? undefined : parseText(UTF8.decode(bytes));
+}
+
+function parseText(text: string): unknown {
   if (!text.trim()) return undefined;
   checkDepth(text);
   try {
