@@ -10,7 +10,9 @@ import { mapSqliteError } from "./sqlite-errors.ts";
  * events in a queue of its own, so transactions that share one COMMIT (SQLite's group commit) or run
  * side by side (PostgreSQL) publish exactly their own events, and only once committed.
  * On failure the catalog cache is invalidated, so no column a rolled-back
- * transaction added stays in memory; so it is before the engine runs `fn` again (a serialization failure,
+ * transaction added stays in memory: on SQLite at once, as `fn` fails, since the engine runs the next
+ * transaction of its group before the failure reaches the caller (one that added another field would
+ * otherwise save the catalog row with the rolled-back one in it); so it is before the engine runs `fn` again (a serialization failure,
  * or a group of `opts.group` transactions that one member's failure rolled back: see TransactionOptions).
  */
 export async function inTransaction<T>(ctx: AppContext, fn: () => Promise<T>, opts?: TransactionOptions): Promise<T> {
@@ -23,6 +25,7 @@ export async function inTransaction<T>(ctx: AppContext, fn: () => Promise<T>, op
           return await fn();
         } catch (err) {
           ctx.events.rollbackTo(mark);
+          if (ctx.db.dialect === "sqlite") ctx.catalog.stale = true;
           throw err;
         }
       });
@@ -41,7 +44,7 @@ export async function inTransaction<T>(ctx: AppContext, fn: () => Promise<T>, op
         if (ctx.db.dialect !== "sqlite") return await fn();
         ctx.catalog.inWriteTx = true;
         try {
-          return await fn();
+          return await failing(ctx, fn);
         } finally {
           ctx.catalog.inWriteTx = false;
           ctx.catalog.checkedInTx = false;
@@ -51,5 +54,15 @@ export async function inTransaction<T>(ctx: AppContext, fn: () => Promise<T>, op
   } catch (err) {
     ctx.catalog.stale = true;
     throw mapSqliteError(err);
+  }
+}
+
+/** `fn`, marking the catalog stale the moment it fails (SQLite: see inTransaction). */
+async function failing<T>(ctx: AppContext, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    ctx.catalog.stale = true;
+    throw err;
   }
 }
