@@ -1,7 +1,7 @@
 import { Database, type Statement } from "bun:sqlite";
 import { AsyncLocalStorage } from "node:async_hooks";
 import { runAfterCommit } from "./after-commit.ts";
-import type { Engine, RunResult, SqlValue } from "./engine.ts";
+import type { Engine, RunResult, SqlValue, TransactionOptions } from "./engine.ts";
 import { mapSqliteError } from "./sqlite-errors.ts";
 import { MAX_STATEMENTS, StatementCache } from "./statements.ts";
 
@@ -11,6 +11,8 @@ interface Tx {
   /** Savepoints currently open inside it. */
   depth: number;
   afterCommit: (() => void)[];
+  /** Whether a statement of it changed the database (a statement that failed changed nothing: SQLite undid it). */
+  wrote: boolean;
 }
 
 /** A transaction waiting in a group (see SqliteEngine.transaction). */
@@ -18,6 +20,8 @@ interface Member {
   fn: () => Promise<unknown>;
   resolve: (value: unknown) => void;
   reject: (error: unknown) => void;
+  /** It may run again after a rollback (TransactionOptions.group): it runs without a savepoint of its own. */
+  rerunnable?: boolean;
 }
 
 interface Group {
@@ -220,12 +224,17 @@ export class SqliteEngine implements Engine {
   /** The reading connection's statement for `sql` when it is a plain read and that connection exists, else null. */
   private readStatement(sql: string): Statement | null {
     if ((this.reader === undefined ? this.openReader() : this.reader) === null) return null;
+    return this.isPlainRead(sql) ? this.readStatements!.get(sql) : null;
+  }
+
+  /** `readsOnly`, remembered by text. */
+  private isPlainRead(sql: string): boolean {
     let reads = this.readKinds.get(sql);
     if (reads === undefined) {
       if (this.readKinds.size >= MAX_STATEMENTS) this.readKinds.clear();
       this.readKinds.set(sql, (reads = readsOnly(sql)));
     }
-    return reads ? this.readStatements!.get(sql) : null;
+    return reads;
   }
 
   /** Opens the reading connection; without one (in-memory, not WAL, or it cannot be opened) reads wait for the writer. */
@@ -255,10 +264,18 @@ export class SqliteEngine implements Engine {
   run(sql: string, params: readonly SqlValue[] = NO_PARAMS): Promise<RunResult> {
     if (!this.free()) return this.queued(() => this.runNow(sql, params));
     try {
-      return Promise.resolve(this.runNow(sql, params));
+      const result = this.runNow(sql, params);
+      this.noteWrite();
+      return Promise.resolve(result);
     } catch (err) {
       return Promise.reject(mapSqliteError(err));
     }
+  }
+
+  /** Notes that the transaction of this context (if any) changed the database (see Tx.wrote). */
+  private noteWrite(): void {
+    const tx = this.als.getStore()?.tx;
+    if (tx?.open) tx.wrote = true;
   }
 
   runEach(sql: string, rows: readonly (readonly SqlValue[])[], onRowError: (err: unknown, i: number) => unknown): Promise<void> {
@@ -268,9 +285,11 @@ export class SqliteEngine implements Engine {
         try {
           statement.run(...(rows[i] as SqlValue[]));
         } catch (err) {
+          if (i > 0) this.noteWrite();
           throw onRowError(mapSqliteError(err), i);
         }
       }
+      if (rows.length) this.noteWrite();
     };
     if (!this.free()) return this.queued(each);
     try {
@@ -284,6 +303,8 @@ export class SqliteEngine implements Engine {
   exec(sql: string): Promise<void> {
     if (!this.free()) return this.queued(() => void this.sqlite.exec(sql));
     try {
+      // Before: of several statements, those before a failing one stay.
+      this.noteWrite();
       this.sqlite.exec(sql);
       return Promise.resolve();
     } catch (err) {
@@ -299,11 +320,20 @@ export class SqliteEngine implements Engine {
   }
 
   private getNow<T>(sql: string, params: readonly SqlValue[]): T | null {
-    return (this.statement(sql).get(...(params as SqlValue[])) as T | null) ?? null;
+    const row = (this.statement(sql).get(...(params as SqlValue[])) as T | null) ?? null;
+    this.noteWriteOf(sql);
+    return row;
   }
 
   private allNow<T>(sql: string, params: readonly SqlValue[]): T[] {
-    return this.statement(sql).all(...(params as SqlValue[])) as T[];
+    const rows = this.statement(sql).all(...(params as SqlValue[])) as T[];
+    this.noteWriteOf(sql);
+    return rows;
+  }
+
+  /** noteWrite for a statement with rows that is not a plain read (an INSERT … RETURNING), run inside a transaction. */
+  private noteWriteOf(sql: string): void {
+    if (this.fileLock.locked && sql !== DATA_VERSION && !this.isPlainRead(sql)) this.noteWrite();
   }
 
   private runNow(sql: string, params: readonly SqlValue[]): RunResult {
@@ -349,7 +379,7 @@ export class SqliteEngine implements Engine {
     else this.runCallbacks([cb]);
   }
 
-  async transaction<T>(fn: () => Promise<T>): Promise<T> {
+  async transaction<T>(fn: () => Promise<T>, opts?: TransactionOptions): Promise<T> {
     const scope = this.als.getStore();
     if (scope && scope.tx.open) {
       // After the savepoints started before it at this level; a failed one does not stop the next.
@@ -357,22 +387,23 @@ export class SqliteEngine implements Engine {
       scope.queue = run.catch(() => {});
       return run;
     }
+    const rerunnable = opts?.group === true;
     // Group commit: while this connection's write transaction runs, transactions that start join it and
-    // run after it, each in a savepoint of its own, and one COMMIT acknowledges them all.
+    // run after it, each in a savepoint of its own (see commitGroup), and one COMMIT acknowledges them all.
     const group = this.group;
     if (group && group.members.length < MAX_GROUP) {
-      return new Promise<T>((resolve, reject) => group.members.push({ fn, resolve: resolve as (v: unknown) => void, reject }));
+      return new Promise<T>((resolve, reject) => group.members.push({ fn, resolve: resolve as (v: unknown) => void, reject, rerunnable }));
     }
     const wait = this.lock();
     if (wait) await wait;
-    return this.runGroup(fn);
+    return this.runGroup(fn, rerunnable);
   }
 
   /** Runs `first` as the first member of a new group (see commitGroup). Called holding the lock; releases it. */
-  private async runGroup<T>(first: () => Promise<T>): Promise<T> {
+  private async runGroup<T>(first: () => Promise<T>, rerunnable: boolean): Promise<T> {
     let own: { ok: true; value: T } | { ok: false; error: unknown } | undefined;
     await this.commitGroup({
-      members: [{ fn: first, resolve: (value) => (own = { ok: true, value: value as T }), reject: (error) => (own = { ok: false, error }) }],
+      members: [{ fn: first, resolve: (value) => (own = { ok: true, value: value as T }), reject: (error) => (own = { ok: false, error }), rerunnable }],
     });
     if (!own) throw new Error("transaction ended");
     if (!own.ok) throw own.error;
@@ -380,35 +411,57 @@ export class SqliteEngine implements Engine {
   }
 
   /**
-   * Runs the group's members, and every transaction that joins meanwhile, in one SQLite transaction, each
-   * in its own savepoint (one that fails rolls back alone and gets its own error), then commits once, at the
-   * end of the event-loop turn at the earliest (those that join until then run first). Each member is
-   * answered, and its after-commit callbacks run, only after that COMMIT; if the BEGIN or the COMMIT fails,
-   * every member that had not failed by itself gets that failure. Called holding the lock; releases it.
+   * Runs the group's members, and every transaction that joins meanwhile, in one SQLite transaction, then
+   * commits once, at the end of the event-loop turn at the earliest (those that join until then run first).
+   * Each member runs in its own savepoint, so that one that fails rolls back alone and gets its own error;
+   * but a member that may run again (`rerunnable`, TransactionOptions.group) runs without one, which saves
+   * SQLite a copy of every page it touches: if it fails having changed nothing (its failing statement was
+   * undone by SQLite, a field check threw before any write), it just gets its error; if it fails after a
+   * change, the transaction rolls back and starts over, and the members done so far, then that one, run
+   * again, each in a savepoint (so members run bare only while every member done may run again). Each member is answered, and its after-commit callbacks run, only after the
+   * COMMIT; if the BEGIN or the COMMIT fails, every member that had not failed by itself gets that failure.
+   * Called holding the lock; releases it.
    */
   private async commitGroup(group: Group): Promise<void> {
-    const done: { member: Member; tx: Tx; value: unknown }[] = [];
+    let done: { member: Member; tx: Tx; value: unknown }[] = [];
     let commitError: unknown = null;
     /** The member running or next to run: those from it on never finished when the transaction itself fails. */
     let next = 0;
+    /** After a start over every member runs in a savepoint. */
+    let careful = false;
     try {
       this.sqlite.query("BEGIN IMMEDIATE").run();
       this.group = group;
       for (let waited = false; ; waited = true) {
         for (; next < group.members.length; next++) {
           const member = group.members[next]!;
-          const tx: Tx = { open: true, depth: 0, afterCommit: [] };
-          this.sqlite.query("SAVEPOINT member").run();
+          const tx: Tx = { open: true, depth: 0, afterCommit: [], wrote: false };
+          const bare = member.rerunnable === true && !careful;
+          if (!bare) this.sqlite.query("SAVEPOINT member").run();
           try {
             const value = await this.als.run({ tx, queue: Promise.resolve() }, member.fn);
-            this.sqlite.query("RELEASE member").run();
+            if (!bare) this.sqlite.query("RELEASE member").run();
             done.push({ member, tx, value });
+            // A start over would run it again: from now on every member runs in a savepoint.
+            if (!member.rerunnable) careful = true;
           } catch (err) {
-            if (this.sqlite.inTransaction) {
-              this.sqlite.query("ROLLBACK TO member").run();
-              this.sqlite.query("RELEASE member").run();
+            if (!bare) {
+              if (this.sqlite.inTransaction) {
+                this.sqlite.query("ROLLBACK TO member").run();
+                this.sqlite.query("RELEASE member").run();
+              }
+              member.reject(mapSqliteError(err));
+            } else if (!tx.wrote && this.sqlite.inTransaction) {
+              member.reject(mapSqliteError(err));
+            } else {
+              // Its changes cannot be undone alone: start over, with the members done so far and then it.
+              if (this.sqlite.inTransaction) this.sqlite.query("ROLLBACK").run();
+              this.sqlite.query("BEGIN IMMEDIATE").run();
+              group.members.splice(0, next + 1, ...done.map((d) => d.member), member);
+              done = [];
+              careful = true;
+              next = -1;
             }
-            member.reject(mapSqliteError(err));
           } finally {
             tx.open = false;
           }

@@ -12,9 +12,9 @@ import { checkAccess } from "../rules/access.ts";
 import { insertRecord } from "./store.ts";
 
 /**
- * How a create's transaction may run on PostgreSQL (SQLite groups every transaction already). Without
- * create hooks (user code, which might act outside the database) it may share its database transaction
- * with other creates, and run again alone if one of them fails. One whose statements are the INSERT alone
+ * How a create's transaction may run. Without create hooks (user code, which might act outside the
+ * database) it may share its database transaction with other creates, and run again alone if one of them
+ * fails (on SQLite, which groups every transaction, it then runs without a savepoint of its own). One whose statements are the INSERT alone
  * (and the catalog check): every field known as written (no column to add, no catalog row to write), a
  * collection without relations (no record to look up, no link to write), reads nothing another create
  * writes, so it may run beside them.
@@ -65,5 +65,5 @@ export async function createRecord(ctx: AppContext, name: string, body: Checked<
   const col = await requireCollection(ctx, name);
   checkAccess(col, "create", p);
   const data = bodyOf(body);
-  return await inTransaction(ctx, async () => insertRecord(ctx, col, data, p), ctx.db.dialect === "postgres" ? groupOptions(ctx, col, data) : undefined);
+  return await inTransaction(ctx, async () => insertRecord(ctx, col, data, p), groupOptions(ctx, col, data));
 }

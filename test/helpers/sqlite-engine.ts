@@ -39,9 +39,15 @@ export function scratchSqlite(setup: string, onOpen?: (sqlite: Database) => void
 
 /** Counts the COMMIT statements `engine` runs from now on. */
 export function countCommits(engine: SqliteEngine): () => number {
-  let n = 0;
+  const count = countStatements(engine);
+  return () => count("COMMIT");
+}
+
+/** Counts the statements of each text (transaction control: BEGIN, SAVEPOINT, COMMIT, …) `engine` runs from now on. */
+export function countStatements(engine: SqliteEngine): (text: string) => number {
+  const seen = new Map<string, number>();
   const raw = engine.sqlite;
   const prepared = raw.query.bind(raw);
-  raw.query = ((text: string) => ((n += text === "COMMIT" ? 1 : 0), prepared(text))) as typeof raw.query;
-  return () => n;
+  raw.query = ((text: string) => (seen.set(text, (seen.get(text) ?? 0) + 1), prepared(text))) as typeof raw.query;
+  return (text) => seen.get(text) ?? 0;
 }
