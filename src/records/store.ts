@@ -12,7 +12,7 @@ import type { HookEvent } from "../hooks/types.ts";
 import { newRecordId } from "../ids.ts";
 import { fetchRecord, type RecordJson } from "../query/rows.ts";
 import { prepareRelations } from "../relations/check.ts";
-import { relationsFrom } from "../relations/catalog.ts";
+import { relationsFrom, type Relation } from "../relations/catalog.ts";
 import { attachRelationFields } from "../relations/expand.ts";
 import { encodeValue, userFields, userFieldsShared } from "./codec.ts";
 import { changeLink, writeLinks, type LinkChange } from "./store-junction.ts";
@@ -91,7 +91,8 @@ export interface PendingRow {
  */
 export function insertRecord(ctx: AppContext, col: Collection, body: Record<string, unknown>, p: Principal, pending?: PendingRow[]): RecordJson | Promise<RecordJson> {
   const rels = ctx.hooks.list.length === 0 ? relationsFrom(ctx, col.name) : null;
-  if (rels === null || rels instanceof Promise || rels.length) return insertLinked(ctx, col, body, p, pending);
+  // A lookup that had to ask the database is handed on and awaited there (a rejected one must reach the caller).
+  if (rels === null || rels instanceof Promise || rels.length) return insertLinked(ctx, col, body, p, pending, rels ?? undefined);
   // Without hooks nothing changes the body's fields: they are not copied.
   const clean = userFieldsShared(body);
   const grown = ensureFields(ctx, col, clean);
@@ -140,13 +141,20 @@ function newRow(ctx: AppContext, col: Collection, clean: Record<string, unknown>
   return { now, shape, values };
 }
 
-/** `insertRecord` with hooks or relations. */
-async function insertLinked(ctx: AppContext, col: Collection, body: Record<string, unknown>, p: Principal, pending?: PendingRow[]): Promise<RecordJson> {
+/** `insertRecord` with hooks or relations (or with `found`, the relations lookup, still running). */
+async function insertLinked(
+  ctx: AppContext,
+  col: Collection,
+  body: Record<string, unknown>,
+  p: Principal,
+  pending: PendingRow[] | undefined,
+  found: readonly Relation[] | Promise<readonly Relation[]> | undefined,
+): Promise<RecordJson> {
   const hooked = ctx.hooks.list.length > 0;
   const data = hooked ? userFields(body) : userFieldsShared(body);
   if (hooked) runHooks(ctx, col, "beforeCreate", hookEvent(col, "create", p, null, null, data));
   const clean = hooked ? userFields(data) : data;
-  const rels = await relationsFrom(ctx, col.name);
+  const rels = await (found ?? relationsFrom(ctx, col.name));
   const relations = rels.length ? await prepareRelations(ctx, col, clean, p) : { stored: clean, errors: [], links: [] };
   col = await ensureFields(ctx, col, relations.stored);
   const row = newRow(ctx, col, clean, p, relations.errors);
