@@ -36,9 +36,11 @@ test("under steady writes the WAL starts over from the worker's checkpoints, not
     await waitFor(() => checkpointer.running, { what: "the checkpoint worker to start" });
     // Only the worker checkpoints (the serving connection's threshold is out of reach): its first pass.
     await waitFor(() => statSync(path).size > before + 512 * 1024, { what: "the worker's first checkpoint" });
-    // About 12 MB more: a WAL that never started over would hold all of it.
+    // About 12 MB more: a WAL that never started over would hold all of it. Where it started over, its file
+    // keeps the longest stretch between two starts: 1.5-2.7 MB here, up to 6 MB while the suites on both
+    // engines and a browser share two cores (the worker waits its turn for the CPU).
     await write(6_000);
-    expect(statSync(`${path}-wal`).size).toBeLessThan(4 * 1024 * 1024);
+    expect(statSync(`${path}-wal`).size).toBeLessThan(8 * 1024 * 1024);
     expect(await engine.get("SELECT COUNT(*) AS n FROM t")).toEqual({ n: 6_600 });
   } finally {
     await checkpointer.stop();
