@@ -1,4 +1,3 @@
-
 /** Random bytes as base64url. */
 export function randomToken(bytes = 32): string {
   return Buffer.from(crypto.getRandomValues(new Uint8Array(bytes))).toString("base64url");

@@ -1,4 +1,3 @@
-
 // Crockford base32, as ULIDs use.
 const ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 const RANDOM_HALF = 2 ** 40;

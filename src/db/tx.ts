@@ -44,7 +44,10 @@ export async function inTransaction<T>(ctx: AppContext, fn: () => Promise<T>, op
         if (ctx.db.dialect !== "sqlite") return await fn();
         ctx.catalog.inWriteTx = true;
         try {
-          return await failing(ctx, fn);
+          return await fn();
+        } catch (err) {
+          ctx.catalog.stale = true;
+          throw err;
         } finally {
           ctx.catalog.inWriteTx = false;
           ctx.catalog.checkedInTx = false;
@@ -54,15 +57,5 @@ export async function inTransaction<T>(ctx: AppContext, fn: () => Promise<T>, op
   } catch (err) {
     ctx.catalog.stale = true;
     throw mapSqliteError(err);
-  }
-}
-
-/** `fn`, marking the catalog stale the moment it fails (SQLite: see inTransaction). */
-async function failing<T>(ctx: AppContext, fn: () => Promise<T>): Promise<T> {
-  try {
-    return await fn();
-  } catch (err) {
-    ctx.catalog.stale = true;
-    throw err;
   }
 }

@@ -108,15 +108,13 @@ export function insertRecord(ctx: AppContext, col: Collection, body: Record<stri
 function insertPlain(ctx: AppContext, col: Collection, clean: Record<string, unknown>, p: Principal, pending: PendingRow[] | undefined): RecordJson | Promise<RecordJson> {
   const row = newRow(ctx, col, clean, p, NO_ERRORS);
   const record = insertedRecord(col, row.shape, row.values, clean);
-  if (pending) {
-    pending.push({ table: col.name, fields: row.shape.names, values: row.values });
+  const written = () => {
     stage(ctx, col, "create", { ...record }, undefined, row.now, p);
     return record;
-  }
-  return ctx.db.run(insertSql(ctx, col.name, row.shape.names), row.values).then(() => {
-    stage(ctx, col, "create", { ...record }, undefined, row.now, p);
-    return record;
-  });
+  };
+  if (!pending) return ctx.db.run(insertSql(ctx, col.name, row.shape.names), row.values).then(written);
+  pending.push({ table: col.name, fields: row.shape.names, values: row.values });
+  return written();
 }
 
 const NO_ERRORS: readonly FieldError[] = [];
