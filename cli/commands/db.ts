@@ -34,6 +34,8 @@ Example:
   $ baas serve --database postgres://baas:secret@db.internal:5432/baas`,
     )
     .action(async (opts: { to: string }, cmd: Command) => {
+      // A copy loops over every row: the normal JIT policy (the executable starts with it held back, see serve).
+      Bun.unsafe.setJITPolicy(1);
       const { data, database } = globalsOf(cmd);
       if (database) throw new UsageError("db copy reads --data and writes --to; --database does not apply");
       // The source is the data directory's SQLite file whatever DATABASE_URL says.

@@ -66,6 +66,9 @@ Examples:
       // Written at once, after the log lines still buffered, so stderr keeps the order things happened in.
       const say = (msg: string) => writeLineNow(config.logFormat === "json" ? formatLine("json", "info", msg) : msg);
       say(secretSourceLine(secret));
+      // The executable starts with the JIT held back (the build's --compile-jit-policy): code that runs once while
+      // starting is not worth compiling. Serving is what runs again and again: the normal policy from here on.
+      Bun.unsafe.setJITPolicy(1);
       say(`baas listening on http://${config.host}:${running.server.port} (${storageLabel(config)})`);
       let stopping = false;
       stop = (signal: string) => {

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { loadConfig } from "../../src/config.ts";
@@ -9,13 +9,22 @@ const ROOT = resolve(import.meta.dir, "../..");
 let built: Promise<string> | null = null;
 let buildDir: string | null = null;
 
+/** The options of package.json's `build` script (its `bun build` command, but the output path). */
+function buildFlags(): string[] {
+  const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { scripts: { build: string } };
+  const command = pkg.scripts.build.split("&&")[0]!.trim().split(/\s+/);
+  const flags = command.filter((w, i) => w.startsWith("--") && w !== "--outfile" && command[i - 1] !== "--outfile");
+  if (!flags.includes("--compile")) throw new Error("package.json's build script no longer compiles with bun build --compile");
+  return flags;
+}
+
 /** Compiles `cli/index.ts` into a temporary executable once per test process, as `npm run build` does. */
 export function buildBinary(): Promise<string> {
   built ??= (async () => {
     buildDir = mkdtempSync(join(tmpdir(), "baas-bin-"));
     const out = join(buildDir, "baas");
-    // The flags of `npm run build`: the tests run what ships.
-    const flags = ["--compile", "--splitting", "--bytecode", "--format=esm", "--minify-syntax", "--minify-whitespace"];
+    // The flags of `npm run build`, read from package.json: the tests run what ships.
+    const flags = buildFlags();
     const proc = Bun.spawn([process.execPath, "build", ...flags, join(ROOT, "cli/index.ts"), "--outfile", out], {
       cwd: ROOT,
       stdout: "pipe",
