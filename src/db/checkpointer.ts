@@ -23,13 +23,20 @@ self.onmessage = (e) => {
     db.exec("PRAGMA busy_timeout = 1000");
     timer = setInterval(() => {
       if (asking) return;
-      const r = pass();
+      let r = pass();
       if (!r || r.log < m.restartFrames) return;
-      // No frame written since the first pass and every one copied: no write goes on, and the next one
-      // starts the WAL over by itself. (Every frame copied while a transaction was open is not enough: its
-      // COMMIT appends to the WAL.)
-      const again = pass();
-      if (!again || (again.log === r.log && again.checkpointed >= again.log)) return;
+      // More passes, each copying what was written during the one before, until one finds few new frames:
+      // the last pass, which the server's writes wait for, copies (and syncs) about as many.
+      for (let i = 0; i < m.maxPasses; i++) {
+        const again = pass();
+        // The WAL started over meanwhile, or no frame was written since the pass before and every one is
+        // copied: no write goes on, and the next one starts the WAL over by itself. (Every frame copied while
+        // a transaction was open is not enough: its COMMIT appends to the WAL.)
+        if (!again || again.log < r.log || (again.log === r.log && again.checkpointed >= again.log)) return;
+        const written = again.log - r.log;
+        r = again;
+        if (written <= m.fewFrames) break;
+      }
       asking = true;
       self.postMessage({ quiet: true });
     }, m.everyMs);
@@ -48,20 +55,30 @@ self.onmessage = (e) => {
 /**
  * Pages in the WAL before the serving connection checkpoints by itself, inside a commit (two fsyncs on the
  * event loop): only when the worker has not let the WAL start over by then (see RESTART_FRAMES), or does
- * not run. About 40 MB.
+ * not run. 128 MB with the 8 KiB pages of new database files.
  */
-const FALLBACK_PAGES = 10_000;
+const FALLBACK_PAGES = 16_000;
 
 /**
- * Frames in the WAL from which the worker lets it start over. Under a steady stream of writes its passes
- * never catch up with the last frame, and a WAL starts over from its beginning only when every frame has
- * been copied; so from this size it asks the server for a moment without writes (SqliteEngine.pauseWrites),
- * long enough for one short pass. Each start-over costs the writes that pause (two fsyncs, on the worker's
- * thread) and the serving connection one fsync of the new WAL header, so they should be few: about 16 MB,
- * the size at which the serving connection checkpointed by itself before; FALLBACK_PAGES leaves room for
+ * Frames in the WAL from which the worker lets it start over (64 MB with 8 KiB pages). Under a steady stream
+ * of writes its passes never catch up with the last frame, and a WAL starts over from its beginning only when
+ * every frame has been copied; so from this size it asks the server for a moment without writes
+ * (SqliteEngine.pauseWrites), long enough for one short pass. Each such pause holds every create in flight
+ * then, so their share of all creates is about (creates in flight × frames per create) / RESTART_FRAMES:
+ * with the bench's 32 connections and about one frame per grouped create, 0.9% at 4,000 frames, which put
+ * the pauses (5–20 ms on a virtual disk) right at W1's p99; 0.4% at 8,000. FALLBACK_PAGES leaves room for
  * the writes of several passes.
  */
-const RESTART_FRAMES = 4_000;
+const RESTART_FRAMES = 8_000;
+
+/**
+ * Before asking for a moment without writes the worker passes again (at most MAX_PASSES times) until a pass
+ * finds at most FEW_FRAMES frames written while the one before ran. The last pass, which the writes wait
+ * for, copies about that many: its time is mostly the two fsyncs of what it copied (about 6 ms for 100
+ * frames of 8 KiB on a virtual disk), so the fewer the shorter the pause.
+ */
+const MAX_PASSES = 6;
+const FEW_FRAMES = 32;
 
 /** Longest a pause of the server's writes lasts when the worker does not answer (it always should). */
 const PAUSE_LIMIT_MS = 1_000;
@@ -137,7 +154,7 @@ export function startCheckpointer(
     // It must not keep the process alive by itself (Bun's Worker has unref; the DOM type does not say so).
     (worker as unknown as { unref(): void }).unref();
     worker.onmessage = heard;
-    worker.postMessage({ start: true, path, everyMs, restartFrames });
+    worker.postMessage({ start: true, path, everyMs, restartFrames, maxPasses: MAX_PASSES, fewFrames: FEW_FRAMES });
   }, everyMs);
   watch.unref();
   let stopping: Promise<void> | null = null;
