@@ -31,7 +31,11 @@ export function ensureFields(ctx: AppContext, col: Collection, data: Record<stri
   return checkFields(ctx, current ?? col, data);
 }
 
-function checkFields(ctx: AppContext, col: Collection, data: Record<string, unknown>): Collection | Promise<Collection> {
+/**
+ * ensureFields against `col` as given, for a caller that has just looked it up inside its write transaction
+ * (see insertPlainRun): `col` itself when every field exists, else the collection once the new ones are added.
+ */
+export function checkFields(ctx: AppContext, col: Collection, data: Record<string, unknown>): Collection | Promise<Collection> {
   const errors: FieldError[] = [];
   const fresh: FieldDef[] = [];
   const shape = shapeOf(col, data);

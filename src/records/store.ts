@@ -2,7 +2,7 @@ import type { Engine } from "../db/engine.ts";
 import { ADMIN, type Principal } from "../auth/principal.ts";
 import type { AppContext } from "../context.ts";
 import { q } from "../collections/ddl.ts";
-import { ensureFields } from "../collections/grow.ts";
+import { checkFields, ensureFields } from "../collections/grow.ts";
 import { shapeOf, type BodyShape, type Collection } from "../collections/types.ts";
 import { validateFieldRules } from "../collections/validate.ts";
 import { ValidationError, type FieldError } from "../errors.ts";
@@ -105,7 +105,7 @@ export function insertRecord(ctx: AppContext, col: Collection, body: Record<stri
  * case, and not async, so that the hot path of bulk inserts is one small function (the JIT's optimizing
  * tier compiles an async function of the general case's size in about 200 ms of CPU).
  */
-function insertPlain(ctx: AppContext, col: Collection, clean: Record<string, unknown>, p: Principal, pending: PendingRow[] | undefined): RecordJson | Promise<RecordJson> {
+export function insertPlain(ctx: AppContext, col: Collection, clean: Record<string, unknown>, p: Principal, pending: PendingRow[] | undefined): RecordJson | Promise<RecordJson> {
   const row = newRow(ctx, col, clean, p, NO_ERRORS);
   const record = insertedRecord(col, row.shape, row.values, clean);
   const written = () => {
@@ -118,6 +118,42 @@ function insertPlain(ctx: AppContext, col: Collection, clean: Record<string, unk
 }
 
 const NO_ERRORS: readonly FieldError[] = [];
+
+/** Where `insertPlainRun` stopped: at the end, or at a record (`next`) whose new fields are being added. */
+export type PlainRun = { next: number; grown?: undefined } | { next: number; grown: Promise<Collection>; clean: Record<string, unknown> };
+
+/**
+ * The records `bodies[from..]` of a bulk insert into a collection without hooks or relations, as
+ * `insertRecord` with `pending` inserts each; the caller has checked both, and looked `col` up, inside the
+ * transaction. What `insertRecord` looks up per record for its collection is so looked up once per bulk,
+ * and the loop is the work of each record alone. The records go to `out`, their rows to `pending`. It stops
+ * at a record that names fields the collection does not have yet (their columns are added asynchronously):
+ * the caller awaits `grown` and finishes that record with `insertPlain`. An error of record i is thrown
+ * as `onError(err, i)`.
+ */
+export function insertPlainRun(
+  ctx: AppContext,
+  col: Collection,
+  bodies: readonly Record<string, unknown>[],
+  from: number,
+  p: Principal,
+  pending: PendingRow[],
+  out: RecordJson[],
+  onError: (err: unknown, i: number) => unknown,
+): PlainRun {
+  let i = from;
+  try {
+    for (; i < bodies.length; i++) {
+      const clean = userFieldsShared(bodies[i]!);
+      const grown = checkFields(ctx, col, clean);
+      if (grown !== col) return { next: i, grown: Promise.resolve(grown), clean };
+      out.push(insertPlain(ctx, col, clean, p, pending) as RecordJson);
+    }
+  } catch (err) {
+    throw onError(err, i);
+  }
+  return { next: i };
+}
 
 /**
  * A new record's row: the field rules checked (with `errors` found before, a 422 listing all), a new id,

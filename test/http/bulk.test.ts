@@ -95,6 +95,35 @@ describe("POST /:collection/bulk", () => {
     expect(res.body[2]).toMatchObject({ a1: null, b1: false, c1: { x: 1 } });
   });
 
+  test("after a record that adds a field, later failures still name their own index", async () => {
+    // The growth record itself breaks a field rule: its own index.
+    let res = await adminBulk("ruled", [{ title: "good" }, { title: "no", fresh: 1 }, { title: "fine" }]);
+    expect(res.status).toBe(422);
+    expect(res.body.index).toBe(1);
+    expect(res.body.errors).toEqual([{ field: "title", rule: "min", message: '"title" must be at least 3 characters.', index: 1 }]);
+    // A record after the growth breaks the new field's type.
+    res = await adminBulk("typed", [{ a: 1 }, { a: 2 }, { b: "x" }, { a: 3, b: "y" }, { b: 5 }, { a: 4 }]);
+    expect(res.status).toBe(422);
+    expect(res.body).toEqual({ errors: [{ field: "b", rule: "type", message: '"b" must be a string.', index: 4 }], index: 4 });
+    expect(await countRows(t, "typed")).toBe(0);
+    expect(await columnNames(t, "typed")).not.toContain("b");
+    // The same without the bad record: every record stored as sent, in order, the growth at the last index too.
+    res = await adminBulk("typed", [{ a: 1 }, { a: 2 }, { b: "x" }, { a: 3, b: "y" }, { a: 4 }, { c: true }]);
+    expect(res.status).toBe(201);
+    expect(res.body.map((r: Record<string, unknown>) => [r.a, r.b, r.c])).toEqual([
+      [1, null, null],
+      [2, null, null],
+      [null, "x", null],
+      [3, "y", null],
+      [4, null, null],
+      [null, null, true],
+    ]);
+    // Each as a read answers it, the fields later records added included (null), in the same key order.
+    const listed = await t.admin("GET", "/api/v1/typed?sort=_id&limit=10");
+    expect(res.body).toEqual(listed.body.items);
+    expect(Object.keys(res.body[0])).toEqual(Object.keys(listed.body.items[0]));
+  });
+
   test("a unique violation names the index and saves nothing", async () => {
     await t.admin("POST", "/api/v1/admin/collections", { name: "uniq" });
     await t.admin("POST", "/api/v1/uniq", { email: "a@x.io" });
