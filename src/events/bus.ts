@@ -31,6 +31,8 @@ export interface EventBus {
   mark(): number;
   /** Drops what was staged after `mark` (a rolled-back savepoint or transaction). */
   rollbackTo(mark: number): void;
+  /** The events staged after `mark` and not yet delivered, the queued objects themselves (a writer may complete them before the commit). */
+  stagedSince(mark: number): readonly ChangeEvent[];
   /** Delivers the staged events (or `queue`, one of `isolated`) to every listener, in order, and empties it. */
   commit(queue?: ChangeEvent[]): void;
   /**
@@ -67,6 +69,7 @@ export function createEventBus(onError: (err: unknown, event: ChangeEvent) => vo
       const q = queue();
       q.length = Math.min(q.length, mark);
     },
+    stagedSince: (mark) => queue().slice(mark),
     currentQueue: () => scoped?.getStore() ?? null,
     isolated(fn) {
       scoped ??= new AsyncLocalStorage();

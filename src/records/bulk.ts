@@ -31,11 +31,16 @@ function withIndex(err: unknown, index: number): unknown {
 }
 
 /**
- * A record inserted before a later one of the bulk added fields was built without them: they are null
- * there, as a read of it answers (after the fields it had, in the collection's order).
+ * A record inserted before a later one of the bulk added fields was built without them, and so was its
+ * change event (staged since `mark`): they are null there, as a read of it answers (after the fields it had,
+ * in the collection's order).
  */
-function withEveryField(out: RecordJson[], col: Collection): RecordJson[] {
-  for (const record of out) for (const f of col.fields) if (!Object.hasOwn(record, f.name)) record[f.name] = null;
+function withEveryField(ctx: AppContext, out: RecordJson[], col: Collection, mark: number): RecordJson[] {
+  const fill = (record: Record<string, unknown>) => {
+    for (const f of col.fields) if (!Object.hasOwn(record, f.name)) record[f.name] = null;
+  };
+  for (const record of out) fill(record);
+  for (const event of ctx.events.stagedSince(mark)) if (event.collection === col.name) fill(event.record);
   return out;
 }
 
@@ -51,6 +56,7 @@ export async function bulkCreate(ctx: AppContext, name: string, body: Checked<Re
   const fieldsBefore = col.fields;
   return await inTransaction(ctx, async () => {
     const out: RecordJson[] = [];
+    const mark = ctx.events.mark();
     // Rows are written together at the end: on a database server in one round trip, not one per record; on
     // SQLite in one loop over the prepared single-row insert, without a promise per row. Hooks (SQLite) see
     // each row written before its afterCreate runs, so there it is written at once.
@@ -76,7 +82,7 @@ export async function bulkCreate(ctx: AppContext, name: string, body: Checked<Re
       }
       // One pending row per record, in order.
       await flushRows(ctx, pending, withIndex);
-      return col.fields === fieldsBefore ? out : withEveryField(out, col);
+      return col.fields === fieldsBefore ? out : withEveryField(ctx, out, col, mark);
     }
     for (let index = 0; index < items.length; index++) {
       const current = currentCollection(ctx, col);
@@ -91,6 +97,6 @@ export async function bulkCreate(ctx: AppContext, name: string, body: Checked<Re
       if (pending && pending.length > before) indexOfPending.push(index);
     }
     if (pending?.length) await flushRows(ctx, pending, (err, i) => withIndex(err, indexOfPending[i]!));
-    return col.fields === fieldsBefore ? out : withEveryField(out, col);
+    return col.fields === fieldsBefore ? out : withEveryField(ctx, out, col, mark);
   });
 }

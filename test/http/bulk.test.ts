@@ -108,8 +108,13 @@ describe("POST /:collection/bulk", () => {
     expect(await countRows(t, "typed")).toBe(0);
     expect(await columnNames(t, "typed")).not.toContain("b");
     // The same without the bad record: every record stored as sent, in order, the growth at the last index too.
+    const events: Record<string, unknown>[] = [];
+    const stop = t.ctx.events.subscribe((e) => events.push(e.record));
     res = await adminBulk("typed", [{ a: 1 }, { a: 2 }, { b: "x" }, { a: 3, b: "y" }, { a: 4 }, { c: true }]);
+    stop();
     expect(res.status).toBe(201);
+    // Their change events carry the records as stored too.
+    expect(events).toEqual(res.body);
     expect(res.body.map((r: Record<string, unknown>) => [r.a, r.b, r.c])).toEqual([
       [1, null, null],
       [2, null, null],
