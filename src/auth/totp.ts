@@ -1,5 +1,3 @@
-// node:crypto (its ciphers) is loaded at the first use: loading it costs every start-up several milliseconds.
-const nodeCrypto = () => require("node:crypto") as typeof import("node:crypto");
 import type { TOTP } from "otpauth";
 import type { AppContext } from "../context.ts";
 import { hmacSha256, randomToken, sha256 } from "../crypto.ts";
@@ -11,6 +9,9 @@ import { clearLoginAttempts, takeLoginAttempt } from "./lockout.ts";
 import { issueMailToken } from "./mail-tokens.ts";
 import type { Principal } from "./principal.ts";
 import { createSession, type ClientInfo, type SessionResponse } from "./sessions.ts";
+
+// node:crypto (its ciphers) is loaded at the first use: loading it costs every start-up several milliseconds.
+const nodeCrypto = () => require("node:crypto") as typeof import("node:crypto");
 
 export const TOTP_TOKEN_TTL_MS = 5 * 60 * 1000;
 export const TOTP_MAX_ATTEMPTS = 5;

@@ -41,8 +41,8 @@ export interface TransactionOptions {
   /**
    * The transaction may share one database transaction, and its COMMIT, with other transactions that allow
    * it and start meanwhile (PostgreSQL's group commit; SQLite groups every transaction already, and runs
-   * these without a savepoint of their own, see SqliteEngine.commitGroup), and may be run more than once: when one of the shared transaction's members fails, the whole database
-   * transaction rolls back and every member runs again in a transaction of its own (a member that fails
+   * these without a savepoint of their own, see SqliteEngine.commitGroup), and may be run more than once:
+   * when one of the shared transaction's members fails, the whole database transaction rolls back and every member runs again in a transaction of its own (a member that fails
    * having written nothing, its reads aside, just gets its error). So what `fn` does outside the database belongs in
    * `afterCommit`, as for a run again after a serialization failure.
    */

@@ -418,9 +418,10 @@ export class SqliteEngine implements Engine {
    * SQLite a copy of every page it touches: if it fails having changed nothing (its failing statement was
    * undone by SQLite, a field check threw before any write), it just gets its error; if it fails after a
    * change, the transaction rolls back and starts over, and the members done so far, then that one, run
-   * again, each in a savepoint (so members run bare only while every member done may run again). Each member is answered, and its after-commit callbacks run, only after the
-   * COMMIT; if the BEGIN or the COMMIT fails, every member that had not failed by itself gets that failure.
-   * Called holding the lock; releases it.
+   * again, each in a savepoint (so members run bare only while every member done may run again). Each
+   * member is answered, and its after-commit callbacks run, only after the COMMIT; if the BEGIN or the
+   * COMMIT fails, every member that had not failed by itself gets that failure. Called holding the lock;
+   * releases it.
    */
   private async commitGroup(group: Group): Promise<void> {
     let done: { member: Member; tx: Tx; value: unknown }[] = [];

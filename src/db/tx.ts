@@ -12,8 +12,8 @@ import { mapSqliteError } from "./sqlite-errors.ts";
  * On failure the catalog cache is invalidated, so no column a rolled-back
  * transaction added stays in memory: on SQLite at once, as `fn` fails, since the engine runs the next
  * transaction of its group before the failure reaches the caller (one that added another field would
- * otherwise save the catalog row with the rolled-back one in it); so it is before the engine runs `fn` again (a serialization failure,
- * or a group of `opts.group` transactions that one member's failure rolled back: see TransactionOptions).
+ * otherwise save the catalog row with the rolled-back one in it); so it is before the engine runs `fn`
+ * again (a serialization failure, or a group of `opts.group` transactions that one member's failure rolled back: see TransactionOptions).
  */
 export async function inTransaction<T>(ctx: AppContext, fn: () => Promise<T>, opts?: TransactionOptions): Promise<T> {
   const outer = !ctx.db.inTransaction();

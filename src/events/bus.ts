@@ -31,7 +31,10 @@ export interface EventBus {
   mark(): number;
   /** Drops what was staged after `mark` (a rolled-back savepoint or transaction). */
   rollbackTo(mark: number): void;
-  /** The events staged after `mark` and not yet delivered, the queued objects themselves (a writer may complete them before the commit). */
+  /**
+   * The events staged after `mark` and not yet delivered: the queued objects themselves, which a writer
+   * may complete before the commit.
+   */
   stagedSince(mark: number): readonly ChangeEvent[];
   /** Delivers the staged events (or `queue`, one of `isolated`) to every listener, in order, and empties it. */
   commit(queue?: ChangeEvent[]): void;

@@ -61,7 +61,6 @@ export async function bulkCreate(ctx: AppContext, name: string, body: Checked<Re
     // SQLite in one loop over the prepared single-row insert, without a promise per row. Hooks (SQLite) see
     // each row written before its afterCreate runs, so there it is written at once.
     const pending: PendingRow[] | undefined = ctx.db.dialect === "postgres" || ctx.hooks.list.length === 0 ? [] : undefined;
-    const indexOfPending: number[] = [];
     // A collection without hooks or relations (most bulks): its lookups once, then a run over the records.
     // relationsFrom is the transaction's catalog check; the collection is then looked up as it now is.
     if (pending && ctx.hooks.list.length === 0 && (await relationsFrom(ctx, col.name)).length === 0) {
@@ -82,21 +81,22 @@ export async function bulkCreate(ctx: AppContext, name: string, body: Checked<Re
       }
       // One pending row per record, in order.
       await flushRows(ctx, pending, withIndex);
-      return col.fields === fieldsBefore ? out : withEveryField(ctx, out, col, mark);
-    }
-    for (let index = 0; index < items.length; index++) {
-      const current = currentCollection(ctx, col);
-      col = current instanceof Promise ? await current : current;
-      const before = pending?.length ?? 0;
-      try {
-        const record = insertRecord(ctx, col, items[index]!, p, pending);
-        out.push(record instanceof Promise ? await record : record);
-      } catch (err) {
-        throw withIndex(err, index);
+    } else {
+      const indexOfPending: number[] = [];
+      for (let index = 0; index < items.length; index++) {
+        const current = currentCollection(ctx, col);
+        col = current instanceof Promise ? await current : current;
+        const before = pending?.length ?? 0;
+        try {
+          const record = insertRecord(ctx, col, items[index]!, p, pending);
+          out.push(record instanceof Promise ? await record : record);
+        } catch (err) {
+          throw withIndex(err, index);
+        }
+        if (pending && pending.length > before) indexOfPending.push(index);
       }
-      if (pending && pending.length > before) indexOfPending.push(index);
+      if (pending?.length) await flushRows(ctx, pending, (err, i) => withIndex(err, indexOfPending[i]!));
     }
-    if (pending?.length) await flushRows(ctx, pending, (err, i) => withIndex(err, indexOfPending[i]!));
     return col.fields === fieldsBefore ? out : withEveryField(ctx, out, col, mark);
   });
 }

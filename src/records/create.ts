@@ -14,8 +14,8 @@ import { insertRecord } from "./store.ts";
 /**
  * How a create's transaction may run. Without create hooks (user code, which might act outside the
  * database) it may share its database transaction with other creates, and run again alone if one of them
- * fails (on SQLite, which groups every transaction, it then runs without a savepoint of its own). One whose statements are the INSERT alone
- * (and the catalog check): every field known as written (no column to add, no catalog row to write), a
+ * fails (on SQLite, which groups every transaction, it then runs without a savepoint of its own). One
+ * whose statements are the INSERT alone (and the catalog check): every field known as written (no column to add, no catalog row to write), a
  * collection without relations (no record to look up, no link to write), reads nothing another create
  * writes, so it may run beside them.
  */
