@@ -4,7 +4,7 @@ import { requireCollection } from "../collections/catalog.ts";
 import { bodyOf, type Checked } from "../errors.ts";
 import { parseReadQuery, type ReadOptions } from "../query/parse.ts";
 import { countRows } from "../query/read.ts";
-import { planRead, runRead, type ReadPlan } from "../query/sql.ts";
+import { planRead, runRead, type ReadPlan, type SqlValue } from "../query/sql.ts";
 import { relationFilter } from "../relations/filter.ts";
 import { checkAccess } from "../rules/access.ts";
 
@@ -42,6 +42,17 @@ function countCache(ctx: AppContext): CountCache {
   return made;
 }
 
+/**
+ * Bound values as key text, one spelling per distinct value. Not JSON.stringify, which writes Infinity,
+ * -Infinity and NaN all as null (a filter of `1e999` is Infinity) and -0 as 0; a string is quoted, so it
+ * never reads as a number or null, and its commas stay inside its quotes.
+ */
+function paramsKey(params: readonly SqlValue[]): string {
+  let key = "";
+  for (const v of params) key += `${typeof v === "string" ? JSON.stringify(v) : Object.is(v, -0) ? "-0" : String(v)},`;
+  return key;
+}
+
 /** COUNT(*) over a read plan; a count of the same plan on an unchanged collection is answered from memory. */
 export async function countPlan(ctx: AppContext, plan: ReadPlan, collection: string): Promise<number> {
   const run = () => runRead(plan, () => countRows(ctx, plan));
@@ -51,7 +62,7 @@ export async function countPlan(ctx: AppContext, plan: ReadPlan, collection: str
   const cache = countCache(ctx);
   const buckets = cache.buckets;
   const name = plan.external ? EXTERNAL : collection.toLowerCase();
-  const key = `${plan.from.sql} WHERE ${plan.where.sql}\0${JSON.stringify(plan.where.params)}`;
+  const key = `${plan.from.sql} WHERE ${plan.where.sql}\0${paramsKey(plan.where.params)}`;
   // Both taken before counting: a commit that lands while the count runs (its invalidation, or a moved
   // data version) leaves the result unkept, or kept under a version already gone. (Reads do not wait for
   // a transaction open meanwhile: one that commits before this count is stored may postdate it.)

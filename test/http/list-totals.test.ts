@@ -140,6 +140,20 @@ describe("repeated totals follow every write", () => {
   });
 });
 
+describe("each filter keeps its own total", () => {
+  test("values beyond a double's range, positive or negative, are told apart: n:gt:1e999 matches none, n:gt:-1e999 every record", async () => {
+    const count = async (filter: string) => (await t.req("GET", `/api/v1/notes/count?filter=${encodeURIComponent(filter)}`)).body;
+    expect(await count("n:gt:1e999")).toEqual({ total: 0 });
+    expect(await count("n:gt:-1e999")).toEqual({ total: 6 });
+    expect(await total("/api/v1/notes?filter=n:gt:-1e999")).toBe(6);
+    expect(await total("/api/v1/notes?filter=n:lt:1e999")).toBe(6);
+    expect(await total("/api/v1/notes?filter=n:lt:-1e999")).toBe(0);
+    expect(await count("n:in:1e999,4")).toEqual({ total: 1 });
+    expect(await count("n:in:-1e999,4")).toEqual({ total: 1 });
+    expect(await count("n:gt:1e999")).toEqual({ total: 0 });
+  });
+});
+
 describe("writes by another process", () => {
   test("a record soft-deleted, then inserted, by another process shows in the next total", async () => {
     expect(await total()).toBe(3);
