@@ -30,7 +30,8 @@ interface Group {
 
 /** A read waiting for the end of the turn (SqliteEngine.getBatched). */
 interface PendingRead {
-  read: Statement;
+  /** Its text, not its statement: another read may fill the statement cache meanwhile, which finalizes what it held. */
+  sql: string;
   params: readonly SqlValue[];
   resolve: (row: unknown) => void;
   reject: (error: unknown) => void;
@@ -152,13 +153,13 @@ export class SqliteEngine implements Engine {
    */
   getBatched<T = Record<string, unknown>>(sql: string, params: readonly SqlValue[] = NO_PARAMS): Promise<T | null> {
     if (this.als.getStore()?.tx.open === true) return this.get<T>(sql, params);
-    let read: Statement | null;
+    let readable: boolean;
     try {
-      read = this.readStatement(sql);
+      readable = this.readable(sql);
     } catch (err) {
       return Promise.reject(mapSqliteError(err));
     }
-    if (!read) return this.get<T>(sql, params);
+    if (!readable) return this.get<T>(sql, params);
     if (!this.batching) {
       if (this.directReads++ === 0) setImmediate(this.countDirectReads);
       return this.get<T>(sql, params);
@@ -168,7 +169,7 @@ export class SqliteEngine implements Engine {
         this.pendingReads = [];
         setImmediate(this.flushReads);
       }
-      this.pendingReads.push({ read: read!, params, resolve: resolve as (row: unknown) => void, reject });
+      this.pendingReads.push({ sql, params, resolve: resolve as (row: unknown) => void, reject });
     });
   }
 
@@ -186,8 +187,13 @@ export class SqliteEngine implements Engine {
     this.pendingReads = null;
     if (reads.length === 1) this.batching = false;
     const statements = this.readStatements;
+    if (statements === null) {
+      // Closed since they were asked.
+      for (const r of reads) r.reject(new Error("database closed"));
+      return;
+    }
     let begun = false;
-    if (reads.length > 1 && statements) {
+    if (reads.length > 1) {
       try {
         statements.get("BEGIN").run();
         begun = true;
@@ -195,17 +201,18 @@ export class SqliteEngine implements Engine {
     }
     for (const r of reads) {
       try {
-        r.resolve(r.read.get(...(r.params as SqlValue[])) ?? null);
+        // Each statement looked up as it runs (see StatementCache): one looked up earlier may be finalized by now.
+        r.resolve(statements.get(r.sql).get(...(r.params as SqlValue[])) ?? null);
       } catch (err) {
         r.reject(mapSqliteError(err));
       }
     }
     if (!begun) return;
     try {
-      statements!.get("COMMIT").run();
+      statements.get("COMMIT").run();
     } catch {
       try {
-        statements!.get("ROLLBACK").run();
+        statements.get("ROLLBACK").run();
       } catch {}
     }
   };
@@ -221,10 +228,14 @@ export class SqliteEngine implements Engine {
     }
   }
 
-  /** The reading connection's statement for `sql` when it is a plain read and that connection exists, else null. */
+  /** Whether `sql` is a plain read and the reading connection exists (opened at first need). */
+  private readable(sql: string): boolean {
+    return (this.reader === undefined ? this.openReader() : this.reader) !== null && this.isPlainRead(sql);
+  }
+
+  /** The reading connection's statement for `sql` when readable, else null; to be run at once (see StatementCache). */
   private readStatement(sql: string): Statement | null {
-    if ((this.reader === undefined ? this.openReader() : this.reader) === null) return null;
-    return this.isPlainRead(sql) ? this.readStatements!.get(sql) : null;
+    return this.readable(sql) ? this.readStatements!.get(sql) : null;
   }
 
   /** `readsOnly`, remembered by text. */

@@ -11,6 +11,8 @@ export const MAX_STATEMENTS = 2000;
  * 20 statements and searches them in a list, so a server using more than 20 distinct statements (each
  * collection has its own) prepared them again and again; here each is prepared once and found by one
  * hash lookup. `clear` finalizes them: call it before closing the connection, which stays open otherwise.
+ * A `get` that finds the cache full clears it too, so run a statement as soon as it is got: one kept
+ * across any other `get` (a later turn, another read) may be finalized by then.
  */
 export class StatementCache {
   private readonly byText = new Map<string, Statement>();

@@ -1,6 +1,8 @@
 import { beforeEach, describe, expect, test } from "bun:test";
 import { Database } from "bun:sqlite";
+import { openDatabase } from "../../src/db/open.ts";
 import { SqliteEngine } from "../../src/db/sqlite.ts";
+import { MAX_STATEMENTS } from "../../src/db/statements.ts";
 import { onPostgres } from "../helpers/engine.ts";
 import { scratchSqlite } from "../helpers/sqlite-engine.ts";
 
@@ -77,6 +79,39 @@ describe.skipIf(onPostgres)("reads batched per event-loop turn", () => {
     const results = await Promise.allSettled([byId(1), db.getBatched("SELECT name FROM missing WHERE id = ?", [1]), byId(2)]);
     expect(results.map((r) => r.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
     expect(await byId(3)).toEqual({ name: "c" });
+  });
+
+  test("reads waiting for the end of the turn answer though other reads meanwhile overflow the reading connection's statement cache", async () => {
+    await busyTurn();
+    let open!: () => void;
+    const gate = new Promise<void>((r) => (open = r));
+    let holding = false;
+    // While a write transaction holds the writing connection, other reads run on the reading one.
+    const tx = db.transaction(async () => {
+      holding = true;
+      await gate;
+    });
+    while (!holding) await turnEnd();
+    const waiting = Promise.allSettled([byId(1), byId(2)]);
+    const lists: Promise<unknown>[] = [];
+    for (let i = 0; i <= MAX_STATEMENTS; i++) lists.push(db.all(`SELECT name FROM t WHERE id = ? -- list ${i}`, [3]));
+    const results = await waiting;
+    open();
+    await tx;
+    expect(results).toEqual([
+      { status: "fulfilled", value: { name: "a" } },
+      { status: "fulfilled", value: { name: "b" } },
+    ]);
+    expect(await Promise.all(lists.slice(-2))).toEqual([[{ name: "c" }], [{ name: "c" }]]);
+    expect(await Promise.all([byId(1), byId(3)])).toEqual([{ name: "a" }, { name: "c" }]);
+  });
+
+  test("reads still waiting when the engine closes fail", async () => {
+    await busyTurn();
+    const waiting = Promise.allSettled([byId(1), byId(2)]);
+    await db.close();
+    expect((await waiting).map((r) => r.status)).toEqual(["rejected", "rejected"]);
+    scratch.db = new SqliteEngine(openDatabase(scratch.file));
   });
 
   test("a statement that writes is not batched: it runs on the writing connection", async () => {
