@@ -64,9 +64,16 @@ export async function addColumn(db: Engine, table: string, field: string, type: 
   await db.exec(`ALTER TABLE ${q(table)} ADD COLUMN ${ifMissing}${q(field)} ${COLUMN_TYPE[db.dialect][type]}`);
 }
 
-/** Drops a collection's table (its indexes go with it). */
+/**
+ * Drops a collection's table (its indexes go with it). On PostgreSQL it also counts the drop in
+ * `_meta.table_drops`, in the same transaction: every process sharing the database reads that count at
+ * its next catalog check (pgChangeMarks), and stops running statements it prepared against the old table.
+ */
 export async function dropCollectionTable(db: Engine, name: string): Promise<void> {
   await db.exec(`DROP TABLE IF EXISTS ${q(name)}`);
+  if (db.dialect === "postgres") {
+    await db.run("INSERT INTO _meta (key, value) VALUES ('table_drops', '1') ON CONFLICT(key) DO UPDATE SET value = CAST(CAST(_meta.value AS INTEGER) + 1 AS TEXT)");
+  }
 }
 
 /**
@@ -121,17 +128,29 @@ export async function externalChangeCounter(db: Engine): Promise<number> {
   return (await db.get<{ data_version: number }>("PRAGMA data_version"))!.data_version;
 }
 
+/** The schema version each engine's last catalog check read (see pgChangeMarks). */
+const versionSeen = new WeakMap<Engine, number>();
+
 /**
  * PostgreSQL's counterpart of `externalChangeCounter`, in one statement: the catalog's version
  * (`_meta.schema_version`) and the text of the statement's snapshot (`pg_current_snapshot()`: the
  * oldest transaction still running, one past the newest finished, and those running between). A
  * transaction that writes gets an id, and its end changes that text; reads get none. So two equal
  * texts mean no transaction committed anywhere in between (no node, no CLI command), and any commit
- * makes every later text differ from every earlier one.
+ * makes every later text differ from every earlier one. When the version moved, it also gives the engine
+ * the count of dropped tables (see Engine.noteTableDrops), before the request's statements touch a table.
  */
 export async function pgChangeMarks(db: Engine): Promise<{ schemaVersion: number; snapshot: string }> {
   // The key is a parameter so that the driver prepares the statement once per connection: a statement
   // without parameters goes by the simple protocol, parsed and planned every time (three times the CPU).
   const row = (await db.get<{ v: string | null; s: string }>("SELECT (SELECT value FROM _meta WHERE key = ?) AS v, CAST(pg_current_snapshot() AS text) AS s", ["schema_version"]))!;
-  return { schemaVersion: row.v === null ? 0 : Number(row.v), snapshot: row.s };
+  const schemaVersion = row.v === null ? 0 : Number(row.v);
+  // A collection's table is dropped only with the collection, which bumps the version in the same
+  // transaction: the count is read (inside a transaction, in the same snapshot) only when the version moved.
+  if (db.noteTableDrops && versionSeen.get(db) !== schemaVersion) {
+    const drops = await db.get<{ value: string }>("SELECT value FROM _meta WHERE key = ?", ["table_drops"]);
+    db.noteTableDrops(drops ? Number(drops.value) : 0);
+    versionSeen.set(db, schemaVersion);
+  }
+  return { schemaVersion, snapshot: row.s };
 }

@@ -77,6 +77,12 @@ export interface Engine {
   /** One or more statements without parameters (schema changes). */
   exec(sql: string): Promise<void>;
   /**
+   * PostgreSQL: how many collection tables were ever dropped in the database (`_meta.table_drops`, read by
+   * the catalog check). A number larger than the last one seen gives every statement a name of its own,
+   * so none runs prepared against a table another process dropped and made again. Engines without it: none needed.
+   */
+  noteTableDrops?(count: number): void;
+  /**
    * Runs `fn` in one write transaction; inside an open one (same async context), in a savepoint that
    * rolls back alone when `fn` throws. Every `get/all/run/exec` made by `fn` (and what it awaits)
    * joins it. Transactions of different async contexts never interleave on one connection.

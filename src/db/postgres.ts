@@ -180,7 +180,21 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** A statement as the driver gets it, and whether it only reads (a SELECT naming nothing that writes). */
 interface Rewritten extends Positional {
   reads: boolean;
+  /** `text` with the statement suffix it was last asked with (see PostgresEngine.suffix), and that suffix. */
+  suffixed?: string;
+  suffix?: string;
 }
+
+/** The text of a statement with the engine's suffix, made once per statement and suffix. */
+function withSuffix(hit: Rewritten, suffix: string): string {
+  if (hit.suffix !== suffix) {
+    hit.suffixed = hit.text + suffix;
+    hit.suffix = suffix;
+  }
+  return hit.suffixed!;
+}
+
+const DROP_TABLE = /\bDROP\s+TABLE\b/i;
 
 /** Rewritten statements by their text: the same few hundred statements run again and again. */
 const positional = new Map<string, Rewritten>();
@@ -202,6 +216,18 @@ export class PostgresEngine implements Engine {
   private readonly als = new AsyncLocalStorage<Scope>();
   private readonly maxRetries: number;
   private readonly onCallbackError: (err: unknown) => void;
+  /**
+   * Ends the text of every statement once a table was dropped (a comment naming the drops seen). The driver
+   * keeps a statement prepared on each connection under its text, with the parameter types PostgreSQL
+   * inferred from the table then; a table dropped and made again with a column of another type would get
+   * its values as the old type: an error (400, or a 500) or, worse, text silently converted ("1e3" stored
+   * as "1000", "yes" as "true"). Under a new suffix every statement is prepared afresh (one more round
+   * trip, once per connection); the old ones lie unused until their connection closes.
+   */
+  private suffix = "";
+  /** Tables dropped in the database (`_meta.table_drops`), as last seen; and by this engine's own DDL. */
+  private dropsSeen = 0;
+  private dropsHere = 0;
 
   constructor(opts: PostgresEngineOptions) {
     const statementTimeout = opts.statementTimeoutMs ?? 30_000;
@@ -231,7 +257,9 @@ export class PostgresEngine implements Engine {
   }
 
   private async query(sql: string, params: readonly SqlValue[] = []): Promise<PgResult> {
-    const { text, count, renamed, reads } = rewrite(sql);
+    const hit = rewrite(sql);
+    const { count, renamed, reads } = hit;
+    const text = this.suffix ? withSuffix(hit, this.suffix) : hit.text;
     if (count !== params.length) throw new Error(`the statement has ${count} placeholders but ${params.length} values were given`);
     const tx = this.currentTx();
     for (let attempt = 0; ; attempt++) {
@@ -267,7 +295,23 @@ export class PostgresEngine implements Engine {
     return { changes: res.affectedRows ?? res.count ?? 0 };
   }
 
+  noteTableDrops(count: number): void {
+    // Only forward: a check that read an older snapshot must not bring back names prepared before a drop.
+    if (!(count > this.dropsSeen)) return;
+    this.dropsSeen = count;
+    this.renameStatements();
+  }
+
+  private renameStatements(): void {
+    this.suffix = ` /* d${this.dropsSeen}.${this.dropsHere} */`;
+  }
+
   async exec(sql: string): Promise<void> {
+    // Renamed before the drop is sent: no statement of this process runs prepared against the old table after it.
+    if (DROP_TABLE.test(sql)) {
+      this.dropsHere++;
+      this.renameStatements();
+    }
     const tx = this.currentTx();
     try {
       if (tx) tx.writes++;

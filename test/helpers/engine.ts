@@ -43,6 +43,7 @@ export function lazyPostgres(url: Promise<string> = freshDatabaseUrl()): { engin
     all: async <T>(sql: string, params?: readonly SqlValue[]) => (real ?? (await opened)).all<T>(sql, params),
     run: async (sql, params) => (real ?? (await opened)).run(sql, params),
     exec: async (sql) => (real ?? (await opened)).exec(sql),
+    noteTableDrops: (count) => real?.noteTableDrops?.(count),
     transaction: async (fn, opts) => (real ?? (await opened)).transaction(fn, opts),
     transactionRun: () => real?.transactionRun?.(),
     inTransaction: () => real?.inTransaction() ?? false,
