@@ -5,14 +5,27 @@ import { notFound } from "../errors.ts";
 import type { Collection, FieldDef, FieldRule, FtsState, IndexDef, Rules } from "./types.ts";
 
 /**
+ * The collections as lookups see them. The shared view (the Catalog itself) holds only what is committed:
+ * requests that are not inside a write transaction read it. A write transaction that changes the catalog
+ * (a new field, a relation) gets a view of its own (see txView), with its uncommitted changes, which no other
+ * request sees and which is dropped with the transaction.
+ */
+export interface CatalogView {
+  byName: Map<string, Collection>;
+  schemaVersion: number;
+  /** Set when the view may differ from the database: the next lookup reloads it. */
+  stale: boolean;
+  /** The check or reload of this view that is running: lookups wait for it. */
+  checking?: Promise<void>;
+}
+
+/**
  * In-memory cache of the `_collections` table. Another process (the CLI) may change the
  * table at any time; `PRAGMA data_version` (PostgreSQL: the snapshot, see pgChangeMarks) tells us
  * when anyone else committed, and `_meta.schema_version` whether it was a catalog change. The
  * question is asked at most once per event-loop turn (see refreshCatalog), not once per request.
  */
-export interface Catalog {
-  byName: Map<string, Collection>;
-  schemaVersion: number;
+export interface Catalog extends CatalogView {
   /**
    * Moves when another connection may have committed: SQLite's `data_version`; on PostgreSQL a number
    * of this process, bumped whenever the snapshot text differs from the last one seen. Caches of
@@ -21,17 +34,13 @@ export interface Catalog {
   dataVersion: number;
   /** PostgreSQL: the snapshot text of the last check made outside a transaction. */
   snapshot?: string;
-  /** The check against the database of the current turn, while it runs: later lookups of the turn wait for it. */
-  checking?: Promise<void>;
-  /** Set by every catalog write: the next read reloads from the database (also after a rollback). */
-  stale: boolean;
-  /** True while `inTransaction` runs its outer write transaction. */
-  inWriteTx?: boolean;
-  /** Checked against the database during the current write transaction (see refreshCatalog). */
-  checkedInTx?: boolean;
   /** The event-loop turn and in-process commit count of the last check against the database. */
   checkedTurn: number;
   checkedCommits: number;
+  /** The views of the write transactions running, by their run (Engine.transactionRun). */
+  txViews: WeakMap<object, CatalogView>;
+  /** The reload of the shared view running (see reloadCatalog): lookups wait for it. */
+  reloading?: Promise<void>;
 }
 
 interface Row {
@@ -46,22 +55,39 @@ interface Row {
 }
 
 export function createCatalog(): Catalog {
-  return { byName: new Map(), schemaVersion: -1, dataVersion: -1, stale: true, checkedTurn: -1, checkedCommits: -1 };
+  return { byName: new Map(), schemaVersion: -1, dataVersion: -1, stale: true, checkedTurn: -1, checkedCommits: -1, txViews: new WeakMap() };
 }
 
-// Event-loop turns, counted lazily: a turn ends when the immediate queued at its first check runs.
-// Requests that arrive together are handled in one turn; any request that arrives after another
-// process committed (the CLI, whose exit or reply reaches us as an event) starts a later turn.
+// Event-loop turns. Requests are dispatched in the loop's I/O phase, one after the other: a turn begins at
+// the first request of that phase (noteRequest), and ends when the immediate it queued runs, after the phase.
+// A turn begun by a lookup outside a request's dispatch (in an immediate, a timer: the continuation of a
+// batched read or a group commit) ends at the next request's dispatch, which may come in the next I/O
+// phase, before that immediate: a request that arrives after another process committed never reuses a
+// check made before it arrived.
 let turn = 0;
 let turnEndQueued = false;
+let turnByRequest = false;
+const endTurn = () => {
+  turn++;
+  turnEndQueued = false;
+  turnByRequest = false;
+};
+function queueTurnEnd(): void {
+  if (turnEndQueued) return;
+  turnEndQueued = true;
+  setImmediate(endTurn);
+}
+
+/** Called at the dispatch of every request (see fast-read.ts): its lookups share the check of its I/O phase's turn. */
+export function noteRequest(): void {
+  if (turnByRequest && turnEndQueued) return;
+  turn++;
+  turnByRequest = true;
+  queueTurnEnd();
+}
+
 function currentTurn(): number {
-  if (!turnEndQueued) {
-    turnEndQueued = true;
-    setImmediate(() => {
-      turn++;
-      turnEndQueued = false;
-    });
-  }
+  queueTurnEnd();
   return turn;
 }
 
@@ -69,12 +95,6 @@ function currentTurn(): number {
 // process (a second context, as tests and tools open one) may commit between two awaits of one turn:
 // the next check then asks the database again.
 let commitsInProcess = 0;
-
-/**
- * Runs of PostgreSQL transactions whose catalog check is done (undefined) or on its way (its promise: the
- * members of a group that run side by side wait for the one check).
- */
-const checkedRuns = new WeakMap<object, Promise<void> | undefined>();
 
 /**
  * Notes a write transaction `ctx` committed (called by inTransaction), so every other context of this
@@ -121,8 +141,28 @@ export function collectionFromRow(row: Row): Collection {
   };
 }
 
-/** Reloads the whole catalog from the database. */
-export async function reloadCatalog(ctx: AppContext): Promise<void> {
+/** Reads every collection row. */
+async function readCollections(ctx: AppContext): Promise<Map<string, Collection>> {
+  const rows = await ctx.db.all<Row>("SELECT * FROM _collections ORDER BY name");
+  return new Map(rows.map((r) => [r.name.toLowerCase(), collectionFromRow(r)]));
+}
+
+/**
+ * Reloads the shared view from what is committed. Call it outside a transaction. One reload runs at a time
+ * (a later one could otherwise finish first, and the earlier one put back what it read); one asked for while
+ * another runs waits for it, then runs again if the view was marked stale meanwhile (a commit it may predate).
+ */
+export function reloadCatalog(ctx: AppContext): Promise<void> {
+  const cat = ctx.catalog;
+  if (cat.reloading) return cat.reloading.then(() => (cat.stale ? reloadCatalog(ctx) : undefined));
+  const reloading = loadShared(ctx).finally(() => {
+    cat.reloading = undefined;
+  });
+  cat.reloading = reloading;
+  return reloading;
+}
+
+async function loadShared(ctx: AppContext): Promise<void> {
   const cat = ctx.catalog;
   // Cleared first: a catalog write committed while this reads (another request's transaction may
   // run between its statements) marks it stale again, and the next read reloads once more.
@@ -139,8 +179,7 @@ export async function reloadCatalog(ctx: AppContext): Promise<void> {
       schemaVersion = await readSchemaVersion(ctx.db);
       cat.dataVersion = await readDataVersion(ctx.db);
     }
-    const rows = await ctx.db.all<Row>("SELECT * FROM _collections ORDER BY name");
-    cat.byName = new Map(rows.map((r) => [r.name.toLowerCase(), collectionFromRow(r)]));
+    cat.byName = await readCollections(ctx);
     cat.schemaVersion = schemaVersion;
   } catch (err) {
     cat.stale = true;
@@ -148,41 +187,69 @@ export async function reloadCatalog(ctx: AppContext): Promise<void> {
   }
 }
 
+/** The view of the write transaction this async context runs, if it has one yet. */
+function txViewOf(ctx: AppContext): CatalogView | undefined {
+  const run = ctx.db.transactionRun();
+  return run && ctx.catalog.txViews.get(run);
+}
+
+/** The view lookups of this async context read: its write transaction's, else the shared one. */
+export function catalogView(ctx: AppContext): CatalogView {
+  return txViewOf(ctx) ?? ctx.catalog;
+}
+
 /**
- * Makes sure the cache reflects the database, reloading when this or another process changed it.
- * The database is asked at most once per event-loop turn (and once at the start of each write
- * transaction, which holds the write lock), so a CLI change is seen by the next request after it
- * commits without a statement on every request. Answers without a promise when no statement is needed.
+ * Brings the view of a write transaction (`run`) up to date. The first lookup of a transaction makes its
+ * view, from the shared one, and asks the database once (inside the transaction, which on SQLite holds
+ * the write lock: no other connection can commit until it ends; on PostgreSQL, what its snapshot shows)
+ * whether the catalog changed since; the transaction's own changes (touchCatalog) and rolled-back
+ * savepoints (markTxCatalogStale) make it read the catalog again, through the transaction.
+ */
+function refreshTxView(ctx: AppContext, run: object): Promise<void> | undefined {
+  const cat = ctx.catalog;
+  let view = cat.txViews.get(run);
+  if (view) {
+    if (view.checking || !view.stale) return view.checking;
+  } else {
+    view = { byName: cat.byName, schemaVersion: cat.stale ? -1 : cat.schemaVersion, stale: false };
+    cat.txViews.set(run, view);
+  }
+  const v = view;
+  const checking = (async () => {
+    const stale = v.stale;
+    v.stale = false;
+    const schemaVersion = ctx.db.dialect === "postgres" ? (await pgChangeMarks(ctx.db)).schemaVersion : await readSchemaVersion(ctx.db);
+    if (stale || schemaVersion !== v.schemaVersion) {
+      v.byName = await readCollections(ctx);
+      v.schemaVersion = schemaVersion;
+    }
+  })().then(
+    () => {
+      v.checking = undefined;
+    },
+    (err) => {
+      v.checking = undefined;
+      v.stale = true;
+      throw err;
+    },
+  );
+  v.checking = checking;
+  return checking;
+}
+
+/**
+ * Makes sure the view this async context reads reflects the database. Outside a write transaction: the
+ * shared view is checked at most once per event-loop turn (see noteRequest), so a CLI change is seen by
+ * the next request after it commits without a statement on every request. Inside one: see refreshTxView.
+ * Answers without a promise when no statement is needed.
  */
 export function refreshCatalog(ctx: AppContext): Promise<void> | undefined {
+  const run = ctx.db.transactionRun();
+  if (run) return refreshTxView(ctx, run);
   const cat = ctx.catalog;
+  // A lookup during a reload waits for it: what the view holds meanwhile may predate a commit it must see.
+  if (cat.reloading) return cat.reloading.then(() => refreshCatalog(ctx));
   if (cat.stale) return reloadCatalog(ctx);
-  // PostgreSQL: a transaction reads one snapshot, so one check per run of a transaction tells all it can
-  // see (transactions of this process overlap there: each run is told apart by the engine, and the
-  // transactions of a group, which share one, by their one PostgreSQL transaction).
-  if (ctx.db.dialect === "postgres" && ctx.db.inTransaction()) {
-    const run = ctx.db.transactionRun?.() ?? ctx.events.currentQueue();
-    if (run) {
-      if (checkedRuns.has(run)) return checkedRuns.get(run);
-      const checking = checkDataVersion(ctx);
-      checkedRuns.set(run, checking);
-      checking.then(
-        () => checkedRuns.set(run, undefined),
-        () => {},
-      );
-      return checking;
-    }
-    // A transaction of the system tables alone (no record writes): a check of its own, which does not stand
-    // for the turn's (that one reads its snapshot outside any transaction).
-    return checkDataVersion(ctx);
-  }
-  // Inside our write transaction no other connection can commit, so one check per transaction
-  // is enough (bulk inserts would otherwise ask SQLite several times per record).
-  if (cat.checkedInTx) return;
-  if (cat.inWriteTx) {
-    cat.checkedInTx = true;
-    return checkDataVersion(ctx);
-  }
   const t = currentTurn();
   // Lookups of the turn whose check is still running wait for it: a request that arrived after another
   // process committed must not be answered from what was known before (a count, a collection).
@@ -202,6 +269,16 @@ export function refreshCatalog(ctx: AppContext): Promise<void> | undefined {
  */
 export function recheckCatalog(ctx: AppContext): void {
   ctx.catalog.checkedTurn = -1;
+}
+
+/**
+ * Makes the running write transaction read the catalog again at its next lookup: a savepoint of it rolled
+ * back, maybe with catalog changes. Outside a transaction it does nothing (the shared view holds only
+ * what is committed).
+ */
+export function markTxCatalogStale(ctx: AppContext): void {
+  const view = txViewOf(ctx);
+  if (view) view.stale = true;
 }
 
 async function checkDataVersion(ctx: AppContext): Promise<void> {
@@ -242,18 +319,18 @@ export function requireCollection(ctx: AppContext, name: string): Collection | P
  * on changes already committed (delivering realtime events), which must not cost a statement per event.
  */
 export function knownCollection(ctx: AppContext, name: string): Collection | undefined | Promise<Collection | undefined> {
-  const known = ctx.catalog.stale ? undefined : cached(ctx, name);
+  const known = catalogView(ctx).stale ? undefined : cached(ctx, name);
   return known ?? findCollection(ctx, name);
 }
 
-const cached = (ctx: AppContext, name: string) => ctx.catalog.byName.get(String(name).toLowerCase());
+const cached = (ctx: AppContext, name: string) => catalogView(ctx).byName.get(String(name).toLowerCase());
 
 /**
  * The collection as this process last knew it, without asking the database (undefined when unknown or
  * the cache is stale): for work that checks the catalog again itself before it writes (a grouped create).
  */
 export function lastKnownCollection(ctx: AppContext, name: string): Collection | undefined {
-  return ctx.catalog.stale ? undefined : cached(ctx, name);
+  return catalogView(ctx).stale ? undefined : cached(ctx, name);
 }
 
 function required(ctx: AppContext, name: string): Collection {
@@ -265,18 +342,36 @@ function required(ctx: AppContext, name: string): Collection {
 /** All collections, by name. */
 export async function listCollections(ctx: AppContext): Promise<Collection[]> {
   await refreshCatalog(ctx);
-  return [...ctx.catalog.byName.values()].sort((a, b) => a.name.localeCompare(b.name));
+  return [...catalogView(ctx).byName.values()].sort((a, b) => a.name.localeCompare(b.name));
 }
 
-/** Marks a catalog change inside the current transaction: bumps the shared schema version, invalidates the cache. */
+/**
+ * Marks a catalog change inside the current transaction: bumps the shared schema version; the transaction's
+ * next lookup reads the catalog again (its view: other requests go on reading what is committed), and once it
+ * commits, so does everyone's.
+ */
 export async function touchCatalog(ctx: AppContext): Promise<void> {
   await ctx.db.run("INSERT INTO _meta (key, value) VALUES ('schema_version', '1') ON CONFLICT(key) DO UPDATE SET value = CAST(CAST(_meta.value AS INTEGER) + 1 AS TEXT)");
-  ctx.catalog.stale = true;
-  // A read outside this transaction does not wait for it, and may reload the catalog from before the change
-  // meanwhile: once it is committed, the next lookup reloads again.
+  noteCatalogChange(ctx);
   ctx.db.afterCommit(() => {
     ctx.catalog.stale = true;
   });
+}
+
+/**
+ * Marks the current write transaction's view of the catalog stale (making it one of its own): call it before
+ * a write to the catalog's tables that a lookup could read before touchCatalog runs (`_relations`). A view
+ * that is still the shared one's (its map) has changed nothing, so what it reads may be shared.
+ */
+export function noteCatalogChange(ctx: AppContext): void {
+  const run = ctx.db.transactionRun();
+  if (!run) {
+    ctx.catalog.stale = true;
+    return;
+  }
+  const view = ctx.catalog.txViews.get(run);
+  if (view) view.stale = true;
+  else ctx.catalog.txViews.set(run, { byName: ctx.catalog.byName, schemaVersion: -1, stale: true });
 }
 
 /**

@@ -1,5 +1,5 @@
 import type { AppContext } from "../context.ts";
-import { findCollection, saveCollectionRow } from "./catalog.ts";
+import { findCollection, requireCollection, saveCollectionRow } from "./catalog.ts";
 import { addColumn } from "./ddl.ts";
 import { MAX_FIELDS, isValidFieldName, shapeOf, typeOfValue, type Collection, type FieldDef } from "./types.ts";
 import { ValidationError, type FieldError } from "../errors.ts";
@@ -25,10 +25,11 @@ const TYPE_WORD: Record<string, string> = {
  */
 export function ensureFields(ctx: AppContext, col: Collection, data: Record<string, unknown>): Collection | Promise<Collection> {
   // Re-read inside the write transaction: a change another process (the CLI) committed after the
-  // caller looked the collection up must be neither missed nor overwritten by the row saved below.
-  const current = findCollection(ctx, col.name);
-  if (current instanceof Promise) return current.then((c) => checkFields(ctx, c ?? col, data));
-  return checkFields(ctx, current ?? col, data);
+  // caller looked the collection up must be neither missed nor overwritten by the row saved below;
+  // a collection deleted meanwhile is 404.
+  const current = requireCollection(ctx, col.name);
+  if (current instanceof Promise) return current.then((c) => checkFields(ctx, c, data));
+  return checkFields(ctx, current, data);
 }
 
 /**

@@ -91,9 +91,10 @@ export interface Engine {
   /**
    * An object standing for the current run of the outermost database transaction of this async context
    * (undefined outside one): transactions that share one database transaction (PostgreSQL's group commit)
-   * get the same one, a run again after a rollback gets a new one. Engines without grouping may omit it.
+   * get the same one, a run again after a rollback gets a new one. The catalog keeps what a write
+   * transaction changed of it under that object (see catalogView).
    */
-  transactionRun?(): object | undefined;
+  transactionRun(): object | undefined;
   /** True inside a transaction of the current async context. */
   inTransaction(): boolean;
   /** Queues `cb` to run after the outermost transaction of this async context commits (at once outside one). */

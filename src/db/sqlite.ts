@@ -13,6 +13,8 @@ interface Tx {
   afterCommit: (() => void)[];
   /** Whether a statement of it changed the database (a statement that failed changed nothing: SQLite undid it). */
   wrote: boolean;
+  /** The run of the SQLite transaction it is part of (see transactionRun): the members of a group share one. */
+  run: object;
 }
 
 /** A transaction waiting in a group (see SqliteEngine.transaction). */
@@ -384,6 +386,11 @@ export class SqliteEngine implements Engine {
     return this.als.getStore()?.tx.open === true;
   }
 
+  transactionRun(): object | undefined {
+    const tx = this.als.getStore()?.tx;
+    return tx?.open === true ? tx.run : undefined;
+  }
+
   afterCommit(cb: () => void): void {
     const tx = this.als.getStore()?.tx;
     if (tx && tx.open) tx.afterCommit.push(cb);
@@ -443,11 +450,12 @@ export class SqliteEngine implements Engine {
     let careful = false;
     try {
       this.sqlite.query("BEGIN IMMEDIATE").run();
+      let run = {};
       this.group = group;
       for (let waited = false; ; waited = true) {
         for (; next < group.members.length; next++) {
           const member = group.members[next]!;
-          const tx: Tx = { open: true, depth: 0, afterCommit: [], wrote: false };
+          const tx: Tx = { open: true, depth: 0, afterCommit: [], wrote: false, run };
           const bare = member.rerunnable === true && !careful;
           if (!bare) this.sqlite.query("SAVEPOINT member").run();
           try {
@@ -469,6 +477,7 @@ export class SqliteEngine implements Engine {
               // Its changes cannot be undone alone: start over, with the members done so far and then it.
               if (this.sqlite.inTransaction) this.sqlite.query("ROLLBACK").run();
               this.sqlite.query("BEGIN IMMEDIATE").run();
+              run = {};
               group.members.splice(0, next + 1, ...done.map((d) => d.member), member);
               done = [];
               careful = true;

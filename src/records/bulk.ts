@@ -1,6 +1,6 @@
 import type { Principal } from "../auth/principal.ts";
 import type { AppContext } from "../context.ts";
-import { requireCollection } from "../collections/catalog.ts";
+import { catalogView, requireCollection } from "../collections/catalog.ts";
 import type { Collection } from "../collections/types.ts";
 import { inTransaction } from "../db/tx.ts";
 import { mapSqliteError } from "../db/sqlite-errors.ts";
@@ -15,11 +15,12 @@ export const MAX_BULK = 500;
 
 /**
  * The collection as the current transaction sees it: a record that added a column marks the
- * catalog stale, and the next record must know that column.
+ * catalog stale, and the next record must know that column. 404 once it is gone (a delete that
+ * committed before this transaction began).
  */
 export function currentCollection(ctx: AppContext, col: Collection): Collection | Promise<Collection> {
-  if (ctx.catalog.stale) return requireCollection(ctx, col.name);
-  return ctx.catalog.byName.get(col.name.toLowerCase()) ?? col;
+  const view = catalogView(ctx);
+  return (!view.stale && view.byName.get(col.name.toLowerCase())) || requireCollection(ctx, col.name);
 }
 
 /** Adds the failing element's `index` to an error thrown while writing it. */

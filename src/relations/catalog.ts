@@ -1,5 +1,5 @@
 import type { AppContext } from "../context.ts";
-import { refreshCatalog, requireCollection, saveCollectionRow, touchCatalog } from "../collections/catalog.ts";
+import { catalogView, noteCatalogChange, refreshCatalog, requireCollection, saveCollectionRow, touchCatalog } from "../collections/catalog.ts";
 import { addColumn, createJunctionTable, dropJunctionTable } from "../collections/ddl.ts";
 import { isValidFieldName, type Collection } from "../collections/types.ts";
 import { inTransaction } from "../db/tx.ts";
@@ -24,20 +24,26 @@ export interface Relation {
 }
 
 interface RelationCache {
-  schemaVersion: number;
   list: Relation[];
   /** Relations by lower-cased `from_col`, and by lower-cased `from_col` NUL `from_field`. */
   from: Map<string, Relation[]>;
   byField: Map<string, Relation>;
 }
 
-const CACHE_KEY = "relations";
 const NONE: readonly Relation[] = Object.freeze([]);
 
 /**
- * The relation cache, built once per catalog schema version: relation changes bump that version
- * (also from another process such as the CLI), so the cache never serves a stale list, and a
- * request's lookups are map reads, answered without a promise when nothing has to be read.
+ * The relations read, by the collections of the catalog view they were read with: a view's reload makes a
+ * new map. A write transaction whose view is still the shared one's map has changed neither (a change of
+ * `_relations` marks its view stale first: noteCatalogChange), so what either reads serves both.
+ */
+const caches = new WeakMap<Map<string, Collection>, RelationCache>();
+
+/**
+ * The relation cache, read once per load of the catalog view the lookup reads: relation changes bump the
+ * schema version (also from another process such as the CLI), which reloads the view, so the cache never
+ * serves a stale list; a write transaction's relations stay with its own view. A request's lookups are map
+ * reads, answered without a promise when nothing has to be read.
  */
 function relationCache(ctx: AppContext): RelationCache | Promise<RelationCache> {
   const pending = refreshCatalog(ctx);
@@ -46,12 +52,14 @@ function relationCache(ctx: AppContext): RelationCache | Promise<RelationCache> 
 }
 
 function current(ctx: AppContext): RelationCache | undefined {
-  const cached = ctx.cache.get(CACHE_KEY) as RelationCache | undefined;
-  return cached && cached.schemaVersion === ctx.catalog.schemaVersion && !ctx.catalog.stale ? cached : undefined;
+  const view = catalogView(ctx);
+  if (view.stale) return undefined;
+  return caches.get(view.byName);
 }
 
 async function loadRelations(ctx: AppContext): Promise<RelationCache> {
-  const schemaVersion = ctx.catalog.schemaVersion;
+  const view = catalogView(ctx);
+  const byName = view.byName;
   const list = await ctx.db.all<Relation>(
     "SELECT id, from_col, from_field, to_col, to_field, type, on_delete, created_at FROM _relations ORDER BY created_at, id",
   );
@@ -63,8 +71,9 @@ async function loadRelations(ctx: AppContext): Promise<RelationCache> {
     const key = `${col}\0${r.from_field.toLowerCase()}`;
     if (!byField.has(key)) byField.set(key, r);
   }
-  const cache = { schemaVersion, list, from, byField };
-  ctx.cache.set(CACHE_KEY, cache);
+  const cache = { list, from, byField };
+  // Kept only if the view was not reloaded while this read (the list may then be older than the view).
+  if (view.byName === byName && !view.stale) caches.set(byName, cache);
   return cache;
 }
 
@@ -176,6 +185,7 @@ export async function createRelation(ctx: AppContext, body: NewRelation): Promis
       on_delete: onDelete,
       created_at: ctx.clock.now(),
     };
+    noteCatalogChange(ctx);
     await ctx.db.run(
       "INSERT INTO _relations (id, from_col, from_field, to_col, to_field, type, on_delete, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
       [rel.id, rel.from_col, rel.from_field, rel.to_col, rel.to_field, rel.type, rel.on_delete, rel.created_at],
@@ -228,6 +238,7 @@ export async function deleteRelation(ctx: AppContext, id: string): Promise<{ ok:
 }
 
 async function dropRelation(ctx: AppContext, rel: Relation): Promise<void> {
+  noteCatalogChange(ctx);
   await ctx.db.run("DELETE FROM _relations WHERE id = ?", [rel.id]);
   await ctx.db.run("DELETE FROM _relation_cascades WHERE relation_id = ?", [rel.id]);
   if (rel.type === "many_via") await dropJunctionTable(ctx.db, junctionTable(rel));

@@ -1,4 +1,5 @@
 import type { Principal } from "../auth/principal.ts";
+import { catalogView } from "../collections/catalog.ts";
 import type { AppContext } from "../context.ts";
 import { linkCondition, readFilter, type LinkSource } from "../query/relations.ts";
 import type { FilterExtension } from "../query/sql.ts";
@@ -24,7 +25,7 @@ export async function relationFilter(ctx: AppContext): Promise<FilterExtension> 
 function linkSource(ctx: AppContext, rel: Relation, p: Principal): LinkSource | null {
   if (rel.type === "many_via") return { junction: junctionTable(rel) };
   // The catalog was brought up to date when the relations were read.
-  const to = ctx.catalog.byName.get(rel.to_col.toLowerCase());
+  const to = catalogView(ctx).byName.get(rel.to_col.toLowerCase());
   const field = rel.to_field ? to?.fieldMap.get(rel.to_field.toLowerCase()) : undefined;
   if (!to || !field) return null;
   // SECURITY: only target records the requester may read count, else a filter would reveal

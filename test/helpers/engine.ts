@@ -45,7 +45,7 @@ export function lazyPostgres(url: Promise<string> = freshDatabaseUrl()): { engin
     exec: async (sql) => (real ?? (await opened)).exec(sql),
     noteTableDrops: (count) => real?.noteTableDrops?.(count),
     transaction: async (fn, opts) => (real ?? (await opened)).transaction(fn, opts),
-    transactionRun: () => real?.transactionRun?.(),
+    transactionRun: () => real?.transactionRun(),
     inTransaction: () => real?.inTransaction() ?? false,
     afterCommit: (cb) => (real ? real.afterCommit(cb) : cb()),
     close: async () => (await opened.catch(() => null))?.close(),
