@@ -59,9 +59,10 @@ export async function bulkCreate(ctx: AppContext, name: string, body: Checked<Re
     const out: RecordJson[] = [];
     const mark = ctx.events.mark();
     // Rows are written together at the end: on a database server in one round trip, not one per record; on
-    // SQLite in one loop over the prepared single-row insert, without a promise per row. Hooks (SQLite) see
-    // each row written before its afterCreate runs, so there it is written at once.
-    const pending: PendingRow[] | undefined = ctx.db.dialect === "postgres" || ctx.hooks.list.length === 0 ? [] : undefined;
+    // SQLite in one loop over the prepared single-row insert, without a promise per row. With hooks loaded
+    // each row is written at once, before its afterCreate runs: a row that fails (a unique index) fails
+    // before the hooks of the records after it, on both engines.
+    const pending: PendingRow[] | undefined = ctx.hooks.list.length === 0 ? [] : undefined;
     // A collection without hooks or relations (most bulks): its lookups once, then a run over the records.
     // relationsFrom is the transaction's catalog check; the collection is then looked up as it now is.
     if (pending && ctx.hooks.list.length === 0 && (await relationsFrom(ctx, col.name)).length === 0) {
@@ -97,6 +98,9 @@ export async function bulkCreate(ctx: AppContext, name: string, body: Checked<Re
         if (pending && pending.length > before) indexOfPending.push(index);
       }
       if (pending?.length) await flushRows(ctx, pending, (err, i) => withIndex(err, indexOfPending[i]!));
+      // The collection as the last record left it (the fields it added).
+      const current = currentCollection(ctx, col);
+      col = current instanceof Promise ? await current : current;
     }
     return col.fields === fieldsBefore ? out : withEveryField(ctx, out, col, mark);
   });

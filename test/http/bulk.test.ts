@@ -129,6 +129,24 @@ describe("POST /:collection/bulk", () => {
     expect(Object.keys(res.body[0])).toEqual(Object.keys(listed.body.items[0]));
   });
 
+  test("into a collection with a relation, a field the last record adds is null on those before it, answer and events", async () => {
+    await createCollection(t, "authors");
+    const rel = await t.admin("POST", "/api/v1/admin/relations", { from_col: "typed", from_field: "author", to_col: "authors", type: "one" });
+    expect(rel.status).toBe(201);
+    const events: Record<string, unknown>[] = [];
+    const stop = t.ctx.events.subscribe((e) => events.push(e.record));
+    const res = await adminBulk("typed", [{ a: 1 }, { a: 2, late: "x" }]);
+    stop();
+    expect(res.status).toBe(201);
+    expect(res.body.map((r: Record<string, unknown>) => [r.a, r.late])).toEqual([
+      [1, null],
+      [2, "x"],
+    ]);
+    expect(events).toEqual(res.body);
+    const listed = await t.admin("GET", "/api/v1/typed?sort=_id&limit=10");
+    expect(res.body).toEqual(listed.body.items);
+  });
+
   test("a unique violation names the index and saves nothing", async () => {
     await t.admin("POST", "/api/v1/admin/collections", { name: "uniq" });
     await t.admin("POST", "/api/v1/uniq", { email: "a@x.io" });
@@ -137,5 +155,43 @@ describe("POST /:collection/bulk", () => {
     expect(res.status).toBe(409);
     expect(res.body).toMatchObject({ code: "unique_violation", index: 1 });
     expect(await countRows(t, "uniq")).toBe(1);
+  });
+});
+
+describe("POST /:collection/bulk with hooks loaded", () => {
+  // An afterCreate hook refuses records titled "boom".
+  const h = appPerTest(
+    async (h) => {
+      await createCollection(h, "hooked");
+      // An index needs its field to exist: a first record makes it.
+      expect((await h.admin("POST", "/api/v1/hooked", { code: "seed", title: "seed" })).status).toBe(201);
+      const index = await h.admin("POST", "/api/v1/admin/collections/hooked/indexes", { fields: ["code"], unique: true });
+      expect(index.status).toBe(201);
+    },
+    {
+      context: {
+        hooks: {
+          list: [
+            {
+              collection: "hooked",
+              afterCreate: (e) => {
+                if (e.record?.title === "boom") throw new Error("no boom");
+              },
+            },
+          ],
+        },
+      },
+    },
+  );
+
+  test("a row that breaks a unique index fails with its index before the hooks of the records after it", async () => {
+    const res = await h.admin("POST", "/api/v1/hooked/bulk", [
+      { code: "x", title: "a" },
+      { code: "x", title: "b" },
+      { code: "y", title: "boom" },
+    ]);
+    expect(res.status).toBe(409);
+    expect(res.body).toMatchObject({ code: "unique_violation", index: 1 });
+    expect(await countRows(h, "hooked")).toBe(1);
   });
 });
