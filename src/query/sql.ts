@@ -97,23 +97,62 @@ const COMPARE: Record<string, string> = { gt: ">", lt: "<", gte: ">=", lte: "<="
 /** Most values one `in` filter takes. */
 export const MAX_IN_VALUES = 500;
 
+/** The system fields stored as 64-bit integers (collections/ddl.ts: BIGINT on PostgreSQL, INTEGER on SQLite). */
+const INTEGER_FIELDS: ReadonlySet<string> = new Set(["_created_at", "_updated_at", "_deleted_at"]);
+
+const NOTHING: Where = { sql: "FALSE", params: [] };
+const EVERYTHING: Where = { sql: "TRUE", params: [] };
+
+/**
+ * Whether a filter value can be a 64-bit integer column's parameter. -2^63 cannot: the engine sends a number
+ * as its shortest spelling, -9223372036854776000 for it, past the range (so no row it wrote holds -2^63).
+ */
+function fitsInt64(v: SqlValue): boolean {
+  return typeof v === "number" && Number.isInteger(v) && Math.abs(v) < 2 ** 63;
+}
+
+/**
+ * `column op v` on a 64-bit integer column, for a number `v` no such column holds (a fraction, a whole number
+ * past the range, ±Infinity), as SQLite's comparison by value answers it: the same comparison with a whole
+ * bound (`> 1.5` is `> 1`, `>= 1.5` is `>= 2`), or every non-null row, or none. PostgreSQL refuses such a
+ * value as a BIGINT parameter; casting the column instead would keep its index from serving the filter.
+ */
+function integerBound(c: string, op: "gt" | "lt" | "gte" | "lte", v: number): Where {
+  const bound = op === "gt" || op === "lte" ? Math.floor(v) : Math.ceil(v);
+  if (fitsInt64(bound)) return { sql: `${c} ${COMPARE[op]} ?`, params: [bound] };
+  // Past the range (or infinite): a lower bound above it, or an upper bound below it, admits no row.
+  const lower = op === "gt" || op === "gte";
+  return (lower ? bound > 0 : bound < 0) ? NOTHING : { sql: `${c} IS NOT NULL`, params: [] };
+}
+
 /** One filter condition on a plain column (CONTRACT §4). `null` means SQL NULL for eq, ne and in. */
 function compileFilter(col: Collection, cond: FilterCond, dialect: Dialect): Where {
   const field = resolveField(col, cond.field);
   const c = column(col, field.name);
   const isNull = cond.value === "null";
+  // PostgreSQL takes only a 64-bit integer for a BIGINT parameter; any other number is compared by value,
+  // as SQLite does, through an equivalent condition (a null field is "not equal" to it, as to any value).
+  const integer = dialect === "postgres" && INTEGER_FIELDS.has(field.name);
   switch (cond.op) {
-    case "eq":
-      return isNull ? { sql: `${c} IS NULL`, params: [] } : { sql: `${c} = ?`, params: [typedValue(field, cond.value)] };
-    case "ne":
+    case "eq": {
+      if (isNull) return { sql: `${c} IS NULL`, params: [] };
+      const v = typedValue(field, cond.value);
+      return integer && !fitsInt64(v) ? NOTHING : { sql: `${c} = ?`, params: [v] };
+    }
+    case "ne": {
       // "not equal" keeps records where the field is null: null is not equal to the value.
-      return isNull ? { sql: `${c} IS NOT NULL`, params: [] } : { sql: `${c} ${dialect === "postgres" ? "IS DISTINCT FROM" : "IS NOT"} ?`, params: [typedValue(field, cond.value)] };
+      if (isNull) return { sql: `${c} IS NOT NULL`, params: [] };
+      const v = typedValue(field, cond.value);
+      return integer && !fitsInt64(v) ? EVERYTHING : { sql: `${c} ${dialect === "postgres" ? "IS DISTINCT FROM" : "IS NOT"} ?`, params: [v] };
+    }
     case "gt":
     case "lt":
     case "gte":
-    case "lte":
+    case "lte": {
       if (isNull) throw badRequest(`"${cond.op}" cannot compare with null: use eq or ne`);
-      return { sql: `${c} ${COMPARE[cond.op]} ?`, params: [typedValue(field, cond.value)] };
+      const v = typedValue(field, cond.value);
+      return integer && !fitsInt64(v) ? integerBound(c, cond.op, v as number) : { sql: `${c} ${COMPARE[cond.op]} ?`, params: [v] };
+    }
     case "like": {
       const pattern = cond.value.includes("%") ? cond.value : `%${cond.value}%`;
       // SQLite's LIKE ignores ASCII case and reads any value as text; PostgreSQL's ILIKE needs the text.
@@ -123,10 +162,13 @@ function compileFilter(col: Collection, cond: FilterCond, dialect: Dialect): Whe
     case "in": {
       const items = cond.value.split(",");
       if (items.length > MAX_IN_VALUES) throw badRequest(`"in" takes at most ${MAX_IN_VALUES} values`);
-      const values = items.filter((v) => v !== "null").map((v) => typedValue(field, v));
+      const named = items.filter((v) => v !== "null").map((v) => typedValue(field, v));
+      // A number an integer column cannot hold equals none of its values.
+      const values = integer ? named.filter(fitsInt64) : named;
       const parts: string[] = [];
       if (values.length) parts.push(`${c} IN (${values.map(() => "?").join(", ")})`);
-      if (values.length < items.length) parts.push(`${c} IS NULL`);
+      if (named.length < items.length) parts.push(`${c} IS NULL`);
+      if (!parts.length) return NOTHING;
       return { sql: parts.length > 1 ? `(${parts.join(" OR ")})` : parts[0], params: values };
     }
   }
