@@ -185,3 +185,49 @@ describe("filters on the integer system fields compare any number by value", () 
     expect(res.body.code).toBe("bad_request");
   });
 });
+
+// A boolean is stored as 1 or 0 on SQLite (BOOLEAN on PostgreSQL): `1`/`0` filter values and `like`, which
+// reads the stored value as text, answer alike on both engines.
+describe("filters on a boolean field answer alike on both engines", () => {
+  const flags: string[] = [];
+  beforeAll(async () => {
+    expect((await t.admin("POST", "/api/v1/admin/collections", { name: "flags", rules: { read: "public" } })).status).toBe(201);
+    for (const flag of [true, false, null, true]) {
+      const res = await t.admin("POST", "/api/v1/flags", { flag });
+      expect(res.status).toBe(201);
+      flags.push(res.body._id);
+    }
+  });
+
+  const cases: [string, number[]][] = [
+    ["flag:eq:1", [0, 3]],
+    ["flag:eq:0", [1]],
+    ["flag:ne:1", [1, 2]],
+    ["flag:gt:0", [0, 3]],
+    ["flag:lte:0", [1]],
+    ["flag:in:0,1", [0, 1, 3]],
+    ["flag:in:1,null", [0, 2, 3]],
+    ["flag:like:1", [0, 3]],
+    ["flag:like:0", [1]],
+    ["flag:like:%", [0, 1, 3]],
+    ["flag:like:true", []],
+    ["flag:like:t", []],
+  ];
+  for (const [filter, want] of cases) {
+    test(`${filter} lists records ${want.join(", ") || "none"}`, async () => {
+      const res = await t.req("GET", `/api/v1/flags?filter=${enc(filter)}`);
+      expect({ status: res.status, ids: res.body.items?.map((r: { _id: string }) => r._id), total: res.body.total }).toEqual({
+        status: 200,
+        ids: want.map((i) => flags[i]),
+        total: want.length,
+      });
+    });
+  }
+
+  test("a number other than 1 or 0 is refused", async () => {
+    for (const filter of ["flag:gt:0.5", "flag:eq:2", "flag:lt:1e999"]) {
+      const res = await t.req("GET", `/api/v1/flags?filter=${enc(filter)}`);
+      expect({ status: res.status, code: res.body.code }).toEqual({ status: 400, code: "bad_request" });
+    }
+  });
+});
