@@ -147,10 +147,12 @@ export async function pgChangeMarks(db: Engine): Promise<{ schemaVersion: number
   const schemaVersion = row.v === null ? 0 : Number(row.v);
   // A collection's table is dropped only with the collection, which bumps the version in the same
   // transaction: the count is read (inside a transaction, in the same snapshot) only when the version moved.
+  // A version seen inside a transaction is not noted as seen: it may be the transaction's own, rolled back
+  // later, and another process's next change would then bring the same number.
   if (db.noteTableDrops && versionSeen.get(db) !== schemaVersion) {
     const drops = await db.get<{ value: string }>("SELECT value FROM _meta WHERE key = ?", ["table_drops"]);
     db.noteTableDrops(drops ? Number(drops.value) : 0);
-    versionSeen.set(db, schemaVersion);
+    if (!db.inTransaction()) versionSeen.set(db, schemaVersion);
   }
   return { schemaVersion, snapshot: row.s };
 }
