@@ -180,6 +180,12 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** A statement as the driver gets it, and whether it only reads (a SELECT naming nothing that writes). */
 interface Rewritten extends Positional {
   reads: boolean;
+  /**
+   * Whether it names a quoted identifier: every statement on a collection's table does (names are quoted
+   * where the SQL is built); the system tables' own statements name them bare, and keep their text (and
+   * their prepared statements) when a collection's table is dropped (see PostgresEngine.suffix).
+   */
+  quoted: boolean;
   /** `text` with the statement suffix it was last asked with (see PostgresEngine.suffix), and that suffix. */
   suffixed?: string;
   suffix?: string;
@@ -204,7 +210,11 @@ function rewrite(sql: string): Rewritten {
   if (!hit) {
     // A bound on memory for SQL built with varying text (IN lists of any length).
     if (positional.size >= 2000) positional.clear();
-    hit = { ...toPositional(sql), reads: /^\s*SELECT\b/i.test(sql) && !/\b(?:INSERT|UPDATE|DELETE|pg_notify|nextval|setval|FOR\s+UPDATE)\b/i.test(sql) };
+    hit = {
+      ...toPositional(sql),
+      reads: /^\s*SELECT\b/i.test(sql) && !/\b(?:INSERT|UPDATE|DELETE|pg_notify|nextval|setval|FOR\s+UPDATE)\b/i.test(sql),
+      quoted: sql.includes('"'),
+    };
     positional.set(sql, hit);
   }
   return hit;
@@ -217,12 +227,13 @@ export class PostgresEngine implements Engine {
   private readonly maxRetries: number;
   private readonly onCallbackError: (err: unknown) => void;
   /**
-   * Ends the text of every statement once a table was dropped (a comment naming the drops seen). The driver
-   * keeps a statement prepared on each connection under its text, with the parameter types PostgreSQL
-   * inferred from the table then; a table dropped and made again with a column of another type would get
-   * its values as the old type: an error (400, or a 500) or, worse, text silently converted ("1e3" stored
-   * as "1000", "yes" as "true"). Under a new suffix every statement is prepared afresh (one more round
-   * trip, once per connection); the old ones lie unused until their connection closes.
+   * Ends the text of every statement on a collection's table (Rewritten.quoted) once a table was dropped
+   * (a comment naming the drops seen). The driver keeps a statement prepared on each connection under its
+   * text, with the parameter types PostgreSQL inferred from the table then; a table dropped and made again
+   * with a column of another type would get its values as the old type: an error (400, or a 500) or, worse,
+   * text silently converted ("1e3" stored as "1000", "yes" as "true"). Under a new suffix such statements
+   * are prepared afresh (one more round trip, once per connection); the old ones lie unused until their
+   * connection closes.
    */
   private suffix = "";
   /** Tables dropped in the database (`_meta.table_drops`), as last seen; and by this engine's own DDL. */
@@ -238,6 +249,9 @@ export class PostgresEngine implements Engine {
       max: opts.poolSize ?? 10,
       bigint: true,
       idleTimeout: 30,
+      // Statements prepared before a collection's table was dropped stay on their connection, unused (see
+      // suffix): a connection is replaced after 10 minutes, so they do not pile up on a busy server.
+      maxLifetime: 600,
       connectionTimeout: opts.connectTimeoutS ?? 5,
       connection: { statement_timeout: statementTimeout, application_name: "baas" },
     });
@@ -259,7 +273,7 @@ export class PostgresEngine implements Engine {
   private async query(sql: string, params: readonly SqlValue[] = []): Promise<PgResult> {
     const hit = rewrite(sql);
     const { count, renamed, reads } = hit;
-    const text = this.suffix ? withSuffix(hit, this.suffix) : hit.text;
+    const text = this.suffix && hit.quoted ? withSuffix(hit, this.suffix) : hit.text;
     if (count !== params.length) throw new Error(`the statement has ${count} placeholders but ${params.length} values were given`);
     const tx = this.currentTx();
     for (let attempt = 0; ; attempt++) {
