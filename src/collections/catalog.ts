@@ -314,15 +314,6 @@ export function requireCollection(ctx: AppContext, name: string): Collection | P
   return pending ? pending.then(() => required(ctx, name)) : required(ctx, name);
 }
 
-/**
- * The collection as this process last knew it, asking the database only when nothing is cached. For work
- * on changes already committed (delivering realtime events), which must not cost a statement per event.
- */
-export function knownCollection(ctx: AppContext, name: string): Collection | undefined | Promise<Collection | undefined> {
-  const known = catalogView(ctx).stale ? undefined : cached(ctx, name);
-  return known ?? findCollection(ctx, name);
-}
-
 const cached = (ctx: AppContext, name: string) => catalogView(ctx).byName.get(String(name).toLowerCase());
 
 /**

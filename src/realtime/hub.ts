@@ -1,5 +1,5 @@
 import type { AppContext } from "../context.ts";
-import { knownCollection } from "../collections/catalog.ts";
+import { findCollection } from "../collections/catalog.ts";
 import type { Collection } from "../collections/types.ts";
 import { randomToken } from "../crypto.ts";
 import { AppError, forbidden, notFound } from "../errors.ts";
@@ -7,7 +7,7 @@ import type { ChangeEvent } from "../events/bus.ts";
 import { canRead } from "../records/access.ts";
 import type { RecordJson } from "../query/rows.ts";
 import { attachRelationFields } from "../relations/expand.ts";
-import { knownRelationsFrom } from "../relations/catalog.ts";
+import { relationsFrom } from "../relations/catalog.ts";
 import { getSetting } from "../settings/settings.ts";
 import { endedIdentities, type Identity } from "./identity.ts";
 import { ReplayBuffer, type HeldEvent } from "./replay.ts";
@@ -168,13 +168,15 @@ function createHub(ctx: AppContext): RealtimeHub {
   /** Sends one event to every listed client it concerns and may be read by. */
   async function deliver(held: HeldEvent, targets: Iterable<Client>) {
     const e = held.event;
-    // The catalog as known: an event is a committed change, and a check per event would cost a statement each.
-    const col = await knownCollection(ctx, e.collection);
+    // The collection as it is now (its read rule decides who gets the event): checked against the database at
+    // most once per event-loop turn, so the events delivered together share one check, and a rule another
+    // node or the CLI changed holds for the next event.
+    const col = await findCollection(ctx, e.collection);
     if (!col) return;
     const hard = e.action === "hard_delete";
     const action = hard ? "delete" : e.action;
     // Events carry the admin's view; only a `many` field (readable targets only) differs per reader.
-    const withRelations = !hard && (await knownRelationsFrom(ctx, col.name)).some((r) => r.type === "many");
+    const withRelations = !hard && (await relationsFrom(ctx, col.name)).some((r) => r.type === "many");
     const frames = new Map<string, Uint8Array>();
     for (const c of targets) {
       if (held.seq <= c.lastSeq || !c.topics.length) continue;

@@ -97,12 +97,6 @@ export function lastKnownRelationsFrom(ctx: AppContext, col: string): readonly R
   return current(ctx)?.from.get(col.toLowerCase()) ?? (current(ctx) ? NONE : undefined);
 }
 
-/** relationsFrom as this process last knew them, asking the database only when nothing is cached (see knownCollection). */
-export function knownRelationsFrom(ctx: AppContext, col: string): readonly Relation[] | Promise<readonly Relation[]> {
-  const c = current(ctx);
-  return c ? (c.from.get(col.toLowerCase()) ?? NONE) : relationsFrom(ctx, col);
-}
-
 /** The relation declared on `col.field`, if any. */
 export function relationOfField(ctx: AppContext, col: string, field: string): Relation | undefined | Promise<Relation | undefined> {
   const c = relationCache(ctx);

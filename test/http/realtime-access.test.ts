@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { ADMIN_SECRET, createCollection, registerUser } from "../helpers/app.ts";
+import { ADMIN_SECRET, createCollection, createTestApp, registerUser } from "../helpers/app.ts";
 import { createLiveApp, type LiveApp, type SseClient } from "../helpers/sse.ts";
 
 let t: LiveApp;
@@ -113,5 +113,27 @@ describe("each event is checked against the subscriber's read rule", () => {
     // And as that subscriber's own read returns it.
     const read = await t.req("GET", `/api/v1/authors/${author.body._id}`, { token: alice.token });
     expect(streams.alice.changes().find((e) => e.data.collection === "authors")!.data.record).toEqual(read.body);
+  });
+});
+
+describe("a rule changed by another process", () => {
+  beforeEach(() => createCollection(t, "markers"));
+
+  test("holds for the next event delivered: a read rule another node or the CLI disabled sends nothing more", async () => {
+    await createCollection(t, "posts", { read: "public", create: "public" });
+    const anon = await follow(["posts", "markers"]);
+    expect((await t.req("POST", "/api/v1/posts", { body: { title: "before" } })).status).toBe(201);
+    await marker([anon]);
+    // Another process on the same database (another node, the CLI) disables reads.
+    const other = createTestApp({ dir: t.dir });
+    try {
+      const changed = await other.admin("PUT", "/api/v1/admin/collections/posts/rules", { rules: { read: "disabled", create: "public" } });
+      expect(changed.status).toBe(200);
+    } finally {
+      await other.close();
+    }
+    expect((await t.req("POST", "/api/v1/posts", { body: { title: "after" } })).status).toBe(201);
+    await marker([anon]);
+    expect(ids(anon, "posts")).toEqual(["before"]);
   });
 });
