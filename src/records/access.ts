@@ -12,11 +12,13 @@ export function canRead(col: Collection, p: Principal, record: RecordJson): bool
 }
 
 /**
- * Applies an `owner`-type decision to a fetched record for update/delete/restore:
- * a record the requester may not read is 404 (its existence stays hidden); a readable one 403.
+ * Applies the collection's decision (`access`, from the update or delete rule) to a fetched record for
+ * update/delete/restore. A record the requester may not read is 404 whatever that rule allows (CONTRACT
+ * §1): its existence stays hidden, and the answer, the record itself, would show it. A readable one that an
+ * `owner`-type rule keeps from the requester is 403.
  */
 export function checkRecordAccess(col: Collection, op: Operation, p: Principal, access: Access, record: RecordJson): void {
-  if (access === "all" || ownsRecord(p, record)) return;
   if (!canRead(col, p, record)) throw recordNotFound();
+  if (access === "all" || ownsRecord(p, record)) return;
   throw forbidden(`only the owner may ${op} this record`);
 }
