@@ -7,7 +7,7 @@ import { listLinkedAccounts, type LinkedAccountJson } from "../auth/oauth/matchi
 import { activeApiKeysOf, revokeApiKeyOf, type ApiKeyJson } from "../auth/api-keys.ts";
 import { removeTotp } from "../auth/totp.ts";
 import { lockedUntil } from "../auth/lockout.ts";
-import { checkMetadata, checkRoles, createUser, findUserByEmail, requireUser, userToJson, type UserJson } from "./users.ts";
+import { checkMetadata, checkRoles, createUser, emailConflictOf, findUserByEmail, requireUser, userToJson, type UserJson } from "./users.ts";
 import { INSERT_ORDER } from "../query/dialect.ts";
 
 /** Lifetime of an admin impersonation token (CONTRACT §3). */
@@ -83,8 +83,7 @@ export async function adminUpdateUser(ctx: AppContext, idOrEmail: string, input:
           await ctx.db.run("UPDATE _tokens SET used_at = ? WHERE user_id = ? AND kind IN ('verify_email', 'magic_link', 'reset_password') AND used_at IS NULL", [ctx.clock.now(), user.id]);
       });
     } catch (err) {
-      if (/UNIQUE/.test(String(err))) throw new AppError(409, "conflict", "a user with this email already exists");
-      throw err;
+      throw emailConflictOf(err);
     }
   }
   if (b.totp_enabled === false) await removeTotp(ctx, user.id);

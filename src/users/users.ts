@@ -102,8 +102,16 @@ export async function createUser(ctx: AppContext, input: NewUser): Promise<UserR
     await ctx.db.run(`INSERT INTO _users (id, email, password_hash, is_verified, roles, metadata, created_at, updated_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, [id, email, passwordHash, input.isVerified ? 1 : 0, JSON.stringify(roles), JSON.stringify(metadata), now, now]);
   } catch (err) {
-    if (/UNIQUE/.test(String(err))) throw new AppError(409, "conflict", "a user with this email already exists");
-    throw err;
+    throw emailConflictOf(err);
   }
   return (await findUserById(ctx, id))!;
+}
+
+/**
+ * A write of a user's email that broke the unique index (another request took the address since it was
+ * looked up) as 409 `conflict`, the answer for a taken email (CONTRACT §8b); any other error as it is.
+ */
+export function emailConflictOf(err: unknown): unknown {
+  const unique = err instanceof AppError ? err.code === "unique_violation" : /UNIQUE/.test(String(err));
+  return unique ? new AppError(409, "conflict", "a user with this email already exists") : err;
 }
