@@ -55,10 +55,16 @@ export async function login(ctx: AppContext, b: Record<string, unknown>, client:
   await takeLoginAttempt(ctx, email);
   const user = await findUserByEmail(ctx, email);
   const ok = await verifyPassword(b.password, user?.password_hash);
-  // The row is read again: a password reset or 2FA change may have landed during the hash.
+  // The row is read again: a password reset or 2FA change may have landed during the hash. And once more in
+  // the transaction that makes the session (or the 2FA token): one that lands after this read must not leave
+  // a session made with the old password behind (a reset revokes only the sessions it finds).
   const fresh = user && ok ? await findUserById(ctx, user.id) : null;
   if (!fresh || fresh.password_hash !== user?.password_hash) throw invalidCredentials();
-  const result = await finishLogin(ctx, fresh, client);
+  const sameUser = async () => {
+    const current = await findUserById(ctx, fresh.id);
+    if (!current || current.password_hash !== fresh.password_hash || current.totp_enabled !== fresh.totp_enabled) throw invalidCredentials();
+  };
+  const result = await finishLogin(ctx, fresh, client, sameUser);
   // A right password is no failure: with 2FA on its slot is given back, and each code takes its own.
   if ("totp_required" in result) await releaseLoginAttempt(ctx, email);
   return result;

@@ -56,11 +56,14 @@ async function sessionResponse(ctx: AppContext, user: UserRow, sessionId: string
 }
 
 /** Starts a session for a user (login, register, magic link, 2FA, OAuth) and returns the tokens. */
-export async function createSession(ctx: AppContext, user: UserRow, client: ClientInfo = {}): Promise<SessionResponse> {
+export async function createSession(ctx: AppContext, user: UserRow, client: ClientInfo = {}, stillValid?: () => Promise<void>): Promise<SessionResponse> {
   const now = ctx.clock.now();
   const expiresAt = now + await getSetting(ctx, "refresh_token_ttl_days") * 86_400_000;
   const id = newUlid(now);
   const refresh = await ctx.db.transaction(async () => {
+    // In the session's own transaction: a change that revokes the user's sessions (a password reset) either
+    // committed before, and this refuses, or commits after, and revokes this one too.
+    await stillValid?.();
     await ctx.db.run("INSERT INTO _sessions (id, user_id, created_at, last_used_at, expires_at, ip, user_agent) VALUES (?, ?, ?, ?, ?, ?, ?)", [id, user.id, now, now, expiresAt, client.ip ?? null, client.userAgent?.slice(0, 512) ?? null]);
     return issueRefreshToken(ctx, id, expiresAt);
   });

@@ -189,12 +189,17 @@ export type LoginResult = SessionResponse | { totp_required: true; totp_token: s
  * applies even while the TOTP method is disabled, since a user who has 2FA keeps needing it.
  * Anyone else gets a session, and their count of failed logins is cleared.
  */
-export async function finishLogin(ctx: AppContext, user: UserRow, client: ClientInfo): Promise<LoginResult> {
+export async function finishLogin(ctx: AppContext, user: UserRow, client: ClientInfo, stillValid?: () => Promise<void>): Promise<LoginResult> {
   // With 2FA the count is cleared only when the second step succeeds: else a caller who knows the
   // password could try codes forever by logging in again after every few wrong ones.
-  if (user.totp_enabled) return { totp_required: true, totp_token: await issueMailToken(ctx, user.id, "totp_login", TOTP_TOKEN_TTL_MS) };
+  if (user.totp_enabled) {
+    const issue = () => issueMailToken(ctx, user.id, "totp_login", TOTP_TOKEN_TTL_MS);
+    // `stillValid` in the token's transaction, as createSession runs it in the session's.
+    const totpToken = stillValid ? await ctx.db.transaction(async () => (await stillValid(), await issue())) : await issue();
+    return { totp_required: true, totp_token: totpToken };
+  }
   await clearLoginAttempts(ctx, user.email);
-  return await createSession(ctx, user, client);
+  return await createSession(ctx, user, client, stillValid);
 }
 
 /** `POST /auth/2fa/verify {totp_token, code}`: the session for a valid token and code; 401 otherwise. */

@@ -229,6 +229,35 @@ describe("password reset", () => {
     expect(mails[mails.length - 1].text).toMatch(/https:\/\/app\.example\.test\/auth\/reset-password\?token=[A-Za-z0-9_-]{43}/);
   });
 
+  test("a login whose password check ends while a reset commits leaves no session behind", async () => {
+    await register("race@example.test", "old-password-1");
+    await post("/forgot-password", { email: "race@example.test" });
+    const token = await tokenFor("race@example.test");
+    // The reset runs to its end right after the login has read the user again (its last check outside the
+    // session's transaction): the moment a parallel reset can land.
+    const db = t.db as unknown as { get: (sql: string, params?: unknown[]) => Promise<unknown> };
+    const get = db.get;
+    let armed = true;
+    db.get = async (sql, params) => {
+      const row = await get.call(t.db, sql, params);
+      if (armed && sql === "SELECT * FROM _users WHERE id = ?") {
+        armed = false;
+        expect((await post("/reset-password", { token, password: "new-password-2" })).status).toBe(200);
+      }
+      return row;
+    };
+    let login;
+    try {
+      login = await post("/login", { email: "race@example.test", password: "old-password-1" });
+    } finally {
+      db.get = get;
+    }
+    expect(armed).toBe(false);
+    expect(login.status).toBe(401);
+    expect(login.body.code).toBe("invalid_credentials");
+    expect((await post("/login", { email: "race@example.test", password: "new-password-2" })).status).toBe(200);
+  });
+
   test("reset-password sets the new password, revokes every session and API key with counts, and the token works once", async () => {
     const u = await register("reset2@example.test", "old-password-1");
     const second = await post("/login", { email: "reset2@example.test", password: "old-password-1" });
