@@ -2,7 +2,7 @@ import type { AppContext } from "../context.ts";
 import { findCollection } from "../collections/catalog.ts";
 import type { Collection } from "../collections/types.ts";
 import { randomToken } from "../crypto.ts";
-import { AppError, forbidden, notFound } from "../errors.ts";
+import { AppError, badRequest, forbidden, notFound } from "../errors.ts";
 import type { ChangeEvent } from "../events/bus.ts";
 import { canRead } from "../records/access.ts";
 import type { RecordJson } from "../query/rows.ts";
@@ -357,11 +357,12 @@ function createHub(ctx: AppContext): RealtimeHub {
     },
 
     async subscribe(clientId, raw, identity) {
-      const c = typeof clientId === "string" ? clients.get(clientId) : undefined;
+      if (typeof clientId !== "string") throw badRequest("client_id is required: the id the stream's connect event gave");
+      const c = clients.get(clientId);
       if (!c) {
         // A stream of another node sharing the database: that node answers.
-        const owner = node && typeof clientId === "string" ? clientId.slice(0, Math.max(0, clientId.indexOf("."))) : "";
-        if (node && owner && owner !== node.tag) return await node.forward(clientId as string, raw, identity);
+        const owner = node ? clientId.slice(0, Math.max(0, clientId.indexOf("."))) : "";
+        if (node && owner && owner !== node.tag) return await node.forward(clientId, raw, identity);
         throw notFound("unknown client_id: open GET /api/v1/realtime first");
       }
       // SECURITY: a stream serves one caller; another identity may not read it (or change what it receives).

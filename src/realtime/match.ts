@@ -21,15 +21,18 @@ function stored(field: FieldRef, v: unknown): SqlValue {
   return v as SqlValue;
 }
 
-/** SQLite's LIKE: `%` any run, `_` one character, ASCII case-insensitive. */
+/** ASCII letters lower-cased, every other character as it is: the case LIKE ignores (SQLite's, PostgreSQL's ILIKE in the C locale). */
+const asciiLower = (s: string) => s.replace(/[A-Z]+/g, (run) => run.toLowerCase());
+
+/** SQLite's LIKE: `%` any run, `_` one character; test it on `asciiLower` of the value. */
 function likeRegExp(pattern: string): RegExp {
   let re = "";
-  for (const ch of pattern) {
+  for (const ch of asciiLower(pattern)) {
     if (ch === "%") re += "[\\s\\S]*";
     else if (ch === "_") re += "[\\s\\S]";
     else re += ch.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
   }
-  return new RegExp(`^${re}$`, "i");
+  return new RegExp(`^${re}$`, "u");
 }
 
 /** One condition as an in-memory test with the SQL semantics of query/sql.ts (NULL compares as unknown). */
@@ -59,7 +62,7 @@ function compileTest(field: FieldRef, cond: FilterCond): Test {
     }
     case "like": {
       const re = likeRegExp(cond.value.includes("%") ? cond.value : `%${cond.value}%`);
-      return (v) => v !== null && re.test(String(v));
+      return (v) => v !== null && re.test(asciiLower(String(v)));
     }
     case "in": {
       const items = cond.value.split(",");

@@ -82,12 +82,16 @@ describe("POST /realtime answers", () => {
     expect(s.changes().map((e) => e.data.record.title)).toEqual(["p1", "t1", "t3"]);
   });
 
-  test("missing subscriptions is 400; the client_id of a stream that ended is 404", async () => {
+  test("missing subscriptions or client_id is 400; the client_id of a stream that ended is 404", async () => {
     await createCollection(t, "posts");
     const s = await t.stream();
     const id = await s.clientId();
     const missing = await t.req("POST", "/api/v1/realtime", { body: { client_id: id } });
     expect(missing).toMatchObject({ status: 400, body: { error: expect.any(String), code: "bad_request" } });
+    for (const body of [{ subscriptions: ["posts"] }, { client_id: 5, subscriptions: ["posts"] }]) {
+      const noClient = await t.req("POST", "/api/v1/realtime", { body });
+      expect(noClient).toMatchObject({ status: 400, body: { error: expect.any(String), code: "bad_request" } });
+    }
     s.close();
     // The server notices the disconnect on its own time: ask again until it has.
     const deadline = Date.now() + 5_000;

@@ -44,7 +44,7 @@ describe("GET and POST /api/v1/realtime", () => {
       [id, [42], 400, "bad_request"],
       [id, "posts", 400, "bad_request"],
       ["no-such-client", ["posts"], 404, "not_found"],
-      [undefined, ["posts"], 404, "not_found"],
+      [undefined, ["posts"], 400, "bad_request"],
     ];
     for (const [clientId, subs, status, code] of cases) {
       const res = await t.subscribe(clientId as string, subs);
@@ -210,5 +210,18 @@ describe("topics", () => {
     await t.admin("POST", "/api/v1/things", { name: "z", tag: "b", flag: true });
     await s.waitChanges(3);
     expect(s.changes().map((e) => e.data.record.name)).toEqual(["HELLO", "x", "y"]);
+  });
+
+  test("like ignores the case of ASCII letters only, as the list does", async () => {
+    await createCollection(t, "words");
+    await t.admin("POST", "/api/v1/words", { name: "seed" });
+    const s = await adminStream([{ collection: "words", filter: "name:like:é" }]);
+    for (const name of ["CAFÉ", "café", "ÉTÉ"]) await t.admin("POST", "/api/v1/words", { name });
+    await s.waitChanges(1);
+    const listed = await t.admin("GET", `/api/v1/words?filter=${encodeURIComponent("name:like:é")}`);
+    expect(listed.body.items.map((r: { name: string }) => r.name)).toEqual(["café"]);
+    const marker = await t.admin("POST", "/api/v1/words", { name: "é" });
+    await s.next((e) => e.data?.record?._id === marker.body._id);
+    expect(s.changes().map((e) => e.data.record.name)).toEqual(["café", "é"]);
   });
 });
