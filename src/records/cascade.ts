@@ -140,7 +140,7 @@ async function relinkHolder(ctx: AppContext, holder: Collection, rel: Relation, 
   const links = await linksFrom(ctx, j, holderId);
   if (links.some((l) => l.to_id === id)) return;
   const next = [...links, { to_id: id, pos }].sort((a, b) => a.pos - b.pos).map((l) => l.to_id);
-  await relinkRecord(ctx, holder, holderId, { field: rel.from_field, next }, p, { junction: j, add: id, pos });
+  await relinkRecord(ctx, holder, holderId, { field: rel.from_field, next }, p, { junction: j, add: id, order: next });
 }
 
 /**

@@ -6,14 +6,26 @@ import type { RelationWrite } from "../relations/check.ts";
 // The record store's writes of many_via junction rows (`from_id`, `to_id`, `pos`). Only store.ts
 // imports this file: links change with the records that hold them, through the store.
 
-/** One link a relation's cascade adds or removes for a holder (see store.ts's relinkRecord). */
-export type LinkChange = { junction: string; remove: string } | { junction: string; add: string; pos: number };
+/**
+ * One link a relation's cascade adds or removes for a holder (see store.ts's relinkRecord). An added link
+ * comes with the order of all the holder's links after it (`order`, which lists it).
+ */
+export type LinkChange = { junction: string; remove: string } | { junction: string; add: string; order: readonly string[] };
 
-/** Applies a LinkChange to `holderId`'s links; adding a link it already has does nothing. */
+/**
+ * Applies a LinkChange to `holderId`'s links; adding a link it already has does nothing. After an add every
+ * link's position is its index in `order`: no two share one, so both engines read them back in that order.
+ */
 export async function changeLink(ctx: AppContext, holderId: string, change: LinkChange): Promise<void> {
   const j = q(change.junction);
-  if ("remove" in change) await ctx.db.run(`DELETE FROM ${j} WHERE "from_id" = ? AND "to_id" = ?`, [holderId, change.remove]);
-  else await ctx.db.run(`INSERT INTO ${j} ("from_id", "to_id", "pos") VALUES (?, ?, ?) ON CONFLICT DO NOTHING`, [holderId, change.add, change.pos]);
+  if ("remove" in change) {
+    await ctx.db.run(`DELETE FROM ${j} WHERE "from_id" = ? AND "to_id" = ?`, [holderId, change.remove]);
+    return;
+  }
+  const { add, order } = change;
+  await ctx.db.run(`INSERT INTO ${j} ("from_id", "to_id", "pos") VALUES (?, ?, ?) ON CONFLICT DO NOTHING`, [holderId, add, order.indexOf(add)]);
+  for (let i = 0; i < order.length; i++)
+    await ctx.db.run(`UPDATE ${j} SET "pos" = ? WHERE "from_id" = ? AND "to_id" = ? AND "pos" <> ?`, [i, holderId, order[i]!, i]);
 }
 
 /** Removes every link held by `holderId`. */

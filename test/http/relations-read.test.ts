@@ -116,6 +116,24 @@ describe("many_via on_delete cascade and set_null", () => {
     expect((await t.admin("GET", `/api/v1/articles/${art}`)).body.labels).toEqual([l1, l2]);
   });
 
+  test("cascade: a restored link takes back its old place, after the link that took that place since; every read agrees", async () => {
+    const [b, a, c, d] = [await create("labels", {}), await create("labels", {}), await create("labels", {}), await create("labels", {})];
+    const art = await create("articles", { labels: [a, b, c] });
+    expect((await t.admin("DELETE", `/api/v1/labels/${b}`)).status).toBe(200);
+    expect((await t.admin("PATCH", `/api/v1/articles/${art}`, { labels: [c, a, d] })).status).toBe(200);
+    const events: unknown[] = [];
+    const stop = t.ctx.events.subscribe((e) => {
+      if (e.collection === "articles") events.push(e.record.labels);
+    });
+    expect((await t.admin("POST", `/api/v1/labels/${b}/restore`)).status).toBe(200);
+    stop();
+    const order = [c, a, b, d];
+    expect(events).toEqual([order]);
+    const read = (await t.admin("GET", `/api/v1/articles/${art}?expand=labels`)).body;
+    expect(read.labels).toEqual(order);
+    expect(read._expand.labels.map((l: { _id: string }) => l._id)).toEqual(order);
+  });
+
   test("cascade: hard-deleting a target removes its links for good", async () => {
     const l1 = await create("labels", {});
     const art = await create("articles", { labels: [l1] });
