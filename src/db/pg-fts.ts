@@ -86,10 +86,14 @@ export function quoteIdent(name: string): string {
 }
 
 /**
- * The expression of a collection's generated `tsvector` column: its text fields joined by spaces,
- * stemmed with the `english` configuration.
+ * The expression of a collection's generated `tsvector` column: its text fields joined by spaces, ASCII
+ * punctuation read as a space (the text columns' "C" collation: [[:punct:]] is the same on every cluster),
+ * stemmed with the `english` configuration. A search's words are split at every character that is not a
+ * letter or digit (search/syntax.ts), as SQLite's tokenizer splits the text; PostgreSQL's parser would keep
+ * an e-mail address, a host name or a URL as one token, which none of those words would match.
  */
 export function tsvectorExpr(fields: readonly string[]): string {
-  const body = fields.length ? fields.map((f) => `coalesce(${quoteIdent(f)}, '')`).join(" || ' ' || ") : "''";
-  return `to_tsvector('english'::regconfig, ${body})`;
+  if (!fields.length) return "to_tsvector('english'::regconfig, '')";
+  const body = fields.map((f) => `coalesce(${quoteIdent(f)}, '')`).join(" || ' ' || ");
+  return `to_tsvector('english'::regconfig, regexp_replace(${body}, '[[:punct:]]+', ' ', 'g'))`;
 }

@@ -156,10 +156,11 @@ function compileFilter(col: Collection, cond: FilterCond, dialect: Dialect): Whe
     case "like": {
       const pattern = cond.value.includes("%") ? cond.value : `%${cond.value}%`;
       // SQLite's LIKE ignores ASCII case and reads any value as text; PostgreSQL's ILIKE needs the text,
-      // of a boolean the 1 or 0 SQLite stores (PostgreSQL's own text of it is true or false).
+      // of a boolean the 1 or 0 SQLite stores (PostgreSQL's own text of it is true or false). SQLite's LIKE
+      // has no escape character: ESCAPE '' makes a backslash an ordinary character on PostgreSQL too.
       if (dialect === "postgres") {
         const text = field.type === "text" ? c : field.type === "boolean" ? `CAST(CAST(${c} AS INTEGER) AS TEXT)` : `CAST(${c} AS TEXT)`;
-        return { sql: `${text} ILIKE ?`, params: [pattern] };
+        return { sql: `${text} ILIKE ? ESCAPE ''`, params: [pattern] };
       }
       return { sql: `${c} LIKE ?`, params: [pattern] };
     }

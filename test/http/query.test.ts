@@ -348,3 +348,18 @@ describe("bad parameters answer 400 bad_request", () => {
     expect((await t.req("GET", "/api/v1/nothing/aggregate?fn=count")).status).toBe(404);
   });
 });
+
+test("like reads a backslash as an ordinary character, on both engines", async () => {
+  expect((await t.admin("POST", "/api/v1/admin/collections", { name: "slashes", rules: { read: "public" } })).status).toBe(201);
+  for (const title of ["back\\slash", "plain", "a%b"]) expect((await t.admin("POST", "/api/v1/slashes", { title })).status).toBe(201);
+  const like = async (value: string) => {
+    const res = await t.req("GET", `/api/v1/slashes?filter=${enc(`title:like:${value}`)}`);
+    expect(res.status).toBe(200);
+    return res.body.items.map((r: { title: string }) => r.title);
+  };
+  expect(await like("back\\")).toEqual(["back\\slash"]);
+  expect(await like("k\\s")).toEqual(["back\\slash"]);
+  expect(await like("\\")).toEqual(["back\\slash"]);
+  expect(await like("a%\\")).toEqual([]);
+  expect(await like("\\%")).toEqual([]);
+});

@@ -212,3 +212,16 @@ describe("the index stays current", () => {
     });
   });
 });
+
+describe("words inside addresses", () => {
+  test("an e-mail address, a host name and a URL are found by their words", async () => {
+    expect((await t.admin("POST", "/api/v1/admin/collections/articles/fts")).status).toBe(201);
+    await t.admin("POST", "/api/v1/articles", { title: "Mail", body: "mail foo@example.com now" });
+    await t.admin("POST", "/api/v1/articles", { title: "Link", body: "see www.example.org/path" });
+    expect(await search("foo")).toEqual(["Mail"]);
+    expect((await search("example")).sort()).toEqual(["Link", "Mail"]);
+    expect(await search('"foo@example.com"')).toEqual(["Mail"]);
+    expect(await search("path")).toEqual(["Link"]);
+    expect(await search("org")).toEqual(["Link"]);
+  });
+});
