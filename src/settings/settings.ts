@@ -13,7 +13,7 @@ interface Def {
 /** Every runtime setting, its type and default (CONTRACT §3, SPEC 5.3 and 5.6). */
 export const SETTING_DEFS = {
   app_name: { kind: "string", default: "baas" },
-  access_token_ttl_seconds: { kind: "integer", default: 900, min: 10, max: 31_536_000 },
+  access_token_ttl_seconds: { kind: "integer", default: 900, min: 1, max: 31_536_000 },
   refresh_token_ttl_days: { kind: "integer", default: 30, min: 1, max: 3650 },
   auth_password_enabled: { kind: "boolean", default: true },
   auth_magic_link_enabled: { kind: "boolean", default: true },

@@ -128,8 +128,10 @@ describe("regex rules in the app", () => {
     const res = await setPattern("(?:a?){1000}a{1000}");
     expect(res.status).toBe(400);
     expect(res.body.error).toContain("pattern too large: it compiles to");
-    expect(res.body.error).toContain("at most 300");
+    expect(res.body.error).toContain("at most 1000");
     expect((await setPattern("^[A-Z]{2,50}$")).status).toBe(200);
+    expect((await setPattern("^[a-z]{1,255}$")).status).toBe(200);
+    expect((await setPattern("^.{1,200}$")).status).toBe(200);
   });
 
   test("patterns a backtracking engine chokes on are fine on RE2 and still match correctly", async () => {
