@@ -306,7 +306,7 @@ describe("settings", () => {
     const typed = await cli(["settings", "set", "registration_open", "maybe"]);
     expect(typed.code).toBe(1);
     expect(typed.stderr).toContain("must be true or false");
-    const range = await cli(["settings", "set", "access_token_ttl_seconds", "1"]);
+    const range = await cli(["settings", "set", "access_token_ttl_seconds", "0"]);
     expect(range.code).toBe(1);
     expect((await cli(["settings", "get", "access_token_ttl_seconds"])).stdout.trim()).toBe("600");
     expect((await cli(["settings", "get", "colour"])).code).toBe(1);
