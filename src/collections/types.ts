@@ -111,12 +111,15 @@ export function isValidCollectionName(name: unknown): name is string {
   return !RESERVED.has(lower) && !lower.startsWith("sqlite_") && !lower.startsWith("pg_");
 }
 
-/** Names SQLite keeps for a table's row id: it refuses them as column names. */
-const ROWID_NAMES = new Set(["rowid", "oid"]);
+/**
+ * Names the engines keep for a table's own columns, refused as field names on both so that a collection
+ * holds the same fields on either: SQLite's row id (`rowid`, `oid`) and PostgreSQL's system columns.
+ */
+const ENGINE_COLUMN_NAMES = new Set(["rowid", "oid", "xmin", "xmax", "cmin", "cmax", "ctid", "tableoid"]);
 
 /** True when `name` may name a user field. */
 export function isValidFieldName(name: string): boolean {
-  return NAME_RE.test(name) && !ROWID_NAMES.has(name.toLowerCase());
+  return NAME_RE.test(name) && !ENGINE_COLUMN_NAMES.has(name.toLowerCase());
 }
 
 /** The stored type a JSON value would give a new field; null for null. */

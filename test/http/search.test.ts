@@ -183,10 +183,10 @@ describe("the index stays current", () => {
     expect(await search("drop")).toEqual(["after drop"]);
   });
 
-  test("a field named rowid or oid is 422 rule name, never a 500", async () => {
+  test("a field named after a column the engines keep (rowid, oid, PostgreSQL's xmin…) is 422 rule name, never a 500", async () => {
     await t.admin("POST", "/api/v1/admin/collections", { name: "odd", rules: { read: "public" } });
     await t.admin("POST", "/api/v1/admin/collections/odd/fts");
-    for (const name of ["rowid", "OID"]) {
+    for (const name of ["rowid", "OID", "xmin", "xmax", "cmin", "CMAX", "ctid", "tableoid"]) {
       const res = await t.admin("POST", "/api/v1/odd", { [name]: 1, text: "alpha" });
       expect(res.status).toBe(422);
       expect(res.body.errors).toEqual([{ field: name, rule: "name", message: expect.any(String) }]);
