@@ -145,16 +145,21 @@ export function parseReadQuery(params: URLSearchParams, opts: ReadOptions): Read
   };
 }
 
+/** `fields=a,b` as a list and a single read take it: the last one given, its names; null when absent or blank. */
+export function parseFields(params: URLSearchParams): string[] | null {
+  const fields = one(params, "fields");
+  return fields === null || !fields.trim() ? null : list(fields);
+}
+
 /** Parses the list parameters of a request. */
 export function parseListQuery(params: URLSearchParams, opts: ListOptions): ListQuery {
-  const fields = one(params, "fields");
   return {
     ...parseReadQuery(params, opts),
     limit: opts.limit ?? 50,
     page: opts.page ?? 1,
     after: one(params, "after") || null,
     sort: parseSort(params),
-    fields: fields === null || !fields.trim() ? null : list(fields),
+    fields: parseFields(params),
     expand: list(one(params, "expand")),
     total: opts.total ?? true,
   };

@@ -12,7 +12,7 @@ export async function getRecord(
   name: string,
   id: string,
   p: Principal,
-  opts: { includeDeleted?: boolean; expand?: string[]; fields?: string | null } = {},
+  opts: { includeDeleted?: boolean; expand?: string[]; fields?: string[] | null } = {},
 ): Promise<RecordJson> {
   const col = await requireCollection(ctx, name);
   const access = checkAccess(col, "read", p);
@@ -25,14 +25,19 @@ export async function getRecord(
   return opts.fields ? pickFields(col.name, record, opts.fields) : record;
 }
 
-/** `fields=a,b` on a single record, as on a list: `_id` plus the named fields (and `_expand`); an unknown name is 400. */
-function pickFields(collection: string, record: RecordJson, fields: string): RecordJson {
-  const names = fields.split(",").map((f) => f.trim()).filter(Boolean);
-  if (!names.length) return record;
+/**
+ * `fields=a,b` on a single record, as on a list: `_id` plus the named fields under their own spelling (a
+ * name matches in any letter case), and `_expand`; an unknown name is 400. The record carries every field
+ * of its collection (null where unset), relation fields included.
+ */
+function pickFields(collection: string, record: RecordJson, names: readonly string[]): RecordJson {
+  const keys = new Map<string, string>();
+  for (const k in record) if (k !== "_expand") keys.set(k.toLowerCase(), k);
   const out: RecordJson = { _id: record._id };
   for (const f of names) {
-    if (!Object.hasOwn(record, f) || f === "_expand") throw badRequest(`unknown field "${f}" in collection "${collection}"`);
-    out[f] = record[f];
+    const key = keys.get(f.toLowerCase());
+    if (key === undefined) throw badRequest(`unknown field "${f.slice(0, 80)}" in collection "${collection}"`);
+    out[key] = record[key];
   }
   if (Object.hasOwn(record, "_expand")) out._expand = record._expand;
   return out;

@@ -194,6 +194,17 @@ describe("GET /:collection/:id", () => {
     const bad = await t.req("GET", `/api/v1/items/${rec.body._id}?fields=title,nope`);
     expect(bad.status).toBe(400);
     expect(bad.body).toEqual({ error: 'unknown field "nope" in collection "items"', code: "bad_request" });
+    // Read as a list reads it: any letter case, the last fields= given, a blank list is `_id` alone.
+    for (const [query, expected] of [
+      ["fields=TITLE", { _id: rec.body._id, title: "pick me" }],
+      ["fields=title&fields=extra", { _id: rec.body._id, extra: 7 }],
+      ["fields=,", { _id: rec.body._id }],
+    ] as const) {
+      const one = await t.req("GET", `/api/v1/items/${rec.body._id}?${query}`);
+      expect({ query, status: one.status, body: one.body }).toEqual({ query, status: 200, body: expected });
+      const listed = await t.req("GET", `/api/v1/items?filter=_id:eq:${rec.body._id}&${query}`, { token: user.token });
+      expect(listed.body.items).toEqual([expected]);
+    }
   });
 
   test("an unknown id is 404 not_found, an unknown collection too", async () => {

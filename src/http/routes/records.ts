@@ -2,6 +2,7 @@ import { Elysia } from "elysia";
 import type { AppContext } from "../../context.ts";
 import { createRecord } from "../../records/create.ts";
 import { deleteRecord } from "../../records/delete.ts";
+import { parseFields } from "../../query/parse.ts";
 import { listRecords } from "../../records/list.ts";
 import { getRecord } from "../../records/read.ts";
 import { restoreRecord } from "../../records/restore.ts";
@@ -59,7 +60,7 @@ export function recordRoutes(ctx: AppContext) {
         return getRecord(ctx, params.collection, params.id, await principalOf(ctx, request), {
           includeDeleted: getOptions.parse(q).include_deleted ?? false,
           expand: q.getAll("expand"),
-          fields: q.get("fields"),
+          fields: parseFields(q),
         });
       },
       doc({ summary: "Read a record", tag, access: "data", query: GetQuery, ok: RecordBody, errors: [400] }),
