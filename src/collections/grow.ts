@@ -44,6 +44,9 @@ export function checkFields(ctx: AppContext, col: Collection, data: Record<strin
   for (const name in data) {
     const value = data[name];
     const exact = shape.defs[i++];
+    // A lone surrogate cannot be stored as UTF-8: both engines keep U+FFFD instead, so the answer (built from
+    // the body) does too.
+    if (typeof value === "string" && !value.isWellFormed()) data[name] = value.toWellFormed();
     // A field of the collection under its own name (most writes): its name was checked when it was added.
     if (exact && (value === null || typeOfValue(value) === exact.type)) {
       if (typeof value === "number" && !Number.isFinite(value))

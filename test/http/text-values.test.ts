@@ -32,3 +32,17 @@ test("text with NUL or private-use characters is stored, read, filtered and list
   expect(patched.status).toBe(200);
   expect((await t.req("GET", `/api/v1/notes/${ids[6]}`)).body.title).toBe("p\u0000q");
 });
+
+test("a lone surrogate is answered as it is stored, U+FFFD, on create, update and bulk", async () => {
+  // Sent as JSON escapes: JSON.parse makes strings that are not well-formed UTF-16.
+  const created = await t.req("POST", "/api/v1/notes", { body: '{"title":"\\ud800x","other":"ok\\udc00"}' });
+  expect(created.status).toBe(201);
+  expect([created.body.title, created.body.other]).toEqual(["\ufffdx", "ok\ufffd"]);
+  const id = created.body._id;
+  expect((await t.req("GET", `/api/v1/notes/${id}`)).body).toEqual(created.body);
+  const updated = await t.req("PATCH", `/api/v1/notes/${id}`, { body: '{"title":"y\\udbff"}' });
+  expect(updated.body.title).toBe("y\ufffd");
+  expect((await t.req("GET", `/api/v1/notes/${id}`)).body).toEqual(updated.body);
+  const bulk = await t.req("POST", "/api/v1/notes/bulk", { body: '[{"title":"\\ud83d"},{"title":"\\ud83d\\ude00"}]' });
+  expect(bulk.body.map((r: { title: string }) => r.title)).toEqual(["\ufffd", "\u{1f600}"]);
+});
