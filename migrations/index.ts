@@ -3,6 +3,7 @@ import init from "./0000_init.sql" with { type: "text" };
 import relations from "./0005_relations.sql" with { type: "text" };
 import loginAttempts from "./0006_login_attempts.sql" with { type: "text" };
 import realtimeStreams from "./0007_realtime_streams.sql" with { type: "text" };
+import realtimePayloads from "./0008_realtime_payloads.sql" with { type: "text" };
 
 /** Migrations in the order they apply. Names are stable: they are recorded in `_migrations`. */
 export const migrations: { name: string; sql: string }[] = [
@@ -10,4 +11,5 @@ export const migrations: { name: string; sql: string }[] = [
   { name: "0005_relations", sql: relations },
   { name: "0006_login_attempts", sql: loginAttempts },
   { name: "0007_realtime_streams", sql: realtimeStreams },
+  { name: "0008_realtime_payloads", sql: realtimePayloads },
 ];

@@ -116,6 +116,13 @@ export const realtimeStreams = sqliteTable("_realtime_streams", {
   seenAt: integer("seen_at").notNull(),
 });
 
+/** Records of change events too large for a notice between nodes on PostgreSQL (see realtime/relay.ts). */
+export const realtimePayloads = sqliteTable("_realtime_payloads", {
+  id: text("id").primaryKey(),
+  record: text("record").notNull(),
+  at: integer("at").notNull(),
+});
+
 export const relations = sqliteTable("_relations", {
   id: text("id").primaryKey(),
   fromCol: text("from_col").notNull(),

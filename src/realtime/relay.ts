@@ -25,7 +25,10 @@ export const MAX_NOTICE_BYTES = 7900;
 /** Notices sent by one statement. */
 const NOTICES_PER_STATEMENT = 50;
 
-/** One change event as sent: the record is left out (`x`: re-read it) when it would not fit. */
+/**
+ * One change event as sent. A record that would not fit is stored in `_realtime_payloads` and named by
+ * `p` (the receiver reads it there); `x` (read the record again) when it could not be stored.
+ */
 interface WireEvent {
   c: string;
   a: ChangeAction;
@@ -33,8 +36,18 @@ interface WireEvent {
   t: number;
   b: string | null;
   r?: RecordJson;
+  p?: string;
   x?: 1;
 }
+
+/** An event whose record does not fit a notice, as committed: stored, then sent naming its row (see send). */
+interface Oversized {
+  base: WireEvent;
+  record: string;
+}
+
+/** How long a stored record is kept for the other nodes to read (they read it as its notice arrives). */
+const PAYLOAD_TTL_MS = 10 * 60_000;
 
 /** A notice: the sending process, its running number (which also keeps equal notices of one statement apart), its events. */
 interface Notice {
@@ -47,7 +60,9 @@ interface Relay {
   node: string;
   seq: number;
   /** Change events committed and not yet sent, as sent (`wire`), oldest first, of any number of transactions. */
-  waiting: string[];
+  waiting: (string | Oversized)[];
+  /** When stored records were last cleared out. */
+  prunedAt: number;
   scheduled: boolean;
   /** Settles when everything queued so far has been sent (or given up on). */
   sending: Promise<void>;
@@ -81,14 +96,14 @@ const bytes = (s: string) => Buffer.byteLength(s, "utf8");
 const envelope = (relay: Relay) => bytes(JSON.stringify({ n: relay.node, s: Number.MAX_SAFE_INTEGER, e: [] }));
 
 /**
- * The event as sent. A hard delete cannot be re-read, so a record too large to send loses its longest
- * values until it fits: its `_id` and `_owner_id` (what read rules look at) always stay.
+ * The event as sent, or, for a record too large for a notice, what `send` stores. A hard delete (its record
+ * is `_id` and `_owner_id`, what read rules look at) that does not fit loses its longest values until it does.
  */
-function wire(event: ChangeEvent, room: number): string {
+function wire(event: ChangeEvent, room: number): string | Oversized {
   const base: WireEvent = { c: event.collection, a: event.action, i: String(event.record._id), t: event.at, b: event.by };
   const whole = JSON.stringify({ ...base, r: event.record });
   if (bytes(whole) <= room) return whole;
-  if (event.action !== "hard_delete") return JSON.stringify({ ...base, x: 1 });
+  if (event.action !== "hard_delete") return { base, record: JSON.stringify(event.record) };
   const record: RecordJson = { ...event.record };
   const keep = new Set(["_id", "_owner_id"]);
   const bySize = Object.keys(record)
@@ -133,7 +148,7 @@ function pack(relay: Relay, wires: readonly string[]): string[] {
 export function startChangeRelay(ctx: AppContext): void {
   const db = ctx.db;
   if (!(db instanceof PostgresEngine) || relays.has(ctx)) return;
-  const relay: Relay = { node: randomToken(12), seq: 0, waiting: [], scheduled: false, sending: Promise.resolve() };
+  const relay: Relay = { node: randomToken(12), seq: 0, waiting: [], prunedAt: 0, scheduled: false, sending: Promise.resolve() };
   relays.set(ctx, relay);
   ctx.events.onCommit((events) => {
     if (!events.length) return;
@@ -147,7 +162,7 @@ export function startChangeRelay(ctx: AppContext): void {
     // into as few notices as fit (a notice per commit would wake every listening node once per commit).
     relay.sending = relay.sending.then(async () => {
       relay.scheduled = false;
-      const notices = pack(relay, relay.waiting.splice(0));
+      const notices = pack(relay, await stored(ctx, relay, relay.waiting.splice(0)));
       while (notices.length) {
         const batch = notices.splice(0, NOTICES_PER_STATEMENT);
         try {
@@ -159,6 +174,35 @@ export function startChangeRelay(ctx: AppContext): void {
       }
     });
   });
+}
+
+/**
+ * The events as sent: the records too large for a notice stored first (committed before their notice goes
+ * out, so the receiver finds them), each event naming its row; one that could not be stored asks the
+ * receiver to read the record again. Stored records older than PAYLOAD_TTL_MS go, once a minute at most.
+ */
+async function stored(ctx: AppContext, relay: Relay, events: (string | Oversized)[]): Promise<string[]> {
+  const out: string[] = [];
+  let anyStored = false;
+  for (const e of events) {
+    if (typeof e === "string") {
+      out.push(e);
+      continue;
+    }
+    anyStored = true;
+    const id = randomToken(16);
+    try {
+      await ctx.db.run("INSERT INTO _realtime_payloads (id, record, at) VALUES (?, ?, ?)", [id, e.record, Date.now()]);
+      out.push(JSON.stringify({ ...e.base, p: id }));
+    } catch (err) {
+      ctx.log.warn("a large change event was sent without its record", { collection: e.base.c, error: String(err) });
+      out.push(JSON.stringify({ ...e.base, x: 1 }));
+    }
+  }
+  if (!anyStored || Date.now() - relay.prunedAt < 60_000) return out;
+  relay.prunedAt = Date.now();
+  await ctx.db.run("DELETE FROM _realtime_payloads WHERE at < ?", [Date.now() - PAYLOAD_TTL_MS]).catch(() => {});
+  return out;
 }
 
 /** Settles once the change events committed so far have been sent to the other nodes (before the database closes). */
@@ -177,11 +221,18 @@ function parseMessage(payload: string): Partial<Notice & Ask & Answer> | null {
 
 const ACTIONS = new Set<ChangeAction>(["create", "update", "delete", "restore", "hard_delete"]);
 
-/** The event as the hub takes it; a record left out is read again now (null when it is gone). */
+/**
+ * The event as the hub takes it: a record stored for it (`p`) read from `_realtime_payloads`; one left out
+ * (`x`, or a stored one already gone) read again now (null when the record is gone).
+ */
 async function receivedEvent(ctx: AppContext, w: WireEvent): Promise<ChangeEvent | null> {
   if (typeof w.c !== "string" || typeof w.i !== "string" || !ACTIONS.has(w.a)) return null;
   let record = w.r;
-  if (!record || w.x) {
+  if (!record && typeof w.p === "string") {
+    const row = await ctx.db.get<{ record: string }>("SELECT record FROM _realtime_payloads WHERE id = ?", [w.p]);
+    if (row) record = JSON.parse(row.record) as RecordJson;
+  }
+  if (!record) {
     const col = await findCollection(ctx, w.c);
     const found = col ? await fetchRecord(ctx, col, w.i) : null;
     if (!col || !found) return null;

@@ -154,6 +154,29 @@ describe.skipIf(!postgresAvailable)("two nodes on one PostgreSQL database", () =
     for (const s of streams) s.close();
   });
 
+  test("events of a record too large for a notice carry the record as each change left it", async () => {
+    expect((await admin(a, "POST", "/admin/collections", { name: "huge", rules: { read: "public", create: "public", update: "public", delete: "public" } })).status).toBe(201);
+    const made = await call(a, "POST", "/huge", { body: { v: "first", text: "y".repeat(9_000) } });
+    expect(made.status).toBe(201);
+    const stream = await SseClient.open(`${b.url}/api/v1/realtime`, { authorization: `Bearer ${secret}` });
+    expect((await call(b, "POST", "/realtime", { token: secret, body: { client_id: await stream.clientId(), subscriptions: ["huge", { collection: "huge", filter: "v:eq:a" }] } })).status).toBe(200);
+    // One transaction changes it twice, then deletes it: each event on B carries the state of its own change.
+    const id = made.body._id;
+    const operations = [
+      { op: "update", id, data: { v: "a" } },
+      { op: "update", id, data: { v: "b" } },
+      { op: "delete", id },
+    ];
+    expect((await admin(a, "POST", "/huge/batch", { operations })).status).toBe(200);
+    const got = await stream.waitChanges(3, 10_000);
+    expect(got.map((m) => [m.event, m.data.record.v, m.data.record._deleted_at === null, m.data.record.text.length])).toEqual([
+      ["update", "a", true, 9_000],
+      ["update", "b", true, 9_000],
+      ["delete", "b", false, 9_000],
+    ]);
+    stream.close();
+  });
+
   test("a soft delete and a hard delete made on B reach a subscriber on A", async () => {
     expect((await admin(a, "POST", "/admin/collections", { name: "gone", rules: { read: "public", delete: "public" } })).status).toBe(201);
     const made = await admin(a, "POST", "/gone", { title: "to be removed" });
