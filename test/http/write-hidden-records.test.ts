@@ -29,8 +29,9 @@ test("read owner, writes open to any user: another user's PATCH, DELETE and rest
     expect(outcome(res)).toEqual(NOT_FOUND);
     expect(res.text).not.toContain("s3cret");
   }
-  const batch = await t.req("POST", "/api/v1/notes/batch", { token: bob.token, body: [{ op: "update", id, data: { secret: "x" } }] });
+  const batch = await t.req("POST", "/api/v1/notes/batch", { token: bob.token, body: { operations: [{ op: "update", id, data: { secret: "x" } }] } });
   expect(batch.status).toBe(400);
+  expect(batch.body).toMatchObject({ code: "batch_failed", index: 0, op: "update" });
   expect(batch.text).not.toContain("s3cret");
   expect((await t.req("GET", `/api/v1/notes/${id}`, { token: alice.token })).body.secret).toBe("s3cret");
 
