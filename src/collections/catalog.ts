@@ -7,7 +7,7 @@ import type { Collection, FieldDef, FieldRule, FtsState, IndexDef, Rules } from 
 /**
  * The collections as lookups see them. The shared view (the Catalog itself) holds only what is committed:
  * requests that are not inside a write transaction read it. A write transaction that changes the catalog
- * (a new field, a relation) gets a view of its own (see txView), with its uncommitted changes, which no other
+ * (a new field, a relation) gets a view of its own (see refreshTxView), with its uncommitted changes, which no other
  * request sees and which is dropped with the transaction.
  */
 export interface CatalogView {

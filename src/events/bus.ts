@@ -44,8 +44,6 @@ export interface EventBus {
    * (PostgreSQL), so one transaction's commit or rollback never touches another's events.
    */
   isolated<T>(fn: (queue: ChangeEvent[]) => Promise<T>): Promise<T>;
-  /** The queue of the `isolated` run of the current async context (one per run of a transaction), else null. */
-  currentQueue(): object | null;
   /** Adds a listener; returns the function that removes it. */
   subscribe(listener: ChangeListener): () => void;
   /**
@@ -73,7 +71,6 @@ export function createEventBus(onError: (err: unknown, event: ChangeEvent) => vo
       q.length = Math.min(q.length, mark);
     },
     stagedSince: (mark) => queue().slice(mark),
-    currentQueue: () => scoped?.getStore() ?? null,
     isolated(fn) {
       scoped ??= new AsyncLocalStorage();
       const own: ChangeEvent[] = [];

@@ -94,7 +94,8 @@ export function relationsFrom(ctx: AppContext, col: string): readonly Relation[]
 
 /** relationsFrom as this process last knew them, without asking the database (undefined when not cached; see lastKnownCollection). */
 export function lastKnownRelationsFrom(ctx: AppContext, col: string): readonly Relation[] | undefined {
-  return current(ctx)?.from.get(col.toLowerCase()) ?? (current(ctx) ? NONE : undefined);
+  const c = current(ctx);
+  return c && (c.from.get(col.toLowerCase()) ?? NONE);
 }
 
 /** The relation declared on `col.field`, if any. */

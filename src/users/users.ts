@@ -112,6 +112,5 @@ export async function createUser(ctx: AppContext, input: NewUser): Promise<UserR
  * looked up) as 409 `conflict`, the answer for a taken email (CONTRACT §8b); any other error as it is.
  */
 export function emailConflictOf(err: unknown): unknown {
-  const unique = err instanceof AppError ? err.code === "unique_violation" : /UNIQUE/.test(String(err));
-  return unique ? new AppError(409, "conflict", "a user with this email already exists") : err;
+  return err instanceof AppError && err.code === "unique_violation" ? new AppError(409, "conflict", "a user with this email already exists") : err;
 }
