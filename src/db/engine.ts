@@ -26,10 +26,10 @@
  * `transaction`), else on their own.
  */
 
+import type { Dialect } from "./dialect.ts";
+
 /** A value a statement can take or return. Booleans are stored as the engine's own boolean/integer. */
 export type SqlValue = string | number | bigint | boolean | null | Uint8Array;
-
-export type Dialect = "sqlite" | "postgres";
 
 export interface RunResult {
   /** Rows inserted, updated or deleted by the statement. */
@@ -55,8 +55,26 @@ export interface TransactionOptions {
   independent?: boolean;
 }
 
+/** What the catalog cache compares to learn that the database may have changed (Engine.changeMarks). */
+export interface ChangeMarks {
+  /**
+   * Moves whenever another connection may have committed (SQLite: `PRAGMA data_version`; PostgreSQL: a count of
+   * this engine, moved whenever the snapshot read outside a transaction differs from the last one). Caches of
+   * data (counts) keep the value they were made under.
+   */
+  dataVersion: number;
+  /** The catalog's version (`_meta.schema_version`) when the engine read it in the same statement, else undefined. */
+  schemaVersion?: number;
+}
+
 export interface Engine {
-  readonly dialect: Dialect;
+  /** How this engine writes what differs between engines: conditions, DDL, full text (see dialect.ts). */
+  readonly sql: Dialect;
+  /**
+   * @deprecated Which engine this is: code outside src/db says what it means through `sql` (and the engine's
+   * optional facilities) instead. Kept only until src/users/admin-users.ts's e-mail search stops asking.
+   */
+  readonly dialect: "sqlite" | "postgres";
   /** The first row, or null. */
   get<T = Record<string, unknown>>(sql: string, params?: readonly SqlValue[]): Promise<T | null>;
   /**
@@ -76,12 +94,10 @@ export interface Engine {
   runEach?(sql: string, rows: readonly (readonly SqlValue[])[], onRowError: (err: unknown, i: number) => unknown): Promise<void>;
   /** One or more statements without parameters (schema changes). */
   exec(sql: string): Promise<void>;
-  /**
-   * PostgreSQL: how many collection tables were ever dropped in the database (`_meta.table_drops`, read by
-   * the catalog check). A number larger than the last one seen gives every statement a name of its own,
-   * so none runs prepared against a table another process dropped and made again. Engines without it: none needed.
-   */
-  noteTableDrops?(count: number): void;
+  /** The catalog cache's cheap question "may another connection have committed?" (see ChangeMarks), asked once per turn. */
+  changeMarks(): Promise<ChangeMarks>;
+  /** The catalog's version, `_meta.schema_version` (0 before the first change). */
+  schemaVersion(): Promise<number>;
   /**
    * Runs `fn` in one write transaction; inside an open one (same async context), in a savepoint that
    * rolls back alone when `fn` throws. Every `get/all/run/exec` made by `fn` (and what it awaits)
@@ -99,6 +115,21 @@ export interface Engine {
   inTransaction(): boolean;
   /** Queues `cb` to run after the outermost transaction of this async context commits (at once outside one). */
   afterCommit(cb: () => void): void;
+  /**
+   * True when a grouped transaction (TransactionOptions.group) begins only once its members have joined, so what it
+   * reads is as fresh as a read made when each member was asked (PostgreSQL): a member may check the catalog inside
+   * it instead of before. (SQLite's members join the transaction running, on the one writing connection.)
+   */
+  readonly groupBeginsAfterJoin: boolean;
+  /**
+   * Listens on `channel` for notices sent by any process sharing the database (PostgreSQL LISTEN/NOTIFY), on a
+   * connection of its own. `onListen` runs once the server has acknowledged it, and again after every reconnect
+   * (notices sent while the connection was down are lost). Returns the function that stops listening. Engines
+   * without it: only one process serves the database.
+   */
+  listen?(channel: string, onNotify: (payload: string) => void, onListen?: () => void): Promise<() => Promise<void>>;
+  /** Writes a consistent copy of the whole database to a new file `file` while writers go on. Engines without it: none (PostgreSQL has pg_dump). */
+  backupTo?(file: string): Promise<void>;
   /** Closes the connection(s). */
   close(): Promise<void>;
 }

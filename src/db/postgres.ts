@@ -3,7 +3,8 @@
 import type { SQL } from "bun";
 import { AsyncLocalStorage } from "node:async_hooks";
 import { runAfterCommit } from "./after-commit.ts";
-import type { Engine, RunResult, SqlValue, TransactionOptions } from "./engine.ts";
+import type { ChangeMarks, Engine, RunResult, SqlValue, TransactionOptions } from "./engine.ts";
+import { postgresDialect } from "./postgres-dialect.ts";
 import { isRetryable, isUnavailable, mapPostgresError, sqlState } from "./postgres-errors.ts";
 import { toPositional, type Positional } from "./pg-placeholders.ts";
 
@@ -221,8 +222,10 @@ function rewrite(sql: string): Rewritten {
 }
 
 export class PostgresEngine implements Engine {
+  readonly sql = postgresDialect;
   readonly dialect = "postgres" as const;
-  private readonly sql: SQL;
+  readonly groupBeginsAfterJoin = true;
+  private readonly client: SQL;
   private readonly als = new AsyncLocalStorage<Scope>();
   private readonly maxRetries: number;
   private readonly onCallbackError: (err: unknown) => void;
@@ -244,7 +247,7 @@ export class PostgresEngine implements Engine {
     const statementTimeout = opts.statementTimeoutMs ?? 30_000;
     this.maxRetries = opts.maxRetries ?? 10;
     this.onCallbackError = opts.onCallbackError ?? ((err) => console.error("after-commit callback failed", err));
-    this.sql = new Bun.SQL({
+    this.client = new Bun.SQL({
       url: opts.url,
       max: opts.poolSize ?? 10,
       bigint: true,
@@ -279,7 +282,7 @@ export class PostgresEngine implements Engine {
     for (let attempt = 0; ; attempt++) {
       try {
         if (tx && !reads) tx.writes++;
-        const rows = (await (tx?.conn ?? this.sql).unsafe(text, toDriverParams(params))) as PgResult;
+        const rows = (await (tx?.conn ?? this.client).unsafe(text, toDriverParams(params))) as PgResult;
         if (renamed && rows.length) renameColumns(rows, renamed);
         return rows;
       } catch (err) {
@@ -309,7 +312,60 @@ export class PostgresEngine implements Engine {
     return { changes: res.affectedRows ?? res.count ?? 0 };
   }
 
-  noteTableDrops(count: number): void {
+  /** The snapshot text of the last changeMarks outside a transaction, and the count of the texts seen (ChangeMarks.dataVersion). */
+  private snapshotSeen: string | undefined;
+  private snapshots = 0;
+  /** The schema version the last catalog check read (see readMarks). */
+  private versionSeen: number | undefined;
+
+  /**
+   * The catalog's marks in one statement: its version (`_meta.schema_version`) and the text of the statement's
+   * snapshot (`pg_current_snapshot()`: the oldest transaction still running, one past the newest finished, and
+   * those running between). A transaction that writes gets an id, and its end changes that text; reads get none.
+   * So two equal texts mean no transaction committed anywhere in between (no node, no CLI command), and any commit
+   * makes every later text differ from every earlier one. A snapshot read inside a transaction is left out: it may
+   * be older than one already noted, which would only drop counts for nothing.
+   */
+  async changeMarks(): Promise<ChangeMarks> {
+    const marks = await this.readMarks();
+    if (!this.inTransaction() && marks.snapshot !== this.snapshotSeen) {
+      this.snapshotSeen = marks.snapshot;
+      this.snapshots++;
+    }
+    return { dataVersion: this.snapshots, schemaVersion: marks.schemaVersion };
+  }
+
+  async schemaVersion(): Promise<number> {
+    return (await this.readMarks()).schemaVersion;
+  }
+
+  /**
+   * Reads the marks (see changeMarks). When the version moved, it also learns the count of dropped tables (see
+   * suffix), before the request's statements touch a table.
+   */
+  private async readMarks(): Promise<{ schemaVersion: number; snapshot: string }> {
+    // The key is a parameter so that the driver prepares the statement once per connection: a statement
+    // without parameters goes by the simple protocol, parsed and planned every time (three times the CPU).
+    const row = (await this.get<{ v: string | null; s: string }>("SELECT (SELECT value FROM _meta WHERE key = ?) AS v, CAST(pg_current_snapshot() AS text) AS s", ["schema_version"]))!;
+    const schemaVersion = row.v === null ? 0 : Number(row.v);
+    // A collection's table is dropped only with the collection, which bumps the version in the same
+    // transaction: the count is read (inside a transaction, in the same snapshot) only when the version moved.
+    // A version seen inside a transaction is not noted as seen: it may be the transaction's own, rolled back
+    // later, and another process's next change would then bring the same number.
+    if (this.versionSeen !== schemaVersion) {
+      const drops = await this.get<{ value: string }>("SELECT value FROM _meta WHERE key = ?", ["table_drops"]);
+      this.noteTableDrops(drops ? Number(drops.value) : 0);
+      if (!this.inTransaction()) this.versionSeen = schemaVersion;
+    }
+    return { schemaVersion, snapshot: row.s };
+  }
+
+  /**
+   * How many collection tables were ever dropped in the database (`_meta.table_drops`). A number larger than
+   * the last one seen gives every statement a name of its own, so none runs prepared against a table another
+   * process dropped and made again.
+   */
+  private noteTableDrops(count: number): void {
     // Only forward: a check that read an older snapshot must not bring back names prepared before a drop.
     if (!(count > this.dropsSeen)) return;
     this.dropsSeen = count;
@@ -329,7 +385,7 @@ export class PostgresEngine implements Engine {
     const tx = this.currentTx();
     try {
       if (tx) tx.writes++;
-      await (tx?.conn ?? this.sql).unsafe(toPositional(sql, false).text).simple();
+      await (tx?.conn ?? this.client).unsafe(toPositional(sql, false).text).simple();
     } catch (err) {
       noteStatement(err, sql);
       throw tx ? this.failIn(tx, err) : mapPostgresError(err);
@@ -434,7 +490,7 @@ export class PostgresEngine implements Engine {
     }
     let conn: Awaited<ReturnType<SQL["reserve"]>>;
     try {
-      conn = await this.sql.reserve();
+      conn = await this.client.reserve();
     } catch (err) {
       const error = mapPostgresError(err);
       for (const m of members) m.reject(error);
@@ -604,7 +660,7 @@ export class PostgresEngine implements Engine {
     for (let attempt = 0; ; attempt++) {
       let conn: Awaited<ReturnType<SQL["reserve"]>>;
       try {
-        conn = await this.sql.reserve();
+        conn = await this.client.reserve();
       } catch (err) {
         throw mapPostgresError(err);
       }
@@ -640,18 +696,8 @@ export class PostgresEngine implements Engine {
   }
 
   /**
-   * Sends a change notice to every node listening on `channel` (PostgreSQL NOTIFY). Inside a transaction
-   * it goes out when the outermost transaction commits, and never when it rolls back.
-   */
-  async notify(channel: string, payload = ""): Promise<void> {
-    await this.get("SELECT pg_notify(?, ?) AS sent", [channel, payload]);
-  }
-
-  /**
-   * Listens on `channel` on a connection of its own. `onListen` runs once the server has acknowledged it,
-   * and again after every reconnect: notices sent while the connection was down are lost, so that is
-   * where a node re-validates what it caches. A callback that throws is reported, never fatal.
-   * Returns the function that stops listening.
+   * Listens on `channel` on a connection of its own (Engine.listen): after a reconnect `onListen` runs again,
+   * which is where a node re-validates what it caches. A callback that throws is reported, never fatal.
    */
   async listen(channel: string, onNotify: (payload: string) => void, onListen?: () => void): Promise<() => Promise<void>> {
     const guard = (fn: () => void) => {
@@ -662,7 +708,7 @@ export class PostgresEngine implements Engine {
       }
     };
     try {
-      const sub = await this.sql.listen(
+      const sub = await this.client.listen(
         channel,
         (payload) => guard(() => onNotify(decodeText(payload) as string)),
         onListen && (() => guard(onListen)),
@@ -674,7 +720,7 @@ export class PostgresEngine implements Engine {
   }
 
   async close(): Promise<void> {
-    await this.sql.close();
+    await this.client.close();
   }
 }
 

@@ -1,7 +1,8 @@
 import { Database, type Statement } from "bun:sqlite";
 import { AsyncLocalStorage } from "node:async_hooks";
 import { runAfterCommit } from "./after-commit.ts";
-import type { Engine, RunResult, SqlValue, TransactionOptions } from "./engine.ts";
+import type { ChangeMarks, Engine, RunResult, SqlValue, TransactionOptions } from "./engine.ts";
+import { sqliteDialect } from "./sqlite-dialect.ts";
 import { mapSqliteError } from "./sqlite-errors.ts";
 import { MAX_STATEMENTS, StatementCache } from "./statements.ts";
 
@@ -102,7 +103,9 @@ function lockFor(sqlite: Database): FileLock {
  * another database): there such reads wait as writes do.
  */
 export class SqliteEngine implements Engine {
+  readonly sql = sqliteDialect;
   readonly dialect = "sqlite" as const;
+  readonly groupBeginsAfterJoin = false;
   private readonly als = new AsyncLocalStorage<Scope>();
   private readonly fileLock: FileLock;
   /** The write transaction being run, which transactions that start meanwhile join. */
@@ -380,6 +383,24 @@ export class SqliteEngine implements Engine {
     const next = l.waiters.shift();
     if (next) next();
     else l.locked = false;
+  }
+
+  /**
+   * `data_version` changes whenever another connection commits (this process's own commits do not move it); it
+   * is read on the writing connection without waiting for a transaction (see DATA_VERSION).
+   */
+  async changeMarks(): Promise<ChangeMarks> {
+    return { dataVersion: (await this.get<{ data_version: number }>(DATA_VERSION))!.data_version };
+  }
+
+  async schemaVersion(): Promise<number> {
+    const row = await this.get<{ value: string }>("SELECT value FROM _meta WHERE key = 'schema_version'");
+    return row ? Number(row.value) : 0;
+  }
+
+  /** `VACUUM INTO` reads one snapshot (WAL), so writers go on meanwhile. */
+  async backupTo(file: string): Promise<void> {
+    await this.run("VACUUM INTO ?", [file]);
   }
 
   inTransaction(): boolean {
