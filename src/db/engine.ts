@@ -1,20 +1,27 @@
 /**
- * What a second engine must provide, besides this interface (bun:sqlite is the first, in
- * src/db/sqlite.ts). Every piece of SQLite-only SQL lives in one of these places:
- * - src/db/: opening the file with its PRAGMAs (open.ts), the system tables' migrations
- *   (migrate.ts, migrations/*.sql), `VACUUM INTO` backups (backup.ts), BEGIN IMMEDIATE and
- *   SAVEPOINTs (sqlite.ts), and the mapping of driver errors to HTTP errors (sqlite-errors.ts).
- * - src/collections/ddl.ts: collection tables, columns (type names), indexes, the many_via
- *   junction tables (`WITHOUT ROWID`), whether a schema name is taken (`sqlite_master`), and the
- *   counter of other connections' commits the catalog cache polls (`PRAGMA data_version`).
- * - src/search/fts.ts: FTS5 virtual tables, their triggers, `MATCH`, `bm25` ranking and FTS5's query
- *   text; PostgreSQL's generated `tsvector` column (db/pg-fts.ts spells its queries; search/syntax.ts
- *   reads the search text for both). `ftsQuery` gives query/sql.ts the join, match and relevance.
- * - src/query/: filters, sorts and cursors (sql.ts: LIKE, case-insensitive in SQLite; type affinity of compared
- *   values), and dialect.ts: "is one of these values" (`json_each` over a JSON array parameter)
- *   and the insertion-order tie-break (`rowid`) of system-table listings.
- * Elsewhere, SQL uses only what SQLite and PostgreSQL share: `?` placeholders (rewritten by the
- * engine), `INSERT … ON CONFLICT … DO NOTHING / DO UPDATE SET x = excluded.x`, window functions.
+ * What an engine must provide (SQLite in sqlite.ts, PostgreSQL in postgres.ts). Everything that differs
+ * between engines lives in src/db; code above it says what it means and never asks which engine runs:
+ * - this interface: statements with `?` placeholders (rewritten by the engine for its driver), transactions
+ *   with savepoints, after-commit callbacks and group commit (the shared core is group-commit.ts; each engine
+ *   says how it begins, commits and rolls back, and what a failed member costs the others), and the catalog's
+ *   change marks (`changeMarks`: SQLite's `PRAGMA data_version`, PostgreSQL's snapshot; `schemaVersion`);
+ * - `sql`, its dialect (dialect.ts; sqlite-dialect.ts, postgres-dialect.ts): conditions built as a neutral
+ *   tree (condition.ts) by filters, read rules and relation filters; ORDER BY nulls; aggregates; the
+ *   one-parameter "is one of" list; the insert-order tie-break; the DDL of collections (tables, column types,
+ *   indexes, many_via junction tables, whether a name is taken); full text (FTS5 tables, triggers, `MATCH`
+ *   and bm25; the generated `tsvector` column, its GIN index and tsquery, pg-fts.ts);
+ * - the mapping of its driver's errors to AppErrors, in one place (sqlite-errors.ts, postgres-errors.ts),
+ *   applied to every error that leaves it;
+ * - optional facilities where only one engine has the thing: `listen` (notices between processes sharing the
+ *   database), `backupTo` (a copy of the database file), `getBatched`, `runEach`; a property that says how
+ *   its group commit begins (`groupBeginsAfterJoin`);
+ * - the rest of src/db: opening SQLite's file with its PRAGMAs (open.ts), the system tables' migrations
+ *   (migrate.ts, migrate-postgres.ts, migrations/), SQLite's WAL checkpointer (checkpointer.ts), and reading a
+ *   SQLite database into an empty PostgreSQL one (transfer.ts).
+ * Elsewhere, SQL uses only what SQLite and PostgreSQL share: `INSERT … ON CONFLICT … DO NOTHING / DO UPDATE SET
+ * x = excluded.x`, `RETURNING`, window functions, identifiers quoted by `q` (ident.ts). Two exceptions remain:
+ * realtime/relay.ts sends its notices with `pg_notify` (it runs only where `listen` exists), and
+ * users/admin-users.ts's e-mail search still asks `dialect`.
  */
 
 /**
