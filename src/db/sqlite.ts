@@ -494,7 +494,7 @@ export class SqliteEngine implements Engine {
       const member = group.members[state.next]!;
       const bare = member.rerunnable === true && !state.careful;
       if (!bare) this.control("SAVEPOINT member");
-      const outcome = await this.transactions.runMember(member, newTxState(state.run), bare ? undefined : () => this.releaseMember());
+      const outcome = await this.transactions.runMember(member, newTxState(state.run), bare ? undefined : this.releaseMember);
       if (outcome.ok) {
         state.done.push(outcome);
         // A start over would run it again: from now on every member runs in a savepoint.
@@ -512,14 +512,14 @@ export class SqliteEngine implements Engine {
   }
 
   /** Releases a member's savepoint after its run; the error when that fails (the member then fails). */
-  private releaseMember(): unknown {
+  private readonly releaseMember = (): unknown => {
     try {
       this.control("RELEASE member");
       return undefined;
     } catch (err) {
       return err;
     }
-  }
+  };
 
   /**
    * A bare member failed after a change, which cannot be undone alone: the transaction rolls back and starts
