@@ -4,7 +4,8 @@ import { NAME_RE, type FieldType } from "./types.ts";
 // The schema changes of user collections, as the engine's dialect writes them (DdlDialect). Identifiers reach
 // SQL only after passing NAME_RE (or being one of our own `_`-prefixed system names), and are always quoted.
 
-async function execAll(db: Engine, statements: readonly string[]): Promise<void> {
+/** Runs schema statements one after the other. */
+export async function execAll(db: Engine, statements: readonly string[]): Promise<void> {
   for (const s of statements) await db.exec(s);
 }
 

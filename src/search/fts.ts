@@ -1,6 +1,7 @@
 import type { Engine } from "../db/engine.ts";
 import type { AppContext } from "../context.ts";
 import { findCollection, listCollections, requireCollection, saveCollectionRow } from "../collections/catalog.ts";
+import { execAll } from "../collections/ddl.ts";
 import type { Collection, FieldDef, FtsState } from "../collections/types.ts";
 import type { FtsSearch } from "../db/dialect.ts";
 import { inTransaction } from "../transaction.ts";
@@ -33,10 +34,6 @@ export const FTS_BUILD_CHUNK = 1000;
 
 function textFields(fields: FieldDef[]): string[] {
   return fields.filter((f) => f.type === "text").map((f) => f.name);
-}
-
-async function execAll(db: Engine, statements: readonly string[]): Promise<void> {
-  for (const s of statements) await db.exec(s);
 }
 
 /** Drops the index of a collection and what keeps it current (no-op when there is none). */
