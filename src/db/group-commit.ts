@@ -1,5 +1,4 @@
 import { AsyncLocalStorage } from "node:async_hooks";
-import { runAfterCommit } from "./after-commit.ts";
 
 // What both engines' transactions share: the bookkeeping of a transaction per async context, nested
 // transactions as savepoints, and group commit, several outermost transactions sharing one database
@@ -103,9 +102,18 @@ export class Transactions<Tx extends TxState> {
     else this.runCallbacks([cb]);
   }
 
-  /** Runs after-commit callbacks in order; one that throws is reported and does not stop the others. */
+  /**
+   * Runs after-commit callbacks in the order they were queued. One that throws is reported and does not stop
+   * the others: the commit has happened, so nothing may look as if it had not.
+   */
   runCallbacks(cbs: readonly (() => void)[]): void {
-    runAfterCommit(cbs, this.onCallbackError);
+    for (const cb of cbs) {
+      try {
+        cb();
+      } catch (err) {
+        this.onCallbackError(err);
+      }
+    }
   }
 
   /** Runs `fn` as the body of `tx`, in an async context of its own whose statements join `tx`. */
