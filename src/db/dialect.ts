@@ -33,6 +33,11 @@ export interface Dialect {
   order(expr: string, desc: boolean): string;
   /** `fn` over the column `expr` of type `type` (null: every row, for count): `sum` of nothing is 0; min and max of booleans compare 0 and 1. */
   aggregate(fn: AggregateFn, expr: string | null, type: ColumnType | null): string;
+  /**
+   * A text column of a system table matches one parameter, a lower-case LIKE pattern whose backslash escapes `%`,
+   * `_` and itself, ignoring ASCII case (also on a column whose collation ignores case, which PostgreSQL's LIKE refuses).
+   */
+  escapedLike(column: string): string;
   /** What follows a text expression for "is one of the values" with one parameter, `listParam(values)`. */
   readonly inList: string;
   /** The column that orders the rows of a system table by insertion, as a last tie-break (`rowid`). */

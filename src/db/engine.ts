@@ -79,7 +79,8 @@ export interface Engine {
   readonly sql: Dialect;
   /**
    * @deprecated Which engine this is: code outside src/db says what it means through `sql` (and the engine's
-   * optional facilities) instead. Kept only until src/users/admin-users.ts's e-mail search stops asking.
+   * optional facilities) instead. Kept only until src/users/admin-users.ts's e-mail search stops asking
+   * (`sql.escapedLike` is its spelling).
    */
   readonly dialect: "sqlite" | "postgres";
   /** The first row, or null. */

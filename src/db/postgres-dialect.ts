@@ -99,6 +99,8 @@ export const postgresDialect: Dialect = {
     if (type === "boolean" && fn !== "avg") return `${fn.toUpperCase()}(CAST(${expr} AS INTEGER))`;
     return `${fn.toUpperCase()}(${expr})`;
   },
+  // Its lower case, compared by code point.
+  escapedLike: (column) => `lower(${column}) COLLATE "C" LIKE ? ESCAPE '\\'`,
   inList: spelling.oneOf,
   // An identity column of that name in the system tables listed this way (SQLite's implicit rowid).
   insertOrder: "rowid",

@@ -128,6 +128,7 @@ export const sqliteDialect: Dialect = {
     if (fn === "sum") return `TOTAL(${expr})`;
     return `${fn.toUpperCase()}(${expr})`;
   },
+  escapedLike: (column) => `${column} LIKE ? ESCAPE '\\'`,
   inList: spelling.oneOf,
   insertOrder: "rowid",
   ddl: {

@@ -88,10 +88,11 @@ const engines: { name: string; available: boolean; open: () => Promise<Engine> }
 for (const engine of engines) {
   describe.skipIf(!engine.available)(`conditions on ${engine.name}`, () => {
     let db: Engine;
+    // Bounded generously: the first PostgreSQL test of a process starts the test cluster.
     beforeAll(async () => {
       db = await engine.open();
       await fill(db);
-    });
+    }, 60_000);
     afterAll(async () => {
       await db?.close();
     });
@@ -133,6 +134,11 @@ describe("statement text", () => {
       sql: `(EXISTS (SELECT 1 FROM "comments" AS r WHERE r."post" = "items"."_id" AND r."_deleted_at" IS NULL AND r."_id" IN (?, ?)) OR NOT EXISTS (SELECT 1 FROM "comments" AS r WHERE r."post" = "items"."_id" AND r."_deleted_at" IS NULL))`,
       params: ["a", "b"],
     });
+  });
+
+  test("a LIKE with backslash escapes on a system table's text column", () => {
+    expect(sqliteDialect.escapedLike("email")).toBe("email LIKE ? ESCAPE '\\'");
+    expect(postgresDialect.escapedLike("email")).toBe(`lower(email) COLLATE "C" LIKE ? ESCAPE '\\'`);
   });
 
   test("an alias that is not a short name is refused", () => {
