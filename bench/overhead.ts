@@ -36,7 +36,7 @@ const config = loadConfig({ data: dir, port: 0 }, { ...process.env, ADMIN_SECRET
 const ctx = await openContext(config, { log: createLogger({ format: config.logFormat, level: config.logLevel, buffered: true }) });
 await ensureJwtKey(ctx);
 // As `baas serve` does: WAL checkpoints on a worker thread (CHECKPOINT=inline keeps SQLite's own, in the commit).
-const checkpointer = process.env.CHECKPOINT === "inline" || ctx.db.dialect !== "sqlite" ? null : startCheckpointer(ctx.db, config.dbPath);
+const checkpointer = process.env.CHECKPOINT === "inline" ? null : startCheckpointer(ctx.db, config.dbPath);
 await ensureAdminSecret(ctx);
 const app = createApp(ctx);
 

@@ -80,7 +80,7 @@ export async function startServer(config: Config, opts: ContextOptions = {}): Pr
   await resumeFtsBuilds(ctx);
   // On PostgreSQL, the changes other nodes commit reach this node's realtime subscribers.
   const stopListening = await listenForChanges(ctx);
-  const checkpointer = ctx.db.dialect === "sqlite" ? startCheckpointer(ctx.db, config.dbPath) : null;
+  const checkpointer = startCheckpointer(ctx.db, config.dbPath);
   let stopped = false;
   return {
     ctx,

@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { rotateAdminSecret } from "../../src/auth/admin.ts";
-import { backupDatabase } from "../../src/db/backup.ts";
+import { backupDatabase } from "../../src/ops/backup.ts";
 import { isInteractive, withSpinner } from "../prompts.ts";
 import { globalsOf, humanBytes, note, output, withContext } from "../run.ts";
 

@@ -126,8 +126,3 @@ async function userFromApiKey(ctx: AppContext, key: string): Promise<Principal> 
     await ctx.db.run("UPDATE _api_keys SET last_used_at = ? WHERE id = ?", [now, row.id]);
   return { kind: "user", userId: row.user_id, roles: JSON.parse(row.roles), sessionId: null, via: "api_key", apiKeyId: row.id };
 }
-
-/** The principal's user id, or null. */
-export function principalUserId(p: Principal): string | null {
-  return p.kind === "user" ? p.userId : null;
-}

@@ -1,9 +1,9 @@
 import type { AppContext } from "../context.ts";
 import { AppError, badRequest } from "../errors.ts";
-import { inTransaction } from "../db/tx.ts";
+import { inTransaction } from "../transaction.ts";
 import { activeRowStats } from "../query/rows.ts";
 import { mergeRules } from "../rules/validate.ts";
-import { dropFtsObjects } from "../search/fts.ts";
+import { dropFtsBesideTable } from "../search/fts.ts";
 import { collectionToJson, findCollection, listCollections, requireCollection, saveCollectionRow, touchCatalog } from "./catalog.ts";
 import { createCollectionTable, dropCollectionTable } from "./ddl.ts";
 import { DEFAULT_RULES, isValidCollectionName } from "./types.ts";
@@ -73,9 +73,8 @@ export async function deleteCollection(ctx: AppContext, name: string): Promise<{
   const col = await requireCollection(ctx, name);
   await inTransaction(ctx, async () => {
     await dropRelationsOf(ctx, col.name);
-    // On PostgreSQL a full-text index exists only while enabled (and goes with the table); SQLite drops
-    // whatever an interrupted change may have left.
-    if (ctx.db.dialect === "sqlite" || col.fts.enabled) await dropFtsObjects(ctx.db, col.name);
+    // Whatever of a full-text index the table does not take with it (also what an interrupted change may have left).
+    await dropFtsBesideTable(ctx.db, col.name);
     await dropCollectionTable(ctx.db, col.name);
     await ctx.db.run("DELETE FROM _collections WHERE name = ?", [col.name]);
     await touchCatalog(ctx);

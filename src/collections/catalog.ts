@@ -1,5 +1,3 @@
-import type { Engine } from "../db/engine.ts";
-import { externalChangeCounter, pgChangeMarks } from "./ddl.ts";
 import type { AppContext } from "../context.ts";
 import { notFound } from "../errors.ts";
 import type { Collection, FieldDef, FieldRule, FtsState, IndexDef, Rules } from "./types.ts";
@@ -20,20 +18,14 @@ export interface CatalogView {
 }
 
 /**
- * In-memory cache of the `_collections` table. Another process (the CLI) may change the
- * table at any time; `PRAGMA data_version` (PostgreSQL: the snapshot, see pgChangeMarks) tells us
- * when anyone else committed, and `_meta.schema_version` whether it was a catalog change. The
- * question is asked at most once per event-loop turn (see refreshCatalog), not once per request.
+ * In-memory cache of the `_collections` table. Another process (the CLI, another node) may change the
+ * table at any time; the engine's change marks (Engine.changeMarks) tell us when anyone else committed,
+ * and `_meta.schema_version` whether it was a catalog change. The question is asked at most once per
+ * event-loop turn (see refreshCatalog), not once per request.
  */
 export interface Catalog extends CatalogView {
-  /**
-   * Moves when another connection may have committed: SQLite's `data_version`; on PostgreSQL a number
-   * of this process, bumped whenever the snapshot text differs from the last one seen. Caches of
-   * data (counts) keep the value they were made under.
-   */
+  /** The engine's data version (ChangeMarks.dataVersion) as of the last check. Caches of data (counts) keep the value they were made under. */
   dataVersion: number;
-  /** PostgreSQL: the snapshot text of the last check made outside a transaction. */
-  snapshot?: string;
   /** The event-loop turn and in-process commit count of the last check against the database. */
   checkedTurn: number;
   checkedCommits: number;
@@ -106,25 +98,6 @@ export function noteCommit(ctx: AppContext): void {
   if (upToDate) ctx.catalog.checkedCommits = commitsInProcess;
 }
 
-/**
- * Notes a PostgreSQL snapshot read outside a transaction: a text other than the last one seen means
- * a transaction committed since (anywhere), so the data version moves. A snapshot read inside a
- * transaction is left out: it may be older than one already noted, which would only drop counts for nothing.
- */
-function noteSnapshot(ctx: AppContext, snapshot: string): void {
-  const cat = ctx.catalog;
-  if (ctx.db.inTransaction() || snapshot === cat.snapshot) return;
-  cat.snapshot = snapshot;
-  cat.dataVersion = Math.max(cat.dataVersion, 0) + 1;
-}
-
-async function readSchemaVersion(db: Engine): Promise<number> {
-  const row = await db.get<{ value: string }>("SELECT value FROM _meta WHERE key = 'schema_version'");
-  return row ? Number(row.value) : 0;
-}
-
-const readDataVersion = externalChangeCounter;
-
 /** Turns a stored row into a catalog entry. */
 export function collectionFromRow(row: Row): Collection {
   const fields = JSON.parse(row.fields) as FieldDef[];
@@ -170,15 +143,9 @@ async function loadShared(ctx: AppContext): Promise<void> {
   try {
     // The versions are read before the rows: a change committed in between is then in the rows and
     // seen again at the next check (a second reload), never noted as loaded while missing.
-    let schemaVersion: number;
-    if (ctx.db.dialect === "postgres") {
-      const marks = await pgChangeMarks(ctx.db);
-      schemaVersion = marks.schemaVersion;
-      noteSnapshot(ctx, marks.snapshot);
-    } else {
-      schemaVersion = await readSchemaVersion(ctx.db);
-      cat.dataVersion = await readDataVersion(ctx.db);
-    }
+    const marks = await ctx.db.changeMarks();
+    const schemaVersion = marks.schemaVersion ?? (await ctx.db.schemaVersion());
+    cat.dataVersion = marks.dataVersion;
     cat.byName = await readCollections(ctx);
     cat.schemaVersion = schemaVersion;
   } catch (err) {
@@ -218,7 +185,7 @@ function refreshTxView(ctx: AppContext, run: object): Promise<void> | undefined 
   const checking = (async () => {
     const stale = v.stale;
     v.stale = false;
-    const schemaVersion = ctx.db.dialect === "postgres" ? (await pgChangeMarks(ctx.db)).schemaVersion : await readSchemaVersion(ctx.db);
+    const schemaVersion = await ctx.db.schemaVersion();
     if (stale || schemaVersion !== v.schemaVersion) {
       v.byName = await readCollections(ctx);
       v.schemaVersion = schemaVersion;
@@ -283,20 +250,14 @@ export function markTxCatalogStale(ctx: AppContext): void {
 
 async function checkDataVersion(ctx: AppContext): Promise<void> {
   const cat = ctx.catalog;
-  // PostgreSQL: both versions in one statement (see pgChangeMarks).
-  if (ctx.db.dialect === "postgres") {
-    const marks = await pgChangeMarks(ctx.db);
-    noteSnapshot(ctx, marks.snapshot);
-    if (marks.schemaVersion !== cat.schemaVersion) await reloadCatalog(ctx);
-    return;
-  }
-  const dv = await readDataVersion(ctx.db);
-  if (dv === cat.dataVersion) return;
-  const schemaVersion = await readSchemaVersion(ctx.db);
+  const marks = await ctx.db.changeMarks();
+  if (marks.dataVersion === cat.dataVersion) return;
+  // PostgreSQL reads both versions in one statement; SQLite the schema version only when the data moved.
+  const schemaVersion = marks.schemaVersion ?? (await ctx.db.schemaVersion());
   // The version is noted once the catalog matches it (reloadCatalog notes its own): a check that runs
   // meanwhile must not take the old catalog for the new version.
   if (schemaVersion !== cat.schemaVersion) await reloadCatalog(ctx);
-  else cat.dataVersion = dv;
+  else cat.dataVersion = marks.dataVersion;
 }
 
 // The lookups below answer at once when the cache is current (the common case within a request),

@@ -1,5 +1,5 @@
 import type { AppContext } from "../context.ts";
-import { inTransaction } from "../db/tx.ts";
+import { inTransaction } from "../transaction.ts";
 import { AppError, badRequest, bodyOf, conflict, notFound, type Checked } from "../errors.ts";
 import { resolveField } from "../query/sql.ts";
 import { requireCollection, saveCollectionRow } from "./catalog.ts";

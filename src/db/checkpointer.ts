@@ -1,6 +1,6 @@
 import { statSync } from "node:fs";
 import type { Engine } from "./engine.ts";
-import { rawDatabase, type SqliteEngine } from "./sqlite.ts";
+import { rawDatabase, SqliteEngine } from "./sqlite.ts";
 
 // The worker's code, run from a blob so that the compiled executable needs no extra entry point.
 // It opens its own connection and checkpoints in PASSIVE mode, which never waits for or blocks the
@@ -103,18 +103,19 @@ export interface Checkpointer {
  * the copy and its fsyncs: the tail of single-create latency. Here a worker thread with its own
  * connection checkpoints every `everyMs` once the WAL has reached START_BYTES, lets the WAL start over
  * from RESTART_FRAMES on (the server's writes wait for its last short pass; nothing else does), and the
- * serving connection only checkpoints past FALLBACK_PAGES.
+ * serving connection only checkpoints past FALLBACK_PAGES. An engine without a WAL file (PostgreSQL, an
+ * in-memory database) gets one that does not run.
  */
 export function startCheckpointer(
   db: Engine,
   path: string,
   opts: { everyMs?: number; restartFrames?: number; fallbackPages?: number } = {},
 ): Checkpointer {
-  if (path === ":memory:") return { running: false, stop: async () => {} };
+  if (path === ":memory:" || !(db instanceof SqliteEngine)) return { running: false, stop: async () => {} };
   const everyMs = opts.everyMs ?? 100;
   const restartFrames = opts.restartFrames ?? RESTART_FRAMES;
   rawDatabase(db).exec(`PRAGMA wal_autocheckpoint = ${opts.fallbackPages ?? FALLBACK_PAGES}`);
-  const engine = db as SqliteEngine;
+  const engine = db;
   let worker: Worker | null = null;
   let url = "";
   /** Ends the current pause of the server's writes, if any. */

@@ -1,20 +1,27 @@
 /**
- * What a second engine must provide, besides this interface (bun:sqlite is the first, in
- * src/db/sqlite.ts). Every piece of SQLite-only SQL lives in one of these places:
- * - src/db/: opening the file with its PRAGMAs (open.ts), the system tables' migrations
- *   (migrate.ts, migrations/*.sql), `VACUUM INTO` backups (backup.ts), BEGIN IMMEDIATE and
- *   SAVEPOINTs (sqlite.ts), and the mapping of driver errors to HTTP errors (sqlite-errors.ts).
- * - src/collections/ddl.ts: collection tables, columns (type names), indexes, the many_via
- *   junction tables (`WITHOUT ROWID`), whether a schema name is taken (`sqlite_master`), and the
- *   counter of other connections' commits the catalog cache polls (`PRAGMA data_version`).
- * - src/search/fts.ts: FTS5 virtual tables, their triggers, `MATCH`, `bm25` ranking and FTS5's query
- *   text; PostgreSQL's generated `tsvector` column (db/pg-fts.ts spells its queries; search/syntax.ts
- *   reads the search text for both). `ftsQuery` gives query/sql.ts the join, match and relevance.
- * - src/query/: filters, sorts and cursors (sql.ts: LIKE, case-insensitive in SQLite; type affinity of compared
- *   values), and dialect.ts: "is one of these values" (`json_each` over a JSON array parameter)
- *   and the insertion-order tie-break (`rowid`) of system-table listings.
- * Elsewhere, SQL uses only what SQLite and PostgreSQL share: `?` placeholders (rewritten by the
- * engine), `INSERT … ON CONFLICT … DO NOTHING / DO UPDATE SET x = excluded.x`, window functions.
+ * What an engine must provide (SQLite in sqlite.ts, PostgreSQL in postgres.ts). Everything that differs
+ * between engines lives in src/db; code above it says what it means and never asks which engine runs:
+ * - this interface: statements with `?` placeholders (rewritten by the engine for its driver), transactions
+ *   with savepoints, after-commit callbacks and group commit (the shared core is group-commit.ts; each engine
+ *   says how it begins, commits and rolls back, and what a failed member costs the others), and the catalog's
+ *   change marks (`changeMarks`: SQLite's `PRAGMA data_version`, PostgreSQL's snapshot; `schemaVersion`);
+ * - `sql`, its dialect (dialect.ts; sqlite-dialect.ts, postgres-dialect.ts): conditions built as a neutral
+ *   tree (condition.ts) by filters, read rules and relation filters; ORDER BY nulls; aggregates; the
+ *   one-parameter "is one of" list; the insert-order tie-break; the DDL of collections (tables, column types,
+ *   indexes, many_via junction tables, whether a name is taken); full text (FTS5 tables, triggers, `MATCH`
+ *   and bm25; the generated `tsvector` column, its GIN index and tsquery, pg-fts.ts);
+ * - the mapping of its driver's errors to AppErrors, in one place (sqlite-errors.ts, postgres-errors.ts),
+ *   applied to every error that leaves it;
+ * - optional facilities where only one engine has the thing: `listen` (notices between processes sharing the
+ *   database), `backupTo` (a copy of the database file), `getBatched`, `runEach`; a property that says how
+ *   its group commit begins (`groupBeginsAfterJoin`);
+ * - the rest of src/db: opening SQLite's file with its PRAGMAs (open.ts), the system tables' migrations
+ *   (migrate.ts, migrate-postgres.ts, migrations/), SQLite's WAL checkpointer (checkpointer.ts), and reading a
+ *   SQLite database into an empty PostgreSQL one (transfer.ts).
+ * Elsewhere, SQL uses only what SQLite and PostgreSQL share: `INSERT … ON CONFLICT … DO NOTHING / DO UPDATE SET
+ * x = excluded.x`, `RETURNING`, window functions, identifiers quoted by `q` (ident.ts). Two exceptions remain:
+ * realtime/relay.ts sends its notices with `pg_notify` (it runs only where `listen` exists), and
+ * users/admin-users.ts's e-mail search still asks `dialect`.
  */
 
 /**
@@ -26,10 +33,10 @@
  * `transaction`), else on their own.
  */
 
+import type { Dialect } from "./dialect.ts";
+
 /** A value a statement can take or return. Booleans are stored as the engine's own boolean/integer. */
 export type SqlValue = string | number | bigint | boolean | null | Uint8Array;
-
-export type Dialect = "sqlite" | "postgres";
 
 export interface RunResult {
   /** Rows inserted, updated or deleted by the statement. */
@@ -55,8 +62,27 @@ export interface TransactionOptions {
   independent?: boolean;
 }
 
+/** What the catalog cache compares to learn that the database may have changed (Engine.changeMarks). */
+export interface ChangeMarks {
+  /**
+   * Moves whenever another connection may have committed (SQLite: `PRAGMA data_version`; PostgreSQL: a count of
+   * this engine, moved whenever the snapshot read outside a transaction differs from the last one). Caches of
+   * data (counts) keep the value they were made under.
+   */
+  dataVersion: number;
+  /** The catalog's version (`_meta.schema_version`) when the engine read it in the same statement, else undefined. */
+  schemaVersion?: number;
+}
+
 export interface Engine {
-  readonly dialect: Dialect;
+  /** How this engine writes what differs between engines: conditions, DDL, full text (see dialect.ts). */
+  readonly sql: Dialect;
+  /**
+   * @deprecated Which engine this is: code outside src/db says what it means through `sql` (and the engine's
+   * optional facilities) instead. Kept only until src/users/admin-users.ts's e-mail search stops asking
+   * (`sql.escapedLike` is its spelling).
+   */
+  readonly dialect: "sqlite" | "postgres";
   /** The first row, or null. */
   get<T = Record<string, unknown>>(sql: string, params?: readonly SqlValue[]): Promise<T | null>;
   /**
@@ -76,12 +102,10 @@ export interface Engine {
   runEach?(sql: string, rows: readonly (readonly SqlValue[])[], onRowError: (err: unknown, i: number) => unknown): Promise<void>;
   /** One or more statements without parameters (schema changes). */
   exec(sql: string): Promise<void>;
-  /**
-   * PostgreSQL: how many collection tables were ever dropped in the database (`_meta.table_drops`, read by
-   * the catalog check). A number larger than the last one seen gives every statement a name of its own,
-   * so none runs prepared against a table another process dropped and made again. Engines without it: none needed.
-   */
-  noteTableDrops?(count: number): void;
+  /** The catalog cache's cheap question "may another connection have committed?" (see ChangeMarks), asked once per turn. */
+  changeMarks(): Promise<ChangeMarks>;
+  /** The catalog's version, `_meta.schema_version` (0 before the first change). */
+  schemaVersion(): Promise<number>;
   /**
    * Runs `fn` in one write transaction; inside an open one (same async context), in a savepoint that
    * rolls back alone when `fn` throws. Every `get/all/run/exec` made by `fn` (and what it awaits)
@@ -99,6 +123,21 @@ export interface Engine {
   inTransaction(): boolean;
   /** Queues `cb` to run after the outermost transaction of this async context commits (at once outside one). */
   afterCommit(cb: () => void): void;
+  /**
+   * True when a grouped transaction (TransactionOptions.group) begins only once its members have joined, so what it
+   * reads is as fresh as a read made when each member was asked (PostgreSQL): a member may check the catalog inside
+   * it instead of before. (SQLite's members join the transaction running, on the one writing connection.)
+   */
+  readonly groupBeginsAfterJoin: boolean;
+  /**
+   * Listens on `channel` for notices sent by any process sharing the database (PostgreSQL LISTEN/NOTIFY), on a
+   * connection of its own. `onListen` runs once the server has acknowledged it, and again after every reconnect
+   * (notices sent while the connection was down are lost). Returns the function that stops listening. Engines
+   * without it: only one process serves the database.
+   */
+  listen?(channel: string, onNotify: (payload: string) => void, onListen?: () => void): Promise<() => Promise<void>>;
+  /** Writes a consistent copy of the whole database to a new file `file` while writers go on. Engines without it: none (PostgreSQL has pg_dump). */
+  backupTo?(file: string): Promise<void>;
   /** Closes the connection(s). */
   close(): Promise<void>;
 }

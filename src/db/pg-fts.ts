@@ -1,8 +1,12 @@
-import { invalidSearch, tokenize, type Token } from "../search/syntax.ts";
+import type { SearchToken as Token } from "./dialect.ts";
+import { badRequest } from "../errors.ts";
 
-// Full text on PostgreSQL: the search syntax (search/syntax.ts: words, `prefix*`, "quoted phrases", AND,
-// OR, NOT, parentheses; a space between terms means AND) turned into a `to_tsquery('english', …)` text,
+// Full text on PostgreSQL: the terms of the search syntax (search/syntax.ts: words, `prefix*`, "quoted phrases",
+// AND, OR, NOT, parentheses; a space between terms means AND) turned into a `to_tsquery('english', …)` text,
 // searched against a generated `tsvector` column with a GIN index.
+
+/** A 400 for a malformed search, as search/syntax.ts words it. */
+const invalidSearch = (why: string) => badRequest(`invalid search query: ${why}`);
 
 /** Joins two operands; a missing one (a term without letters or digits) drops out, as in FTS5. */
 function join(left: string | null, op: "&" | "|", right: string | null): string | null {
@@ -16,7 +20,7 @@ function join(left: string | null, op: "&" | "|", right: string | null): string 
  * or implied), which binds tighter than OR. Returns a fully parenthesised tsquery text, or null when no
  * term has a word.
  */
-function parse(tokens: Token[]): string | null {
+function parse(tokens: readonly Token[]): string | null {
   let pos = 0;
   const peek = () => tokens[pos];
   const fail = (): never => {
@@ -71,13 +75,13 @@ function parse(tokens: Token[]): string | null {
 }
 
 /**
- * Turns a user's search text into the text of `to_tsquery('english', ?)`. Every word is reduced to its
- * letters and digits (so nothing in it is read as tsquery syntax); a word with punctuation in it, like
- * `e-mail`, is a phrase of its parts, as on SQLite. Structural mistakes are 400. "" (no term with a
- * word) matches nothing.
+ * Turns the terms of a user's search text into the text of `to_tsquery('english', ?)`. Every word is reduced
+ * to its letters and digits (so nothing in it is read as tsquery syntax); a word with punctuation in it, like
+ * `e-mail`, is a phrase of its parts, as on SQLite. Structural mistakes are 400. "" (no term with a word)
+ * matches nothing.
  */
-export function toTsQuery(raw: string): string {
-  return parse(tokenize(raw)) ?? "";
+export function toTsQuery(tokens: readonly Token[]): string {
+  return parse(tokens) ?? "";
 }
 
 /** A PostgreSQL identifier, quoted. */

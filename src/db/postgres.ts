@@ -1,9 +1,9 @@
 // The client is reached through Bun.SQL when an engine is made: importing it loads Bun's SQL module at start,
 // about a tenth of a SQLite server's start-up, for nothing.
 import type { SQL } from "bun";
-import { AsyncLocalStorage } from "node:async_hooks";
-import { runAfterCommit } from "./after-commit.ts";
-import type { Engine, RunResult, SqlValue, TransactionOptions } from "./engine.ts";
+import type { ChangeMarks, Engine, RunResult, SqlValue, TransactionOptions } from "./engine.ts";
+import { MAX_GROUP, newTxState, Transactions, type Done, type Failed, type Member, type TxState } from "./group-commit.ts";
+import { postgresDialect } from "./postgres-dialect.ts";
 import { isRetryable, isUnavailable, mapPostgresError, sqlState } from "./postgres-errors.ts";
 import { toPositional, type Positional } from "./pg-placeholders.ts";
 
@@ -34,41 +34,25 @@ export interface PostgresEngineOptions {
   onCallbackError?: (err: unknown) => void;
 }
 
-/** A reserved connection holding one open transaction, shared by its savepoints. */
-interface Tx {
-  conn: SQL;
-  afterCommit: (() => void)[];
-  savepoints: number;
+type Reserved = Awaited<ReturnType<SQL["reserve"]>>;
+
+/** A transaction of one async context on a reserved connection holding one open PostgreSQL transaction. */
+interface Tx extends TxState {
+  conn: Reserved;
   /** The failure that aborted the transaction (PostgreSQL then refuses every statement until a rollback). */
   abortedBy: unknown;
-  /** Set once committed or rolled back: a statement of its context that comes later runs on its own. */
-  ended: boolean;
-  /** The run of the PostgreSQL transaction (see transactionRun): the members of a group share one. */
-  run: object;
-  /** Statements sent in it that may have written: a group member that fails having sent none leaves nothing to undo. */
-  writes: number;
+}
+
+function newTx(conn: Reserved, run: object): Tx {
+  return { ...newTxState(run), conn, abortedBy: undefined };
 }
 
 /** A transaction waiting to run in a group (see PostgresEngine.runGroup). */
-interface Member {
-  fn: () => Promise<unknown>;
-  resolve: (value: unknown) => void;
-  reject: (error: unknown) => void;
+interface PgMember extends Member {
   /** May run side by side with the members next to it that may too (TransactionOptions.independent). */
   independent: boolean;
 }
 
-/** How a member's run in a group ended. */
-interface Outcome {
-  member: Member;
-  tx: Tx;
-  ok: boolean;
-  value?: unknown;
-  error?: unknown;
-}
-
-/** Most transactions one shared COMMIT acknowledges; later ones wait for the next group. */
-const MAX_GROUP = 64;
 /**
  * Groups running their members at the same time. A group's connection is free for the next one once its
  * COMMIT is sent; while the groups running are at this bound, transactions that start wait together
@@ -76,10 +60,35 @@ const MAX_GROUP = 64;
  */
 const MAX_RUNNING_GROUPS = 2;
 
-/** One level of a transaction: nested transactions of one level run one after the other. */
-interface Scope {
-  tx: Tx;
-  queue: Promise<unknown>;
+/** The state of a group's run (see runGroup). */
+interface GroupRun {
+  conn: Reserved;
+  /** The run of the PostgreSQL transaction (Engine.transactionRun). */
+  run: object;
+  /** The members whose run succeeded: answered once the COMMIT succeeds. */
+  done: Done<PgMember, Tx>[];
+  /** Members to run again, each in a transaction of its own, once this one is over. */
+  alone: PgMember[];
+  /** Members to run again together, in a group of their own. */
+  regroup: PgMember[];
+  /** The transaction is open (it is rolled back at the end), and the connection fit to serve again. */
+  open: boolean;
+  healthy: boolean;
+}
+
+/** Why a group's transaction cannot commit (see runMembers): a member failed after a write, or with its statement refused. */
+interface GroupFailure {
+  /** The first such member, by position, and its failure. */
+  at: number;
+  error: unknown;
+  /** A serialization failure or deadlock, which a transaction of its own retries. */
+  retryable: boolean;
+  /** It ran beside other members (which of them failed first cannot be told). */
+  beside: boolean;
+  /** Every member that failed so. */
+  failures: Failed<PgMember, Tx>[];
+  /** The members answered with their own failure, having written nothing. */
+  refused: Set<PgMember>;
 }
 
 const OID = {
@@ -221,9 +230,12 @@ function rewrite(sql: string): Rewritten {
 }
 
 export class PostgresEngine implements Engine {
+  readonly sql = postgresDialect;
   readonly dialect = "postgres" as const;
-  private readonly sql: SQL;
-  private readonly als = new AsyncLocalStorage<Scope>();
+  readonly groupBeginsAfterJoin = true;
+  private readonly client: SQL;
+  /** The transaction of each async context (see group-commit.ts). */
+  private readonly transactions: Transactions<Tx>;
   private readonly maxRetries: number;
   private readonly onCallbackError: (err: unknown) => void;
   /**
@@ -244,7 +256,34 @@ export class PostgresEngine implements Engine {
     const statementTimeout = opts.statementTimeoutMs ?? 30_000;
     this.maxRetries = opts.maxRetries ?? 10;
     this.onCallbackError = opts.onCallbackError ?? ((err) => console.error("after-commit callback failed", err));
-    this.sql = new Bun.SQL({
+    this.transactions = new Transactions<Tx>(
+      {
+        open: async (tx, name) => {
+          const abortedBefore = tx.abortedBy;
+          await tx.conn.unsafe(`SAVEPOINT ${name}`).catch((err) => {
+            throw this.failIn(tx, err);
+          });
+          return abortedBefore;
+        },
+        release: async (tx, name) => {
+          await tx.conn.unsafe(`RELEASE SAVEPOINT ${name}`);
+        },
+        undo: async (tx, name, abortedBefore) => {
+          try {
+            // Rolled back to the savepoint, the transaction is as it was before: usable again.
+            await tx.conn.unsafe(`ROLLBACK TO SAVEPOINT ${name}`);
+            await tx.conn.unsafe(`RELEASE SAVEPOINT ${name}`);
+            tx.abortedBy = abortedBefore;
+          } catch (rollbackErr) {
+            // A lost connection leaves nothing to roll back to: the outer transaction fails as a whole.
+            tx.abortedBy ??= rollbackErr;
+          }
+        },
+        mapError: mapPostgresError,
+      },
+      this.onCallbackError,
+    );
+    this.client = new Bun.SQL({
       url: opts.url,
       max: opts.poolSize ?? 10,
       bigint: true,
@@ -261,13 +300,8 @@ export class PostgresEngine implements Engine {
    * The open transaction of the current async context, if any. A statement left running by a transaction
    * that has ended (a promise it did not await) runs on its own, as on the SQLite engine.
    */
-  private currentScope(): Scope | undefined {
-    const scope = this.als.getStore();
-    return scope && !scope.tx.ended ? scope : undefined;
-  }
-
   private currentTx(): Tx | undefined {
-    return this.currentScope()?.tx;
+    return this.transactions.current();
   }
 
   private async query(sql: string, params: readonly SqlValue[] = []): Promise<PgResult> {
@@ -279,7 +313,7 @@ export class PostgresEngine implements Engine {
     for (let attempt = 0; ; attempt++) {
       try {
         if (tx && !reads) tx.writes++;
-        const rows = (await (tx?.conn ?? this.sql).unsafe(text, toDriverParams(params))) as PgResult;
+        const rows = (await (tx?.conn ?? this.client).unsafe(text, toDriverParams(params))) as PgResult;
         if (renamed && rows.length) renameColumns(rows, renamed);
         return rows;
       } catch (err) {
@@ -309,7 +343,60 @@ export class PostgresEngine implements Engine {
     return { changes: res.affectedRows ?? res.count ?? 0 };
   }
 
-  noteTableDrops(count: number): void {
+  /** The snapshot text of the last changeMarks outside a transaction, and the count of the texts seen (ChangeMarks.dataVersion). */
+  private snapshotSeen: string | undefined;
+  private snapshots = 0;
+  /** The schema version the last catalog check read (see readMarks). */
+  private versionSeen: number | undefined;
+
+  /**
+   * The catalog's marks in one statement: its version (`_meta.schema_version`) and the text of the statement's
+   * snapshot (`pg_current_snapshot()`: the oldest transaction still running, one past the newest finished, and
+   * those running between). A transaction that writes gets an id, and its end changes that text; reads get none.
+   * So two equal texts mean no transaction committed anywhere in between (no node, no CLI command), and any commit
+   * makes every later text differ from every earlier one. A snapshot read inside a transaction is left out: it may
+   * be older than one already noted, which would only drop counts for nothing.
+   */
+  async changeMarks(): Promise<ChangeMarks> {
+    const marks = await this.readMarks();
+    if (!this.inTransaction() && marks.snapshot !== this.snapshotSeen) {
+      this.snapshotSeen = marks.snapshot;
+      this.snapshots++;
+    }
+    return { dataVersion: this.snapshots, schemaVersion: marks.schemaVersion };
+  }
+
+  async schemaVersion(): Promise<number> {
+    return (await this.readMarks()).schemaVersion;
+  }
+
+  /**
+   * Reads the marks (see changeMarks). When the version moved, it also learns the count of dropped tables (see
+   * suffix), before the request's statements touch a table.
+   */
+  private async readMarks(): Promise<{ schemaVersion: number; snapshot: string }> {
+    // The key is a parameter so that the driver prepares the statement once per connection: a statement
+    // without parameters goes by the simple protocol, parsed and planned every time (three times the CPU).
+    const row = (await this.get<{ v: string | null; s: string }>("SELECT (SELECT value FROM _meta WHERE key = ?) AS v, CAST(pg_current_snapshot() AS text) AS s", ["schema_version"]))!;
+    const schemaVersion = row.v === null ? 0 : Number(row.v);
+    // A collection's table is dropped only with the collection, which bumps the version in the same
+    // transaction: the count is read (inside a transaction, in the same snapshot) only when the version moved.
+    // A version seen inside a transaction is not noted as seen: it may be the transaction's own, rolled back
+    // later, and another process's next change would then bring the same number.
+    if (this.versionSeen !== schemaVersion) {
+      const drops = await this.get<{ value: string }>("SELECT value FROM _meta WHERE key = ?", ["table_drops"]);
+      this.noteTableDrops(drops ? Number(drops.value) : 0);
+      if (!this.inTransaction()) this.versionSeen = schemaVersion;
+    }
+    return { schemaVersion, snapshot: row.s };
+  }
+
+  /**
+   * How many collection tables were ever dropped in the database (`_meta.table_drops`). A number larger than
+   * the last one seen gives every statement a name of its own, so none runs prepared against a table another
+   * process dropped and made again.
+   */
+  private noteTableDrops(count: number): void {
     // Only forward: a check that read an older snapshot must not bring back names prepared before a drop.
     if (!(count > this.dropsSeen)) return;
     this.dropsSeen = count;
@@ -329,7 +416,7 @@ export class PostgresEngine implements Engine {
     const tx = this.currentTx();
     try {
       if (tx) tx.writes++;
-      await (tx?.conn ?? this.sql).unsafe(toPositional(sql, false).text).simple();
+      await (tx?.conn ?? this.client).unsafe(toPositional(sql, false).text).simple();
     } catch (err) {
       noteStatement(err, sql);
       throw tx ? this.failIn(tx, err) : mapPostgresError(err);
@@ -347,32 +434,26 @@ export class PostgresEngine implements Engine {
   }
 
   inTransaction(): boolean {
-    return this.currentScope() !== undefined;
+    return this.currentTx() !== undefined;
   }
 
   afterCommit(cb: () => void): void {
-    const scope = this.currentScope();
-    if (scope) scope.tx.afterCommit.push(cb);
-    else this.runCallbacks([cb]);
-  }
-
-  private runCallbacks(cbs: (() => void)[]): void {
-    runAfterCommit(cbs, this.onCallbackError);
+    this.transactions.afterCommit(cb);
   }
 
   transaction<T>(fn: () => Promise<T>, opts?: TransactionOptions): Promise<T> {
-    const scope = this.currentScope();
-    if (scope) return this.savepoint(scope, fn);
+    const nested = this.transactions.nested(fn);
+    if (nested) return nested;
     if (opts?.group) return this.joinGroup(fn, opts.independent === true);
     return this.outermost(fn);
   }
 
   transactionRun(): object | undefined {
-    return this.currentTx()?.run;
+    return this.transactions.transactionRun();
   }
 
   /** Groups formed and waiting for a turn to run (each at most MAX_GROUP long), oldest first. */
-  private readonly waiting: Member[][] = [];
+  private readonly waiting: PgMember[][] = [];
   private runningGroups = 0;
   private startQueued = false;
 
@@ -384,7 +465,7 @@ export class PostgresEngine implements Engine {
    */
   private joinGroup<T>(fn: () => Promise<T>, independent: boolean): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      const member: Member = { fn, resolve: resolve as (v: unknown) => void, reject, independent };
+      const member: PgMember = { fn, resolve: resolve as (v: unknown) => void, reject, independent };
       const last = this.waiting[this.waiting.length - 1];
       if (last && last.length < MAX_GROUP) last.push(member);
       else this.waiting.push([member]);
@@ -419,201 +500,170 @@ export class PostgresEngine implements Engine {
    * once: each member is answered, and its after-commit callbacks run, only after that COMMIT. A member
    * that fails having written nothing (reads that succeeded leave nothing to undo) just gets its error.
    * One that fails after a write, or whose statement failed (a unique violation aborts the transaction; a
-   * write before a failure must not stay), rolls the whole transaction back: it runs again in a transaction
-   * of its own (its failure may have come from another member's write), and the other members again as a
-   * new group, so each gets exactly the answer it would have had alone. The first member's own failure
-   * stands as it is, unless a serialization failure, which its own transaction retries. A COMMIT the server refuses (nothing was
-   * committed) also sends the members to transactions of their own; a COMMIT whose outcome is unknown (the
-   * connection was lost) fails them all. `free` lets the next group start, once the COMMIT is sent.
+   * write before a failure must not stay), rolls the whole transaction back (see sortFailures). A COMMIT the
+   * server refuses (nothing was committed) also sends the members to transactions of their own; a COMMIT
+   * whose outcome is unknown (the connection was lost) fails them all. `free` lets the next group start,
+   * once the COMMIT is sent.
    */
-  private async runGroup(members: Member[], free: () => void): Promise<void> {
+  private async runGroup(members: PgMember[], free: () => void): Promise<void> {
     if (members.length === 1) {
       const only = members[0]!;
       await this.outermost(only.fn).then(only.resolve, only.reject);
       return;
     }
-    let conn: Awaited<ReturnType<SQL["reserve"]>>;
+    let conn: Reserved;
     try {
-      conn = await this.sql.reserve();
+      conn = await this.client.reserve();
     } catch (err) {
       const error = mapPostgresError(err);
       for (const m of members) m.reject(error);
       return;
     }
-    const run = {};
-    const done: { member: Member; tx: Tx; value: unknown }[] = [];
-    /** Members to run again, each in a transaction of its own, once this one is over. */
-    let alone: Member[] = [];
-    /** Members to run again together, in a group of their own. */
-    let regroup: Member[] = [];
-    let open = false;
-    let healthy = true;
+    const g: GroupRun = { conn, run: {}, done: [], alone: [], regroup: [], open: false, healthy: true };
     try {
-      try {
-        await conn.unsafe("BEGIN ISOLATION LEVEL SERIALIZABLE");
-        open = true;
-      } catch {
+      if (!(await this.beginGroup(g))) {
         // Nothing ran: each member tries on a connection of its own (this one may have been lost).
-        healthy = false;
-        alone = members;
+        g.alone = members;
         return;
       }
-      let failed: { at: number; error: unknown; retryable: boolean; beside: boolean } | null = null;
-      /** Members whose run failed having written (or with their statement refused): to run again. */
-      const failures: Outcome[] = [];
-      /** Members answered with their own failure, having written nothing. */
-      const refused = new Set<Member>();
-      for (let i = 0; i < members.length && !failed; ) {
-        // A run of independent members goes side by side; any other member runs by itself.
-        let end = i + 1;
-        if (members[i]!.independent) while (end < members.length && members[end]!.independent) end++;
-        const outcomes =
-          end - i === 1 ? [await this.runMember(members[i]!, conn, run)] : await Promise.all(members.slice(i, end).map((m) => this.runMember(m, conn, run)));
-        for (let k = 0; k < outcomes.length; k++) {
-          const o = outcomes[k]!;
-          if (o.ok) {
-            done.push({ member: o.member, tx: o.tx, value: o.value });
-          } else if (o.tx.writes === 0 && !o.tx.abortedBy) {
-            o.member.reject(mapPostgresError(o.error));
-            refused.add(o.member);
-          } else {
-            failed ??= { at: i + k, error: o.error, retryable: retryableFailure(o.error, o.tx), beside: outcomes.length > 1 };
-            failures.push(o);
-          }
-        }
-        i = end;
-      }
-      if (failed) {
-        // Alone in the transaction so far, a member's failure is the one it would have had alone (a
-        // serialization failure aside, which a transaction of its own retries). With members beside it,
-        // what failed first cannot be told: every member that sent a statement runs again.
-        const own = done.length === 0 && !failed.retryable && !failed.beside;
-        if (own) {
-          members[failed.at]!.reject(mapPostgresError(failed.error));
-          refused.add(members[failed.at]!);
-        }
-        // The members that failed of their own (not refused only because the transaction was already
-        // aborted, 25P02) run again alone: their failure may have come from another member's write. The
-        // others did nothing wrong and form a new group, so one conflict does not cost every member a
-        // transaction of its own.
-        const guilty = new Set(failures.filter((o) => !refused.has(o.member) && sqlState(o.tx.abortedBy ?? o.error) !== "25P02").map((o) => o.member));
-        const rest = members.filter((m) => !refused.has(m) && !guilty.has(m));
-        if (guilty.size === 0) alone = rest;
-        else {
-          alone = [...guilty];
-          regroup = rest;
-        }
-        done.length = 0;
-        return;
-      }
+      const failure = await this.runMembers(g, members);
+      if (failure) return this.sortFailures(g, members, failure);
       free();
-      open = false;
-      let ended: PgResult;
-      try {
-        ended = (await conn.unsafe("COMMIT")) as PgResult;
-      } catch (err) {
-        // Refused by the server, the transaction is rolled back: nothing of it was kept.
-        if (sqlState(err) && !isUnavailable(err)) {
-          if (done.length > 1 || isRetryable(err)) alone = done.map((d) => d.member);
-          else for (const d of done) d.member.reject(mapPostgresError(err));
-          done.length = 0;
-          return;
-        }
-        throw err;
-      }
-      if (ended.command === "ROLLBACK") throw new Error("the transaction was rolled back by the database");
+      await this.commitGroup(g);
     } catch (err) {
       // The COMMIT's outcome is unknown (the connection was lost): every member that was waiting for it fails.
-      healthy = false;
+      g.healthy = false;
       const error = mapPostgresError(err);
-      for (const d of done) d.member.reject(error);
-      done.length = 0;
+      for (const d of g.done) d.member.reject(error);
+      g.done.length = 0;
     } finally {
-      if (open) await conn.unsafe("ROLLBACK").catch(() => (healthy = false));
-      if (healthy) conn.release();
-      else conn.close().catch(() => {});
-      free();
-      // Committed: each member's callbacks run outside the transaction's context, then it is answered, in order.
-      for (const d of done) {
-        this.runCallbacks(d.tx.afterCommit);
-        d.member.resolve(d.value);
-      }
-      for (const m of alone) this.outermost(m.fn).then(m.resolve, m.reject);
-      if (regroup.length === 1) this.outermost(regroup[0]!.fn).then(regroup[0]!.resolve, regroup[0]!.reject);
-      else if (regroup.length > 1) {
-        this.waiting.unshift(regroup);
-        this.startGroups();
-      }
+      await this.finishGroup(g, free);
     }
   }
 
-  /** Runs one member of a group in the group's transaction, in an async context of its own. */
-  private async runMember(member: Member, conn: Tx["conn"], run: object): Promise<Outcome> {
-    const tx: Tx = { conn, afterCommit: [], savepoints: 0, abortedBy: undefined, ended: false, run, writes: 0 };
+  /** BEGIN on the group's connection; false when it failed (the connection is then not reused). */
+  private async beginGroup(g: GroupRun): Promise<boolean> {
     try {
-      const value = await this.als.run({ tx, queue: Promise.resolve() }, member.fn);
-      // It caught the failure of one of its statements: the transaction is aborted all the same.
-      if (tx.abortedBy) return { member, tx, ok: false, error: tx.abortedBy };
-      return { member, tx, ok: true, value };
-    } catch (err) {
-      return { member, tx, ok: false, error: err };
-    } finally {
-      tx.ended = true;
+      await g.conn.unsafe("BEGIN ISOLATION LEVEL SERIALIZABLE");
+      g.open = true;
+      return true;
+    } catch {
+      g.healthy = false;
+      return false;
     }
   }
 
-  /** A nested transaction: a savepoint that rolls back alone (and drops its after-commit callbacks). */
-  private savepoint<T>(scope: Scope, fn: () => Promise<T>): Promise<T> {
-    const run = async (): Promise<T> => {
-      const tx = scope.tx;
-      const name = `sp_${++tx.savepoints}`;
-      const mark = tx.afterCommit.length;
-      const abortedBefore = tx.abortedBy;
-      await this.txStatement(tx, `SAVEPOINT ${name}`).catch((err) => {
-        throw this.failIn(tx, err);
-      });
-      try {
-        const result = await this.als.run({ tx, queue: Promise.resolve() }, fn);
-        await this.txStatement(tx, `RELEASE SAVEPOINT ${name}`);
-        return result;
-      } catch (err) {
-        tx.afterCommit.length = mark;
-        try {
-          // Rolled back to the savepoint, the transaction is as it was before: usable again.
-          await this.txStatement(tx, `ROLLBACK TO SAVEPOINT ${name}`);
-          await this.txStatement(tx, `RELEASE SAVEPOINT ${name}`);
-          tx.abortedBy = abortedBefore;
-        } catch (rollbackErr) {
-          // A lost connection leaves nothing to roll back to: the outer transaction fails as a whole.
-          tx.abortedBy ??= rollbackErr;
+  /**
+   * Runs the members in the group's transaction, a run of independent ones side by side and any other by itself,
+   * until one fails having written (or with its statement refused): the transaction can then not commit. The
+   * members that succeed go to `g.done`; one that fails having written nothing is answered with its error.
+   */
+  private async runMembers(g: GroupRun, members: PgMember[]): Promise<GroupFailure | null> {
+    let failure: GroupFailure | null = null;
+    const refused = new Set<PgMember>();
+    const run = (m: PgMember) => this.transactions.runMember(m, newTx(g.conn, g.run), (tx) => tx.abortedBy);
+    for (let i = 0; i < members.length && !failure; ) {
+      let end = i + 1;
+      if (members[i]!.independent) while (end < members.length && members[end]!.independent) end++;
+      const outcomes = end - i === 1 ? [await run(members[i]!)] : await Promise.all(members.slice(i, end).map(run));
+      for (let k = 0; k < outcomes.length; k++) {
+        const o = outcomes[k]!;
+        if (o.ok) g.done.push(o);
+        else if (o.tx.writes === 0 && !o.tx.abortedBy) {
+          o.member.reject(mapPostgresError(o.error));
+          refused.add(o.member);
+        } else {
+          failure ??= { at: i + k, error: o.error, retryable: retryableFailure(o.error, o.tx), beside: outcomes.length > 1, failures: [], refused };
+          failure.failures.push(o);
         }
-        throw mapPostgresError(err);
       }
-    };
-    const result = scope.queue.then(run, run);
-    scope.queue = result.catch(() => {});
-    return result;
+      i = end;
+    }
+    return failure;
   }
 
-  private async txStatement(tx: Tx, text: string): Promise<void> {
-    await tx.conn.unsafe(text);
+  /**
+   * After a failure that dooms the group's transaction (rolled back by finishGroup), decides how each member
+   * still unanswered runs again, so that each gets exactly the answer it would have had alone. Alone in the
+   * transaction so far, a member's failure is the one it would have had alone (a serialization failure aside,
+   * which a transaction of its own retries). With members beside it, what failed first cannot be told: every
+   * member that sent a statement runs again.
+   */
+  private sortFailures(g: GroupRun, members: PgMember[], failure: GroupFailure): void {
+    const { refused } = failure;
+    if (g.done.length === 0 && !failure.retryable && !failure.beside) {
+      members[failure.at]!.reject(mapPostgresError(failure.error));
+      refused.add(members[failure.at]!);
+    }
+    // The members that failed of their own (not refused only because the transaction was already aborted,
+    // 25P02) run again alone: their failure may have come from another member's write. The others did nothing
+    // wrong and form a new group, so one conflict does not cost every member a transaction of its own.
+    const guilty = new Set(failure.failures.filter((o) => !refused.has(o.member) && sqlState(o.tx.abortedBy ?? o.error) !== "25P02").map((o) => o.member));
+    const rest = members.filter((m) => !refused.has(m) && !guilty.has(m));
+    if (guilty.size === 0) g.alone = rest;
+    else {
+      g.alone = [...guilty];
+      g.regroup = rest;
+    }
+    g.done.length = 0;
+  }
+
+  /**
+   * COMMIT of the group's transaction. Refused by the server, the transaction is rolled back (nothing of it was
+   * kept): the members run again alone, or, one alone and not to be retried, get the refusal. Throws when the
+   * outcome is unknown.
+   */
+  private async commitGroup(g: GroupRun): Promise<void> {
+    g.open = false;
+    let ended: PgResult;
+    try {
+      ended = (await g.conn.unsafe("COMMIT")) as PgResult;
+    } catch (err) {
+      if (sqlState(err) && !isUnavailable(err)) {
+        if (g.done.length > 1 || isRetryable(err)) g.alone = g.done.map((d) => d.member);
+        else for (const d of g.done) d.member.reject(mapPostgresError(err));
+        g.done.length = 0;
+        return;
+      }
+      throw err;
+    }
+    if (ended.command === "ROLLBACK") throw new Error("the transaction was rolled back by the database");
+  }
+
+  /**
+   * Ends a group's run: rolls back a transaction left open, gives the connection back (or closes it), lets the
+   * next group start, answers the committed members (their callbacks running outside the transaction's context,
+   * in order), and sends the others to run again.
+   */
+  private async finishGroup(g: GroupRun, free: () => void): Promise<void> {
+    if (g.open) await g.conn.unsafe("ROLLBACK").catch(() => (g.healthy = false));
+    if (g.healthy) g.conn.release();
+    else g.conn.close().catch(() => {});
+    free();
+    this.transactions.answer(g.done);
+    for (const m of g.alone) this.outermost(m.fn).then(m.resolve, m.reject);
+    if (g.regroup.length === 1) this.outermost(g.regroup[0]!.fn).then(g.regroup[0]!.resolve, g.regroup[0]!.reject);
+    else if (g.regroup.length > 1) {
+      this.waiting.unshift(g.regroup);
+      this.startGroups();
+    }
   }
 
   /** The outermost transaction on a reserved connection, run again whole on a serialization failure. */
   private async outermost<T>(fn: () => Promise<T>): Promise<T> {
     for (let attempt = 0; ; attempt++) {
-      let conn: Awaited<ReturnType<SQL["reserve"]>>;
+      let conn: Reserved;
       try {
-        conn = await this.sql.reserve();
+        conn = await this.client.reserve();
       } catch (err) {
         throw mapPostgresError(err);
       }
-      const tx: Tx = { conn, afterCommit: [], savepoints: 0, abortedBy: undefined, ended: false, run: {}, writes: 0 };
+      const tx = newTx(conn, {});
       let healthy = true;
       let result: T;
       try {
         await conn.unsafe("BEGIN ISOLATION LEVEL SERIALIZABLE");
-        result = await this.als.run({ tx, queue: Promise.resolve() }, fn);
+        result = await this.transactions.runIn(tx, fn);
         // COMMIT of a transaction that a failed statement aborted rolls back without an error: never
         // report such a transaction as saved (on SQLite the other writes would have been kept).
         const done = (await conn.unsafe("COMMIT")) as PgResult;
@@ -629,29 +679,19 @@ export class PostgresEngine implements Engine {
         }
         throw mapPostgresError(err);
       } finally {
-        tx.ended = true;
+        tx.open = false;
         if (healthy) conn.release();
         else conn.close().catch(() => {});
       }
       // Committed: the callbacks run outside the transaction's context, in the order they were queued.
-      this.runCallbacks(tx.afterCommit);
+      this.transactions.runCallbacks(tx.afterCommit);
       return result;
     }
   }
 
   /**
-   * Sends a change notice to every node listening on `channel` (PostgreSQL NOTIFY). Inside a transaction
-   * it goes out when the outermost transaction commits, and never when it rolls back.
-   */
-  async notify(channel: string, payload = ""): Promise<void> {
-    await this.get("SELECT pg_notify(?, ?) AS sent", [channel, payload]);
-  }
-
-  /**
-   * Listens on `channel` on a connection of its own. `onListen` runs once the server has acknowledged it,
-   * and again after every reconnect: notices sent while the connection was down are lost, so that is
-   * where a node re-validates what it caches. A callback that throws is reported, never fatal.
-   * Returns the function that stops listening.
+   * Listens on `channel` on a connection of its own (Engine.listen): after a reconnect `onListen` runs again,
+   * which is where a node re-validates what it caches. A callback that throws is reported, never fatal.
    */
   async listen(channel: string, onNotify: (payload: string) => void, onListen?: () => void): Promise<() => Promise<void>> {
     const guard = (fn: () => void) => {
@@ -662,7 +702,7 @@ export class PostgresEngine implements Engine {
       }
     };
     try {
-      const sub = await this.sql.listen(
+      const sub = await this.client.listen(
         channel,
         (payload) => guard(() => onNotify(decodeText(payload) as string)),
         onListen && (() => guard(onListen)),
@@ -674,7 +714,7 @@ export class PostgresEngine implements Engine {
   }
 
   async close(): Promise<void> {
-    await this.sql.close();
+    await this.client.close();
   }
 }
 

@@ -1,33 +1,30 @@
 import { Database, type Statement } from "bun:sqlite";
-import { AsyncLocalStorage } from "node:async_hooks";
-import { runAfterCommit } from "./after-commit.ts";
-import type { Engine, RunResult, SqlValue, TransactionOptions } from "./engine.ts";
+import type { ChangeMarks, Engine, RunResult, SqlValue, TransactionOptions } from "./engine.ts";
+import { MAX_GROUP, newTxState, Transactions, type Done, type Member, type TxState } from "./group-commit.ts";
+import { sqliteDialect } from "./sqlite-dialect.ts";
 import { mapSqliteError } from "./sqlite-errors.ts";
 import { MAX_STATEMENTS, StatementCache } from "./statements.ts";
 
-/** The transaction of one async context. */
-interface Tx {
-  open: boolean;
-  /** Savepoints currently open inside it. */
-  depth: number;
-  afterCommit: (() => void)[];
-  /** Whether a statement of it changed the database (a statement that failed changed nothing: SQLite undid it). */
-  wrote: boolean;
-  /** The run of the SQLite transaction it is part of (see transactionRun): the members of a group share one. */
-  run: object;
-}
-
 /** A transaction waiting in a group (see SqliteEngine.transaction). */
-interface Member {
-  fn: () => Promise<unknown>;
-  resolve: (value: unknown) => void;
-  reject: (error: unknown) => void;
+interface SqliteMember extends Member {
   /** It may run again after a rollback (TransactionOptions.group): it runs without a savepoint of its own. */
   rerunnable?: boolean;
 }
 
 interface Group {
-  members: Member[];
+  members: SqliteMember[];
+}
+
+/** The state of a group's run (see commitGroup). */
+interface GroupRun {
+  /** The run of the SQLite transaction (Engine.transactionRun), new after a start over. */
+  run: object;
+  /** The members whose run succeeded, answered once the COMMIT succeeds. */
+  done: Done<SqliteMember, TxState>[];
+  /** The member running or next to run: those from it on never finished when the transaction itself fails. */
+  next: number;
+  /** After a start over (or a member that may not run again) every member runs in a savepoint. */
+  careful: boolean;
 }
 
 /** A read waiting for the end of the turn (SqliteEngine.getBatched). */
@@ -37,18 +34,6 @@ interface PendingRead {
   params: readonly SqlValue[];
   resolve: (row: unknown) => void;
   reject: (error: unknown) => void;
-}
-
-/** Most transactions one COMMIT acknowledges; later ones wait for the next. */
-const MAX_GROUP = 64;
-
-/**
- * One level of a transaction, as the async context sees it: nested transactions started at the same level
- * (e.g. together in a Promise.all) run one after the other, each in its own savepoint.
- */
-interface Scope {
-  tx: Tx;
-  queue: Promise<unknown>;
 }
 
 const NO_PARAMS: readonly SqlValue[] = [];
@@ -102,8 +87,11 @@ function lockFor(sqlite: Database): FileLock {
  * another database): there such reads wait as writes do.
  */
 export class SqliteEngine implements Engine {
+  readonly sql = sqliteDialect;
   readonly dialect = "sqlite" as const;
-  private readonly als = new AsyncLocalStorage<Scope>();
+  readonly groupBeginsAfterJoin = false;
+  /** The transaction of each async context (see group-commit.ts). */
+  private readonly transactions: Transactions<TxState>;
   private readonly fileLock: FileLock;
   /** The write transaction being run, which transactions that start meanwhile join. */
   private group: Group | null = null;
@@ -119,15 +107,33 @@ export class SqliteEngine implements Engine {
    */
   constructor(
     readonly sqlite: Database,
-    private readonly onCallbackError: (err: unknown) => void = (err) => console.error("after-commit callback failed", err),
+    onCallbackError: (err: unknown) => void = (err) => console.error("after-commit callback failed", err),
   ) {
     this.fileLock = lockFor(sqlite);
+    this.transactions = new Transactions<TxState>(
+      {
+        open: (_tx, name) => this.control(`SAVEPOINT ${name}`),
+        release: (_tx, name) => this.control(`RELEASE ${name}`),
+        undo: (_tx, name) => {
+          if (!this.sqlite.inTransaction) return;
+          this.control(`ROLLBACK TO ${name}`);
+          this.control(`RELEASE ${name}`);
+        },
+        mapError: mapSqliteError,
+      },
+      onCallbackError,
+    );
+  }
+
+  /** Runs a transaction control statement (BEGIN, SAVEPOINT, COMMIT, …) on the writing connection. */
+  private control(sql: string): void {
+    this.sqlite.query(sql).run();
   }
 
   /** True when this context may use the connection now: no transaction open, or its own. */
   private free(): boolean {
     if (!this.fileLock.locked) return true;
-    return this.als.getStore()?.tx.open === true;
+    return this.transactions.current() !== undefined;
   }
 
   get<T = Record<string, unknown>>(sql: string, params: readonly SqlValue[] = NO_PARAMS): Promise<T | null> {
@@ -154,7 +160,7 @@ export class SqliteEngine implements Engine {
    * turn with two or more of those turns batching back on.
    */
   getBatched<T = Record<string, unknown>>(sql: string, params: readonly SqlValue[] = NO_PARAMS): Promise<T | null> {
-    if (this.als.getStore()?.tx.open === true) return this.get<T>(sql, params);
+    if (this.transactions.current()) return this.get<T>(sql, params);
     let readable: boolean;
     try {
       readable = this.readable(sql);
@@ -285,10 +291,10 @@ export class SqliteEngine implements Engine {
     }
   }
 
-  /** Notes that the transaction of this context (if any) changed the database (see Tx.wrote). */
+  /** Notes that the transaction of this context (if any) changed the database (see TxState.writes; a statement that failed changed nothing: SQLite undid it). */
   private noteWrite(): void {
-    const tx = this.als.getStore()?.tx;
-    if (tx?.open) tx.wrote = true;
+    const tx = this.transactions.current();
+    if (tx) tx.writes++;
   }
 
   runEach(sql: string, rows: readonly (readonly SqlValue[])[], onRowError: (err: unknown, i: number) => unknown): Promise<void> {
@@ -382,29 +388,39 @@ export class SqliteEngine implements Engine {
     else l.locked = false;
   }
 
+  /**
+   * `data_version` changes whenever another connection commits (this process's own commits do not move it); it
+   * is read on the writing connection without waiting for a transaction (see DATA_VERSION).
+   */
+  async changeMarks(): Promise<ChangeMarks> {
+    return { dataVersion: (await this.get<{ data_version: number }>(DATA_VERSION))!.data_version };
+  }
+
+  async schemaVersion(): Promise<number> {
+    const row = await this.get<{ value: string }>("SELECT value FROM _meta WHERE key = 'schema_version'");
+    return row ? Number(row.value) : 0;
+  }
+
+  /** `VACUUM INTO` reads one snapshot (WAL), so writers go on meanwhile. */
+  async backupTo(file: string): Promise<void> {
+    await this.run("VACUUM INTO ?", [file]);
+  }
+
   inTransaction(): boolean {
-    return this.als.getStore()?.tx.open === true;
+    return this.transactions.current() !== undefined;
   }
 
   transactionRun(): object | undefined {
-    const tx = this.als.getStore()?.tx;
-    return tx?.open === true ? tx.run : undefined;
+    return this.transactions.transactionRun();
   }
 
   afterCommit(cb: () => void): void {
-    const tx = this.als.getStore()?.tx;
-    if (tx && tx.open) tx.afterCommit.push(cb);
-    else this.runCallbacks([cb]);
+    this.transactions.afterCommit(cb);
   }
 
   async transaction<T>(fn: () => Promise<T>, opts?: TransactionOptions): Promise<T> {
-    const scope = this.als.getStore();
-    if (scope && scope.tx.open) {
-      // After the savepoints started before it at this level; a failed one does not stop the next.
-      const run = scope.queue.then(() => this.savepoint(scope.tx, fn));
-      scope.queue = run.catch(() => {});
-      return run;
-    }
+    const nested = this.transactions.nested(fn);
+    if (nested) return nested;
     const rerunnable = opts?.group === true;
     // Group commit: while this connection's write transaction runs, transactions that start join it and
     // run after it, each in a savepoint of its own (see commitGroup), and one COMMIT acknowledges them all.
@@ -433,85 +449,91 @@ export class SqliteEngine implements Engine {
    * commits once, at the end of the event-loop turn at the earliest (those that join until then run first).
    * Each member runs in its own savepoint, so that one that fails rolls back alone and gets its own error;
    * but a member that may run again (`rerunnable`, TransactionOptions.group) runs without one, which saves
-   * SQLite a copy of every page it touches: if it fails having changed nothing (its failing statement was
-   * undone by SQLite, a field check threw before any write), it just gets its error; if it fails after a
-   * change, the transaction rolls back and starts over, and the members done so far, then that one, run
-   * again, each in a savepoint (so members run bare only while every member done may run again). Each
-   * member is answered, and its after-commit callbacks run, only after the COMMIT; if the BEGIN or the
-   * COMMIT fails, every member that had not failed by itself gets that failure. Called holding the lock;
-   * releases it.
+   * SQLite a copy of every page it touches (see runMembers, startOver). Each member is answered, and its
+   * after-commit callbacks run, only after the COMMIT; if the BEGIN or the COMMIT fails, every member that had
+   * not failed by itself gets that failure. Called holding the lock; releases it.
    */
   private async commitGroup(group: Group): Promise<void> {
-    let done: { member: Member; tx: Tx; value: unknown }[] = [];
+    const state: GroupRun = { run: {}, done: [], next: 0, careful: false };
     let commitError: unknown = null;
-    /** The member running or next to run: those from it on never finished when the transaction itself fails. */
-    let next = 0;
-    /** After a start over every member runs in a savepoint. */
-    let careful = false;
     try {
-      this.sqlite.query("BEGIN IMMEDIATE").run();
-      let run = {};
+      this.control("BEGIN IMMEDIATE");
       this.group = group;
       for (let waited = false; ; waited = true) {
-        for (; next < group.members.length; next++) {
-          const member = group.members[next]!;
-          const tx: Tx = { open: true, depth: 0, afterCommit: [], wrote: false, run };
-          const bare = member.rerunnable === true && !careful;
-          if (!bare) this.sqlite.query("SAVEPOINT member").run();
-          try {
-            const value = await this.als.run({ tx, queue: Promise.resolve() }, member.fn);
-            if (!bare) this.sqlite.query("RELEASE member").run();
-            done.push({ member, tx, value });
-            // A start over would run it again: from now on every member runs in a savepoint.
-            if (!member.rerunnable) careful = true;
-          } catch (err) {
-            if (!bare) {
-              if (this.sqlite.inTransaction) {
-                this.sqlite.query("ROLLBACK TO member").run();
-                this.sqlite.query("RELEASE member").run();
-              }
-              member.reject(mapSqliteError(err));
-            } else if (!tx.wrote && this.sqlite.inTransaction) {
-              member.reject(mapSqliteError(err));
-            } else {
-              // Its changes cannot be undone alone: start over, with the members done so far and then it.
-              if (this.sqlite.inTransaction) this.sqlite.query("ROLLBACK").run();
-              this.sqlite.query("BEGIN IMMEDIATE").run();
-              run = {};
-              group.members.splice(0, next + 1, ...done.map((d) => d.member), member);
-              done = [];
-              careful = true;
-              next = -1;
-            }
-          } finally {
-            tx.open = false;
-          }
-        }
+        await this.runMembers(group, state);
         // A server handles the requests of one event-loop turn one after the other, each to its end when it
         // needs no I/O: the COMMIT waits for the turn to end, so that their transactions join this one.
         if (waited || group.members.length >= MAX_GROUP) break;
         await nextTurn();
-        if (next === group.members.length) break;
+        if (state.next === group.members.length) break;
       }
       this.group = null;
-      this.sqlite.query("COMMIT").run();
+      this.control("COMMIT");
     } catch (err) {
       commitError = mapSqliteError(err);
       try {
-        if (this.sqlite.inTransaction) this.sqlite.query("ROLLBACK").run();
+        if (this.sqlite.inTransaction) this.control("ROLLBACK");
       } catch {}
     } finally {
       this.group = null;
-      for (const m of group.members.slice(next)) m.reject(commitError ?? new Error("transaction ended"));
+      for (const m of group.members.slice(state.next)) m.reject(commitError ?? new Error("transaction ended"));
       this.unlock();
     }
-    for (const d of done) {
-      if (commitError) d.member.reject(commitError);
-      else {
-        this.runCallbacks(d.tx.afterCommit);
-        d.member.resolve(d.value);
-      }
+    if (commitError) for (const d of state.done) d.member.reject(commitError);
+    else this.transactions.answer(state.done);
+  }
+
+  /**
+   * Runs the members from `state.next` on, one after the other, each in an async context of its own: in a
+   * savepoint that rolls back alone when it fails, or bare (see commitGroup). A bare member that fails having
+   * changed nothing (its failing statement was undone by SQLite, a field check threw before any write) just
+   * gets its error; one that fails after a change makes the transaction start over (startOver).
+   */
+  private async runMembers(group: Group, state: GroupRun): Promise<void> {
+    for (; state.next < group.members.length; state.next++) {
+      const member = group.members[state.next]!;
+      const bare = member.rerunnable === true && !state.careful;
+      if (!bare) this.control("SAVEPOINT member");
+      const outcome = await this.transactions.runMember(member, newTxState(state.run), bare ? undefined : this.releaseMember);
+      if (outcome.ok) {
+        state.done.push(outcome);
+        // A start over would run it again: from now on every member runs in a savepoint.
+        if (!member.rerunnable) state.careful = true;
+      } else if (!bare) {
+        if (this.sqlite.inTransaction) {
+          this.control("ROLLBACK TO member");
+          this.control("RELEASE member");
+        }
+        member.reject(mapSqliteError(outcome.error));
+      } else if (outcome.tx.writes === 0 && this.sqlite.inTransaction) {
+        member.reject(mapSqliteError(outcome.error));
+      } else this.startOver(group, state, member);
     }
+  }
+
+  /** Releases a member's savepoint after its run; the error when that fails (the member then fails). */
+  private readonly releaseMember = (): unknown => {
+    try {
+      this.control("RELEASE member");
+      return undefined;
+    } catch (err) {
+      return err;
+    }
+  };
+
+  /**
+   * A bare member failed after a change, which cannot be undone alone: the transaction rolls back and starts
+   * over, with the members done so far and then that one, each in a savepoint now (so members run bare only
+   * while every member done may run again).
+   */
+  private startOver(group: Group, state: GroupRun, member: SqliteMember): void {
+    if (this.sqlite.inTransaction) this.control("ROLLBACK");
+    this.control("BEGIN IMMEDIATE");
+    state.run = {};
+    group.members.splice(0, state.next + 1, ...state.done.map((d) => d.member), member);
+    state.done = [];
+    state.careful = true;
+    state.next = -1;
   }
 
   /**
@@ -535,30 +557,6 @@ export class SqliteEngine implements Engine {
         this.unlock();
       }
     }
-  }
-
-  private async savepoint<T>(tx: Tx, fn: () => Promise<T>): Promise<T> {
-    const name = `sp${++tx.depth}`;
-    const mark = tx.afterCommit.length;
-    this.sqlite.query(`SAVEPOINT ${name}`).run();
-    try {
-      const result = await this.als.run({ tx, queue: Promise.resolve() }, fn);
-      this.sqlite.query(`RELEASE ${name}`).run();
-      return result;
-    } catch (err) {
-      if (this.sqlite.inTransaction) {
-        this.sqlite.query(`ROLLBACK TO ${name}`).run();
-        this.sqlite.query(`RELEASE ${name}`).run();
-      }
-      tx.afterCommit.length = mark;
-      throw mapSqliteError(err);
-    } finally {
-      tx.depth--;
-    }
-  }
-
-  private runCallbacks(cbs: (() => void)[]): void {
-    runAfterCommit(cbs, this.onCallbackError);
   }
 
   async close(): Promise<void> {

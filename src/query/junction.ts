@@ -1,7 +1,7 @@
 import type { AppContext } from "../context.ts";
-import { q } from "../collections/ddl.ts";
+import { listParam, type Bound } from "../db/condition.ts";
+import { q } from "../db/ident.ts";
 import type { Collection } from "../collections/types.ts";
-import { inList, listParam } from "./dialect.ts";
 import { columnsOf, type TargetFilter } from "./relations.ts";
 
 // The reads of many_via junction tables (`from_id`, `to_id`, `pos`: holder, linked record, position).
@@ -11,7 +11,7 @@ type Row = Record<string, unknown>;
 
 /** The links of the holders `fromIds`, each holder's in link order. */
 export async function linksFromAll(ctx: AppContext, junction: string, fromIds: string[]): Promise<{ from_id: string; to_id: string }[]> {
-  return await ctx.db.all<{ from_id: string; to_id: string }>(`SELECT "from_id", "to_id" FROM ${q(junction)} WHERE "from_id" ${inList(ctx.db)} ORDER BY "from_id", "pos"`, [listParam(fromIds)]);
+  return await ctx.db.all<{ from_id: string; to_id: string }>(`SELECT "from_id", "to_id" FROM ${q(junction)} WHERE "from_id" ${ctx.db.sql.inList} ORDER BY "from_id", "pos"`, [listParam(fromIds)]);
 }
 
 /** The ids one holder links to, in order. */
@@ -39,5 +39,8 @@ export async function countActiveHolders(ctx: AppContext, junction: string, hold
  * `t.`): the first `limit` of each holder in link order, each with its holder's id as `__rel_from`.
  */
 export async function linkedRows(ctx: AppContext, junction: string, target: Collection, fromIds: string[], filter: TargetFilter, limit: number): Promise<Row[]> {
-  return await ctx.db.all<Row>(`SELECT "__rel_from", ${columnsOf(target, "")} FROM (SELECT j."from_id" AS "__rel_from", j."pos" AS "__rel_pos", ${columnsOf(target, "t.")}, ROW_NUMBER() OVER (PARTITION BY j."from_id" ORDER BY j."pos") AS "__rel_n" FROM ${q(junction)} AS j JOIN ${q(target.name)} AS t ON t."_id" = j."to_id" WHERE j."from_id" ${inList(ctx.db)} AND ${filter.sql}) AS "__rel" WHERE "__rel_n" <= ? ORDER BY "__rel_from", "__rel_pos"`, [listParam(fromIds), ...filter.params, limit]);
+  const params: Bound[] = [listParam(fromIds)];
+  const sql = `SELECT "__rel_from", ${columnsOf(target, "")} FROM (SELECT j."from_id" AS "__rel_from", j."pos" AS "__rel_pos", ${columnsOf(target, "t.")}, ROW_NUMBER() OVER (PARTITION BY j."from_id" ORDER BY j."pos") AS "__rel_n" FROM ${q(junction)} AS j JOIN ${q(target.name)} AS t ON t."_id" = j."to_id" WHERE j."from_id" ${ctx.db.sql.inList} AND ${ctx.db.sql.cond(filter, params)}) AS "__rel" WHERE "__rel_n" <= ? ORDER BY "__rel_from", "__rel_pos"`;
+  params.push(limit);
+  return await ctx.db.all<Row>(sql, params);
 }

@@ -61,25 +61,14 @@ export async function planHasRecord(ctx: AppContext, plan: ReadPlan, id: string)
   return !!await ctx.db.get(sql, [...plan.from.params, ...plan.where.params, id]);
 }
 
-/** The SQL of `fn` over `field` (null: every row, for count) of `col`. */
-function aggregateExpr(plan: ReadPlan, col: Collection, fn: AggregateFn, field: FieldRef | null): string {
-  const c = field ? column(col, field.name) : null;
-  // PostgreSQL has no min or max of booleans: they are compared as 0 and 1, which SQLite stores.
-  const ordered = field?.type === "boolean" && plan.dialect === "postgres" ? `CAST(${c} AS INTEGER)` : c;
-  return {
-    count: c ? `COUNT(${c})` : "COUNT(*)",
-    // SQLite's SUM of integers fails past 2^63 (NUMERIC columns hold whole numbers as integers); TOTAL adds as floats,
-    // as PostgreSQL's SUM of double precision does, and is 0 over no row.
-    sum: plan.dialect === "sqlite" ? `TOTAL(${c})` : `COALESCE(SUM(${c}), 0)`,
-    avg: `AVG(${c})`,
-    min: `MIN(${ordered})`,
-    max: `MAX(${ordered})`,
-  }[fn];
+/** The SQL of `fn` over `field` (null: every row, for count) of `col`: `sum` of nothing is 0, min and max of booleans compare 0 and 1. */
+function aggregateExpr(ctx: AppContext, col: Collection, fn: AggregateFn, field: FieldRef | null): string {
+  return ctx.db.sql.aggregate(fn, field ? column(col, field.name) : null, field?.type ?? null);
 }
 
 /** `fn` of `field` over the rows of a plan, as stored (`sum` and `count` of nothing are 0, the others null). */
 export async function aggregateValue(ctx: AppContext, plan: ReadPlan, col: Collection, fn: AggregateFn, field: FieldRef | null): Promise<SqlValue> {
-  const expr = aggregateExpr(plan, col, fn, field);
+  const expr = aggregateExpr(ctx, col, fn, field);
   return (await ctx.db.get<{ value: SqlValue }>(`SELECT ${expr} AS value FROM ${plan.from.sql} WHERE ${plan.where.sql}`, [...plan.from.params, ...plan.where.params]))!.value;
 }
 
@@ -93,7 +82,7 @@ export async function aggregateGroups(
   group: FieldRef,
   limit: number,
 ): Promise<{ g: SqlValue; value: SqlValue }[]> {
-  const expr = aggregateExpr(plan, col, fn, field);
+  const expr = aggregateExpr(ctx, col, fn, field);
   const g = column(col, group.name);
-  return await ctx.db.all<{ g: SqlValue; value: SqlValue }>(`SELECT ${g} AS g, ${expr} AS value FROM ${plan.from.sql} WHERE ${plan.where.sql} GROUP BY ${g} ORDER BY ${g} ASC${plan.dialect === "postgres" ? " NULLS FIRST" : ""} LIMIT ?`, [...plan.from.params, ...plan.where.params, limit]);
+  return await ctx.db.all<{ g: SqlValue; value: SqlValue }>(`SELECT ${g} AS g, ${expr} AS value FROM ${plan.from.sql} WHERE ${plan.where.sql} GROUP BY ${g} ORDER BY ${ctx.db.sql.order(g, false)} LIMIT ?`, [...plan.from.params, ...plan.where.params, limit]);
 }

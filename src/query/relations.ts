@@ -1,23 +1,20 @@
 import type { Principal } from "../auth/principal.ts";
 import type { AppContext } from "../context.ts";
-import { q } from "../collections/ddl.ts";
+import { and, col, exists, FALSE, listParam, or, TRUE, val, type Bound, type Cond } from "../db/condition.ts";
+import { q } from "../db/ident.ts";
 import { SYSTEM_FIELDS, type Collection } from "../collections/types.ts";
 import { badRequest } from "../errors.ts";
 import { checkAccess } from "../rules/access.ts";
-import { inList, listParam } from "./dialect.ts";
 import type { FilterCond } from "./parse.ts";
-import { MAX_IN_VALUES, type Where } from "./sql.ts";
+import { MAX_IN_VALUES } from "./sql.ts";
 
 // The reads of relations (expand, relation fields, relation checks, relation filters) over the rows of
 // user collections. Callers pass catalog entries and validated names; client values are bound.
 
 type Row = Record<string, unknown>;
 
-/** A SQL condition on a target collection's rows, with its bound values. */
-export interface TargetFilter {
-  sql: string;
-  params: string[];
-}
+/** A condition on a target collection's rows (see readFilter). */
+export type TargetFilter = Cond;
 
 /**
  * How the requester may read a relation's target collection: null when its read rule hides it
@@ -31,9 +28,15 @@ export function readFilter(target: Collection, p: Principal, alias = ""): Target
   } catch {
     return null;
   }
-  const deleted = `${alias}"_deleted_at" IS NULL`;
-  if (access === "all") return { sql: deleted, params: [] };
-  return { sql: `${deleted} AND ${alias}"_owner_id" = ?`, params: [p.kind === "user" ? p.userId : ""] };
+  const qualifier = alias ? alias.slice(0, -1) : null;
+  const deleted: Cond = { k: "null", a: col(qualifier, "_deleted_at", "integer"), not: false };
+  if (access === "all") return deleted;
+  return and([deleted, { k: "cmp", op: "=", a: col(qualifier, "_owner_id", "text"), b: val(p.kind === "user" ? p.userId : "") }]);
+}
+
+/** `filter` in the engine's dialect, its values after `params`. */
+function where(ctx: AppContext, filter: TargetFilter, params: Bound[]): string {
+  return ctx.db.sql.cond(filter, params);
 }
 
 /** Every column of `col` (system fields first), each prefixed with `alias`. */
@@ -43,13 +46,15 @@ export function columnsOf(col: Collection, alias: string): string {
 
 /** The `_id`s among `ids` of rows of `target` that meet `filter` (one query). */
 export async function idsMeeting(ctx: AppContext, target: Collection, ids: string[], filter: TargetFilter): Promise<Set<string>> {
-  const rows = await ctx.db.all<{ _id: string }>(`SELECT "_id" FROM ${q(target.name)} WHERE "_id" ${inList(ctx.db)} AND ${filter.sql}`, [listParam(ids), ...filter.params]);
+  const params: Bound[] = [listParam(ids)];
+  const rows = await ctx.db.all<{ _id: string }>(`SELECT "_id" FROM ${q(target.name)} WHERE "_id" ${ctx.db.sql.inList} AND ${where(ctx, filter, params)}`, params);
   return new Set(rows.map((r) => r._id));
 }
 
 /** The full rows of `target` with those `_id`s that meet `filter`, undecoded, in no particular order. */
 export async function rowsWithIds(ctx: AppContext, target: Collection, ids: string[], filter: TargetFilter): Promise<Row[]> {
-  return await ctx.db.all<Row>(`SELECT ${columnsOf(target, "")} FROM ${q(target.name)} WHERE "_id" ${inList(ctx.db)} AND ${filter.sql}`, [listParam(ids), ...filter.params]);
+  const params: Bound[] = [listParam(ids)];
+  return await ctx.db.all<Row>(`SELECT ${columnsOf(target, "")} FROM ${q(target.name)} WHERE "_id" ${ctx.db.sql.inList} AND ${where(ctx, filter, params)}`, params);
 }
 
 /**
@@ -67,7 +72,10 @@ export async function pointingRows(
 ): Promise<Row[]> {
   const f = q(field);
   const columns = full ? columnsOf(target, "") : q("_id");
-  return await ctx.db.all<Row>(`SELECT "__rel_from", ${columns} FROM (SELECT ${f} AS "__rel_from", ${columns}, ROW_NUMBER() OVER (PARTITION BY ${f} ORDER BY "_id") AS "__rel_n" FROM ${q(target.name)} WHERE ${f} ${inList(ctx.db)} AND ${filter.sql}) AS "__rel" WHERE "__rel_n" <= ? ORDER BY "_id"`, [listParam(fromIds), ...filter.params, limit]);
+  const params: Bound[] = [listParam(fromIds)];
+  const sql = `SELECT "__rel_from", ${columns} FROM (SELECT ${f} AS "__rel_from", ${columns}, ROW_NUMBER() OVER (PARTITION BY ${f} ORDER BY "_id") AS "__rel_n" FROM ${q(target.name)} WHERE ${f} ${ctx.db.sql.inList} AND ${where(ctx, filter, params)}) AS "__rel" WHERE "__rel_n" <= ? ORDER BY "_id"`;
+  params.push(limit);
+  return await ctx.db.all<Row>(sql, params);
 }
 
 /** Where a relation filter looks for a record's links. */
@@ -84,48 +92,41 @@ export type LinkSource =
  * quoted collection table of the outer query; a null `source` (the target or its field is gone)
  * links to nothing. `type` names the relation's type in the 400.
  */
-export function linkCondition(source: LinkSource | null, cond: FilterCond, table: string, type: string): Where {
-  // TRUE/FALSE, not 1/0: PostgreSQL takes no integer as a condition.
-  if (!source) return { sql: cond.op === "ne" ? "TRUE" : "FALSE", params: [] };
+export function linkCondition(source: LinkSource | null, cond: FilterCond, table: string, type: string): Cond {
+  if (!source) return cond.op === "ne" ? TRUE : FALSE;
+  const id = col(table, "_id", "text");
+  // The rows of the source linking the outer record (`linking`), and the linked record's id among them.
   let from: string;
-  let target: string;
-  // Bound values of `from`, repeated wherever `from` appears in the condition.
-  let bound: string[] = [];
+  let alias: string;
+  let linking: Cond;
+  let target;
   if ("junction" in source) {
-    from = `${q(source.junction)} AS j WHERE j."from_id" = ${table}."_id"`;
-    target = `j."to_id"`;
+    from = source.junction;
+    alias = "j";
+    linking = { k: "cmp", op: "=", a: col(alias, "from_id", "text"), b: id };
+    target = col(alias, "to_id", "text");
   } else {
-    const visible = source.visible ?? { sql: "FALSE", params: [] };
-    from = `${q(source.target)} AS r WHERE r.${q(source.field)} = ${table}."_id" AND ${visible.sql}`;
-    bound = visible.params;
-    target = `r."_id"`;
+    from = source.target;
+    alias = "r";
+    linking = and([{ k: "cmp", op: "=", a: col(alias, source.field, "text"), b: id }, source.visible ?? FALSE]);
+    target = col(alias, "_id", "text");
   }
-  const any = `EXISTS (SELECT 1 FROM ${from})`;
+  const any = exists(from, alias, linking);
+  const linkedTo = (c: Cond) => exists(from, alias, and([linking, c]));
   const isNull = cond.value === "null";
   switch (cond.op) {
     case "eq":
-      return isNull
-        ? { sql: `NOT ${any}`, params: bound }
-        : { sql: `EXISTS (SELECT 1 FROM ${from} AND ${target} = ?)`, params: [...bound, cond.value] };
+      return isNull ? { k: "not", c: any } : linkedTo({ k: "cmp", op: "=", a: target, b: val(cond.value) });
     case "ne":
-      return isNull
-        ? { sql: any, params: bound }
-        : { sql: `NOT EXISTS (SELECT 1 FROM ${from} AND ${target} = ?)`, params: [...bound, cond.value] };
+      return isNull ? any : { k: "not", c: linkedTo({ k: "cmp", op: "=", a: target, b: val(cond.value) }) };
     case "in": {
       const items = cond.value.split(",").filter((v) => v !== "null");
       if (items.length > MAX_IN_VALUES) throw badRequest(`"in" takes at most ${MAX_IN_VALUES} values`);
       const none = cond.value.split(",").length > items.length;
-      const parts: string[] = [];
-      const params: string[] = [];
-      if (items.length) {
-        parts.push(`EXISTS (SELECT 1 FROM ${from} AND ${target} IN (${items.map(() => "?").join(", ")}))`);
-        params.push(...bound, ...items);
-      }
-      if (none) {
-        parts.push(`NOT ${any}`);
-        params.push(...bound);
-      }
-      return { sql: parts.length > 1 ? `(${parts.join(" OR ")})` : parts[0], params };
+      const parts: Cond[] = [];
+      if (items.length) parts.push(linkedTo({ k: "in", a: target, values: items }));
+      if (none) parts.push({ k: "not", c: any });
+      return or(parts);
     }
     default:
       throw badRequest(`"${cond.field}" is a ${type} relation field: filter it with eq, ne or in`);

@@ -1,5 +1,5 @@
 import type { AppContext } from "../context.ts";
-import { q } from "../collections/ddl.ts";
+import { q } from "../db/ident.ts";
 import { SYSTEM_FIELDS, type Collection } from "../collections/types.ts";
 
 /** A record as the API returns it: system fields, user fields, and what relations add. */

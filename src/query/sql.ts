@@ -1,15 +1,16 @@
 import type { Principal } from "../auth/principal.ts";
 import type { AppContext } from "../context.ts";
-import type { Dialect } from "../db/engine.ts";
-import { q } from "../collections/ddl.ts";
+import { and, col, FALSE, or, val, type Column, type ColumnType, type Cond, type CompareOp } from "../db/condition.ts";
+import { q } from "../db/ident.ts";
 import { SYSTEM_FIELDS, SYSTEM_FIELD_TYPES, type Collection, type FieldType } from "../collections/types.ts";
 import { badRequest } from "../errors.ts";
 import type { Access } from "../rules/access.ts";
-import { ftsQuery, isFtsQueryError } from "../search/fts.ts";
+import { ftsQuery, ftsQueryError } from "../search/fts.ts";
 import type { FilterCond, ReadQuery, SortKey } from "./parse.ts";
 
-// AST → SQL. The one builder behind list, count, aggregate and search: identifiers come only
-// from the catalog (validated names, quoted by q()), every client value is a bound parameter.
+// AST → a condition (db/condition.ts) the engine's dialect spells, and the SQL of a read around it. The one
+// builder behind list, count, aggregate and search: identifiers come only from the catalog (validated names,
+// quoted by q()), every client value is a bound parameter.
 
 export type SqlValue = string | number | null;
 
@@ -25,7 +26,7 @@ export interface FieldRef {
   type: FieldType;
 }
 
-/** The part a full-text `search` plays in a read (spelled per engine by src/search/fts.ts). */
+/** The part a full-text `search` plays in a read (spelled per engine: FtsDialect.search). */
 export interface SearchPlan {
   /** The condition "the row matches the search", part of the plan's `where`. */
   match: Where;
@@ -49,17 +50,15 @@ export interface ReadPlan {
   search: SearchPlan | null;
   /** True when a filter extension's condition looks at other tables (e.g. a relation's "linked to"). */
   external: boolean;
-  /** The engine the plan's SQL is for. */
-  dialect: Dialect;
 }
 
 /**
  * A filter on a field the plain column rules do not cover (e.g. a relation's "linked to"
  * filter): returns the condition, or undefined to leave the field to the default rules.
- * `table` is the quoted, qualified name of the collection table for correlated subqueries; `p`
- * the requester, whose read rules apply to whatever other collection the condition looks at.
+ * `table` is the quoted name of the collection table for correlated subqueries; `p` the requester,
+ * whose read rules apply to whatever other collection the condition looks at.
  */
-export type FilterExtension = (ctx: AppContext, col: Collection, cond: FilterCond, table: string, p: Principal) => Where | undefined;
+export type FilterExtension = (ctx: AppContext, col: Collection, cond: FilterCond, table: string, p: Principal) => Cond | undefined;
 
 /** Resolves a field name (system or user, case-insensitive) or answers 400. */
 export function resolveField(col: Collection, name: string): FieldRef {
@@ -74,6 +73,15 @@ export function resolveField(col: Collection, name: string): FieldRef {
 /** A qualified column reference. */
 export function column(col: Collection, field: string): string {
   return `${q(col.name)}.${q(field)}`;
+}
+
+/** The system fields stored as 64-bit integers (BIGINT on PostgreSQL, INTEGER on SQLite). */
+const INTEGER_FIELDS: ReadonlySet<string> = new Set(["_created_at", "_updated_at", "_deleted_at"]);
+
+/** A field of `c` as a condition's column: qualified, with the type its column stores. */
+function fieldColumn(c: Collection, field: FieldRef): Column {
+  const type: ColumnType = INTEGER_FIELDS.has(field.name) ? "integer" : field.type;
+  return col(q(c.name), field.name, type);
 }
 
 const NUMBER_RE = /^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$/;
@@ -93,90 +101,58 @@ export function typedValue(field: FieldRef, raw: string): SqlValue {
   return raw;
 }
 
-const COMPARE: Record<string, string> = { gt: ">", lt: "<", gte: ">=", lte: "<=" };
+const COMPARE: Record<string, CompareOp> = { gt: ">", lt: "<", gte: ">=", lte: "<=" };
 /** Most values one `in` filter takes. */
 export const MAX_IN_VALUES = 500;
 
-/** The system fields stored as 64-bit integers (collections/ddl.ts: BIGINT on PostgreSQL, INTEGER on SQLite). */
-const INTEGER_FIELDS: ReadonlySet<string> = new Set(["_created_at", "_updated_at", "_deleted_at"]);
-
-const NOTHING: Where = { sql: "FALSE", params: [] };
-const EVERYTHING: Where = { sql: "TRUE", params: [] };
-
-/**
- * Whether a filter value can be a 64-bit integer column's parameter. -2^63 cannot: the engine sends a number
- * as its shortest spelling, -9223372036854776000 for it, past the range (so no row it wrote holds -2^63).
- */
-function fitsInt64(v: SqlValue): boolean {
-  return typeof v === "number" && Number.isInteger(v) && Math.abs(v) < 2 ** 63;
-}
-
-/**
- * `column op v` on a 64-bit integer column, for a number `v` no such column holds (a fraction, a whole number
- * past the range, ±Infinity), as SQLite's comparison by value answers it: the same comparison with a whole
- * bound (`> 1.5` is `> 1`, `>= 1.5` is `>= 2`), or every non-null row, or none. PostgreSQL refuses such a
- * value as a BIGINT parameter; casting the column instead would keep its index from serving the filter.
- */
-function integerBound(c: string, op: "gt" | "lt" | "gte" | "lte", v: number): Where {
-  const bound = op === "gt" || op === "lte" ? Math.floor(v) : Math.ceil(v);
-  if (fitsInt64(bound)) return { sql: `${c} ${COMPARE[op]} ?`, params: [bound] };
-  // Past the range (or infinite): a lower bound above it, or an upper bound below it, admits no row.
-  const lower = op === "gt" || op === "gte";
-  return (lower ? bound > 0 : bound < 0) ? NOTHING : { sql: `${c} IS NOT NULL`, params: [] };
-}
-
 /** One filter condition on a plain column (CONTRACT §4). `null` means SQL NULL for eq, ne and in. */
-function compileFilter(col: Collection, cond: FilterCond, dialect: Dialect): Where {
-  const field = resolveField(col, cond.field);
-  const c = column(col, field.name);
+function compileFilter(c: Collection, cond: FilterCond): Cond {
+  const field = resolveField(c, cond.field);
+  const a = fieldColumn(c, field);
   const isNull = cond.value === "null";
-  // PostgreSQL takes only a 64-bit integer for a BIGINT parameter; any other number is compared by value,
-  // as SQLite does, through an equivalent condition (a null field is "not equal" to it, as to any value).
-  const integer = dialect === "postgres" && INTEGER_FIELDS.has(field.name);
   switch (cond.op) {
-    case "eq": {
-      if (isNull) return { sql: `${c} IS NULL`, params: [] };
-      const v = typedValue(field, cond.value);
-      return integer && !fitsInt64(v) ? NOTHING : { sql: `${c} = ?`, params: [v] };
-    }
-    case "ne": {
+    case "eq":
+      return isNull ? { k: "null", a, not: false } : { k: "cmp", op: "=", a, b: val(typedValue(field, cond.value)) };
+    case "ne":
       // "not equal" keeps records where the field is null: null is not equal to the value.
-      if (isNull) return { sql: `${c} IS NOT NULL`, params: [] };
-      const v = typedValue(field, cond.value);
-      return integer && !fitsInt64(v) ? EVERYTHING : { sql: `${c} ${dialect === "postgres" ? "IS DISTINCT FROM" : "IS NOT"} ?`, params: [v] };
-    }
+      return isNull ? { k: "null", a, not: true } : { k: "distinct", a, b: val(typedValue(field, cond.value)) };
     case "gt":
     case "lt":
     case "gte":
-    case "lte": {
+    case "lte":
       if (isNull) throw badRequest(`"${cond.op}" cannot compare with null: use eq or ne`);
-      const v = typedValue(field, cond.value);
-      return integer && !fitsInt64(v) ? integerBound(c, cond.op, v as number) : { sql: `${c} ${COMPARE[cond.op]} ?`, params: [v] };
-    }
-    case "like": {
-      const pattern = cond.value.includes("%") ? cond.value : `%${cond.value}%`;
-      // SQLite's LIKE ignores ASCII case and reads any value as text; PostgreSQL's ILIKE needs the text,
-      // of a boolean the 1 or 0 SQLite stores (PostgreSQL's own text of it is true or false). SQLite's LIKE
-      // has no escape character: ESCAPE '' makes a backslash an ordinary character on PostgreSQL too.
-      if (dialect === "postgres") {
-        const text = field.type === "text" ? c : field.type === "boolean" ? `CAST(CAST(${c} AS INTEGER) AS TEXT)` : `CAST(${c} AS TEXT)`;
-        return { sql: `${text} ILIKE ? ESCAPE ''`, params: [pattern] };
-      }
-      return { sql: `${c} LIKE ?`, params: [pattern] };
-    }
+      return { k: "cmp", op: COMPARE[cond.op]!, a, b: val(typedValue(field, cond.value)) };
+    case "like":
+      return { k: "like", a, pattern: cond.value.includes("%") ? cond.value : `%${cond.value}%` };
     case "in": {
       const items = cond.value.split(",");
       if (items.length > MAX_IN_VALUES) throw badRequest(`"in" takes at most ${MAX_IN_VALUES} values`);
-      const named = items.filter((v) => v !== "null").map((v) => typedValue(field, v));
-      // A number an integer column cannot hold equals none of its values.
-      const values = integer ? named.filter(fitsInt64) : named;
-      const parts: string[] = [];
-      if (values.length) parts.push(`${c} IN (${values.map(() => "?").join(", ")})`);
-      if (named.length < items.length) parts.push(`${c} IS NULL`);
-      if (!parts.length) return NOTHING;
-      return { sql: parts.length > 1 ? `(${parts.join(" OR ")})` : parts[0], params: values };
+      const values = items.filter((v) => v !== "null").map((v) => typedValue(field, v));
+      const parts: Cond[] = [];
+      if (values.length) parts.push({ k: "in", a, values });
+      if (values.length < items.length) parts.push({ k: "null", a, not: false });
+      return parts.length ? or(parts) : FALSE;
     }
   }
+}
+
+/** The visibility conditions of a collection's reads (made once per catalog entry). */
+const visibility = new WeakMap<Collection, { active: Cond; owner: Column }>();
+
+function visibilityOf(c: Collection): { active: Cond; owner: Column } {
+  let v = visibility.get(c);
+  if (!v) {
+    const table = q(c.name);
+    v = { active: { k: "null", a: col(table, "_deleted_at", "integer"), not: false }, owner: col(table, "_owner_id", "text") };
+    visibility.set(c, v);
+  }
+  return v;
+}
+
+/** Renders a condition in the engine's dialect. */
+function render(ctx: AppContext, cond: Cond): Where {
+  const params: SqlValue[] = [];
+  return { sql: ctx.db.sql.cond(cond, params), params };
 }
 
 /**
@@ -186,48 +162,39 @@ function compileFilter(col: Collection, cond: FilterCond, dialect: Dialect): Whe
  */
 export function planRead(
   ctx: AppContext,
-  col: Collection,
+  c: Collection,
   rq: ReadQuery,
   access: Access,
   p: Principal,
   extension: FilterExtension,
 ): ReadPlan {
-  const table = q(col.name);
-  const parts: string[] = [];
-  const params: SqlValue[] = [];
+  const table = q(c.name);
+  const conds: Cond[] = [];
   let from: Where = { sql: table, params: [] };
   let search: SearchPlan | null = null;
   if (rq.search !== null) {
-    if (!col.fts.enabled)
-      throw badRequest(`collection "${col.name}" has no full-text index: enable it with POST /admin/collections/${col.name}/fts`);
-    const fts = ftsQuery(ctx.db, col.name, rq.search);
+    if (!c.fts.enabled)
+      throw badRequest(`collection "${c.name}" has no full-text index: enable it with POST /admin/collections/${c.name}/fts`);
+    const fts = ftsQuery(ctx.db, c.name, rq.search);
     from = fts.from;
-    search = { match: fts.match, rank: { expr: fts.rank, desc: fts.rankDesc, rank: true } };
-    parts.push(fts.match.sql);
-    params.push(...fts.match.params);
+    search = { match: render(ctx, fts.match), rank: { expr: fts.rank, desc: fts.rankDesc, rank: true } };
+    conds.push(fts.match);
   }
-  const visible: Where = { sql: "TRUE", params: [] };
-  const seen: string[] = [];
-  if (!rq.includeDeleted) seen.push(`${table}."_deleted_at" IS NULL`);
-  if (access === "own") {
-    // SECURITY: an `owner` read rule shows a user only their own records, in every read.
-    seen.push(`${table}."_owner_id" = ?`);
-    visible.params.push(p.kind === "user" ? p.userId : "");
-  }
-  if (seen.length) {
-    visible.sql = seen.join(" AND ");
-    parts.push(visible.sql);
-    params.push(...visible.params);
-  }
+  const seen: Cond[] = [];
+  const v = visibilityOf(c);
+  if (!rq.includeDeleted) seen.push(v.active);
+  // SECURITY: an `owner` read rule shows a user only their own records, in every read.
+  if (access === "own") seen.push({ k: "cmp", op: "=", a: v.owner, b: val(p.kind === "user" ? p.userId : "") });
+  const visible = render(ctx, and(seen));
+  conds.push(...seen);
   let external = false;
   for (const cond of rq.filters) {
-    let w = extension(ctx, col, cond, table, p);
+    let w = extension(ctx, c, cond, table, p);
     if (w) external = true;
-    else w = compileFilter(col, cond, ctx.db.dialect);
-    parts.push(w.sql);
-    params.push(...w.params);
+    else w = compileFilter(c, cond);
+    conds.push(w);
   }
-  return { table, from, where: { sql: parts.length ? parts.join(" AND ") : "TRUE", params }, visible, search, external, dialect: ctx.db.dialect };
+  return { table, from, where: render(ctx, { k: "and", of: conds }), visible, search, external };
 }
 
 /** One ORDER BY term. */
@@ -244,11 +211,9 @@ export function orderTerms(col: Collection, plan: ReadPlan, sort: SortKey[]): Or
   return sort.map((k) => ({ expr: column(col, resolveField(col, k.field).name), desc: k.desc }));
 }
 
-/** ORDER BY clause text: the terms, then `_id` ascending (CONTRACT §8b). */
-export function orderBySql(plan: ReadPlan, terms: OrderTerm[]): string {
-  // PostgreSQL is told SQLite's order of nulls (first ascending, last descending): cursors rely on it.
-  const nulls = plan.dialect === "postgres" ? (desc: boolean) => (desc ? " NULLS LAST" : " NULLS FIRST") : () => "";
-  return [...terms.map((t) => `${t.expr} ${t.desc ? "DESC" : "ASC"}${nulls(t.desc)}`), `${plan.table}."_id" ASC`].join(", ");
+/** ORDER BY clause text: the terms (nulls first ascending, last descending: cursors rely on it), then `_id` ascending (CONTRACT §8b). */
+export function orderBySql(ctx: AppContext, plan: ReadPlan, terms: OrderTerm[]): string {
+  return [...terms.map((t) => ctx.db.sql.order(t.expr, t.desc)), `${plan.table}."_id" ASC`].join(", ");
 }
 
 /**
@@ -304,11 +269,12 @@ export function keysetPhases(plan: ReadPlan, terms: OrderTerm[], values: SqlValu
 }
 
 /** Runs a read; a full-text query the engine cannot parse becomes 400, never 500. */
-export async function runRead<T>(plan: ReadPlan, fn: () => Promise<T>): Promise<T> {
+export async function runRead<T>(ctx: AppContext, plan: ReadPlan, fn: () => Promise<T>): Promise<T> {
   try {
     return await fn();
   } catch (err) {
-    if (plan.search && isFtsQueryError(err)) throw badRequest(`invalid search query: ${(err as Error).message.replace(/^fts5: /, "")}`);
+    const refused = plan.search && ftsQueryError(ctx.db, err);
+    if (refused) throw badRequest(`invalid search query: ${refused}`);
     throw err;
   }
 }

@@ -2,7 +2,6 @@ import { ADMIN } from "../auth/principal.ts";
 import { findCollection, recheckCatalog } from "../collections/catalog.ts";
 import type { AppContext } from "../context.ts";
 import { randomToken } from "../crypto.ts";
-import { PostgresEngine } from "../db/postgres.ts";
 import type { ChangeAction, ChangeEvent } from "../events/bus.ts";
 import { fetchRecord, type RecordJson } from "../query/rows.ts";
 import { attachRelationFields } from "../relations/expand.ts";
@@ -147,7 +146,7 @@ function pack(relay: Relay, wires: readonly string[]): string[] {
  */
 export function startChangeRelay(ctx: AppContext): void {
   const db = ctx.db;
-  if (!(db instanceof PostgresEngine) || relays.has(ctx)) return;
+  if (!db.listen || relays.has(ctx)) return;
   const relay: Relay = { node: randomToken(12), seq: 0, waiting: [], prunedAt: 0, scheduled: false, sending: Promise.resolve() };
   relays.set(ctx, relay);
   ctx.events.onCommit((events) => {
@@ -250,7 +249,7 @@ async function receivedEvent(ctx: AppContext, w: WireEvent): Promise<ChangeEvent
 export async function listenForChanges(ctx: AppContext): Promise<() => Promise<void>> {
   const db = ctx.db;
   const relay = relays.get(ctx);
-  if (!(db instanceof PostgresEngine) || !relay) return async () => {};
+  if (!db.listen || !relay) return async () => {};
   const hub = realtimeHub(ctx);
   const send = (message: Ask | Answer) => db.run("SELECT pg_notify(?, ?)", [CHANGES_CHANNEL, JSON.stringify(message)]);
   const asked = new Map<string, (a: Answer) => void>();

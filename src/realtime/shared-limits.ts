@@ -1,5 +1,5 @@
 import type { AppContext } from "../context.ts";
-import type { PostgresEngine } from "../db/postgres.ts";
+import type { Engine } from "../db/engine.ts";
 import type { SharedLimits } from "./hub.ts";
 
 /** How often a node marks its streams as alive; rows not marked for STREAM_STALE_MS belong to a stopped node. */
@@ -11,7 +11,7 @@ export const STREAM_STALE_MS = 60_000;
  * counted and written in one serializable transaction (two nodes admitting the last slot at once cannot
  * both succeed: one is run again and sees the other's row).
  */
-export function sharedLimits(ctx: AppContext, db: PostgresEngine, node: string): SharedLimits & { stop(): void } {
+export function sharedLimits(ctx: AppContext, db: Engine, node: string): SharedLimits & { stop(): void } {
   const alive = () => ctx.clock.now() - STREAM_STALE_MS;
   const usage = (ip: string, except: string) =>
     db.get<{ n: number; topics: number }>(

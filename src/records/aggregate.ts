@@ -42,7 +42,7 @@ export async function aggregateRecords(ctx: AppContext, name: string, params: UR
   if ((aq.fn === "sum" || aq.fn === "avg") && field!.type !== "number")
     throw badRequest(`${aq.fn} needs a number field: "${field!.name}" is ${field!.type}`);
   const valueType: FieldType = aq.fn === "min" || aq.fn === "max" ? field!.type : "number";
-  return await runRead(plan, async () => {
+  return await runRead(ctx, plan, async () => {
     if (!group) return { value: decodeValue(valueType, await aggregateValue(ctx, plan, col, aq.fn, field)) };
     const rows = await aggregateGroups(ctx, plan, col, aq.fn, field, group, MAX_GROUPS + 1);
     if (rows.length > MAX_GROUPS)

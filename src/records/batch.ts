@@ -2,8 +2,7 @@ import type { Principal } from "../auth/principal.ts";
 import type { AppContext } from "../context.ts";
 import { requireCollection } from "../collections/catalog.ts";
 import type { Collection } from "../collections/types.ts";
-import { inTransaction } from "../db/tx.ts";
-import { mapSqliteError } from "../db/sqlite-errors.ts";
+import { inTransaction } from "../transaction.ts";
 import { AppError, ValidationError, badRequest, bodyOf, type Checked } from "../errors.ts";
 import { fetchRecord, type RecordJson } from "../query/rows.ts";
 import { checkAccess, recordNotFound } from "../rules/access.ts";
@@ -21,8 +20,7 @@ export type BatchResult =
   | { op: "delete"; id: string };
 
 /** 400 `batch_failed` naming the operation by index and type, with the reason (CONTRACT §4, §8b). */
-function batchFailed(index: number, op: string, err: unknown): unknown {
-  const e = mapSqliteError(err);
+function batchFailed(index: number, op: string, e: unknown): unknown {
   if (!(e instanceof AppError)) return e;
   const reason = e instanceof ValidationError ? e.errors.map((x) => x.message).join(" ") : e.message;
   return new AppError(400, "batch_failed", `operation ${index} (${op}): ${reason}`, { index, op });

@@ -2,8 +2,7 @@ import type { Principal } from "../auth/principal.ts";
 import type { AppContext } from "../context.ts";
 import { catalogView, requireCollection } from "../collections/catalog.ts";
 import type { Collection } from "../collections/types.ts";
-import { inTransaction } from "../db/tx.ts";
-import { mapSqliteError } from "../db/sqlite-errors.ts";
+import { inTransaction } from "../transaction.ts";
 import { AppError, ValidationError, bodyOf, type Checked } from "../errors.ts";
 import type { RecordJson } from "../query/rows.ts";
 import { checkAccess } from "../rules/access.ts";
@@ -24,8 +23,7 @@ export function currentCollection(ctx: AppContext, col: Collection): Collection 
 }
 
 /** Adds the failing element's `index` to an error thrown while writing it. */
-function withIndex(err: unknown, index: number): unknown {
-  const e = mapSqliteError(err);
+function withIndex(e: unknown, index: number): unknown {
   if (e instanceof ValidationError) return new ValidationError(e.errors.map((x) => ({ ...x, index })), { ...e.extra, index });
   if (e instanceof AppError) return new AppError(e.status, e.code, e.message, { ...e.extra, index }, e.headers);
   return e;

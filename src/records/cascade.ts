@@ -2,7 +2,6 @@ import type { Principal } from "../auth/principal.ts";
 import type { AppContext } from "../context.ts";
 import { findCollection } from "../collections/catalog.ts";
 import type { Collection } from "../collections/types.ts";
-import { INSERT_ORDER } from "../query/dialect.ts";
 import { countActiveHolders, holdersOf, linksFrom, linksTo } from "../query/junction.ts";
 import { countActiveWithValue, fetchRecord, recordsWithValue, type RecordJson } from "../query/rows.ts";
 import { allRelations, junctionTable, restricted, type Relation } from "../relations/catalog.ts";
@@ -150,7 +149,7 @@ async function relinkHolder(ctx: AppContext, holder: Collection, rel: Relation, 
 export async function onRecordRestore(ctx: AppContext, col: Collection, id: string, p: Principal): Promise<void> {
   // A record restored by hand no longer waits for the record whose cascade deleted it.
   await ctx.db.run("DELETE FROM _relation_cascades WHERE kind = 'record' AND rec_col = ? AND rec_id = ?", [col.name, id]);
-  const rows = await ctx.db.all<{ relation_id: string; kind: string; rec_col: string; rec_id: string; pos: number }>(`SELECT relation_id, kind, rec_col, rec_id, pos FROM _relation_cascades WHERE cause_col = ? AND cause_id = ? ORDER BY ${INSERT_ORDER}`, [col.name, id]);
+  const rows = await ctx.db.all<{ relation_id: string; kind: string; rec_col: string; rec_id: string; pos: number }>(`SELECT relation_id, kind, rec_col, rec_id, pos FROM _relation_cascades WHERE cause_col = ? AND cause_id = ? ORDER BY ${ctx.db.sql.insertOrder}`, [col.name, id]);
   if (!rows.length) return;
   await ctx.db.run("DELETE FROM _relation_cascades WHERE cause_col = ? AND cause_id = ?", [col.name, id]);
   const rels = await allRelations(ctx);

@@ -55,7 +55,7 @@ function paramsKey(params: readonly SqlValue[]): string {
 
 /** COUNT(*) over a read plan; a count of the same plan on an unchanged collection is answered from memory. */
 export async function countPlan(ctx: AppContext, plan: ReadPlan, collection: string): Promise<number> {
-  const run = () => runRead(plan, () => countRows(ctx, plan));
+  const run = () => runRead(ctx, plan, () => countRows(ctx, plan));
   // Inside a write transaction the count may include changes that roll back; full-text matches
   // depend on an index that may still be building: neither is kept.
   if (plan.search || ctx.db.inTransaction()) return await run();

@@ -4,7 +4,7 @@ import { lastKnownCollection, requireCollection } from "../collections/catalog.t
 import type { Collection } from "../collections/types.ts";
 import { lastKnownRelationsFrom } from "../relations/catalog.ts";
 import type { TransactionOptions } from "../db/engine.ts";
-import { inTransaction } from "../db/tx.ts";
+import { inTransaction } from "../transaction.ts";
 import { bodyOf, type Checked } from "../errors.ts";
 import { hasHooks } from "../hooks/run.ts";
 import type { RecordJson } from "../query/rows.ts";
@@ -29,9 +29,10 @@ function groupOptions(ctx: AppContext, col: Collection, data: Record<string, unk
 }
 
 /**
- * A grouped create on PostgreSQL when the collection as last known lets `p` create: the catalog is checked
- * in the group's transaction (whose snapshot is taken after this request arrived, so it serves as the
- * turn's check would), and the collection and its rule are looked up again there. Else null.
+ * A grouped create, on an engine whose group begins after its members join (Engine.groupBeginsAfterJoin), when
+ * the collection as last known lets `p` create: the catalog is checked in the group's transaction (whose
+ * snapshot is taken after this request arrived, so it serves as the turn's check would), and the collection and
+ * its rule are looked up again there. Else null.
  */
 function groupedCreate(ctx: AppContext, name: string, body: Checked<Record<string, unknown>>, p: Principal): Promise<RecordJson> | null {
   const known = lastKnownCollection(ctx, name);
@@ -58,7 +59,7 @@ function groupedCreate(ctx: AppContext, name: string, body: Checked<Record<strin
 
 /** `POST /:collection`: checks the create rule, then inserts one record in its own transaction (see groupOptions). */
 export async function createRecord(ctx: AppContext, name: string, body: Checked<Record<string, unknown>>, p: Principal): Promise<RecordJson> {
-  if (ctx.db.dialect === "postgres") {
+  if (ctx.db.groupBeginsAfterJoin) {
     const grouped = groupedCreate(ctx, name, body, p);
     if (grouped) return await grouped;
   }

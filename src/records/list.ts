@@ -23,9 +23,9 @@ export async function runListQuery(ctx: AppContext, col: Collection, lq: ListQue
   const plan = planRead(ctx, col, lq, access, p, await relationFilter(ctx));
   const terms = orderTerms(col, plan, lq.sort);
   const select = listColumns(col, lq.fields);
-  const order = orderBySql(plan, terms);
+  const order = orderBySql(ctx, plan, terms);
   const page = (where: Where, limit: number, offset: number) => pageRows(ctx, plan, select, order, where, limit, offset);
-  return await runRead(plan, async () => {
+  return await runRead(ctx, plan, async () => {
     let rows: Record<string, unknown>[] = [];
     if (lq.after === null) rows = await page(plan.where, lq.limit + 1, (lq.page - 1) * lq.limit);
     else {

@@ -1,5 +1,5 @@
 import type { AppContext } from "../context.ts";
-import { q } from "../collections/ddl.ts";
+import { q } from "../db/ident.ts";
 import { junctionTable } from "../relations/catalog.ts";
 import type { RelationWrite } from "../relations/check.ts";
 

@@ -1,7 +1,7 @@
 import type { Engine } from "../db/engine.ts";
 import { ADMIN, type Principal } from "../auth/principal.ts";
 import type { AppContext } from "../context.ts";
-import { q } from "../collections/ddl.ts";
+import { q } from "../db/ident.ts";
 import { checkFields, ensureFields } from "../collections/grow.ts";
 import { shapeOf, type BodyShape, type Collection } from "../collections/types.ts";
 import { validateFieldRules } from "../collections/validate.ts";

@@ -2,7 +2,7 @@ import type { AppContext } from "../context.ts";
 import { catalogView, noteCatalogChange, refreshCatalog, requireCollection, saveCollectionRow, touchCatalog } from "../collections/catalog.ts";
 import { addColumn, createJunctionTable, dropJunctionTable } from "../collections/ddl.ts";
 import { isValidFieldName, type Collection } from "../collections/types.ts";
-import { inTransaction } from "../db/tx.ts";
+import { inTransaction } from "../transaction.ts";
 import { AppError, badRequest, conflict, notFound } from "../errors.ts";
 import { newRecordId } from "../ids.ts";
 

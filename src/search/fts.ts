@@ -1,27 +1,19 @@
 import type { Engine } from "../db/engine.ts";
 import type { AppContext } from "../context.ts";
 import { findCollection, listCollections, requireCollection, saveCollectionRow } from "../collections/catalog.ts";
-import { q, schemaIdent } from "../collections/ddl.ts";
+import { execAll } from "../collections/ddl.ts";
 import type { Collection, FieldDef, FtsState } from "../collections/types.ts";
-import { toTsQuery, tsvectorExpr } from "../db/pg-fts.ts";
-import type { Where } from "../query/sql.ts";
-import { inTransaction } from "../db/tx.ts";
+import type { FtsSearch } from "../db/dialect.ts";
+import { inTransaction } from "../transaction.ts";
 import { tokenize } from "./syntax.ts";
 
-// Full-text search over a collection: one FTS5 table `_fts_<name>` whose rowid is the record
-// row's rowid (always named `_rowid_`, which no user field can shadow) and whose one column
-// holds every text field joined by spaces. Triggers on the collection table keep it current
-// for every write path (single, bulk, batch, cascades, the CLI): insert adds, update re-indexes,
-// hard delete removes. Enabling creates the empty index and its triggers at once, then adds the
-// rows that already existed in small steps (see buildIndex), so a large collection never stops
-// the server. Soft-deleted rows stay indexed, so `search` with `include_deleted=true`
-// finds them too; without it every read already hides them.
-// A new text field only needs the triggers rebuilt, since old rows hold null there.
-//
-// On PostgreSQL the index is a generated column `_fts` of the collection table (a `tsvector` of the
-// same text, `english` configuration) with a GIN index: PostgreSQL fills it for every row when the
-// column is added and keeps it current on every write, so the index is ready at once and there is
-// no build in steps. A new text field rebuilds the column (its expression names the fields).
+// Full-text search over a collection: an index over every text field joined by spaces, kept current for every
+// write path (single, bulk, batch, cascades, the CLI) by the engine (FtsDialect: SQLite's FTS5 table and its
+// triggers, PostgreSQL's generated `tsvector` column). Soft-deleted rows stay indexed, so `search` with
+// `include_deleted=true` finds them too; without it every read already hides them. Where the index starts
+// empty (SQLite), enabling creates it and what keeps it current at once, then adds the rows that already
+// existed in small steps (see buildIndex), so a large collection never stops the server; elsewhere it is
+// complete once created.
 
 export interface FtsStatus {
   enabled: boolean;
@@ -40,101 +32,30 @@ export interface FtsProgress {
 /** Rows indexed per step of a build; between steps the event loop serves requests. */
 export const FTS_BUILD_CHUNK = 1000;
 
-/** The FTS5 table of a collection. Collection names start with a letter, so no user table can clash. */
-export function ftsTable(name: string): string {
-  return `_fts_${name}`;
-}
-
-/**
- * The generated `tsvector` column of a collection on PostgreSQL. It starts with `_`, which no user field
- * can, and no read names it: records, field lists, sorts and filters never see it.
- */
-export const FTS_COLUMN = "_fts";
-
-const TRIGGERS = ["ai", "au", "ad"] as const;
-
 function textFields(fields: FieldDef[]): string[] {
   return fields.filter((f) => f.type === "text").map((f) => f.name);
 }
 
-/** The indexed text of a row: its text fields joined by spaces; `prefix` is "new." in triggers. */
-function bodyExpr(prefix: "new." | "", fields: string[]): string {
-  if (!fields.length) return "''";
-  return fields.map((f) => `coalesce(${prefix}${q(f)}, '')`).join(" || ' ' || ");
-}
-
-async function dropTriggers(db: Engine, name: string): Promise<void> {
-  for (const t of TRIGGERS) await db.exec(`DROP TRIGGER IF EXISTS ${q(`${ftsTable(name)}_${t}`)}`);
-}
-
-/** (Re)creates the triggers that keep the index of `name` current for these text fields. */
-async function createTriggers(db: Engine, name: string, fields: string[]): Promise<void> {
-  await dropTriggers(db, name);
-  const t = q(name);
-  const f = q(ftsTable(name));
-  const body = bodyExpr("new.", fields);
-  const watched = fields.length ? fields.map(q).join(", ") : q("_id");
-  await db.exec(`CREATE TRIGGER ${q(`${ftsTable(name)}_ai`)} AFTER INSERT ON ${t} BEGIN
-    INSERT INTO ${f} (rowid, body) VALUES (new._rowid_, ${body});
-  END`);
-  await db.exec(`CREATE TRIGGER ${q(`${ftsTable(name)}_au`)} AFTER UPDATE OF ${watched} ON ${t} BEGIN
-    DELETE FROM ${f} WHERE rowid = old._rowid_;
-    INSERT INTO ${f} (rowid, body) VALUES (new._rowid_, ${body});
-  END`);
-  await db.exec(`CREATE TRIGGER ${q(`${ftsTable(name)}_ad`)} AFTER DELETE ON ${t} BEGIN
-    DELETE FROM ${f} WHERE rowid = old._rowid_;
-  END`);
-}
-
-/**
- * PostgreSQL: (re)creates the generated column over these text fields and its GIN index, which
- * PostgreSQL fills from every row before the statement ends. The index goes with the column.
- */
-async function createPgColumn(db: Engine, name: string, fields: string[]): Promise<void> {
-  await dropPgColumn(db, name);
-  await db.exec(`ALTER TABLE ${q(name)} ADD COLUMN ${q(FTS_COLUMN)} tsvector GENERATED ALWAYS AS (${tsvectorExpr(fields)}) STORED`);
-  // `_fts_<name>`: no collection or user index can be called so (their names start with a letter).
-  await db.exec(`CREATE INDEX ${q(schemaIdent(db, ftsTable(name)))} ON ${q(name)} USING gin (${q(FTS_COLUMN)})`);
-}
-
-/** PostgreSQL: drops the generated column, and its index with it. */
-async function dropPgColumn(db: Engine, name: string): Promise<void> {
-  await db.exec(`ALTER TABLE IF EXISTS ${q(name)} DROP COLUMN IF EXISTS ${q(FTS_COLUMN)}`);
-}
-
-/** Drops the index and its triggers of a collection (no-op when there is none). */
+/** Drops the index of a collection and what keeps it current (no-op when there is none). */
 export async function dropFtsObjects(db: Engine, name: string): Promise<void> {
-  if (db.dialect === "postgres") return await dropPgColumn(db, name);
-  await dropTriggers(db, name);
-  await db.exec(`DROP TABLE IF EXISTS ${q(ftsTable(name))}`);
+  await execAll(db, db.sql.fts.drop(name));
 }
 
-/**
- * Creates the index and what keeps it current on every write. On SQLite it starts empty (see
- * buildIndex); on PostgreSQL it is complete when this returns.
- */
+/** Drops what of the index of a collection its table, dropped next, does not take with it. */
+export async function dropFtsBesideTable(db: Engine, name: string): Promise<void> {
+  await execAll(db, db.sql.fts.dropBesideTable(name));
+}
+
+/** Creates the index and what keeps it current on every write (see FtsDialect.steps for whether it starts empty). */
 async function createIndexObjects(db: Engine, col: Collection): Promise<string[]> {
   const fields = textFields(col.fields);
-  if (db.dialect === "postgres") {
-    // An admin's request that computes every row: a large collection may take longer than the
-    // statement timeout (DB_STATEMENT_TIMEOUT_MS), which is lifted for this transaction only.
-    await db.exec("SET LOCAL statement_timeout = 0");
-    await createPgColumn(db, col.name, fields);
-    return fields;
-  }
-  await dropFtsObjects(db, col.name);
-  await db.exec(`CREATE VIRTUAL TABLE ${q(ftsTable(col.name))} USING fts5(body, tokenize = 'porter unicode61 remove_diacritics 2')`);
-  await createTriggers(db, col.name, fields);
+  await execAll(db, db.sql.fts.create(col.name, fields));
   return fields;
 }
 
 /** Active (not soft-deleted) records in the index. */
 async function indexedCount(db: Engine, name: string): Promise<number> {
-  const t = q(name);
-  // Every row has its generated vector: the index holds every record.
-  if (db.dialect === "postgres") return (await db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM ${t} WHERE "_deleted_at" IS NULL`))!.n;
-  const f = q(ftsTable(name));
-  return (await db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM ${f} JOIN ${t} ON ${t}._rowid_ = ${f}.rowid WHERE ${t}."_deleted_at" IS NULL`))!.n;
+  return (await db.get<{ n: number }>(db.sql.fts.indexedCount(name)))!.n;
 }
 
 /** `GET /admin/collections/:name/fts`. */
@@ -157,13 +78,14 @@ const nextTick = () => new Promise<void>((resolve) => setTimeout(resolve, 0));
 /**
  * Adds the rows that existed when the index was created, FTS_BUILD_CHUNK at a time, each step its own
  * short transaction with a turn of the event loop in between, so requests (and other writers) go on
- * while a large collection is indexed. Rows written meanwhile are indexed by the triggers; a step
- * re-reads each row, and `INSERT OR REPLACE` makes a row the triggers already indexed harmless.
- * Stops quietly when the index is disabled or the collection dropped meanwhile.
+ * while a large collection is indexed. Rows written meanwhile are indexed by what keeps the index current;
+ * a step re-reads each row, and indexing a row again is harmless.
+ * Stops quietly when the index is disabled or the collection dropped meanwhile (or it never starts empty).
  */
 async function buildIndex(ctx: AppContext, name: string, onProgress?: (p: FtsProgress) => void): Promise<void> {
-  const table = q(name);
-  const { last, total } = (await ctx.db.get<{ last: number | null; total: number }>(`SELECT max(_rowid_) AS last, count(*) AS total FROM ${table}`))!;
+  const steps = ctx.db.sql.fts.steps;
+  if (!steps) return;
+  const { last, total } = (await ctx.db.get<{ last: number | null; total: number }>(steps.extent(name)))!;
   let after = 0;
   let done = 0;
   onProgress?.({ done, total });
@@ -171,12 +93,12 @@ async function buildIndex(ctx: AppContext, name: string, onProgress?: (p: FtsPro
     const step = await inTransaction(ctx, async () => {
       const col = await findCollection(ctx, name);
       if (!col?.fts.enabled || !col.fts.building) return "stopped";
-      const bound = (await ctx.db.get<{ upto: number | null; n: number }>(`SELECT max(r) AS upto, count(*) AS n FROM (SELECT _rowid_ AS r FROM ${table} WHERE _rowid_ > ? AND _rowid_ <= ? ORDER BY _rowid_ LIMIT ?)`, [after, last ?? 0, FTS_BUILD_CHUNK]))!;
+      const bound = (await ctx.db.get<{ upto: number | null; n: number }>(steps.next(name), [after, last ?? 0, FTS_BUILD_CHUNK]))!;
       if (bound.upto === null) {
         await saveCollectionRow(ctx, { ...col, fts: { enabled: true, fields: col.fts.fields }, updatedAt: ctx.clock.now() });
         return "finished";
       }
-      await ctx.db.run(`INSERT OR REPLACE INTO ${q(ftsTable(name))} (rowid, body) SELECT _rowid_, ${bodyExpr("", col.fts.fields)} FROM ${table} WHERE _rowid_ > ? AND _rowid_ <= ?`, [after, bound.upto]);
+      await ctx.db.run(steps.fill(name, col.fts.fields), [after, bound.upto]);
       after = bound.upto;
       done += bound.n;
       return "more";
@@ -204,7 +126,7 @@ function runBuild(ctx: AppContext, name: string, onProgress?: (p: FtsProgress) =
 
 /**
  * `POST …/fts`: creates the index and fills it from every record, in steps that leave the server
- * responsive (on PostgreSQL: in the statement that creates it); resolves when the index is ready.
+ * responsive (or in the statement that creates it, see FtsDialect.steps); resolves when the index is ready.
  * `created` is false when it already existed (a build still under way, here or left by a stopped
  * process, is joined or resumed).
  */
@@ -215,8 +137,8 @@ export async function enableFts(
 ): Promise<{ status: FtsStatus; created: boolean }> {
   const col = await requireCollection(ctx, name);
   let created = false;
-  // Only SQLite's index is filled in steps after it is created.
-  const inSteps = ctx.db.dialect === "sqlite";
+  // An index that starts empty is filled in steps after it is created.
+  const inSteps = ctx.db.sql.fts.steps !== undefined;
   if (!col.fts.enabled) {
     created = await inTransaction(ctx, async () => {
       const now = await requireCollection(ctx, name);
@@ -232,8 +154,8 @@ export async function enableFts(
 
 /** Resumes, in the background, the builds a stopped process left unfinished (called when a server starts). */
 export async function resumeFtsBuilds(ctx: AppContext): Promise<void> {
-  // PostgreSQL's index is complete when it is created: nothing is ever left to build.
-  if (ctx.db.dialect !== "sqlite") return;
+  // An index complete when it is created never leaves anything to build.
+  if (!ctx.db.sql.fts.steps) return;
   for (const col of await listCollections(ctx)) {
     if (!col.fts.enabled || !col.fts.building) continue;
     runBuild(ctx, col.name).catch((err) => ctx.log.error(`full-text index of "${col.name}": build stopped`, { err }));
@@ -258,71 +180,19 @@ export async function ftsAfterNewFields(ctx: AppContext, col: Collection, fields
   if (!col.fts.enabled) return col.fts;
   const text = textFields(fields);
   if (text.length === col.fts.fields.length) return col.fts;
-  // PostgreSQL: the column's expression names the fields, so it is made again over the new list.
-  if (ctx.db.dialect === "postgres") await createPgColumn(ctx.db, col.name, text);
-  else await createTriggers(ctx.db, col.name, text);
+  await execAll(ctx.db, ctx.db.sql.fts.refields(col.name, text));
   return { ...col.fts, fields: text };
 }
 
-/** How a read searches the index of a collection: see ftsQuery. */
-export interface FtsQuery {
-  /** The collection table joined with what the search needs (the FROM clause). */
-  from: Where;
-  /** The condition "the row matches". */
-  match: Where;
-  /** The relevance of a matching row, an expression without values; best first in `rankDesc` order. */
-  rank: string;
-  rankDesc: boolean;
+/**
+ * How a read searches the index of collection `name` for `text` (400 when it is malformed): the FROM clause,
+ * the match condition and the relevance, as the engine writes them (FtsDialect.search).
+ */
+export function ftsQuery(db: Engine, name: string, text: string): FtsSearch {
+  return db.sql.fts.search(name, tokenize(text));
 }
 
-/**
- * The SQL of a search for `text` (400 when it is malformed) in the index of collection `name`.
- * SQLite: the FTS5 table joined on the row id, `MATCH`, and FTS5's `rank` (BM25, lower is better).
- * PostgreSQL: the query computed once in a one-row subquery that the planner folds into the
- * condition on the GIN-indexed column, and `ts_rank` (higher is better).
- */
-export function ftsQuery(db: Engine, name: string, text: string): FtsQuery {
-  const table = q(name);
-  if (db.dialect === "postgres") {
-    const vector = `${table}.${q(FTS_COLUMN)}`;
-    return {
-      from: { sql: `${table} CROSS JOIN (SELECT to_tsquery('english', ?) AS "q") AS "_search"`, params: [toTsQuery(text)] },
-      match: { sql: `${vector} @@ "_search"."q"`, params: [] },
-      rank: `ts_rank(${vector}, "_search"."q")`,
-      rankDesc: true,
-    };
-  }
-  const fts = q(ftsTable(name));
-  return {
-    from: { sql: `${table} JOIN ${fts} ON ${fts}.rowid = ${table}._rowid_`, params: [] },
-    match: { sql: `${fts} MATCH ?`, params: [toMatchQuery(text)] },
-    rank: `${fts}.rank`,
-    rankDesc: false,
-  };
-}
-
-const BAREWORD_RE = /^[\p{L}\p{N}_]+$/u;
-
-/**
- * Turns a user's search text into an FTS5 query. Words, `prefix*`, "quoted phrases", AND, OR,
- * NOT and parentheses keep their meaning; any other punctuation is quoted, so a word like
- * `e-mail` or `title:x` is searched as text instead of read as FTS5 syntax. Structural mistakes
- * (unterminated quote, dangling operator) end as 400: the tokenizer's, or FTS5's when it parses.
- */
-export function toMatchQuery(raw: string): string {
-  return tokenize(raw)
-    .map((t) => {
-      if (t.kind !== "term") return t.text;
-      const star = t.prefix ? "*" : "";
-      return (t.quoted || !BAREWORD_RE.test(t.raw) ? `"${t.raw}"` : t.raw) + star;
-    })
-    .join(" ");
-}
-
-/**
- * True for the error SQLite raises for a MATCH expression it cannot parse, or PostgreSQL for a
- * tsquery (toTsQuery writes only valid ones: this is a safety net).
- */
-export function isFtsQueryError(err: unknown): boolean {
-  return err instanceof Error && /fts5|unknown special query|no such column|syntax error in tsquery/i.test(err.message);
+/** The message of the error an engine raised for a search's query text it could not parse, else null. */
+export function ftsQueryError(db: Engine, err: unknown): string | null {
+  return db.sql.fts.queryError(err);
 }

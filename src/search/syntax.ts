@@ -1,25 +1,13 @@
+import type { SearchToken } from "../db/dialect.ts";
 import { badRequest } from "../errors.ts";
 
 // The search syntax both engines take (CONTRACT §4 `search`): words, `prefix*`, "quoted phrases", AND,
 // OR, NOT (upper case) and parentheses; a space between terms means AND. One tokenizer for both, so a
 // mistake is the same 400 with the same message on either: SQLite's FTS5 query is written from the
-// tokens by toMatchQuery (search/fts.ts), PostgreSQL's tsquery by toTsQuery (db/pg-fts.ts).
+// tokens by toMatchQuery (db/sqlite-dialect.ts), PostgreSQL's tsquery by toTsQuery (db/pg-fts.ts).
 
-export type Token =
-  | {
-      kind: "term";
-      /** The term as typed, without a trailing `*`: a phrase's text between its quotes, or a word. */
-      raw: string;
-      /** True for a "quoted phrase". */
-      quoted: boolean;
-      /** True when a `*` follows: a prefix query. */
-      prefix: boolean;
-      /** Its words as the index sees them: runs of letters and digits. */
-      words: string[];
-      /** As typed, for error messages. */
-      text: string;
-    }
-  | { kind: "AND" | "OR" | "NOT" | "(" | ")"; text: string };
+/** A term, an operator or a parenthesis of the search text. */
+export type Token = SearchToken;
 
 /** A 400 for a malformed search. */
 export const invalidSearch = (why: string) => badRequest(`invalid search query: ${why}`);

@@ -1,15 +1,20 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Database } from "bun:sqlite";
-import { toTsQuery, tsvectorExpr } from "../../src/db/pg-fts.ts";
+import { toTsQuery as tsQueryOf, tsvectorExpr } from "../../src/db/pg-fts.ts";
 import { openPostgres, type PostgresEngine } from "../../src/db/postgres.ts";
+import { toMatchQuery as matchQueryOf } from "../../src/db/sqlite-dialect.ts";
 import { AppError } from "../../src/errors.ts";
-import { toMatchQuery } from "../../src/search/fts.ts";
+import { tokenize } from "../../src/search/syntax.ts";
 import { createTestDatabase, postgresAvailable, warnIfSkipped } from "../helpers/postgres.ts";
 
 // The search syntax of the SQLite engine, carried to PostgreSQL's tsquery: the same queries find the same
 // records on both engines (where English stemming and stop words play no part), and the same mistakes are 400.
 
 warnIfSkipped();
+
+/** A user's search text as each engine's query text. */
+const toTsQuery = (raw: string) => tsQueryOf(tokenize(raw));
+const toMatchQuery = (raw: string) => matchQueryOf(tokenize(raw));
 
 describe("search text to tsquery", () => {
   const cases: [string, string, string][] = [

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { inTransaction } from "../../src/db/tx.ts";
+import { inTransaction } from "../../src/transaction.ts";
 import type { ChangeEvent } from "../../src/events/bus.ts";
 import { createCollection, createTestApp, registerUser, type TestApp } from "../helpers/app.ts";
 import { onPostgres } from "../helpers/engine.ts";

@@ -7,7 +7,7 @@ import { createCollectionTable } from "../../src/collections/ddl.ts";
 import type { Engine, SqlValue } from "../../src/db/engine.ts";
 import { openDatabase } from "../../src/db/open.ts";
 import { SqliteEngine } from "../../src/db/sqlite.ts";
-import { inTransaction } from "../../src/db/tx.ts";
+import { inTransaction } from "../../src/transaction.ts";
 import { appPerTest, createCollection } from "../helpers/app.ts";
 import { runCli } from "../helpers/cli.ts";
 import { onPostgres } from "../helpers/engine.ts";

@@ -1,6 +1,7 @@
 import { resolve } from "node:path";
 import type { Engine, SqlValue } from "../../src/db/engine.ts";
 import { openPostgres } from "../../src/db/postgres.ts";
+import { postgresDialect } from "../../src/db/postgres-dialect.ts";
 import { createTestDatabase, postgresAvailable } from "./postgres.ts";
 
 /**
@@ -38,12 +39,15 @@ export function lazyPostgres(url: Promise<string> = freshDatabaseUrl()): { engin
   let real: Engine | null = null;
   const opened = url.then((u) => (real = openPostgres({ url: u, poolSize: 4 })));
   const engine: Engine = {
+    sql: postgresDialect,
     dialect: "postgres",
+    groupBeginsAfterJoin: true,
     get: async <T>(sql: string, params?: readonly SqlValue[]) => (real ?? (await opened)).get<T>(sql, params),
     all: async <T>(sql: string, params?: readonly SqlValue[]) => (real ?? (await opened)).all<T>(sql, params),
     run: async (sql, params) => (real ?? (await opened)).run(sql, params),
     exec: async (sql) => (real ?? (await opened)).exec(sql),
-    noteTableDrops: (count) => real?.noteTableDrops?.(count),
+    changeMarks: async () => (real ?? (await opened)).changeMarks(),
+    schemaVersion: async () => (real ?? (await opened)).schemaVersion(),
     transaction: async (fn, opts) => (real ?? (await opened)).transaction(fn, opts),
     transactionRun: () => real?.transactionRun(),
     inTransaction: () => real?.inTransaction() ?? false,

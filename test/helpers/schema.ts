@@ -1,5 +1,6 @@
-import { q } from "../../src/collections/ddl.ts";
+import { q } from "../../src/db/ident.ts";
 import type { Engine, SqlValue } from "../../src/db/engine.ts";
+import { postgresDialect } from "../../src/db/postgres-dialect.ts";
 
 /**
  * What tests ask about the stored schema and rows, on either engine: SQLite's catalog is `sqlite_master`
@@ -7,7 +8,12 @@ import type { Engine, SqlValue } from "../../src/db/engine.ts";
  */
 type HasDb = { db: Engine };
 
-const OBJECT_EXISTS: Record<Engine["dialect"], Record<"table" | "index" | "any", string>> = {
+type EngineKind = "sqlite" | "postgres";
+
+/** Which engine `db` is (tests look at each engine's own catalog). */
+export const engineKind = (db: Engine): EngineKind => (db.sql === postgresDialect ? "postgres" : "sqlite");
+
+const OBJECT_EXISTS: Record<EngineKind, Record<"table" | "index" | "any", string>> = {
   sqlite: {
     table: "SELECT 1 AS found FROM sqlite_master WHERE type = 'table' AND name = ?",
     index: "SELECT 1 AS found FROM sqlite_master WHERE type = 'index' AND name = ?",
@@ -21,7 +27,7 @@ const OBJECT_EXISTS: Record<Engine["dialect"], Record<"table" | "index" | "any",
 };
 
 async function objectExists(t: HasDb, kind: "table" | "index" | "any", name: string): Promise<boolean> {
-  return (await t.db.get(OBJECT_EXISTS[t.db.dialect][kind], [name])) !== null;
+  return (await t.db.get(OBJECT_EXISTS[engineKind(t.db)][kind], [name])) !== null;
 }
 
 /** Whether a table of exactly that name exists. */
@@ -36,7 +42,7 @@ export const schemaObjectExists = (t: HasDb, name: string) => objectExists(t, "a
 /** The columns of a table, in their order. */
 export async function columnNames(t: HasDb, table: string): Promise<string[]> {
   const rows =
-    t.db.dialect === "postgres"
+    engineKind(t.db) === "postgres"
       ? await t.db.all<{ name: string }>(
           "SELECT column_name AS name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ? ORDER BY ordinal_position",
           [table],
@@ -56,7 +62,7 @@ export async function countRows(t: HasDb, table: string, where?: string, params:
  * turned off for it: on a table of a few rows the planner would scan it whatever the indexes.
  */
 export async function queryPlan(t: HasDb, sql: string, params: SqlValue[] = []): Promise<string> {
-  if (t.db.dialect === "sqlite") {
+  if (engineKind(t.db) === "sqlite") {
     const rows = await t.db.all<{ detail: string }>(`EXPLAIN QUERY PLAN ${sql}`, params);
     return rows.map((r) => r.detail).join(" ");
   }

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { q } from "../../src/collections/ddl.ts";
+import { q } from "../../src/db/ident.ts";
 import { ADMIN_SECRET, createTestApp, registerUser } from "../helpers/app.ts";
 import { countRows } from "../helpers/schema.ts";
 

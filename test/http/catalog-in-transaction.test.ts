@@ -1,7 +1,7 @@
 import { expect, test } from "bun:test";
 import { requireCollection } from "../../src/collections/catalog.ts";
 import { ensureFields } from "../../src/collections/grow.ts";
-import { inTransaction } from "../../src/db/tx.ts";
+import { inTransaction } from "../../src/transaction.ts";
 import { AppError } from "../../src/errors.ts";
 import { currentCollection } from "../../src/records/bulk.ts";
 import { appPerTest, createCollection, createTestApp } from "../helpers/app.ts";

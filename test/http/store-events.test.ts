@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { q } from "../../src/collections/ddl.ts";
+import { q } from "../../src/db/ident.ts";
 import type { ChangeEvent } from "../../src/events/bus.ts";
 import type { HookEvent, HookModule, HookName } from "../../src/hooks/types.ts";
 import { appPerTest, createCollection, registerUser, type TestApp } from "../helpers/app.ts";

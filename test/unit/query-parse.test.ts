@@ -2,9 +2,12 @@ import { describe, expect, test } from "bun:test";
 import { AppError } from "../../src/errors.ts";
 import { listOptions } from "../../src/http/routes/records.ts";
 import { parseFilters, parseListQuery as parseWithOptions, parseSort } from "../../src/query/parse.ts";
-import { toMatchQuery } from "../../src/search/fts.ts";
+import { toMatchQuery as matchQueryOf } from "../../src/db/sqlite-dialect.ts";
+import { tokenize } from "../../src/search/syntax.ts";
 
 const p = (s: string) => new URLSearchParams(s);
+/** A user's search text as SQLite's FTS5 query text. */
+const toMatchQuery = (raw: string) => matchQueryOf(tokenize(raw));
 /** A list's query string as the route reads it: its scalars checked by the schema, the rest by the query language. */
 const parseListQuery = (params: URLSearchParams) => parseWithOptions(params, listOptions.parse(params));
 

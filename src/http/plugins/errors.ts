@@ -1,6 +1,5 @@
 import { AppError, badRequest } from "../../errors.ts";
 import type { Logger } from "../../log.ts";
-import { mapSqliteError } from "../../db/sqlite-errors.ts";
 import { requestIdOf } from "./request-log.ts";
 
 const JSON_HEADERS = { "content-type": "application/json; charset=utf-8" };
@@ -52,7 +51,8 @@ function frameworkError(code: string | number, error: unknown): AppError | null 
  * gets the cause of every 5xx at error level (stack included when unforeseen) and, at debug level, why a 4xx was answered.
  */
 export function toErrorResponse(error: unknown, code: string | number, log: Logger, request?: Request): Response {
-  const mapped = frameworkError(code, error) ?? mapSqliteError(error);
+  // The engines map their own errors (db/sqlite-errors.ts, db/postgres-errors.ts) before they leave src/db.
+  const mapped = frameworkError(code, error) ?? error;
   if (!(mapped instanceof AppError)) {
     log.error("unhandled error", { ...whereOf(request), error: describe(error) });
     return errorResponse(new AppError(500, "internal", "internal error"));

@@ -1,7 +1,7 @@
 import { Elysia, t } from "elysia";
 import { rotateAdminSecret } from "../../auth/admin.ts";
 import type { AppContext } from "../../context.ts";
-import { backupDownload } from "../../db/backup.ts";
+import { backupDownload } from "../../ops/backup.ts";
 import { AppError } from "../../errors.ts";
 import { mailStatus, sendTestMail } from "../../mail/status.ts";
 import { readJson } from "../body.ts";

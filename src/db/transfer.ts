@@ -1,19 +1,14 @@
-import { collectionFromRow, reloadCatalog } from "../collections/catalog.ts";
-import { addColumn, createCollectionTable, createIndex, createJunctionTable, q } from "../collections/ddl.ts";
-import type { Collection } from "../collections/types.ts";
-import type { AppContext } from "../context.ts";
-import { AppError } from "../errors.ts";
-import { junctionTable } from "../relations/catalog.ts";
-import { enableFts } from "../search/fts.ts";
 import { postgresMigrations } from "../../migrations/postgres/index.ts";
+import { AppError } from "../errors.ts";
 import type { Engine, SqlValue } from "./engine.ts";
+import { q } from "./ident.ts";
 import { pgIdentifier } from "./pg-placeholders.ts";
+import { PostgresEngine } from "./postgres.ts";
+import { SqliteEngine } from "./sqlite.ts";
 
-// `baas db copy --to postgres://…` (CONTRACT §11): the whole SQLite database of a data directory into an
-// empty PostgreSQL database, in one transaction on each side (a consistent snapshot read, one commit).
-// System tables are copied column by column (the columns both sides have, so a generated or identity
-// column of PostgreSQL is left to PostgreSQL); collections, their indexes, many_via junction tables and
-// full-text indexes are made by the same DDL functions and services the server uses, then filled.
+// The engine-specific half of `baas db copy` (src/ops/copy.ts): reading a SQLite database table by table, and
+// the tables, columns and foreign keys of an empty PostgreSQL database to fill. System tables are copied column
+// by column (the columns both sides have, so a generated or identity column of PostgreSQL is left to PostgreSQL).
 
 /** Row counts of one table on both sides after the copy. */
 export interface CopiedTable {
@@ -22,13 +17,14 @@ export interface CopiedTable {
   target: number;
 }
 
-export interface CopyResult {
-  ok: true;
-  tables: CopiedTable[];
-}
-
 /** Progress: rows of `table` written so far, of `total`. */
 export type CopyProgress = (p: { table: string; done: number; total: number }) => void;
+
+/** 400 unless `source` is a SQLite engine and `target` a PostgreSQL one: the one direction a copy goes. */
+export function checkCopyEngines(source: Engine, target: Engine): void {
+  if (!(source instanceof SqliteEngine)) throw new AppError(400, "bad_request", "db copy reads a SQLite data directory");
+  if (!(target instanceof PostgresEngine)) throw new AppError(400, "bad_request", "db copy writes to a PostgreSQL database (--to postgres://…)");
+}
 
 /** Bound parameters per INSERT (PostgreSQL allows 65,535). */
 const MAX_PARAMS = 30_000;
@@ -77,7 +73,7 @@ const targetNotEmpty = (why: string) =>
   new AppError(409, "conflict", `the target database is not empty (${why}); db copy only fills an empty database: create a new one (CREATE DATABASE) and copy into that`);
 
 /** System tables in an order where every table comes after the tables its foreign keys name. */
-async function systemTablesInOrder(db: Engine): Promise<string[]> {
+export async function systemTablesInOrder(db: Engine): Promise<string[]> {
   const tables = (await targetTables(db)).filter((t) => t.startsWith("_") && t !== "_migrations");
   const refs = await db.all<{ child: string; parent: string }>(
     `SELECT c.relname AS child, p.relname AS parent FROM pg_catalog.pg_constraint k
@@ -103,6 +99,7 @@ interface SourceTable {
   key: string[] | null;
 }
 
+/** The columns of a table of the SQLite source, and how to read it in order; null when it has no such table. */
 async function sourceTable(db: Engine, table: string): Promise<SourceTable | null> {
   const master = await db.get<{ sql: string }>("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", [table]);
   if (!master) return null;
@@ -121,7 +118,7 @@ async function count(db: Engine, table: string): Promise<number> {
  * Copies the rows of `table` (the columns both sides have), reading the source in key order in
  * chunks and writing each chunk with one multi-row INSERT. `rewrite` may change a row before it is written.
  */
-async function copyRows(
+export async function copyRows(
   source: Engine,
   target: Engine,
   table: string,
@@ -164,62 +161,7 @@ async function copyRows(
   return { table, source: total, target: await count(target, table) };
 }
 
-/**
- * Copies everything of `source` (a SQLite context) into `target` (a migrated, empty PostgreSQL
- * context). The source is read in one transaction (writers of the data directory wait meanwhile) and the
- * target written in one: a failure leaves the target as it was. 409 when the target is not empty.
- */
-export async function copyDatabase(source: AppContext, target: AppContext, opts: { onProgress?: CopyProgress } = {}): Promise<CopyResult> {
-  if (source.db.dialect !== "sqlite") throw new AppError(400, "bad_request", "db copy reads a SQLite data directory");
-  if (target.db.dialect !== "postgres") throw new AppError(400, "bad_request", "db copy writes to a PostgreSQL database (--to postgres://…)");
-  const sdb = source.db;
-  const tdb = target.db;
-  return await sdb.transaction(() =>
-    tdb.transaction(async () => {
-      await assertTargetEmpty(tdb);
-      const systemTables = await systemTablesInOrder(tdb);
-      const tables: CopiedTable[] = [];
-      const fts: Collection[] = [];
-      for (const table of systemTables) {
-        if (!(await sourceTable(sdb, table))) continue;
-        // A full-text index is made again on the target by the search service, after the rows are in.
-        const rewrite =
-          table === "_collections"
-            ? (r: Record<string, SqlValue>) => {
-                const col = collectionFromRow(r as never);
-                if (col.fts.enabled) {
-                  fts.push(col);
-                  r.fts = JSON.stringify({ enabled: false, fields: [] });
-                }
-              }
-            : undefined;
-        tables.push(await copyRows(sdb, tdb, table, opts.onProgress, rewrite));
-      }
-      const collections = (await sdb.all<Record<string, unknown>>("SELECT * FROM _collections ORDER BY name")).map((r) => collectionFromRow(r as never));
-      for (const col of collections) {
-        await createCollectionTable(tdb, col.name);
-        for (const f of col.fields) await addColumn(tdb, col.name, f.name, f.type);
-        tables.push(await copyRows(sdb, tdb, col.name, opts.onProgress));
-        // Indexes are built once over the copied rows, faster than kept up row by row.
-        for (const idx of col.indexes) await createIndex(tdb, col.name, idx.name, idx.fields, idx.unique);
-      }
-      const manyVia = await sdb.all<{ id: string }>("SELECT id FROM _relations WHERE type = 'many_via' ORDER BY id");
-      for (const rel of manyVia) {
-        const table = junctionTable(rel);
-        await createJunctionTable(tdb, table);
-        tables.push(await copyRows(sdb, tdb, table, opts.onProgress));
-      }
-      if (fts.length) {
-        await reloadCatalog(target);
-        for (const col of fts) {
-          await enableFts(target, col.name);
-          // Enabling stamps the collection as changed now: it keeps the time it had.
-          await tdb.run("UPDATE _collections SET updated_at = ? WHERE name = ?", [col.updatedAt, col.name]);
-        }
-      }
-      const short = tables.find((t) => t.source !== t.target);
-      if (short) throw new Error(`table "${short.table}": ${short.source} rows read, ${short.target} written; nothing was copied`);
-      return { ok: true as const, tables };
-    }),
-  );
+/** Whether the SQLite source has that table (a system table of a newer migration may be missing). */
+export async function sourceHasTable(db: Engine, table: string): Promise<boolean> {
+  return (await sourceTable(db, table)) !== null;
 }

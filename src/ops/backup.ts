@@ -4,12 +4,12 @@ import type { AppContext } from "../context.ts";
 import { AppError, badRequest } from "../errors.ts";
 
 /**
- * Writes a consistent copy of the whole database to `file` with `VACUUM INTO`, which reads
- * one snapshot (WAL), so a server may keep writing meanwhile. The copy goes to a temporary
- * file next to the target and is renamed into place, so a failed backup never leaves half a file.
+ * Writes a consistent copy of the whole database to `file` (Engine.backupTo: SQLite's `VACUUM INTO`, which
+ * reads one snapshot, so a server may keep writing meanwhile). The copy goes to a temporary file next to the
+ * target and is renamed into place, so a failed backup never leaves half a file.
  */
 export async function backupDatabase(ctx: AppContext, file: string, opts: { overwrite?: boolean } = {}): Promise<{ ok: true; file: string; bytes: number }> {
-  refuseOnPostgres(ctx);
+  const backupTo = backupFacility(ctx);
   if (!file) throw badRequest("a backup file name is required");
   const target = resolve(file);
   if (target === resolve(ctx.config.dbPath)) throw badRequest("the backup file cannot be the database itself");
@@ -21,7 +21,7 @@ export async function backupDatabase(ctx: AppContext, file: string, opts: { over
   const tmp = join(dirname(target), `.${basename(target)}.${process.pid}.tmp`);
   rmSync(tmp, { force: true });
   try {
-    await ctx.db.run("VACUUM INTO ?", [tmp]);
+    await backupTo(tmp);
     renameSync(tmp, target);
   } catch (err) {
     rmSync(tmp, { force: true });
@@ -31,14 +31,14 @@ export async function backupDatabase(ctx: AppContext, file: string, opts: { over
 }
 
 /**
- * A consistent copy of the database as a download: `VACUUM INTO` a temporary file in the data
+ * A consistent copy of the database as a download: a backup to a temporary file in the data
  * directory, streamed and then removed (also when the client goes away mid-download).
  */
 export async function backupDownload(ctx: AppContext): Promise<{ stream: ReadableStream<Uint8Array>; bytes: number; filename: string }> {
-  refuseOnPostgres(ctx);
+  const backupTo = backupFacility(ctx);
   const tmp = join(ctx.config.dataDir, `.backup-${process.pid}-${crypto.randomUUID()}.db`);
   try {
-    await ctx.db.run("VACUUM INTO ?", [tmp]);
+    await backupTo(tmp);
   } catch (err) {
     rmSync(tmp, { force: true });
     throw err;
@@ -66,8 +66,13 @@ export async function backupDownload(ctx: AppContext): Promise<{ stream: Readabl
   return { stream, bytes, filename: `baas-backup-${stamp}.db` };
 }
 
-/** A backup is a copy of the SQLite file; PostgreSQL has its own tool for that (CONTRACT §11). */
-function refuseOnPostgres(ctx: AppContext): void {
-  if (ctx.db.dialect === "postgres")
+/**
+ * The engine's backup to a file. A backup is a copy of the SQLite file; the only engine without one,
+ * PostgreSQL, has its own tool for that (CONTRACT §11).
+ */
+function backupFacility(ctx: AppContext): (file: string) => Promise<void> {
+  const db = ctx.db;
+  if (!db.backupTo)
     throw badRequest("backup copies the SQLite database; this server stores its data in PostgreSQL: use pg_dump (e.g. pg_dump --format=custom --file=baas.dump <database>)");
+  return (file) => db.backupTo!(file);
 }

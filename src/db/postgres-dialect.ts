@@ -1,0 +1,144 @@
+import { fitsInt64, renderCond, type Bound, type CompareOp, type Spelling } from "./condition.ts";
+import type { Dialect, FtsDialect, StoredType } from "./dialect.ts";
+import { q } from "./ident.ts";
+import { toTsQuery, tsvectorExpr } from "./pg-fts.ts";
+import { pgIdentifier } from "./pg-placeholders.ts";
+
+// PostgreSQL's spelling of what Dialect names: SQLite's behaviour, written so PostgreSQL gives the same answers.
+
+/**
+ * `column op v` on a 64-bit integer column, for a number `v` no such column holds (a fraction, a whole number
+ * past the range, ±Infinity), as SQLite's comparison by value answers it: the same comparison with a whole
+ * bound (`> 1.5` is `> 1`, `>= 1.5` is `>= 2`), or every non-null row, or none. PostgreSQL refuses such a
+ * value as a BIGINT parameter; casting the column instead would keep its index from serving the filter.
+ * Equal to it is no row; distinct from it, every row (a null too).
+ */
+function integerCompare(column: string, op: CompareOp | "distinct", v: number, params: Bound[]): string {
+  if (op === "=") return "FALSE";
+  if (op === "distinct") return "TRUE";
+  const bound = op === ">" || op === "<=" ? Math.floor(v) : Math.ceil(v);
+  if (fitsInt64(bound)) {
+    params.push(bound);
+    return `${column} ${op} ?`;
+  }
+  // Past the range (or infinite): a lower bound above it, or an upper bound below it, admits no row.
+  const lower = op === ">" || op === ">=";
+  return (lower ? bound > 0 : bound < 0) ? "FALSE" : `${column} IS NOT NULL`;
+}
+
+const spelling: Spelling = {
+  distinct: "IS DISTINCT FROM",
+  // ILIKE needs text: of a boolean the 1 or 0 SQLite stores (PostgreSQL's own text of it is true or false).
+  // SQLite's LIKE has no escape character: ESCAPE '' makes a backslash an ordinary character here too.
+  like(column, type) {
+    const text = type === "text" ? column : type === "boolean" ? `CAST(CAST(${column} AS INTEGER) AS TEXT)` : `CAST(${column} AS TEXT)`;
+    return `${text} ILIKE ? ESCAPE ''`;
+  },
+  oneOf: "IN (SELECT jsonb_array_elements_text(CAST(CAST(? AS text) AS jsonb)))",
+  element: (array) => `(jsonb_typeof(CAST(${array} AS jsonb)) = 'array' AND CAST(${array} AS jsonb) @> jsonb_build_array(CAST(? AS text)))`,
+  integerCompare,
+};
+
+// A JSON field keeps its JSON text (`text`, as SQLite), so a stored value comes back byte for byte. Text columns
+// compare and sort by code point, as SQLite's BINARY collation does.
+const TEXT = 'TEXT COLLATE "C"';
+const COLUMN_TYPE: Record<StoredType, string> = { text: TEXT, number: "DOUBLE PRECISION", boolean: "BOOLEAN", json: TEXT };
+
+// Full-text search: a generated column `_fts` of the collection table (a `tsvector` of its text fields,
+// `english` configuration) with a GIN index. PostgreSQL fills it for every row when the column is added and
+// keeps it current on every write, so the index is complete at once. A new text field makes the column again
+// (its expression names the fields).
+
+/** The generated column: it starts with `_`, which no user field can, and no read names it. */
+const FTS_COLUMN = "_fts";
+
+const dropColumn = (name: string) => [`ALTER TABLE IF EXISTS ${q(name)} DROP COLUMN IF EXISTS ${q(FTS_COLUMN)}`];
+
+/** (Re)creates the generated column over these text fields and its GIN index (which goes with the column). */
+const createColumn = (name: string, fields: readonly string[]) => [
+  ...dropColumn(name),
+  `ALTER TABLE ${q(name)} ADD COLUMN ${q(FTS_COLUMN)} tsvector GENERATED ALWAYS AS (${tsvectorExpr(fields)}) STORED`,
+  // `_fts_<name>`: no collection or user index can be called so (their names start with a letter).
+  `CREATE INDEX ${q(pgIdentifier(`_fts_${name}`))} ON ${q(name)} USING gin (${q(FTS_COLUMN)})`,
+];
+
+const fts: FtsDialect = {
+  // An admin's request that computes every row: a large collection may take longer than the statement
+  // timeout (DB_STATEMENT_TIMEOUT_MS), which is lifted for this transaction only.
+  create: (name, fields) => ["SET LOCAL statement_timeout = 0", ...createColumn(name, fields)],
+  drop: dropColumn,
+  // The column and its index go with the table.
+  dropBesideTable: () => [],
+  refields: createColumn,
+  // Every row has its generated vector: the index holds every record.
+  indexedCount: (name) => `SELECT COUNT(*) AS n FROM ${q(name)} WHERE "_deleted_at" IS NULL`,
+  // The query computed once in a one-row subquery that the planner folds into the condition on the GIN-indexed
+  // column, and `ts_rank` (higher is better).
+  search(name, tokens) {
+    const table = q(name);
+    const vector = `${table}.${q(FTS_COLUMN)}`;
+    return {
+      from: { sql: `${table} CROSS JOIN (SELECT to_tsquery('english', ?) AS "q") AS "_search"`, params: [toTsQuery(tokens)] },
+      match: { k: "raw", sql: `${vector} @@ "_search"."q"`, params: [] },
+      rank: `ts_rank(${vector}, "_search"."q")`,
+      rankDesc: true,
+    };
+  },
+  // toTsQuery writes only valid queries: this is a safety net.
+  queryError: (err) => (err instanceof Error && /syntax error in tsquery/i.test(err.message) ? err.message : null),
+};
+
+export const postgresDialect: Dialect = {
+  cond: (c, params) => renderCond(c, params, spelling),
+  // Told SQLite's order of nulls (first ascending, last descending): cursors rely on it.
+  order: (expr, desc) => `${expr} ${desc ? "DESC NULLS LAST" : "ASC NULLS FIRST"}`,
+  aggregate(fn, expr, type) {
+    if (fn === "count") return expr ? `COUNT(${expr})` : "COUNT(*)";
+    if (fn === "sum") return `COALESCE(SUM(${expr}), 0)`;
+    // No min or max of booleans: they are compared as 0 and 1, which SQLite stores.
+    if (type === "boolean" && fn !== "avg") return `${fn.toUpperCase()}(CAST(${expr} AS INTEGER))`;
+    return `${fn.toUpperCase()}(${expr})`;
+  },
+  // Its lower case, compared by code point.
+  escapedLike: (column) => `lower(${column}) COLLATE "C" LIKE ? ESCAPE '\\'`,
+  inList: spelling.oneOf,
+  // An identity column of that name in the system tables listed this way (SQLite's implicit rowid).
+  insertOrder: "rowid",
+  ddl: {
+    // A name over 63 bytes is cut and ends in a hash of the whole (the engine shortens every quoted identifier the same way).
+    schemaName: pgIdentifier,
+    createTable: (name) => [
+      `CREATE TABLE ${q(name)} (
+    "_id" ${TEXT} PRIMARY KEY NOT NULL,
+    "_created_at" BIGINT NOT NULL,
+    "_updated_at" BIGINT NOT NULL,
+    "_owner_id" ${TEXT},
+    "_deleted_at" BIGINT
+  )`,
+      `CREATE INDEX ${q(pgIdentifier(`_idx_${name}_owner`))} ON ${q(name)} ("_owner_id", "_id")`,
+    ],
+    // Writers add columns side by side (on other nodes too): one that waited for another's lock finds the column
+    // made, and its transaction is run again (a serialization failure when it writes the catalog row) with the
+    // catalog as it now is.
+    addColumn: (table, field, type) => `ALTER TABLE ${q(table)} ADD COLUMN IF NOT EXISTS ${q(field)} ${COLUMN_TYPE[type]}`,
+    // The drop is counted in `_meta.table_drops`, in the same transaction: every process sharing the database reads
+    // that count at its next catalog check (PostgresEngine.changeMarks), and stops running statements it prepared
+    // against the old table.
+    dropTable: (name) => [
+      `DROP TABLE IF EXISTS ${q(name)}`,
+      "INSERT INTO _meta (key, value) VALUES ('table_drops', '1') ON CONFLICT(key) DO UPDATE SET value = CAST(CAST(_meta.value AS INTEGER) + 1 AS TEXT)",
+    ],
+    // Nulls in SQLite's order (lists sort `NULLS FIRST` ascending, `NULLS LAST` descending): the index must be built
+    // in that order, or a sorted page reads and sorts every match.
+    createIndex: (table, index, columns, unique) =>
+      `CREATE ${unique ? "UNIQUE " : ""}INDEX ${q(index)} ON ${q(table)} (${columns.map((c) => `${q(c)} NULLS FIRST`).join(", ")})`,
+    dropIndex: (index) => `DROP INDEX IF EXISTS ${q(index)}`,
+    nameTaken: "SELECT 1 FROM pg_catalog.pg_class WHERE relnamespace = CAST(current_schema() AS regnamespace) AND lower(relname) = lower(?)",
+    createJunction: (table) => [
+      `CREATE TABLE ${q(table)} ("from_id" ${TEXT} NOT NULL, "to_id" ${TEXT} NOT NULL, "pos" BIGINT NOT NULL, PRIMARY KEY ("from_id", "to_id"))`,
+      `CREATE INDEX ${q(`${table}_to`)} ON ${q(table)} ("to_id", "from_id")`,
+    ],
+    dropJunction: (table) => `DROP TABLE IF EXISTS ${q(table)}`,
+  },
+  fts,
+};
