@@ -15,8 +15,8 @@ import { sseFrame } from "./sse.ts";
 import type { Stream } from "./streams.ts";
 import type { Topic } from "./topics.ts";
 
-/** How long a fan-out holds the event loop before it lets other work (requests) run. */
-const SLICE_MS = 10;
+/** How long the fan-out of one event holds the event loop before it lets other work (requests) run. */
+const SLICE_MS = 50;
 /** Streams looked at between two looks at the clock. */
 const STREAMS_PER_LOOK = 64;
 
@@ -36,16 +36,10 @@ export interface FanOut {
   idOf(held: HeldEvent): string;
   /** Ends a stream whose buffer overflowed. */
   drop(s: Stream): void;
-  /** When the fan-out last let the event loop run (performance.now()). */
-  since: number;
 }
 
-/** Gives the event loop a turn when the fan-out has held it for SLICE_MS (a pattern-heavy topic, many streams). */
-export async function breathe(fan: FanOut): Promise<void> {
-  if (performance.now() - fan.since < SLICE_MS) return;
-  await new Promise((resolve) => setImmediate(resolve));
-  fan.since = performance.now();
-}
+/** Lets the event loop run (other requests) before going on. */
+const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
 
 /**
  * The principal each stream's user reads as now, for the streams of users among `streams`: their
@@ -109,39 +103,40 @@ export async function deliverEvent(ctx: AppContext, d: Delivery, targets: Iterab
   if (!col) return;
   // The collection a resume will compare with (see replayable), where it was not known at commit.
   held.generation ??= col.createdAt;
+  const frames = await FrameSet.of(ctx, col, d, () => fan.idOf(held));
+  const readers = fan.readers.size ? fan.readers : null;
+  let common: Uint8Array | undefined;
+  // The frame made for this reader, if there is one yet (a reader's own is made, awaited, once).
+  const made = (s: Stream, reader: Principal) => (frames.perReader ? frames.cached(readerKey(s, reader)) : (common ??= frames.common()));
+  const sendTo = (s: Stream, frame: Uint8Array) => {
+    s.lastSeq = held.seq;
+    if (!s.sink.send(frame)) fan.drop(s);
+  };
   const asks = new FilterAsks();
-  const sure: Stream[] = [];
-  const pending: [Stream, string[]][] = [];
+  const pending: [Stream, Principal, string[]][] = [];
   let looked = 0;
+  // Very many streams, or topics heavy to match, do not hold the event loop for longer than SLICE_MS at a time.
+  let since = performance.now();
   for (const s of targets) {
-    if (++looked % STREAMS_PER_LOOK === 0) await breathe(fan);
+    if (++looked % STREAMS_PER_LOOK === 0 && performance.now() - since > SLICE_MS) {
+      await nextTurn();
+      since = performance.now();
+    }
     if (held.seq <= s.lastSeq) continue;
     const topics = s.byCollection.get(col.name);
     if (!topics) continue;
-    const reader = fan.readers.get(s) ?? s.identity.principal;
+    const reader = readers?.get(s) ?? s.identity.principal;
     // SECURITY: the read rule before anything else: a stream that may not read the record gets nothing
     // and costs nothing more (no filter is matched, no query asked for it).
     if (!canRead(col, reader, e.record)) continue;
     const taken = topicsTake(topics, d, s, reader, asks);
-    if (taken === true) sure.push(s);
-    else if (taken) pending.push([s, taken]);
+    if (taken === true) sendTo(s, made(s, reader) ?? (await frames.forReader(readerKey(s, reader), reader)));
+    else if (taken) pending.push([s, reader, taken]);
   }
-  if (asks.size) {
-    const answers = await asks.answer(ctx, col, String(e.record._id));
-    for (const [s, keys] of pending) if (keys.some((k) => answers.get(k))) sure.push(s);
-  }
-  if (!sure.length) return;
-  const frames = await FrameSet.of(ctx, col, d, fan.idOf(held));
-  for (const s of sure) {
-    let frame: Uint8Array;
-    if (frames.perReader) {
-      const reader = fan.readers.get(s) ?? s.identity.principal;
-      const key = readerKey(s, reader);
-      frame = frames.cached(key) ?? (await frames.forReader(key, reader));
-    } else frame = frames.common();
-    s.lastSeq = held.seq;
-    if (!s.sink.send(frame)) fan.drop(s);
-  }
+  if (!asks.size) return;
+  const answers = await asks.answer(ctx, col, String(e.record._id));
+  for (const [s, reader, keys] of pending)
+    if (keys.some((k) => answers.get(k))) sendTo(s, made(s, reader) ?? (await frames.forReader(readerKey(s, reader), reader)));
 }
 
 /**
@@ -157,14 +152,14 @@ class FrameSet {
     private readonly ctx: AppContext,
     private readonly col: Collection,
     private readonly d: Delivery,
-    private readonly id: string,
+    private readonly idOf: () => string,
     /** True when the frame differs per reader (the collection has a `many` field, and the record is sent). */
     readonly perReader: boolean,
   ) {
     this.action = d.event.action === "hard_delete" ? "delete" : d.event.action;
   }
 
-  static async of(ctx: AppContext, col: Collection, d: Delivery, id: string): Promise<FrameSet> {
+  static async of(ctx: AppContext, col: Collection, d: Delivery, id: () => string): Promise<FrameSet> {
     const whole = d.event.action !== "hard_delete" && !d.held.ref && !d.stub;
     const perReader = whole && (await relationsFrom(ctx, col.name)).some((r) => r.type === "many");
     return new FrameSet(ctx, col, d, id, perReader);
@@ -196,12 +191,12 @@ class FrameSet {
   }
 
   private encode(record: RecordJson): Uint8Array {
-    const frame = sseFrame(this.action, JSON.stringify({ collection: this.col.name, action: this.action, record }), this.id);
+    const frame = sseFrame(this.action, JSON.stringify({ collection: this.col.name, action: this.action, record }), this.idOf());
     return frame.byteLength > REF_RECORD_BYTES ? this.reference() : frame;
   }
 
   private reference(): Uint8Array {
     const data = { collection: this.col.name, action: this.action, record: { _id: this.d.event.record._id }, ref: true };
-    return sseFrame(this.action, JSON.stringify(data), this.id);
+    return sseFrame(this.action, JSON.stringify(data), this.idOf());
   }
 }

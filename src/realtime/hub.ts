@@ -4,7 +4,7 @@ import { randomToken } from "../crypto.ts";
 import { AppError, badRequest, forbidden, notFound } from "../errors.ts";
 import type { ChangeEvent } from "../events/bus.ts";
 import { getSetting } from "../settings/settings.ts";
-import { breathe, deliverEvent, readersOf, type Delivery, type FanOut } from "./fan-out.ts";
+import { deliverEvent, readersOf, type Delivery, type FanOut } from "./fan-out.ts";
 import { endedIdentities, type Identity } from "./identity.ts";
 import { canResume, createResumeState, idAt, idOf, prepareIds, replayable, resumePoint, type ResumeState } from "./resume.ts";
 import { SseSink, sseFrame } from "./sse.ts";
@@ -173,24 +173,30 @@ function flush(h: Hub): Promise<void> {
   return inOrder(h, () => deliverBatch(h, batch));
 }
 
-/** The shared state of a fan-out to `streams`: who each reads as now (one query for all their users). */
+/** The shared state of a fan-out to `streams`: who each of their users reads as now (one query for all of them). */
 async function fanOutTo(h: Hub, streams: Iterable<Stream>): Promise<FanOut> {
   return {
     readers: await readersOf(h.ctx, streams),
     idOf: (held) => idOf(h.resume, held),
     drop: (s) => dropStream(h, s),
-    since: performance.now(),
   };
 }
 
 /** Sends a batch of live events to the streams following their collections. */
 async function deliverBatch(h: Hub, batch: Delivery[]): Promise<void> {
-  const followed = new Set<Stream>();
-  for (const name of new Set(batch.map((d) => d.event.collection))) for (const s of h.reg.followers.get(name) ?? []) followed.add(s);
-  if (!followed.size) return;
+  // The streams of users among those concerned: their roles are read for the batch (see readersOf).
+  const users: Stream[] = [];
+  let followed = false;
+  for (const name of new Set(batch.map((d) => d.event.collection))) {
+    const streams = h.reg.followers.get(name);
+    if (!streams) continue;
+    followed = true;
+    for (const s of streams) if (s.identity.principal.kind === "user") users.push(s);
+  }
+  if (!followed) return;
   let fan: FanOut;
   try {
-    fan = await fanOutTo(h, followed);
+    fan = await fanOutTo(h, users);
   } catch (err) {
     // The database gone (at shutdown): the events cannot be checked against the roles of now.
     h.ctx.log.error("realtime delivery failed", { error: String(err) });
@@ -205,7 +211,6 @@ async function deliverBatch(h: Hub, batch: Delivery[]): Promise<void> {
       // A failure here (the database gone at shutdown) must not take the process down with it.
       h.ctx.log.error("realtime delivery failed", { collection: d.event.collection, error: String(err) });
     }
-    await breathe(fan);
   }
 }
 
@@ -215,10 +220,7 @@ function replayTo(h: Hub, s: Stream, from: number): Promise<void> {
     const events = await replayable(h.ctx, h.resume.buffer.after(Math.max(from, s.lastSeq)));
     if (!events.length) return;
     const fan = await fanOutTo(h, [s]);
-    for (const held of events) {
-      await deliverEvent(h.ctx, { held, event: held.event, stub: held.ref }, [s], fan);
-      await breathe(fan);
-    }
+    for (const held of events) await deliverEvent(h.ctx, { held, event: held.event, stub: held.ref }, [s], fan);
   });
 }
 
