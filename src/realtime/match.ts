@@ -3,15 +3,38 @@ import type { AppContext } from "../context.ts";
 import type { Collection } from "../collections/types.ts";
 import type { RecordJson } from "../query/rows.ts";
 import type { FilterCond } from "../query/parse.ts";
-import { planHasRecord } from "../query/read.ts";
 import { planRead, resolveField, typedValue, type FieldRef, type SqlValue } from "../query/sql.ts";
 import { relationOfField } from "../relations/catalog.ts";
 import { relationFilter } from "../relations/filter.ts";
-
-/** Decides whether a record (as stored after a change) matches a topic's filter. */
-export type RecordMatcher = (ctx: AppContext, col: Collection, record: RecordJson, p: Principal) => Promise<boolean>;
+import { likeMatcher } from "./like.ts";
 
 type Test = (v: SqlValue) => boolean;
+
+/** One condition on a column of the record itself, tested in memory. */
+interface MemoryTest {
+  name: string;
+  field: FieldRef;
+  test: Test;
+}
+
+/** Conditions the database answers, with a key equal for equal conditions (so equal ones are asked once). */
+export interface FilterQuery {
+  filters: FilterCond[];
+  key: string;
+}
+
+/**
+ * A topic's filter, compiled. Conditions on the record's own columns are tested in memory on the
+ * record; those on virtual relation fields (`many`, `many_via`), which live in other tables, are
+ * asked of the database (fan-out.ts asks them once per event for every topic).
+ */
+export interface TopicFilter {
+  memory: MemoryTest[];
+  /** The conditions on virtual fields; null when there is none. */
+  query: FilterQuery | null;
+  /** Every condition, for a record held only by its id (a replayed reference): all asked of the database. */
+  whole: FilterQuery;
+}
 
 /** A stored value as its column holds it: booleans 1/0, json as its text, undefined as NULL. */
 function stored(field: FieldRef, v: unknown): SqlValue {
@@ -19,20 +42,6 @@ function stored(field: FieldRef, v: unknown): SqlValue {
   if (field.type === "boolean") return v ? 1 : 0;
   if (field.type === "json") return typeof v === "string" ? v : JSON.stringify(v);
   return v as SqlValue;
-}
-
-/** ASCII letters lower-cased, every other character as it is: the case LIKE ignores (SQLite's, PostgreSQL's ILIKE in the C locale). */
-const asciiLower = (s: string) => s.replace(/[A-Z]+/g, (run) => run.toLowerCase());
-
-/** SQLite's LIKE: `%` any run, `_` one character; test it on `asciiLower` of the value. */
-function likeRegExp(pattern: string): RegExp {
-  let re = "";
-  for (const ch of asciiLower(pattern)) {
-    if (ch === "%") re += "[\\s\\S]*";
-    else if (ch === "_") re += "[\\s\\S]";
-    else re += ch.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-  }
-  return new RegExp(`^${re}$`, "u");
 }
 
 /** One condition as an in-memory test with the SQL semantics of query/sql.ts (NULL compares as unknown). */
@@ -61,8 +70,8 @@ function compileTest(field: FieldRef, cond: FilterCond): Test {
       };
     }
     case "like": {
-      const re = likeRegExp(cond.value.includes("%") ? cond.value : `%${cond.value}%`);
-      return (v) => v !== null && re.test(asciiLower(String(v)));
+      const matches = likeMatcher(cond.value);
+      return (v) => v !== null && matches(String(v));
     }
     case "in": {
       const items = cond.value.split(",");
@@ -73,15 +82,15 @@ function compileTest(field: FieldRef, cond: FilterCond): Test {
   }
 }
 
+const queryOf = (filters: FilterCond[]): FilterQuery => ({ filters, key: JSON.stringify(filters.map((c) => [c.field, c.op, c.value])) });
+
 /**
- * Compiles a topic's filter conditions. Conditions on plain columns are tested in memory on the
- * record; those on virtual relation fields (`many`, `many_via`), which live in other tables, are
- * asked of the database for that one record. Every condition is first checked exactly as a list
- * checks it (unknown field, bad operator or value: 400).
+ * Compiles a topic's filter conditions. Every condition is first checked exactly as a list checks
+ * it (unknown field, bad operator or value: 400).
  */
-export async function compileMatcher(ctx: AppContext, col: Collection, filters: FilterCond[], p: Principal): Promise<RecordMatcher> {
+export async function compileFilter(ctx: AppContext, col: Collection, filters: FilterCond[], p: Principal): Promise<TopicFilter> {
   planRead(ctx, col, { filters, search: null, includeDeleted: true }, "all", p, await relationFilter(ctx));
-  const memory: { name: string; field: FieldRef; test: Test }[] = [];
+  const memory: MemoryTest[] = [];
   const virtual: FilterCond[] = [];
   for (const cond of filters) {
     const rel = await relationOfField(ctx, col.name, cond.field);
@@ -91,15 +100,11 @@ export async function compileMatcher(ctx: AppContext, col: Collection, filters: 
       memory.push({ name: field.name, field, test: compileTest(field, cond) });
     }
   }
-  return async (ctx, current, record, who) => {
-    for (const m of memory) if (!m.test(stored(m.field, record[m.name]))) return false;
-    if (!virtual.length) return true;
-    try {
-      const plan = planRead(ctx, current, { filters: virtual, search: null, includeDeleted: true }, "all", who, await relationFilter(ctx));
-      return await planHasRecord(ctx, plan, record._id as string);
-    } catch {
-      // The field or relation went away since the topic was set: nothing matches it any more.
-      return false;
-    }
-  };
+  return { memory, query: virtual.length ? queryOf(virtual) : null, whole: queryOf(filters) };
+}
+
+/** Whether the record meets the filter's conditions on its own columns. */
+export function meetsMemoryTests(filter: TopicFilter, record: RecordJson): boolean {
+  for (const m of filter.memory) if (!m.test(stored(m.field, record[m.name]))) return false;
+  return true;
 }
