@@ -176,7 +176,8 @@ export function queryChecker<T extends TObject>(schema: T, messages: BodyMessage
       if (input instanceof URLSearchParams) raw = opts.last ? input.getAll(name).at(-1) : input.get(name);
       else raw = input[name];
       if (raw === null || raw === undefined || raw === "") continue;
-      value[name] = kind === "Integer" && /^\d+$/.test(raw) ? Number(raw) : kind === "Boolean" ? (BOOLEAN_TEXT[raw] ?? raw) : raw;
+      // Own keys only: a value such as "constructor" must not find Object.prototype's member.
+      value[name] = kind === "Integer" && /^\d+$/.test(raw) ? Number(raw) : kind === "Boolean" ? (Object.hasOwn(BOOLEAN_TEXT, raw) ? BOOLEAN_TEXT[raw] : raw) : raw;
     }
     return value;
   };

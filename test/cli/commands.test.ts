@@ -303,6 +303,9 @@ describe("settings", () => {
     const unknown = await cli(["settings", "set", "colour", "red"]);
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toBe('error: unknown setting "colour"\n');
+    // A name of an Object.prototype member is no setting either.
+    const proto = await cli(["settings", "set", "constructor", "x"]);
+    expect([proto.code, proto.stderr]).toEqual([1, 'error: unknown setting "constructor"\n']);
     const typed = await cli(["settings", "set", "registration_open", "maybe"]);
     expect(typed.code).toBe(1);
     expect(typed.stderr).toContain("must be true or false");
