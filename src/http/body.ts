@@ -55,8 +55,27 @@ function parseText(text: string): unknown {
   try {
     return JSON.parse(text);
   } catch (err) {
-    throw new AppError(400, "invalid_json", `malformed JSON body: ${(err as Error).message}`);
+    const reason = parseFailure((err as Error).message);
+    throw new AppError(400, "invalid_json", reason ? `malformed JSON body: ${reason}` : "malformed JSON body");
   }
+}
+
+// The parser's reasons that quote nothing of the body but a structural character.
+const SAFE_REASON =
+  /^(?:Expected '[\]}:,]'[a-z ]*|Unexpected (?:token '[\][{}:,.]'|EOF)|Unterminated string|Invalid number|Property name must be a string literal|Single quotes \('\) are not allowed in JSON|Unable to parse JSON string)$/;
+// Reasons followed by a piece of the body: only their words are kept.
+const QUOTING_REASON = /^(?:Unexpected identifier|Unrecognized token|Invalid escape character)\b/;
+
+/**
+ * Why JSON.parse refused a body, in words safe to answer and log. IMPORTANT: the parser quotes the body
+ * ("Unexpected identifier \"hunter2\""), and a malformed body is most often a hand-written one holding a
+ * password or the admin secret: nothing of its text may reach the answer or the log (LOG_LEVEL=debug logs
+ * why each 4xx was answered). Unknown reasons are dropped.
+ */
+function parseFailure(message: string): string {
+  const reason = message.replace(/^JSON Parse error: /, "");
+  if (SAFE_REASON.test(reason)) return reason;
+  return QUOTING_REASON.exec(reason)?.[0] ?? (/is not a valid unicode escape$/.test(reason) ? "Invalid unicode escape" : "");
 }
 
 /**
