@@ -388,6 +388,15 @@ describe("users", () => {
     expect(r.json()).toMatchObject({ email: "bob@example.com", is_verified: false, roles: [] });
   });
 
+  test("emails are NFC-normalised: a decomposed address is stored composed and found in either form; invisible characters exit 1", async () => {
+    const made = await cli(["users", "create", "JOSE\u0301@example.com", "--json"]);
+    expect([made.code, made.json().email]).toEqual([0, "jos\u00e9@example.com"]);
+    expect((await cli(["users", "show", "jose\u0301@example.com", "--json"])).json().id).toBe(made.json().id);
+    expect((await cli(["users", "create", "jos\u00e9@example.com"])).code).toBe(1);
+    const hidden = await cli(["users", "create", "ada\u200b@example.com"]);
+    expect([hidden.code, hidden.stderr]).toEqual([1, expect.stringContaining("must be a valid email address")]);
+  });
+
   test("create exits 1 for a taken email, a bad email or a short password", async () => {
     await createAda();
     const taken = await cli(["users", "create", "ada@example.com"]);
