@@ -22,7 +22,7 @@ export function authRoutes(ctx: AppContext) {
     .post(
       "/register",
       async ({ request, server, set }) => {
-        const res = await register(ctx, registerBody.parse(await readJson(request, max)), clientInfo(request, server));
+        const res = await register(ctx, registerBody.parse(await readJson(request, max)), clientInfo(ctx, request, server));
         set.status = 201;
         return res;
       },
@@ -30,7 +30,7 @@ export function authRoutes(ctx: AppContext) {
     )
     .post(
       "/login",
-      async ({ request, server }) => login(ctx, credentials.parse(await readJson(request, max)), clientInfo(request, server)),
+      async ({ request, server }) => login(ctx, credentials.parse(await readJson(request, max)), clientInfo(ctx, request, server)),
       doc({ summary: "Password login: a session, or the 2FA step", tag, access: "public", body: Credentials, ok: LoginResultBody, errors: [401, 403, 429] }),
     )
     .post(
