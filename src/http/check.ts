@@ -135,7 +135,8 @@ export function bodyChecker<T extends TSchema>(schema: T | (() => T), messages: 
     return out instanceof AppError ? out : badRequest(out);
   };
   return {
-    defer: (value) => ((compiled ?? compile()).Check(value) ? (value as Static<T>) : reject(value)),
+    // A rejection found while reading the body (readJson's key limit) is passed on as it is.
+    defer: (value) => (value instanceof AppError ? value : (compiled ?? compile()).Check(value) ? (value as Static<T>) : reject(value)),
     parse: (value) => {
       if ((compiled ?? compile()).Check(value)) return value as Static<T>;
       throw reject(value);
