@@ -21,6 +21,7 @@ export const SETTING_DEFS = {
   auth_oauth_enabled: { kind: "boolean", default: true },
   auth_api_keys_enabled: { kind: "boolean", default: true },
   registration_open: { kind: "boolean", default: true },
+  require_verified_email: { kind: "boolean", default: false },
   oauth_codehost_client_id: { kind: "string", default: "" },
   oauth_codehost_client_secret: { kind: "string", default: "", secret: true },
   oauth_portal_client_id: { kind: "string", default: "" },

@@ -262,13 +262,14 @@ describe("settings", () => {
   test("list --json prints every setting with its default", async () => {
     const r = await cli(["settings", "list", "--json"]);
     expect(r.code).toBe(0);
-    expect(r.json()).toMatchObject({ app_name: "baas", access_token_ttl_seconds: 900, registration_open: true });
+    expect(r.json()).toMatchObject({ app_name: "baas", access_token_ttl_seconds: 900, registration_open: true, require_verified_email: false });
   });
 
   test("set reads the value by the setting's type and prints the settings object", async () => {
     const r = await cli(["settings", "set", "registration_open", "false", "--json"]);
     expect(r.code).toBe(0);
     expect(r.json().registration_open).toBe(false);
+    expect((await cli(["settings", "set", "require_verified_email", "true", "--json"])).json().require_verified_email).toBe(true);
     const ttl = await cli(["settings", "set", "access_token_ttl_seconds", "600", "--json"]);
     expect(ttl.json().access_token_ttl_seconds).toBe(600);
     const name = await cli(["settings", "set", "app_name", "My App"]);

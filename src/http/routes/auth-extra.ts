@@ -96,7 +96,7 @@ export function authExtraRoutes(ctx: AppContext) {
     .post(
       "/2fa/verify",
       async ({ request, server }) => verifyTotpLogin(ctx, totpVerifyBody.parse(await json(request)), clientInfo(ctx, request, server)),
-      doc({ summary: "Finish a login with the 2FA code", tag, access: "public", body: TotpVerifyBody, ok: SessionBody, errors: [401, 429] }),
+      doc({ summary: "Finish a login with the 2FA code", tag, access: "public", body: TotpVerifyBody, ok: SessionBody, errors: [401, 403, 429] }),
     )
     .post(
       "/api-keys",

@@ -36,7 +36,7 @@ export function authRoutes(ctx: AppContext) {
     .post(
       "/refresh",
       async ({ request }) => refreshSession(ctx, refreshBody.parse(await readJson(request, max)).refresh_token),
-      doc({ summary: "Trade a refresh token for a new pair (rotation)", tag, access: "public", body: RefreshBody, ok: SessionBody, errors: [401] }),
+      doc({ summary: "Trade a refresh token for a new pair (rotation)", tag, access: "public", body: RefreshBody, ok: SessionBody, errors: [401, 403] }),
     )
     .post("/logout", async ({ request }) => logout(ctx, await user(request)), doc({ summary: "End this session", tag, access: "user", ok: Ok }))
     .post("/logout-all", async ({ request }) => logoutAll(ctx, await user(request)), doc({ summary: "End every session of the user", tag, access: "user", ok: Ok }))
