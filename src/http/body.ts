@@ -90,7 +90,10 @@ const SMALL_BODY = 1 << 20;
 /** A larger body is decoded and scanned in pieces of this many bytes. */
 const SCAN_PIECE = 1 << 18;
 
-/** The answer to a body with an object of more than MAX_BODY_KEYS keys (see readJson). */
+/**
+ * The answer to a body with an object of more than MAX_BODY_KEYS keys (see readJson): thrown at once for
+ * any other body (like the depth check), returned for a body of records.
+ */
 function tooManyKeys(shape: BodyShape, scan: BodyScan): AppError {
   const at = scan.overflow!;
   if (shape === "object") throw badRequest(`an object of the request body has more than ${MAX_BODY_KEYS} keys`);

@@ -1,7 +1,6 @@
 import type { AppContext } from "../context.ts";
 import { emailKey } from "../auth/passwords.ts";
 import { getMeta } from "../db/meta.ts";
-import { AppError } from "../errors.ts";
 
 /** `_meta` key set once every stored email is in the form lookups use (emailKey: NFC). */
 const DONE = "emails_nfc";
@@ -22,15 +21,12 @@ export async function normalizeStoredEmails(ctx: AppContext): Promise<void> {
     for (const row of rows) {
       const key = emailKey(row.email);
       if (key === row.email) continue;
-      try {
-        await ctx.db.transaction(async () => {
-          if (await ctx.db.get("SELECT 1 FROM _users WHERE email = ?", [key])) throw new AppError(409, "unique_violation", "email taken");
-          await ctx.db.run("UPDATE _users SET email = ?, updated_at = ? WHERE id = ? AND email = ?", [key, ctx.clock.now(), row.id, row.email]);
-        });
-      } catch (err) {
-        if (!(err instanceof AppError && err.code === "unique_violation")) throw err;
-        ctx.log.warn("a user's email was left as stored: another account holds its NFC form", { user_id: row.id });
-      }
+      const moved = await ctx.db.transaction(async () => {
+        if (await ctx.db.get("SELECT 1 FROM _users WHERE email = ?", [key])) return false;
+        await ctx.db.run("UPDATE _users SET email = ?, updated_at = ? WHERE id = ? AND email = ?", [key, ctx.clock.now(), row.id, row.email]);
+        return true;
+      });
+      if (!moved) ctx.log.warn("a user's email was left as stored: another account holds its NFC form", { user_id: row.id });
     }
     after = rows[rows.length - 1]!.id;
   }
