@@ -44,7 +44,7 @@ describe("fields named like Object.prototype's members", () => {
       const single = await t.req("GET", `/api/v1/p/${a}?fields=${n}`);
       expect(single.body).toEqual({ _id: a, [n]: true });
     }
-    // The issue's own request: a field the collection lacks is 400, whatever else is named.
+    // A field the collection lacks is 400, whatever else is named (the request that once answered valueOf).
     expect((await t.req("GET", "/api/v1/p?fields=constructor,select")).status).toBe(400);
     expect((await t.req("GET", `/api/v1/p/${a}?fields=__proto__`)).status).toBe(400);
   });
