@@ -12,11 +12,15 @@ export function selectList(col: Collection, fields?: string[]): string {
   return names.map(q).join(", ");
 }
 
-/** Converts a stored row into the record's JSON: booleans as true/false, json fields parsed. */
+/**
+ * Converts a stored row into the record's JSON: booleans as true/false, json fields parsed. A row of some
+ * columns only (`fields=`) lacks the others: a field named like an Object.prototype member (`valueOf`) must
+ * not be read from the prototype and added.
+ */
 export function decodeRow(col: Collection, row: Record<string, unknown>): RecordJson {
   for (const f of col.fields) {
     const v = row[f.name];
-    if (v === null || v === undefined) continue;
+    if (v === null || v === undefined || !Object.hasOwn(row, f.name)) continue;
     if (f.type === "boolean") row[f.name] = v === 1 || v === true;
     else if (f.type === "json" && typeof v === "string") {
       try {
