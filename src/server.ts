@@ -6,6 +6,8 @@ import { closeContext, openContext, type AppContext, type ContextOptions } from 
 import type { Config } from "./config.ts";
 import { startCheckpointer } from "./db/checkpointer.ts";
 import { PUBLIC_URL_META, setMeta } from "./db/meta.ts";
+import { untilReachable } from "./db/wait.ts";
+import { setPhase } from "./ops/readiness.ts";
 import { createApp } from "./http/app.ts";
 import { createLogger } from "./log.ts";
 import { resumeFtsBuilds } from "./search/fts.ts";
@@ -34,8 +36,13 @@ export class PortInUseError extends Error {
   }
 }
 
+export interface StartOptions extends ContextOptions {
+  /** How long to keep trying a database that cannot be reached yet before giving up (`--wait-for-database`); 0: at once. */
+  waitForDatabaseMs?: number;
+}
+
 /** Opens the data dir, prepares keys and the admin secret, and listens. */
-export async function startServer(config: Config, opts: ContextOptions = {}): Promise<Running> {
+export async function startServer(config: Config, opts: StartOptions = {}): Promise<Running> {
   // IMPORTANT: a short secret can be guessed (even at 10 tries a minute), and it opens everything.
   if (config.adminSecret !== null && config.adminSecret.length < MIN_ADMIN_SECRET_LENGTH)
     throw new Error(
@@ -44,7 +51,11 @@ export async function startServer(config: Config, opts: ContextOptions = {}): Pr
     );
   // The request log writes a line per request: buffered, flushed on a short timer and at exit.
   const log = opts.log ?? createLogger({ format: config.logFormat, level: config.logLevel, buffered: true });
-  const ctx = await openContext(config, { ...opts, log });
+  const { waitForDatabaseMs = 0, ...contextOptions } = opts;
+  const url = config.database.engine === "postgres" ? config.database.url : undefined;
+  const ctx = await untilReachable(() => openContext(config, { ...contextOptions, log }), { waitMs: waitForDatabaseMs, log, url });
+  // Until the start-up below ends, GET /ready answers 503 `starting`.
+  setPhase(ctx, "starting");
   await ensureJwtKey(ctx);
   await normalizeStoredEmails(ctx);
   const app = createApp(ctx);
@@ -83,6 +94,7 @@ export async function startServer(config: Config, opts: ContextOptions = {}): Pr
   // On PostgreSQL, the changes other nodes commit reach this node's realtime subscribers.
   const stopListening = await listenForChanges(ctx);
   const checkpointer = startCheckpointer(ctx.db, config.dbPath);
+  setPhase(ctx, "serving");
   let stopped = false;
   return {
     ctx,
@@ -92,6 +104,7 @@ export async function startServer(config: Config, opts: ContextOptions = {}): Pr
     async stop({ graceMs = 10_000 } = {}) {
       if (stopped) return;
       stopped = true;
+      setPhase(ctx, "stopping");
       // Event streams never end by themselves: they are closed first, so the wait below is for real requests.
       closeRealtime(ctx);
       const force = setTimeout(() => void server.stop(true), graceMs);

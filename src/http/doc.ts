@@ -32,6 +32,7 @@ const ERROR_TEXT: Record<number, string> = {
   413: "body larger than the limit",
   422: "field validation failed",
   429: "rate limited or locked (Retry-After)",
+  503: "unavailable",
 };
 
 const SECURITY: Record<Access, OpenAPIV3.SecurityRequirementObject[]> = {
