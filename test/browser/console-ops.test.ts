@@ -8,7 +8,7 @@ import type { Browser, Page } from "playwright-core";
 import { loadConfig } from "../../src/config.ts";
 import { memoryLogger } from "../../src/log.ts";
 import { startServer, type Running } from "../../src/server.ts";
-import { launchBrowser } from "../helpers/browser.ts";
+import { launchBrowser, STEP_MS, TEST_MS } from "../helpers/browser.ts";
 import { startSmtpCapture, type SmtpCapture } from "../helpers/smtp.ts";
 
 // The console's operations screens at 1280 px in chromium: wide record tables, empty values,
@@ -16,7 +16,7 @@ import { startSmtpCapture, type SmtpCapture } from "../helpers/smtp.ts";
 // security, and admin secret rotation. Each test opens its own page and route.
 
 const SECRET = "console-ops-secret-0123456789";
-const STEP = 30_000;
+const STEP = TEST_MS;
 
 let dir: string;
 let running: Running;
@@ -37,7 +37,7 @@ async function adminApi(method: string, path: string, body?: unknown, auth: Reco
 /** A fresh 1280 px page logged in to the console of `url` at `hash`; script errors are collected. */
 async function consolePage(hash: string, opts: { url?: string; secret?: string } = {}): Promise<{ page: Page; errors: string[] }> {
   const page = await browser.newPage({ viewport: { width: 1280, height: 860 }, acceptDownloads: true });
-  page.setDefaultTimeout(8_000);
+  page.setDefaultTimeout(STEP_MS);
   const errors: string[] = [];
   page.on("pageerror", (e) => errors.push(e.message));
   page.on("console", (m) => m.type() === "error" && !/Failed to load resource/.test(m.text()) && errors.push(m.text()));

@@ -6,7 +6,7 @@ import type { Browser, Page } from "playwright-core";
 import { loadConfig } from "../../src/config.ts";
 import { memoryLogger } from "../../src/log.ts";
 import { startServer, type Running } from "../../src/server.ts";
-import { launchBrowser } from "../helpers/browser.ts";
+import { launchBrowser, STEP_MS, TEST_MS } from "../helpers/browser.ts";
 
 // The console at 1280 px in chromium, where a newcomer found it lacking: relation fields shown by the
 // related record's title and linked to it, picked from a search (one) or several at once (many_via);
@@ -15,7 +15,7 @@ import { launchBrowser } from "../helpers/browser.ts";
 // CONSOLE_SCREENSHOTS=<dir> keeps a screenshot of each screen.
 
 const SECRET = "console-relations-secret-0123456789";
-const STEP = 30_000;
+const STEP = TEST_MS;
 
 let dir: string;
 let shots: string;
@@ -36,7 +36,7 @@ async function adminApi(method: string, path: string, body?: unknown): Promise<a
 /** A fresh 1280 px page logged in to the console at `hash`; script errors are collected. */
 async function consolePage(hash: string): Promise<{ page: Page; errors: string[] }> {
   const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
-  page.setDefaultTimeout(8_000);
+  page.setDefaultTimeout(STEP_MS);
   const errors: string[] = [];
   page.on("pageerror", (e) => errors.push(e.message));
   page.on("console", (m) => m.type() === "error" && !/Failed to load resource/.test(m.text()) && errors.push(m.text()));

@@ -73,11 +73,11 @@ if [ "\${1:-}" = serve ]; then
   if [ -f "$README_STATE/pid" ]; then
     old=$(cat "$README_STATE/pid")
     kill "$old" 2>/dev/null || true
-    for _ in $(seq 1 400); do kill -0 "$old" 2>/dev/null || break; sleep 0.025; done
+    for _ in $(seq 1 2400); do kill -0 "$old" 2>/dev/null || break; sleep 0.025; done
   fi
   "$README_BIN" "$@" >>"$README_STATE/server.log" 2>&1 &
   echo $! >"$README_STATE/pid"
-  for _ in $(seq 1 400); do
+  for _ in $(seq 1 2400); do
     curl -fs "http://localhost:$PORT/health" >/dev/null 2>&1 && exit 0
     kill -0 $! 2>/dev/null || break
     sleep 0.025
