@@ -21,7 +21,8 @@ import { onPostgres } from "../helpers/engine.ts";
 //   background once the server started before it has stopped, and returns when /health answers;
 // - docs/API.md's blocks run with the README's ADMIN_SECRET set.
 
-setDefaultTimeout(120_000);
+// About 30 s on a quiet machine, a minute and more on a busy one (it builds the binary and the client, runs npm and tsc).
+setDefaultTimeout(300_000);
 
 const ROOT = resolve(import.meta.dir, "../..");
 const README = readFileSync(join(ROOT, "README.md"), "utf8");

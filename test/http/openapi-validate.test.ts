@@ -89,7 +89,7 @@ describe("openapi-typescript", () => {
     ]);
     expect(out).toBe("");
     expect(code).toBe(0);
-  }, 60_000);
+  }, 120_000);
 
   test("the per-collection document gives typed relation fields, _expand and readable JSON fields", async () => {
     for (const name of ["ts_authors", "ts_posts", "ts_tags"])
@@ -116,5 +116,5 @@ describe("openapi-typescript", () => {
     // And the check is not lenient: a use that the document does not allow fails to compile.
     const wrong = await compileAgainst(doc, [...use, "export const n = (p: Post): number => p.tags;"]);
     expect(wrong.code).not.toBe(0);
-  }, 60_000);
+  }, 120_000);
 });
