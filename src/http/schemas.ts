@@ -50,16 +50,33 @@ export const RecordBody = open(
   },
   "A record: the system fields and every field of the collection (`null` when never set); `_expand` with `expand`.",
 );
+/** With `fields=`, a record holds `_id` and the fields asked for (and `_expand` with `expand`): nothing else is sure to be there. */
+export const RecordProjection = open(
+  {
+    _id: t.String(),
+    _created_at: t.Optional(RecordBody.properties._created_at),
+    _updated_at: t.Optional(RecordBody.properties._updated_at),
+    _owner_id: t.Optional(RecordBody.properties._owner_id),
+    _deleted_at: t.Optional(RecordBody.properties._deleted_at),
+  },
+  "A record read with `fields=`: `_id` and the fields asked for; `_expand` with `expand`.",
+);
+/** What a list or a read answers: a whole record, or with `fields=` its projection. */
+export const RecordRead = t.Union([RecordBody, RecordProjection]);
 export const RecordData = open({}, "The record's fields (free-form; system fields are ignored).");
 export const RecordList = t.Object({
-  items: t.Array(RecordBody),
+  items: t.Array(RecordRead),
   total: nullable(Type.Integer({ description: "every match in offset mode; null in cursor mode or with total=false" })),
   next_cursor: nullable(t.String({ description: "the last item's _id when more records follow" })),
 });
 export const CountBody = t.Object({ total: Type.Integer() });
+/** A value as JSON holds it: what min and max give for a field of any type, and what a group is named by. */
+const anyValue = (description: string) =>
+  t.Union([t.Number(), t.String(), t.Boolean(), t.Null(), t.Object({}, { additionalProperties: true }), t.Array(t.Unknown())], { description });
+const aggregateValue = anyValue("sum, avg, count: a number (sum and count of nothing 0, avg null); min, max: a value of the field's type, null when nothing matches");
 export const AggregateBody = t.Union([
-  t.Object({ value: t.Unknown() }),
-  t.Object({ groups: t.Array(t.Object({ group: t.Unknown(), value: t.Unknown() })) }),
+  t.Object({ value: aggregateValue }),
+  t.Object({ groups: t.Array(t.Object({ group: anyValue("a value of the group_by field"), value: aggregateValue })) }),
 ]);
 export const BulkBody = t.Array(RecordData, { minItems: 1, maxItems: MAX_BULK });
 export const BatchOperation = t.Object(
@@ -73,7 +90,16 @@ export const BatchOperation = t.Object(
 );
 /** The operations are checked one by one as they run (a malformed one fails the batch with its index). */
 export const BatchBody = t.Object({ operations: t.Array(byService(BatchOperation), { minItems: 1, maxItems: MAX_BATCH }) });
-export const BatchResult = t.Object({ results: t.Array(open({ op: t.String() })) });
+export const BatchResult = t.Object({
+  results: t.Array(
+    t.Union([
+      t.Object({ op: t.Literal("create"), record: RecordBody }),
+      t.Object({ op: t.Literal("update"), record: RecordBody }),
+      t.Object({ op: t.Literal("delete"), id: t.String() }),
+    ]),
+    { description: "one per operation, in order" },
+  ),
+});
 
 // TypeBox's own integers: Elysia's `t.Integer` also takes a string (and compiles a checker when it is declared).
 const many = (description: string) => t.Optional(t.Union([t.String(), t.Array(t.String())], { description }));
@@ -136,11 +162,15 @@ export const CodeBody = open({ code: byService(t.Union([t.String(), Type.Integer
 export const TotpVerifyBody = open({ totp_token: token, code: CodeBody.properties.code });
 export const NameBody = open({ name: t.String({ description: "1..100 characters" }) });
 export const Ok = open({ ok: t.Literal(true) });
-export const ApiKeyBody = open({ id: t.String(), name: t.String(), created_at: t.Number() });
-export const Items = (item: TSchema = open({})) => open({ items: t.Array(item) });
-export const LinkedAccounts = t.Object({
-  accounts: t.Array(open({ provider: t.String(), email: nullable(t.String()), name: nullable(t.String()), avatar_url: nullable(t.String()), created_at: t.Number() })),
+export const TotpEnabledBody = t.Object({
+  enabled: t.Literal(true),
+  recovery_codes: t.Array(t.String(), { description: "single-use codes for a lost authenticator, shown only here" }),
 });
+export const TotpDisabledBody = t.Object({ enabled: t.Literal(false) });
+export const ApiKeyBody = open({ id: t.String(), name: t.String(), created_at: t.Number(), last_used_at: t.Optional(nullable(t.Number())) });
+export const Items = (item: TSchema = open({})) => open({ items: t.Array(item) });
+const LinkedAccount = open({ provider: t.String(), email: nullable(t.String()), name: nullable(t.String()), avatar_url: nullable(t.String()), created_at: t.Number() });
+export const LinkedAccounts = t.Object({ accounts: t.Array(LinkedAccount) });
 
 // ---- Admin
 
@@ -191,9 +221,13 @@ export const RelationBody = open({
   on_delete: t.Union(ON_DELETE.map((v) => t.Literal(v))),
   created_at: t.Number(),
 });
-export const SettingsBody = open({}, "Runtime settings by name (see docs/API.md).");
 const settingSchema = (d: { kind: string; min?: number; max?: number }) =>
   d.kind === "boolean" ? t.Boolean() : d.kind === "string" ? t.String({ maxLength: 4096 }) : Type.Integer({ minimum: d.min, maximum: d.max });
+const redirectUrls = t.Object({}, { additionalProperties: t.String(), description: "read-only: the callback address to register with each OAuth provider" });
+export const SettingsBody = open(
+  { ...Object.fromEntries(Object.entries(SETTING_DEFS).map(([k, d]) => [k, settingSchema(d)])), [OAUTH_REDIRECT_URLS]: redirectUrls },
+  "Every runtime setting by name (see docs/API.md); a client secret that is set reads `********`.",
+);
 /** Some runtime settings, each of its type; the read-only redirect addresses may come back and are ignored. */
 export const SettingsPatch = t.Object(
   {
@@ -226,6 +260,20 @@ export const SessionInfo = open({
   user_agent: nullable(t.String()),
 });
 export const MailTestBody = open({ to: email });
+export const MailStatusBody = t.Object({
+  transport: t.Union([t.Literal("smtp"), t.Literal("log")], { description: "log: no SMTP_URL, mails are written to the server log" }),
+  smtp_server: nullable(t.String({ description: "host:port of SMTP_URL" })),
+  from: t.String(),
+  sender_name: t.String({ description: "the app_name setting" }),
+});
+export const UserSecurityBody = t.Object({
+  id: t.String(),
+  email: t.String(),
+  totp_enabled: t.Boolean(),
+  locked_until: nullable(t.Number({ description: "Unix milliseconds until which logins are refused; null when not locked" })),
+  oauth_accounts: t.Array(LinkedAccount),
+  api_keys: t.Array(ApiKeyBody),
+});
 
 // ---- Realtime (CONTRACT §10)
 

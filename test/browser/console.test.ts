@@ -5,7 +5,7 @@ import { join } from "node:path";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { loadConfig } from "../../src/config.ts";
 import { memoryLogger } from "../../src/log.ts";
-import { launchBrowser } from "../helpers/browser.ts";
+import { launchBrowser, STEP_MS, TEST_MS } from "../helpers/browser.ts";
 import { startServer, type Running } from "../../src/server.ts";
 
 // The console is tested in a real browser: Debian's chromium, driven by playwright-core.
@@ -39,7 +39,7 @@ async function shot(name: string): Promise<void> {
 }
 
 // Bun kills child processes (the browser) when a test times out, so each step gets room beyond playwright's own timeout.
-const STEP = 25_000;
+const STEP = TEST_MS;
 
 /** Waits for a success notice containing `text`. */
 const okNotice = (text: string) => page.locator(".flash .alert.ok", { hasText: text }).waitFor();
@@ -65,7 +65,7 @@ beforeEach(async () => {
   running = await startServer(config, { log: memoryLogger() });
   context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
   page = await context.newPage();
-  page.setDefaultTimeout(8_000);
+  page.setDefaultTimeout(STEP_MS);
   pageErrors = [];
   page.on("pageerror", (err) => pageErrors.push(err.message));
   page.on("console", (msg) => {

@@ -660,7 +660,7 @@ describe.skipIf(!scriptBin)("prompts on a terminal", () => {
       return / -icanon\b/.test(mode) && / -echo\b/.test(mode);
     };
     for (const [prompt, input] of steps) {
-      await waitFor(() => clean(out).includes(prompt) && rawMode(), { timeoutMs: 20_000, what: `the prompt "${prompt}" in raw mode` });
+      await waitFor(() => clean(out).includes(prompt) && rawMode(), { what: `the prompt "${prompt}" in raw mode` });
       for (const key of input) {
         try {
           proc.stdin.write(key);

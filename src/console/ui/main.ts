@@ -118,7 +118,7 @@ export function render(): void {
   main.append(loading());
   const stale = () => seq !== renderSeq;
   const views: Record<string, () => Promise<void>> = {
-    collections: () => (rest[0] ? renderCollection(main, rest[0], rest[1] ?? "records", stale) : renderCollections(main, stale)),
+    collections: () => (rest[0] ? renderCollection(main, rest[0], rest[1] ?? "records", stale, rest[2]) : renderCollections(main, stale)),
     relations: () => renderRelations(main, stale),
     users: () => (rest[0] ? renderUser(main, rest[0], stale) : renderUsers(main, stale)),
     settings: () => renderSettings(main, stale),

@@ -3,6 +3,7 @@ import { api, seg } from "../api.ts";
 import { fmtTime, h, replace, type Child } from "../dom.ts";
 import { badge, busy, button, checkbox, confirmDialog, field, loading, parseJsonInput, showError, table, toast } from "../ui.ts";
 import type { CollectionJson, Stats } from "./collections.ts";
+import { loadRelations, relationsFrom, relationText } from "./links.ts";
 import { renderRecords } from "./records.ts";
 import { OPERATIONS, ruleInput } from "./rules.ts";
 
@@ -17,8 +18,8 @@ const TABS: [string, string][] = [
 
 export const SYSTEM_FIELDS = ["_id", "_created_at", "_updated_at", "_owner_id", "_deleted_at"];
 
-/** Renders `#/collections/:name/:tab`. */
-export async function renderCollection(main: HTMLElement, name: string, tab: string, stale: () => boolean): Promise<void> {
+/** Renders `#/collections/:name/:tab` (`#/collections/:name/records/:id`: the records tab filtered to one record). */
+export async function renderCollection(main: HTMLElement, name: string, tab: string, stale: () => boolean, focusId?: string): Promise<void> {
   const [col, stats] = await Promise.all([
     api<CollectionJson>("GET", `/admin/collections/${seg(name)}`),
     api<Stats>("GET", `/admin/collections/${seg(name)}/stats`).catch((err) => (showError(err), null)),
@@ -26,11 +27,13 @@ export async function renderCollection(main: HTMLElement, name: string, tab: str
   if (stale()) return;
   const base = `#/collections/${seg(name)}`;
   const rowCount = h("strong", { "data-stat": "row_count" }, stats ? String(stats.row_count) : "—");
+  const rowWord = h("span", null, stats?.row_count === 1 ? " record" : " records");
   const lastWrite = h("strong", null, fmtTime(stats?.last_write));
   // Record changes refresh the counters in the heading.
   const refreshStats = async () => {
     const st = await api<Stats>("GET", `/admin/collections/${seg(name)}/stats`);
     rowCount.textContent = String(st.row_count);
+    rowWord.textContent = st.row_count === 1 ? " record" : " records";
     lastWrite.textContent = fmtTime(st.last_write);
   };
   const body = h("section", { class: "tab-body", id: "tab-body" });
@@ -44,7 +47,7 @@ export async function renderCollection(main: HTMLElement, name: string, tab: str
       h(
         "div",
         { class: "head-stats" },
-        h("span", null, rowCount, " records"),
+        h("span", { "data-stat": "records" }, rowCount, rowWord),
         h("span", null, "last write ", lastWrite),
         button("Delete collection", (ev) => void deleteCollection(ev.currentTarget as HTMLButtonElement, col.name), { kind: "danger" }),
       ),
@@ -58,12 +61,12 @@ export async function renderCollection(main: HTMLElement, name: string, tab: str
   );
   body.append(loading());
   const views: Record<string, () => Promise<void> | void> = {
-    records: () => renderRecords(body, col, stale, refreshStats),
+    records: () => renderRecords(body, col, stale, refreshStats, focusId),
     rules: () => renderRules(body, col),
     "field-rules": () => renderFieldRules(body, col),
     indexes: () => renderIndexes(body, col, stale),
     search: () => renderFts(body, col, stale),
-    schema: () => renderSchema(body, col, stats),
+    schema: async () => renderSchema(body, col, stats, relationsFrom(await loadRelations(), col.name)),
   };
   await (views[tab] ?? views.records)();
 }
@@ -347,8 +350,22 @@ async function renderFts(body: HTMLElement, col: CollectionJson, stale: () => bo
   );
 }
 
-function renderSchema(body: HTMLElement, col: CollectionJson, stats: Stats | null): void {
+function renderSchema(body: HTMLElement, col: CollectionJson, stats: Stats | null, rels: ReturnType<typeof relationsFrom>): void {
   const sys: Child[][] = SYSTEM_FIELDS.map((n) => [h("code", null, n), n === "_id" || n === "_owner_id" ? "text" : "number", badge("system")]);
+  // A relation field by its relation: a `one` field holds the target's _id (a text column); `many` and
+  // `many_via` fields are lists of ids, with no column of their own.
+  const relationRow = (name: string, stored: string | null): Child[] => {
+    const r = rels.get(name)!;
+    return [
+      h("code", null, name),
+      h("a", { href: `#/collections/${seg(r.to_col)}` }, relationText(r)),
+      r.type === "one" ? h("span", { class: "muted" }, `relation (the _id, stored as ${stored ?? "text"})`) : h("span", { class: "muted" }, "relation (a list of ids, no column)"),
+    ];
+  };
+  const own: Child[][] = [
+    ...col.fields.map((f) => (rels.has(f.name) ? relationRow(f.name, f.type) : [h("code", null, f.name), f.type, ""])),
+    ...[...rels.keys()].filter((n) => !col.fields.some((f) => f.name === n)).map((n) => relationRow(n, null)),
+  ];
   replace(
     body,
     h(
@@ -373,7 +390,7 @@ function renderSchema(body: HTMLElement, col: CollectionJson, stats: Stats | nul
       { class: "card" },
       h("h2", null, "Fields"),
       h("p", { class: "muted" }, "A field appears when a record first sets it; its first non-null value fixes the type."),
-      table(["Name", "Type", ""], [...col.fields.map((f) => [h("code", null, f.name), f.type, ""]), ...sys]),
+      table(["Name", "Type", ""], [...own, ...sys]),
     ),
   );
 }
