@@ -310,7 +310,9 @@ async function decidedInMemory(db: Engine, rule: ReturnType<typeof checkRuleValu
 }
 
 /** Chosen rules and the items they let through, asked as u1 unless said (pins the semantics themselves). */
-const CHOSEN: [string, string[], keyof typeof ENVS?][] = [
+const CHOSEN: [string, string[], string?][] = [
+  // A literal that tries to end its quotes is a value like any other (the rules after it still find the table).
+  ["s = 'x\\'); DROP TABLE items; --' || s = \"a\\\" OR 1=1 --\" || s = 'a'", ["i01"]],
   ["s = null", ["i02"]],
   ["s != null", ["i01", "i03", "i04", "i05"]],
   ["s != 'a'", ["i02", "i03", "i04", "i05"]],
