@@ -11,7 +11,7 @@ import type { Relation } from "../../src/relations/catalog.ts";
 import type { RuleCatalog } from "../../src/rules/expr/check.ts";
 import { compileRule, decideRule, type RuleEnv } from "../../src/rules/expr/compile.ts";
 import { checkRuleValue } from "../../src/rules/expr/rule.ts";
-import { settleDecisions } from "../../src/rules/expr/settle.ts";
+import { idsPassing, settleDecisions } from "../../src/rules/expr/settle.ts";
 import { createTestDatabase, postgresAvailable, warnIfSkipped } from "../helpers/postgres.ts";
 
 // Expression rules (CONTRACT §12) decided three ways must agree: by SQLite and by PostgreSQL selecting the rows
@@ -382,7 +382,7 @@ for (const engine of engines) {
       await db?.close();
     });
 
-    test("chosen rules let through the records their meaning says, in SQL and in memory", async () => {
+    test("chosen rules let through the records their meaning says: in SQL, in memory, and asked by id", async () => {
       const wrong: string[] = [];
       const first = new Set(["i01", "i02", "i03", "i04", "i05"]);
       for (const [text, want, who] of CHOSEN) {
@@ -390,8 +390,9 @@ for (const engine of engines) {
         const rule = checkRuleValue(catalog, ITEMS, "update", text);
         const sql = (await selected(db, compileRule(rule, env))).filter((id) => first.has(id));
         const memory = (await decidedInMemory(db, rule, env, false)).filter((id) => first.has(id));
-        if (JSON.stringify(sql) !== JSON.stringify(want) || JSON.stringify(memory) !== JSON.stringify(want))
-          wrong.push(`${text} as ${who ?? "u1"}: want ${want.join(",")}; SQL ${sql.join(",")}; memory ${memory.join(",")}`);
+        const byId = [...(await idsPassing(db, rule, env, [...first]))].sort();
+        if ([sql, memory, byId].some((got) => JSON.stringify(got) !== JSON.stringify(want)))
+          wrong.push(`${text} as ${who ?? "u1"}: want ${want.join(",")}; SQL ${sql.join(",")}; memory ${memory.join(",")}; by id ${byId.join(",")}`);
       }
       expect(wrong).toEqual([]);
     });

@@ -1,5 +1,8 @@
-import type { Bound, Cond } from "../../db/condition.ts";
+import { listParam, type Bound, type Cond } from "../../db/condition.ts";
 import type { Engine } from "../../db/engine.ts";
+import { q } from "../../db/ident.ts";
+import type { CheckedRule } from "./check.ts";
+import { compileRule, type RuleEnv } from "./compile.ts";
 
 // The parts of rule decisions only the database can give (relation paths, `@exists` over records in memory:
 // compile.ts decideRule), asked in as few statements as possible: one SELECT of one row whose columns are the
@@ -35,4 +38,19 @@ export async function settleDecisions(db: Pick<Engine, "sql" | "get">, decisions
   }
   await flush();
   return out;
+}
+
+/**
+ * The ids among `ids` of stored records of the rule's collection that the rule lets through, in one query
+ * (`_id IN (...) AND <rule>`): for records known to be stored as they are, such as those a realtime batch
+ * just committed.
+ */
+export async function idsPassing(db: Pick<Engine, "sql" | "all">, rule: CheckedRule, env: RuleEnv, ids: readonly string[]): Promise<Set<string>> {
+  const cond = compileRule(rule, env);
+  if (cond.k === "false" || !ids.length) return new Set();
+  if (cond.k === "true") return new Set(ids);
+  const params: Bound[] = [listParam([...ids])];
+  const table = q(rule.collection);
+  const rows = await db.all<{ _id: string }>(`SELECT ${table}."_id" FROM ${table} WHERE ${table}."_id" ${db.sql.inList} AND ${db.sql.cond(cond, params)}`, params);
+  return new Set(rows.map((r) => r._id));
 }
