@@ -1,4 +1,4 @@
-import { fitsInt64, renderCond, type Bound, type CompareOp, type Spelling } from "./condition.ts";
+import { fitsInt64, renderCond, type Bound, type CompareOp, type ElementKind, type Spelling } from "./condition.ts";
 import type { Dialect, FtsDialect, StoredType } from "./dialect.ts";
 import { q } from "./ident.ts";
 import { toTsQuery, tsvectorExpr } from "./pg-fts.ts";
@@ -26,6 +26,9 @@ function integerCompare(column: string, op: CompareOp | "distinct", v: number, p
   return (lower ? bound > 0 : bound < 0) ? "FALSE" : `${column} IS NOT NULL`;
 }
 
+/** The type an `element` condition's value is read as, for each kind. */
+const ELEMENT_CASTS: Record<ElementKind, string> = { text: "text", number: "double precision", boolean: "boolean" };
+
 const spelling: Spelling = {
   distinct: "IS DISTINCT FROM",
   // ILIKE needs text: of a boolean the 1 or 0 SQLite stores (PostgreSQL's own text of it is true or false).
@@ -35,7 +38,13 @@ const spelling: Spelling = {
     return `${text} ILIKE ? ESCAPE ''`;
   },
   oneOf: "IN (SELECT jsonb_array_elements_text(CAST(CAST(? AS text) AS jsonb)))",
-  element: (array) => `(jsonb_typeof(CAST(${array} AS jsonb)) = 'array' AND CAST(${array} AS jsonb) @> jsonb_build_array(CAST(? AS text)))`,
+  // CASE, not AND: PostgreSQL may evaluate AND's terms in any order, and jsonb_array_elements refuses a scalar. jsonb
+  // compares numbers by value, as SQLite does.
+  element(array, value, kind, differs) {
+    const doc = `CAST(${array} AS jsonb)`;
+    const test = `pg_el.v = to_jsonb(CAST(${value} AS ${ELEMENT_CASTS[kind]}))`;
+    return `CASE WHEN jsonb_typeof(${doc}) = 'array' THEN EXISTS (SELECT 1 FROM jsonb_array_elements(${doc}) AS pg_el(v) WHERE ${differs ? `NOT coalesce(${test}, FALSE)` : test}) ELSE FALSE END`;
+  },
   integerCompare,
 };
 

@@ -1,15 +1,23 @@
-import { renderCond, type Spelling } from "./condition.ts";
+import { renderCond, type ElementKind, type Spelling } from "./condition.ts";
 import type { Dialect, FtsDialect, SearchToken, StoredType } from "./dialect.ts";
 import { q } from "./ident.ts";
 
 // SQLite's spelling of what Dialect names.
+
+/** The json_each types of the elements an `element` condition of each kind compares. */
+const ELEMENT_TYPES: Record<ElementKind, string> = { text: "= 'text'", number: "IN ('integer', 'real')", boolean: "IN ('true', 'false')" };
 
 const spelling: Spelling = {
   distinct: "IS NOT",
   // LIKE ignores ASCII case, reads any value as text and has no escape character unless told.
   like: (column) => `${column} LIKE ?`,
   oneOf: "IN (SELECT value FROM json_each(?))",
-  element: (array) => `EXISTS (SELECT 1 FROM json_each(${array}) WHERE json_type(${array}) = 'array' AND json_each.type = 'text' AND json_each.value = ?)`,
+  // json_each reads a scalar as one element: only an array counts. A boolean element reads as 1 or 0, as a boolean
+  // column holds it. The alias is one no collection can take (see reservedAlias).
+  element(array, value, kind, differs) {
+    const test = `pg_el.type ${ELEMENT_TYPES[kind]} AND pg_el.value = ${value}`;
+    return `EXISTS (SELECT 1 FROM json_each(${array}) AS pg_el WHERE json_type(${array}) = 'array' AND ${differs ? `NOT coalesce(${test}, 0)` : test})`;
+  },
 };
 
 // A JSON field keeps its JSON text, so a stored value comes back byte for byte and filters compare the same text.

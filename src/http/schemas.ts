@@ -177,13 +177,20 @@ export const LinkedAccounts = t.Object({ accounts: t.Array(LinkedAccount) });
 export const SecretBody = open({ secret: byService(t.String()) });
 export const AdminTokenBody = t.Object({ token: t.String(), expires_in: Type.Integer({ description: "seconds" }) });
 // Rules are checked by the service (the CLI passes them too), with their own messages.
-const rules = t.Optional(byService(open({}, "read, create, update, delete: public | authenticated | owner | admin | disabled | { role }")));
+const rules = t.Optional(byService(open({}, "read, create, update, delete: public | authenticated | owner | disabled | { role } | an expression")));
 const fieldRules = t.Optional(byService(t.Array(open({}))));
 export const RulesBody = t.Object(
   { rules, field_rules: fieldRules, name: t.Optional(byService(t.String({ description: "the collection's own name (a collection cannot be renamed)" }))) },
   { additionalProperties: false, description: "At least one of rules and field_rules." },
 );
 export const CollectionCreateBody = open({ name: t.String(), rules, field_rules: fieldRules });
+export const RuleCheckBody = t.Object(
+  {
+    op: byService(t.String({ description: "read, create, update or delete" })),
+    rule: byService(t.Unknown({ description: "a rule value: a fixed word, { role }, or an expression" })),
+  },
+  { additionalProperties: false, description: "A rule to check for one operation of the collection, without setting it." },
+);
 export const CollectionBody = open({
   name: t.String(),
   rules: open({}),

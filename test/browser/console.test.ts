@@ -185,6 +185,25 @@ describe("admin console in a real browser", () => {
     await shot("03-rules");
   }, STEP);
 
+  test("an expression rule shows as itself in the rules editor, stays when another rule is saved, and can be set", async () => {
+    await openPosts();
+    const expression = "title != null && _owner_id = @auth.id";
+    await adminApi("PUT", "/admin/collections/posts/rules", { rules: { read: expression } });
+    await page.reload();
+    await page.getByRole("link", { name: "Access rules" }).click();
+    await expect(page.locator('select[data-rule="read"]').inputValue()).resolves.toBe("expression");
+    await expect(page.getByLabel("read rule expression").inputValue()).resolves.toBe(expression);
+    await page.locator('select[data-rule="delete"]').selectOption("disabled");
+    await page.getByRole("button", { name: "Save rules" }).click();
+    await okNotice("Access rules saved.");
+    expect((await adminApi("GET", "/admin/collections/posts")).rules).toEqual({ read: expression, create: "public", update: "owner", delete: "disabled" });
+    await page.locator('select[data-rule="update"]').selectOption("expression");
+    await page.getByLabel("update rule expression").fill("@auth.roles ?= 'editor'");
+    await page.getByRole("button", { name: "Save rules" }).click();
+    await okNotice("Access rules saved.");
+    expect((await adminApi("GET", "/admin/collections/posts")).rules.update).toBe("@auth.roles ?= 'editor'");
+  }, STEP);
+
   test("a field rule is set from the field rules editor", async () => {
     await openPosts([], []);
     await page.getByRole("link", { name: "Field rules" }).click();
