@@ -5,15 +5,19 @@ import { activeRowStats } from "../query/rows.ts";
 import { mergeRules } from "../rules/validate.ts";
 import { dropFtsBesideTable } from "../search/fts.ts";
 import { collectionToJson, findCollection, listCollections, requireCollection, saveCollectionRow, touchCatalog } from "./catalog.ts";
-import { createCollectionTable, dropCollectionTable } from "./ddl.ts";
+import { addColumn, createCollectionTable, dropCollectionTable } from "./ddl.ts";
+import { parseFieldList } from "./fields.ts";
 import { DEFAULT_RULES, isValidCollectionName } from "./types.ts";
 import { parseFieldRules } from "./validate.ts";
 import { dropRelationsOf } from "../relations/catalog.ts";
 
 export type CollectionJson = ReturnType<typeof collectionToJson>;
 
-/** Creates a collection and its table; 400 for a bad name or rule, 409 when the name is taken. */
-export async function createCollection(ctx: AppContext, input: { name: string; rules?: unknown; field_rules?: unknown }): Promise<CollectionJson> {
+/**
+ * Creates a collection and its table, with the fields it declares (CONTRACT §13); 400 for a bad name, rule or
+ * field, 409 when the name is taken.
+ */
+export async function createCollection(ctx: AppContext, input: { name: string; rules?: unknown; field_rules?: unknown; fields?: unknown }): Promise<CollectionJson> {
   const { name, rules, field_rules } = input;
   if (!name) throw badRequest("name is required");
   if (!isValidCollectionName(name))
@@ -22,16 +26,18 @@ export async function createCollection(ctx: AppContext, input: { name: string; r
     );
   const merged = mergeRules(DEFAULT_RULES, rules ?? undefined);
   const fieldRules = field_rules === undefined ? [] : parseFieldRules(field_rules);
+  const fields = parseFieldList(input.fields);
   if (await findCollection(ctx, name)) throw new AppError(409, "conflict", `collection "${name}" already exists`);
   const now = ctx.clock.now();
   await inTransaction(ctx, async () => {
     if (await findCollection(ctx, name)) throw new AppError(409, "conflict", `collection "${name}" already exists`);
     await createCollectionTable(ctx.db, name);
+    for (const f of fields) await addColumn(ctx.db, name, f.name, f.type);
     await saveCollectionRow(ctx, {
       name,
       rules: merged,
       fieldRules,
-      fields: [],
+      fields,
       indexes: [],
       fts: { enabled: false, fields: [] },
       createdAt: now,

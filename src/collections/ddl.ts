@@ -1,4 +1,5 @@
 import type { Engine } from "../db/engine.ts";
+import { q } from "../db/ident.ts";
 import { NAME_RE, type FieldType } from "./types.ts";
 
 // The schema changes of user collections, as the engine's dialect writes them (DdlDialect). Identifiers reach
@@ -57,4 +58,35 @@ export async function createJunctionTable(db: Engine, table: string): Promise<vo
 /** Drops the junction table of a many_via relation (its index goes with it). */
 export async function dropJunctionTable(db: Engine, table: string): Promise<void> {
   await db.exec(db.sql.ddl.dropJunction(table));
+}
+
+/** Opens a transaction that changes a collection's columns: call it first in the transaction (see DdlDialect.beginColumnChange). */
+export async function beginColumnChange(db: Engine, table: string): Promise<void> {
+  await execAll(db, db.sql.ddl.beginColumnChange(table));
+}
+
+/** Renames a column; its indexes and full-text triggers follow. */
+export async function renameColumn(db: Engine, table: string, from: string, to: string): Promise<void> {
+  await execAll(db, db.sql.ddl.renameColumn(table, from, to));
+}
+
+/** Drops a column (and its data); no index or trigger may name it. */
+export async function dropColumn(db: Engine, table: string, field: string): Promise<void> {
+  await execAll(db, db.sql.ddl.dropColumn(table, field));
+}
+
+/**
+ * The non-null values of a column, `size` rows at a time in `_id` order, each page after the row `after`
+ * (`""` for the first page).
+ */
+export async function readColumnPage(db: Engine, table: string, field: string, after: string, size: number): Promise<{ id: string; v: unknown }[]> {
+  return await db.all<{ id: string; v: unknown }>(
+    `SELECT "_id" AS "id", ${q(field)} AS "v" FROM ${q(table)} WHERE ${q(field)} IS NOT NULL AND "_id" > ? ORDER BY "_id" LIMIT ?`,
+    [after, size],
+  );
+}
+
+/** Sets `column` of the rows named in `pairs` (`[_id, value]`, each value as DdlDialect.fillColumn takes it). */
+export async function fillColumn(db: Engine, table: string, column: string, type: FieldType, pairs: [string, unknown][]): Promise<void> {
+  await db.run(db.sql.ddl.fillColumn(table, column, type), [JSON.stringify(pairs)]);
 }

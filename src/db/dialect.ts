@@ -59,6 +59,21 @@ export interface DdlDialect {
   /** An index over these columns, in this order, nulls sorted as lists sort them. */
   createIndex(table: string, index: string, columns: readonly string[], unique: boolean): string;
   dropIndex(index: string): string;
+  /**
+   * What opens a transaction that changes a collection's columns (rename, retype, drop), run before any other
+   * statement of it: where readers and writers run side by side (PostgreSQL), the table's lock, taken before the
+   * transaction's snapshot, and no statement timeout for the conversion of a large table.
+   */
+  beginColumnChange(table: string): string[];
+  /** Renames a column (indexes and triggers follow), and notes it where prepared statements must learn of it. */
+  renameColumn(table: string, from: string, to: string): string[];
+  /** Drops a column that no index or trigger names, and notes it where prepared statements must learn of it. */
+  dropColumn(table: string, field: string): string[];
+  /**
+   * An UPDATE setting `column` (of stored type `type`) of the rows its one parameter names: a JSON array of
+   * `[_id, value]` pairs, each value the JSON of the new value (a json field's value as its JSON text).
+   */
+  fillColumn(table: string, column: string, type: StoredType): string;
   /** Whether a table or index of that name (as schemaName gives it) exists, case-insensitive: one parameter, the name. */
   readonly nameTaken: string;
   /** The junction table of a many_via relation and its reverse index. */
@@ -87,6 +102,8 @@ export interface FtsDialect {
   dropBesideTable(name: string): string[];
   /** Brings the index over a new list of text fields. */
   refields(name: string, fields: readonly string[]): string[];
+  /** What keeps the index current once a text field was renamed (`fields`: the text fields under their new names). */
+  renamed(name: string, fields: readonly string[]): string[];
   /** COUNT(*) AS n of the active records in the index. */
   indexedCount(name: string): string;
   /** The reading of a search for these terms (400 when they are malformed). */

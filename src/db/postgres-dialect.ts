@@ -42,6 +42,16 @@ const spelling: Spelling = {
 // A JSON field keeps its JSON text (`text`, as SQLite), so a stored value comes back byte for byte. Text columns
 // compare and sort by code point, as SQLite's BINARY collation does.
 const TEXT = 'TEXT COLLATE "C"';
+
+/**
+ * Counts, in `_meta.table_drops` (in the change's own transaction), a change after which a statement prepared
+ * against the table may be wrong: a table dropped, a column dropped or renamed (a later column of that name may
+ * have another type). Every process sharing the database reads the count at its next catalog check
+ * (PostgresEngine.changeMarks) and prepares its statements on the table afresh; this process does so as it runs
+ * this statement.
+ */
+const COUNT_TABLE_CHANGE = "INSERT INTO _meta (key, value) VALUES ('table_drops', '1') ON CONFLICT(key) DO UPDATE SET value = CAST(CAST(_meta.value AS INTEGER) + 1 AS TEXT)";
+const CAST_TO: Record<StoredType, string> = { text: "text", number: "double precision", boolean: "boolean", json: "text" };
 const COLUMN_TYPE: Record<StoredType, string> = { text: TEXT, number: "DOUBLE PRECISION", boolean: "BOOLEAN", json: TEXT };
 
 // Full-text search: a generated column `_fts` of the collection table (a `tsvector` of its text fields,
@@ -70,6 +80,8 @@ const fts: FtsDialect = {
   // The column and its index go with the table.
   dropBesideTable: () => [],
   refields: createColumn,
+  // The generated column's expression follows a renamed column by itself.
+  renamed: () => [],
   // Every row has its generated vector: the index holds every record.
   indexedCount: (name) => `SELECT COUNT(*) AS n FROM ${q(name)} WHERE "_deleted_at" IS NULL`,
   // The query computed once in a one-row subquery that the planner folds into the condition on the GIN-indexed
@@ -124,15 +136,22 @@ export const postgresDialect: Dialect = {
     // The drop is counted in `_meta.table_drops`, in the same transaction: every process sharing the database reads
     // that count at its next catalog check (PostgresEngine.changeMarks), and stops running statements it prepared
     // against the old table.
-    dropTable: (name) => [
-      `DROP TABLE IF EXISTS ${q(name)}`,
-      "INSERT INTO _meta (key, value) VALUES ('table_drops', '1') ON CONFLICT(key) DO UPDATE SET value = CAST(CAST(_meta.value AS INTEGER) + 1 AS TEXT)",
-    ],
+    dropTable: (name) => [`DROP TABLE IF EXISTS ${q(name)}`, COUNT_TABLE_CHANGE],
     // Nulls in SQLite's order (lists sort `NULLS FIRST` ascending, `NULLS LAST` descending): the index must be built
     // in that order, or a sorted page reads and sorts every match.
     createIndex: (table, index, columns, unique) =>
       `CREATE ${unique ? "UNIQUE " : ""}INDEX ${q(index)} ON ${q(table)} (${columns.map((c) => `${q(c)} NULLS FIRST`).join(", ")})`,
     dropIndex: (index) => `DROP INDEX IF EXISTS ${q(index)}`,
+    // The lock first, so the transaction's snapshot (taken at its first read) sees every write committed before,
+    // and no write can come between that and the change (which would fail the change at its end). Reads of the
+    // table wait too: a column's change rewrites the table under this lock anyway. Then no statement timeout.
+    beginColumnChange: (table) => [`LOCK TABLE ${q(table)} IN ACCESS EXCLUSIVE MODE`, "SET LOCAL statement_timeout = 0"],
+    // Counted first: this process prepares afresh before the change is sent (see PostgresEngine.exec).
+    renameColumn: (table, from, to) => [COUNT_TABLE_CHANGE, `ALTER TABLE ${q(table)} RENAME COLUMN ${q(from)} TO ${q(to)}`],
+    dropColumn: (table, field) => [COUNT_TABLE_CHANGE, `ALTER TABLE ${q(table)} DROP COLUMN ${q(field)}`],
+    // The JSON text of each value read with the new type's own input function (a number's shortest text reads back the same double).
+    fillColumn: (table, column, type) =>
+      `UPDATE ${q(table)} SET ${q(column)} = CAST("j"."v" AS ${CAST_TO[type]}) FROM (SELECT "e"->>0 AS "id", "e"->>1 AS "v" FROM jsonb_array_elements(CAST(CAST(? AS text) AS jsonb)) AS "e") AS "j" WHERE ${q(table)}."_id" = "j"."id"`,
     nameTaken: "SELECT 1 FROM pg_catalog.pg_class WHERE relnamespace = CAST(current_schema() AS regnamespace) AND lower(relname) = lower(?)",
     createJunction: (table) => [
       `CREATE TABLE ${q(table)} ("from_id" ${TEXT} NOT NULL, "to_id" ${TEXT} NOT NULL, "pos" BIGINT NOT NULL, PRIMARY KEY ("from_id", "to_id"))`,
