@@ -81,18 +81,25 @@ function compileTest(field: FieldRef, cond: FilterCond): Test {
  */
 export async function compileMatcher(ctx: AppContext, col: Collection, filters: FilterCond[], p: Principal): Promise<RecordMatcher> {
   planRead(ctx, col, { filters, search: null, includeDeleted: true }, "all", p, await relationFilter(ctx));
-  const memory: { name: string; field: FieldRef; test: Test }[] = [];
+  const memory: MemoryTest[] = [];
   const virtual: FilterCond[] = [];
   for (const cond of filters) {
     const rel = await relationOfField(ctx, col.name, cond.field);
     if (rel && rel.type !== "one") virtual.push(cond);
     else {
       const field = resolveField(col, cond.field);
-      memory.push({ name: field.name, field, test: compileTest(field, cond) });
+      memory.push({ name: field.name, field, cond, test: compileTest(field, cond) });
     }
   }
+  // The tests as made for the collection entry `madeFor`; an entry loaded since (a field renamed or retyped) makes them again.
+  let madeFor = col;
+  let tests = memory;
   return async (ctx, current, record, who) => {
-    for (const m of memory) if (!m.test(stored(m.field, record[m.name]))) return false;
+    if (current !== madeFor) {
+      tests = memory.map((m) => followField(current, m));
+      madeFor = current;
+    }
+    for (const m of tests) if (!m.test(stored(m.field, record[m.name]))) return false;
     if (!virtual.length) return true;
     try {
       const plan = planRead(ctx, current, { filters: virtual, search: null, includeDeleted: true }, "all", who, await relationFilter(ctx));
@@ -102,4 +109,34 @@ export async function compileMatcher(ctx: AppContext, col: Collection, filters: 
       return false;
     }
   };
+}
+
+/** A condition tested in memory on the field `name` (as the record names it). */
+interface MemoryTest {
+  name: string;
+  field: FieldRef;
+  cond: FilterCond;
+  test: Test;
+}
+
+const NEVER: Test = () => false;
+
+/**
+ * A topic's test (made when the topic was set) for the collection as it is now: the field under its name, else
+ * the field renamed from it (CONTRACT §13: filters follow a rename), its condition read by the field's type as
+ * it now is. A field dropped, or a value its new type cannot hold, matches nothing.
+ */
+function followField(current: Collection, m: MemoryTest): MemoryTest {
+  if (m.name.startsWith("_")) return m;
+  const key = m.name.toLowerCase();
+  const def = current.fieldMap.get(key) ?? current.fields.findLast((f) => f.was?.some((w) => w.toLowerCase() === key));
+  if (!def) return { ...m, test: NEVER };
+  if (def.name === m.field.name && def.type === m.field.type) return { ...m, name: def.name, field: def };
+  let test = NEVER;
+  try {
+    test = compileTest(def, m.cond);
+  } catch {
+    // The value cannot be one of the new type (400 at subscription time): no record matches.
+  }
+  return { ...m, name: def.name, field: def, test };
 }
