@@ -86,7 +86,17 @@ export async function readColumnPage(db: Engine, table: string, field: string, a
   );
 }
 
-/** Sets `column` of the rows named in `pairs` (`[_id, value]`, each value as DdlDialect.fillColumn takes it). */
-export async function fillColumn(db: Engine, table: string, column: string, type: FieldType, pairs: [string, unknown][]): Promise<void> {
-  await db.run(db.sql.ddl.fillColumn(table, column, type), [JSON.stringify(pairs)]);
+/**
+ * Fills `column` of `table` with new values given in chunks: `begin`, then `chunk` with `[_id, value]` pairs
+ * (values as DdlDialect.fill takes them) as often as needed, then `end`.
+ */
+export function columnFill(db: Engine, table: string, column: string, type: FieldType) {
+  const fill = db.sql.ddl.fill;
+  return {
+    begin: () => execAll(db, fill.begin(table, column, type)),
+    chunk: async (pairs: [string, unknown][]) => {
+      if (pairs.length) await db.run(fill.chunk(table, column, type), [JSON.stringify(pairs)]);
+    },
+    end: () => execAll(db, fill.end(table, column, type)),
+  };
 }

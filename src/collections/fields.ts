@@ -6,7 +6,7 @@ import { dropFtsObjects, ftsAfterNewFields } from "../search/fts.ts";
 import { inTransaction } from "../transaction.ts";
 import { collectionToJson, findCollection, listCollections, noteCatalogChange, requireCollection, saveCollectionRow } from "./catalog.ts";
 import { convertValue, storedToValue, valueToFill } from "./convert.ts";
-import { addColumn, beginColumnChange, createIndex, dropColumn, dropIndex, execAll, fillColumn, readColumnPage, renameColumn } from "./ddl.ts";
+import { addColumn, beginColumnChange, createIndex, dropColumn, dropIndex, execAll, columnFill, readColumnPage, renameColumn } from "./ddl.ts";
 import { parseFieldDecl, parseFieldType } from "./field-types.ts";
 import { MAX_FIELDS, isValidFieldName, type Collection, type FieldDef, type FieldType, type IndexDef } from "./types.ts";
 import type { CollectionJson } from "./admin.ts";
@@ -236,6 +236,8 @@ export async function retypeFieldIn(ctx: AppContext, col: Collection, def: Field
   const indexes = col.indexes.filter((i) => i.fields.includes(def.name));
   for (const i of indexes) await dropIndex(db, i.name);
   await addColumn(db, col.name, RETYPE_COLUMN, to);
+  const fill = columnFill(db, col.name, RETYPE_COLUMN, to);
+  await fill.begin();
   await forEachValuePage(ctx, col.name, def.name, async (rows) => {
     const pairs: [string, unknown][] = [];
     for (const r of rows) {
@@ -244,8 +246,9 @@ export async function retypeFieldIn(ctx: AppContext, col: Collection, def: Field
       if (!c.ok) throw new Error(`value of "${def.name}" changed during its conversion`);
       if (c.value !== null) pairs.push([r.id, valueToFill(to, c.value)]);
     }
-    await fillColumn(db, col.name, RETYPE_COLUMN, to, pairs);
+    await fill.chunk(pairs);
   });
+  await fill.end();
   await dropColumn(db, col.name, def.name);
   await renameColumn(db, col.name, RETYPE_COLUMN, def.name);
   for (const i of indexes) await recreateIndex(ctx, col.name, i);

@@ -70,15 +70,23 @@ export interface DdlDialect {
   /** Drops a column that no index or trigger names, and notes it where prepared statements must learn of it. */
   dropColumn(table: string, field: string): string[];
   /**
-   * An UPDATE setting `column` (of stored type `type`) of the rows its one parameter names: a JSON array of
-   * `[_id, value]` pairs, each value the JSON of the new value (a json field's value as its JSON text).
+   * How a column is filled with new values in chunks (a field's change of type): `begin` once, then `chunk` (one
+   * parameter: a JSON array of `[_id, value]` pairs, each value the JSON of the new value, a json field's as its
+   * JSON text) per chunk, then `end`. Each takes the values in time linear in the rows.
    */
-  fillColumn(table: string, column: string, type: StoredType): string;
+  readonly fill: ColumnFill;
   /** Whether a table or index of that name (as schemaName gives it) exists, case-insensitive: one parameter, the name. */
   readonly nameTaken: string;
   /** The junction table of a many_via relation and its reverse index. */
   createJunction(table: string): string[];
   dropJunction(table: string): string;
+}
+
+/** The statements of a column's fill (DdlDialect.fill): `column` of `table` gets values of stored type `type`. */
+export interface ColumnFill {
+  begin(table: string, column: string, type: StoredType): string[];
+  chunk(table: string, column: string, type: StoredType): string;
+  end(table: string, column: string, type: StoredType): string[];
 }
 
 /** How a search of a collection's full-text index reads (see FtsDialect.search). */

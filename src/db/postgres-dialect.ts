@@ -51,6 +51,8 @@ const TEXT = 'TEXT COLLATE "C"';
  * this statement.
  */
 const COUNT_TABLE_CHANGE = "INSERT INTO _meta (key, value) VALUES ('table_drops', '1') ON CONFLICT(key) DO UPDATE SET value = CAST(CAST(_meta.value AS INTEGER) + 1 AS TEXT)";
+/** The temporary table of a column's fill (DdlDialect.fill): it starts with `_`, which no collection can. */
+const FILL_TABLE = '"_fill_values"';
 const CAST_TO: Record<StoredType, string> = { text: "text", number: "double precision", boolean: "boolean", json: "text" };
 const COLUMN_TYPE: Record<StoredType, string> = { text: TEXT, number: "DOUBLE PRECISION", boolean: "BOOLEAN", json: TEXT };
 
@@ -149,9 +151,18 @@ export const postgresDialect: Dialect = {
     // Counted first: this process prepares afresh before the change is sent (see PostgresEngine.exec).
     renameColumn: (table, from, to) => [COUNT_TABLE_CHANGE, `ALTER TABLE ${q(table)} RENAME COLUMN ${q(from)} TO ${q(to)}`],
     dropColumn: (table, field) => [COUNT_TABLE_CHANGE, `ALTER TABLE ${q(table)} DROP COLUMN ${q(field)}`],
-    // The JSON text of each value read with the new type's own input function (a number's shortest text reads back the same double).
-    fillColumn: (table, column, type) =>
-      `UPDATE ${q(table)} SET ${q(column)} = CAST("j"."v" AS ${CAST_TO[type]}) FROM (SELECT "e"->>0 AS "id", "e"->>1 AS "v" FROM jsonb_array_elements(CAST(CAST(? AS text) AS jsonb)) AS "e") AS "j" WHERE ${q(table)}."_id" = "j"."id"`,
+    // The values gathered in a temporary table, then set by one join: an UPDATE joined per chunk would read the
+    // whole table for every chunk. Each JSON text is read by the new type's own input function (a number's
+    // shortest text reads back the same double).
+    fill: {
+      begin: () => [`CREATE TEMP TABLE IF NOT EXISTS ${FILL_TABLE} ("id" ${TEXT} NOT NULL, "v" text) ON COMMIT DROP`, `TRUNCATE ${FILL_TABLE}`],
+      chunk: () => `INSERT INTO ${FILL_TABLE} ("id", "v") SELECT "e"->>0, "e"->>1 FROM jsonb_array_elements(CAST(CAST(? AS text) AS jsonb)) AS "e"`,
+      end: (table, column, type) => [
+        `ANALYZE ${FILL_TABLE}`,
+        `UPDATE ${q(table)} SET ${q(column)} = CAST("s"."v" AS ${CAST_TO[type]}) FROM ${FILL_TABLE} AS "s" WHERE ${q(table)}."_id" = "s"."id"`,
+        `TRUNCATE ${FILL_TABLE}`,
+      ],
+    },
     nameTaken: "SELECT 1 FROM pg_catalog.pg_class WHERE relnamespace = CAST(current_schema() AS regnamespace) AND lower(relname) = lower(?)",
     createJunction: (table) => [
       `CREATE TABLE ${q(table)} ("from_id" ${TEXT} NOT NULL, "to_id" ${TEXT} NOT NULL, "pos" BIGINT NOT NULL, PRIMARY KEY ("from_id", "to_id"))`,

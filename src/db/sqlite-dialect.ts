@@ -153,9 +153,14 @@ export const sqliteDialect: Dialect = {
     beginColumnChange: () => [],
     renameColumn: (table, from, to) => [`ALTER TABLE ${q(table)} RENAME COLUMN ${q(from)} TO ${q(to)}`],
     dropColumn: (table, field) => [`ALTER TABLE ${q(table)} DROP COLUMN ${q(field)}`],
-    // json_extract gives a JSON string as text, a number as an integer or real, true and false as 1 and 0.
-    fillColumn: (table, column) =>
-      `UPDATE ${q(table)} SET ${q(column)} = json_extract("j".value, '$[1]') FROM json_each(?) AS "j" WHERE ${q(table)}."_id" = json_extract("j".value, '$[0]')`,
+    // Each chunk's values set at once: a scan of the pairs, each row found by its key (json_extract gives a JSON
+    // string as text, a number as an integer or real, true and false as 1 and 0).
+    fill: {
+      begin: () => [],
+      chunk: (table, column) =>
+        `UPDATE ${q(table)} SET ${q(column)} = json_extract("j".value, '$[1]') FROM json_each(?) AS "j" WHERE ${q(table)}."_id" = json_extract("j".value, '$[0]')`,
+      end: () => [],
+    },
     nameTaken: "SELECT 1 FROM sqlite_master WHERE lower(name) = lower(?)",
     createJunction: (table) => [
       `CREATE TABLE ${q(table)} ("from_id" TEXT NOT NULL, "to_id" TEXT NOT NULL, "pos" INTEGER NOT NULL, PRIMARY KEY ("from_id", "to_id")) WITHOUT ROWID`,
