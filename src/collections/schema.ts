@@ -162,6 +162,7 @@ function readRelation(raw: unknown, where: string): WantedRelation {
 
 /** Reads a schema document (as `GET /admin/schema` gives it); 400 naming the first mistake. */
 export function readSchema(raw: unknown): Wanted {
+  if (raw === undefined) throw badRequest("schema is required");
   if (!isObject(raw)) throw badRequest('schema must be an object { "collections": [...], "relations": [...] }');
   onlyKeys(raw, ["collections", "relations"], "schema");
   if (!Array.isArray(raw.collections)) throw badRequest("schema.collections must be an array");
@@ -248,11 +249,14 @@ function planSteps(ctx: AppContext, cols: Collection[], rels: readonly Relation[
     const name = have.name;
     const map = new Map<string, string>();
     renames.set(lower(name), map);
-    if (w.fields) {
+    // With prune, fields and indexes the document leaves out are fields and indexes it lacks.
+    const wantedFields = w.fields ?? (prune ? [] : undefined);
+    const wantedIndexes = w.indexes ?? (prune ? [] : undefined);
+    if (wantedFields) {
       const claimed = new Set<FieldDef>();
-      const wantedNames = new Set(w.fields.map((f) => lower(f.def.name)));
+      const wantedNames = new Set(wantedFields.map((f) => lower(f.def.name)));
       const adds: FieldDef[] = [];
-      for (const f of w.fields) {
+      for (const f of wantedFields) {
         let cur = have.fieldMap.get(lower(f.def.name));
         if (!cur && f.renamedFrom && !wantedNames.has(lower(f.renamedFrom))) {
           const from = have.fieldMap.get(lower(f.renamedFrom));
@@ -333,7 +337,7 @@ function planSteps(ctx: AppContext, cols: Collection[], rels: readonly Relation[
           run: async () => void (await updateCollectionRules(ctx, name, { field_rules: target })),
         });
     }
-    if (w.indexes) {
+    if (wantedIndexes) {
       // Index fields compared by the names they will have: a stored index's after the renames above, a wanted
       // one's as the document declares the fields (letter case aside).
       const system = (f: string) => SYSTEM_FIELDS.find((s) => s === lower(f));
@@ -342,7 +346,7 @@ function planSteps(ctx: AppContext, cols: Collection[], rels: readonly Relation[
       const key = (fields: readonly string[], unique: boolean, spell: (f: string) => string) => `${fields.map((f) => lower(spell(f))).join("\0")}\0${unique}`;
       const storedKey = (x: IndexDef) => key(x.fields, x.unique, spellStored);
       const kept = new Set<IndexDef>();
-      for (const i of w.indexes) {
+      for (const i of wantedIndexes) {
         const wantedKey = key(i.fields, i.unique, spellWanted);
         const match = have.indexes.find((x) => !kept.has(x) && (i.name ? same(x.name, i.name) : storedKey(x) === wantedKey));
         if (match && storedKey(match) === wantedKey) {
@@ -373,9 +377,11 @@ function planSteps(ctx: AppContext, cols: Collection[], rels: readonly Relation[
       });
     }
 
-  if (want.relations) {
+  // With prune, a document without relations lacks every relation.
+  const wantedRelations = want.relations ?? (prune ? [] : undefined);
+  if (wantedRelations) {
     const matched = new Set<Relation>();
-    for (const r of want.relations) {
+    for (const r of wantedRelations) {
       if (!wanted.has(lower(r.from_col)) && !byName.has(lower(r.from_col))) throw badRequest(`schema.relations: ${r.from_col}.${r.from_field}: unknown collection "${r.from_col}"`);
       if (!wanted.has(lower(r.to_col)) && !byName.has(lower(r.to_col))) throw badRequest(`schema.relations: ${r.from_col}.${r.from_field}: unknown collection "${r.to_col}"`);
       const stored = rels.find((x) => same(x.from_col, r.from_col) && same(renamedRelationField(x, renamed), r.from_field));
