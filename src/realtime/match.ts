@@ -88,7 +88,7 @@ export async function compileMatcher(ctx: AppContext, col: Collection, filters: 
     if (rel && rel.type !== "one") virtual.push(cond);
     else {
       const field = resolveField(col, cond.field);
-      memory.push({ name: field.name, field, cond, test: compileTest(field, cond) });
+      memory.push({ name: field.name, was: null, field, cond, test: compileTest(field, cond) });
     }
   }
   // The tests as made for the collection entry `madeFor`; an entry loaded since (a field renamed or retyped) makes them again.
@@ -99,7 +99,7 @@ export async function compileMatcher(ctx: AppContext, col: Collection, filters: 
       tests = memory.map((m) => followField(current, m));
       madeFor = current;
     }
-    for (const m of tests) if (!m.test(stored(m.field, record[m.name]))) return false;
+    for (const m of tests) if (!m.test(stored(m.field, m.was !== null && !(m.name in record) ? record[m.was] : record[m.name]))) return false;
     if (!virtual.length) return true;
     try {
       const plan = planRead(ctx, current, { filters: virtual, search: null, includeDeleted: true }, "all", who, await relationFilter(ctx));
@@ -114,6 +114,8 @@ export async function compileMatcher(ctx: AppContext, col: Collection, filters: 
 /** A condition tested in memory on the field `name` (as the record names it). */
 interface MemoryTest {
   name: string;
+  /** The field's name when the topic was set, if it was renamed since: an event written before the rename, delivered after it, names it so. */
+  was: string | null;
   field: FieldRef;
   cond: FilterCond;
   test: Test;
@@ -131,12 +133,13 @@ function followField(current: Collection, m: MemoryTest): MemoryTest {
   const key = m.name.toLowerCase();
   const def = current.fieldMap.get(key) ?? current.fields.findLast((f) => f.was?.some((w) => w.toLowerCase() === key));
   if (!def) return { ...m, test: NEVER };
-  if (def.name === m.field.name && def.type === m.field.type) return { ...m, name: def.name, field: def };
+  const was = def.name === m.name ? null : m.name;
+  if (def.name === m.field.name && def.type === m.field.type) return { ...m, name: def.name, was, field: def };
   let test = NEVER;
   try {
     test = compileTest(def, m.cond);
   } catch {
     // The value cannot be one of the new type (400 at subscription time): no record matches.
   }
-  return { ...m, name: def.name, field: def, test };
+  return { ...m, name: def.name, was, field: def, test };
 }
