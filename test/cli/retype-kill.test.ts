@@ -47,7 +47,12 @@ async function killDuring(to: string, delay: number): Promise<boolean> {
   let out = "";
   const reading = (async () => {
     const decoder = new TextDecoder();
-    for await (const chunk of proc.stdout) out += decoder.decode(chunk);
+    const reader = proc.stdout.getReader();
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      out += decoder.decode(value);
+    }
   })();
   await waitFor(() => out.includes("begin") || proc.exitCode !== null, { timeoutMs: 30_000, what: "the child to begin" });
   if (!out.includes("begin")) throw new Error(`the child failed: ${await new Response(proc.stderr).text()}`);

@@ -1,8 +1,9 @@
 /** One collection: records, access rules, field rules, indexes, full-text search, schema and stats. */
 import { api, seg } from "../api.ts";
-import { fmtTime, h, replace, type Child } from "../dom.ts";
+import { fmtTime, h, replace } from "../dom.ts";
 import { badge, busy, button, checkbox, confirmDialog, field, loading, parseJsonInput, showError, table, toast } from "../ui.ts";
 import type { CollectionJson, Stats } from "./collections.ts";
+import { renderFields, SYSTEM_FIELDS } from "./fields.ts";
 import { renderRecords } from "./records.ts";
 import { OPERATIONS, ruleInput } from "./rules.ts";
 
@@ -15,7 +16,7 @@ const TABS: [string, string][] = [
   ["schema", "Fields & stats"],
 ];
 
-export const SYSTEM_FIELDS = ["_id", "_created_at", "_updated_at", "_owner_id", "_deleted_at"];
+export { SYSTEM_FIELDS };
 
 /** Renders `#/collections/:name/:tab`. */
 export async function renderCollection(main: HTMLElement, name: string, tab: string, stale: () => boolean): Promise<void> {
@@ -63,7 +64,7 @@ export async function renderCollection(main: HTMLElement, name: string, tab: str
     "field-rules": () => renderFieldRules(body, col),
     indexes: () => renderIndexes(body, col, stale),
     search: () => renderFts(body, col, stale),
-    schema: () => renderSchema(body, col, stats),
+    schema: () => renderFields(body, col, stats, () => void renderCollection(main, name, tab, stale).catch((err) => showError(err))),
   };
   await (views[tab] ?? views.records)();
 }
@@ -343,37 +344,6 @@ async function renderFts(body: HTMLElement, col: CollectionJson, stale: () => bo
         "When enabled, every text field is indexed (also text fields that appear later), and the data API accepts search=… with prefixes (term*), \"quoted phrases\" and AND/OR/NOT. A large collection is indexed in steps while the server keeps serving; the count grows meanwhile.",
       ),
       h("div", { class: "actions" }, toggle),
-    ),
-  );
-}
-
-function renderSchema(body: HTMLElement, col: CollectionJson, stats: Stats | null): void {
-  const sys: Child[][] = SYSTEM_FIELDS.map((n) => [h("code", null, n), n === "_id" || n === "_owner_id" ? "text" : "number", badge("system")]);
-  replace(
-    body,
-    h(
-      "div",
-      { class: "card" },
-      h("h2", null, "Stats"),
-      h(
-        "dl",
-        { class: "facts" },
-        h("dt", null, "Records (not deleted)"),
-        h("dd", null, stats ? String(stats.row_count) : "—"),
-        h("dt", null, "Last write"),
-        h("dd", null, fmtTime(stats?.last_write)),
-        h("dt", null, "Created"),
-        h("dd", null, fmtTime(col.created_at)),
-        h("dt", null, "Updated"),
-        h("dd", null, fmtTime(col.updated_at)),
-      ),
-    ),
-    h(
-      "div",
-      { class: "card" },
-      h("h2", null, "Fields"),
-      h("p", { class: "muted" }, "A field appears when a record first sets it; its first non-null value fixes the type."),
-      table(["Name", "Type", ""], [...col.fields.map((f) => [h("code", null, f.name), f.type, ""]), ...sys]),
     ),
   );
 }
