@@ -37,6 +37,7 @@ Environment (flags win):
   SMTP_URL, MAIL_FROM   mail delivery (without SMTP_URL, mails go to the server log)
   LOG_FORMAT, LOG_LEVEL serve: text|json, error|warn|info|debug (default text, info)
   CORS_ORIGINS          allowed browser origins, comma-separated (default *)
+  TRUST_PROXY           serve: your reverse proxies (addresses or CIDR ranges): X-Forwarded-For names the client
   LOCKOUT_MAX_ATTEMPTS, LOCKOUT_DURATION_MS, HOOKS_DIR  see docs/CLI.md
 
 Examples:

@@ -2,6 +2,7 @@ import { InvalidArgumentError, type Command } from "commander";
 import { existsSync, readFileSync } from "node:fs";
 import { loadConfig, type Config } from "../src/config.ts";
 import { closeContext, openContext, type AppContext } from "../src/context.ts";
+import { normalizeStoredEmails } from "../src/users/stored-emails.ts";
 import { getMeta, PUBLIC_URL_META } from "../src/db/meta.ts";
 import { AppError } from "../src/errors.ts";
 import { confirm, isInteractive } from "./prompts.ts";
@@ -39,6 +40,8 @@ export async function withContext<T>(cmd: Command, fn: (ctx: AppContext) => T | 
     if (served) ctx.config.publicUrl = served;
   }
   try {
+    // Lookups by email (`users show ada@…`) need the stored emails in their NFC form; a no-op once done.
+    await normalizeStoredEmails(ctx);
     return await fn(ctx);
   } finally {
     await ctx.mailer.flush().catch(() => {});

@@ -1,4 +1,5 @@
 import { join, resolve } from "node:path";
+import { parseIpRange, type IpRange } from "./ip.ts";
 import { LOG_FORMATS, LOG_LEVELS, type LogFormat, type LogLevel } from "./log.ts";
 
 /** Typed server configuration, from flags and environment (flags win), validated once. */
@@ -25,6 +26,11 @@ export interface Config {
   logFormat: LogFormat;
   /** Lowest level written: error < warn < info (each request) < debug. */
   logLevel: LogLevel;
+  /**
+   * The operator's reverse proxies (TRUST_PROXY, `--trust-proxy`): a request from one of them comes from the
+   * right-most `X-Forwarded-For` address not in the list. Empty: the socket's peer, and the header is ignored.
+   */
+  trustProxy: IpRange[];
   /** Base URLs that replace the real OAuth providers' hosts (tests point them at stub servers); null in production. */
   oauthBaseUrls: { codehost: string | null; portal: string | null };
 }
@@ -50,6 +56,8 @@ export interface ConfigFlags {
   data?: string;
   sync?: string;
   logFormat?: string;
+  /** Comma-separated addresses or CIDR ranges (env TRUST_PROXY). */
+  trustProxy?: string;
 }
 
 export class ConfigError extends Error {}
@@ -93,6 +101,7 @@ export function loadConfig(flags: ConfigFlags = {}, env: Record<string, string |
     maxBodyBytes: 16 * 1024 * 1024,
     logFormat,
     logLevel,
+    trustProxy: trustProxyFrom(flags.trustProxy ?? env.TRUST_PROXY),
     oauthBaseUrls: {
       codehost: env.OAUTH_CODEHOST_BASE_URL ? stripSlash(env.OAUTH_CODEHOST_BASE_URL) : null,
       portal: env.OAUTH_PORTAL_BASE_URL ? stripSlash(env.OAUTH_PORTAL_BASE_URL) : null,
@@ -131,6 +140,19 @@ function smtpUrlFrom(raw: string | undefined): string | null {
   if (!raw) return null;
   if (!/^smtps?:/i.test(raw)) throw new ConfigError("SMTP_URL must be an smtp:// or smtps:// URL (smtp://user:password@host:587)");
   return raw;
+}
+
+/** TRUST_PROXY: comma-separated IPv4/IPv6 addresses or CIDR ranges (`10.0.0.0/8`, `fd00::/8`, `127.0.0.1`). */
+function trustProxyFrom(raw: string | undefined): IpRange[] {
+  const out: IpRange[] = [];
+  for (const item of (raw ?? "").split(",")) {
+    const s = item.trim();
+    if (!s) continue;
+    const range = parseIpRange(s);
+    if (!range) throw new ConfigError(`TRUST_PROXY: "${s.slice(0, 60)}" is not an IP address or CIDR range (e.g. 10.0.0.1, 10.0.0.0/8, fd00::/8)`);
+    out.push(range);
+  }
+  return out;
 }
 
 function oneOf<T extends string>(name: string, raw: string, allowed: readonly T[]): T {

@@ -1,6 +1,7 @@
 import type { Server } from "bun";
 import { ensureAdminSecret, MIN_ADMIN_SECRET_LENGTH, type AdminSecretState } from "./auth/admin.ts";
 import { ensureJwtKey } from "./auth/keys.ts";
+import { normalizeStoredEmails } from "./users/stored-emails.ts";
 import { closeContext, openContext, type AppContext, type ContextOptions } from "./context.ts";
 import type { Config } from "./config.ts";
 import { startCheckpointer } from "./db/checkpointer.ts";
@@ -45,6 +46,7 @@ export async function startServer(config: Config, opts: ContextOptions = {}): Pr
   const log = opts.log ?? createLogger({ format: config.logFormat, level: config.logLevel, buffered: true });
   const ctx = await openContext(config, { ...opts, log });
   await ensureJwtKey(ctx);
+  await normalizeStoredEmails(ctx);
   const app = createApp(ctx);
   try {
     app.listen({

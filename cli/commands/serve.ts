@@ -26,20 +26,23 @@ export function registerServe(program: Command): void {
     .option("--database <url>", "a PostgreSQL database instead of the data directory's SQLite file (env DATABASE_URL)")
     .option("--sync <mode>", "normal|full: full makes each commit power-loss durable (env SQLITE_SYNC)")
     .option("--log-format <format>", "text|json: format of the request log on stderr (env LOG_FORMAT, default text)")
+    .option("--trust-proxy <list>", "addresses or CIDR ranges of your reverse proxies, comma-separated: their X-Forwarded-For names the client (env TRUST_PROXY)")
     // The program's --data is serve's own --data here, and its --json prints nothing for a server: not listed.
     .configureHelp({ showGlobalOptions: false })
     .addHelpText(
       "after",
       `
 Also read from the environment: ADMIN_SECRET, PUBLIC_URL, APP_URL, SMTP_URL, MAIL_FROM, LOG_LEVEL
-(error|warn|info|debug, default info), CORS_ORIGINS, LOCKOUT_MAX_ATTEMPTS, LOCKOUT_DURATION_MS, HOOKS_DIR.
+(error|warn|info|debug, default info), CORS_ORIGINS, LOCKOUT_MAX_ATTEMPTS, LOCKOUT_DURATION_MS, HOOKS_DIR,
+TRUST_PROXY (the same as --trust-proxy).
 A port already in use is an error (exit 1).
 
 Examples:
   $ baas serve --port 8090 --data ./baas_data
-  $ LOG_LEVEL=warn baas serve --log-format json`,
+  $ LOG_LEVEL=warn baas serve --log-format json
+  $ baas serve --trust-proxy 127.0.0.1,::1      # behind nginx on the same machine`,
     )
-    .action(async (opts: { port?: string; host?: string; data?: string; database?: string; sync?: string; logFormat?: string }) => {
+    .action(async (opts: { port?: string; host?: string; data?: string; database?: string; sync?: string; logFormat?: string; trustProxy?: string }) => {
       const { data: globalData, database: globalDatabase, json } = program.opts() as { data?: string; database?: string; json?: boolean };
       if (json) throw new UsageError("serve has no --json output (for a JSON request log use --log-format json)");
       const config = loadConfig({ ...opts, data: opts.data ?? globalData, database: opts.database ?? globalDatabase });

@@ -1,4 +1,5 @@
 import { type EventSourceFactory, type EventSourceLike, type SseEvent } from "./event-source.js";
+import { isBaasError } from "./errors.js";
 import type { Transport } from "./transport.js";
 import type { BaasRecord } from "./types.js";
 
@@ -7,13 +8,18 @@ export type Topic = string | { collection: string; filter?: string | readonly st
 
 export type RealtimeAction = "create" | "update" | "delete" | "restore";
 
-/** One change, as the stream delivers it; `record` is the record as a read returns it (a hard delete: `{ _id }` only). */
+/**
+ * One change, as the stream delivers it; `record` is the record as a read returns it (a hard delete:
+ * `{ _id }` only). A record too large for the stream is read by the client before the handler gets it.
+ */
 export interface RealtimeEvent<T = BaasRecord> {
   collection: string;
   action: RealtimeAction;
   record: T;
   /** The event's id (what a reconnect resumes from). */
   id: string;
+  /** Set when the record was too large for the stream and could not be read: `record` holds its `_id` only. */
+  ref?: true;
 }
 
 /** Ends one subscription; the stream closes with the last one. */
@@ -30,6 +36,14 @@ export interface RealtimeApi {
   onReset(handler: (reason: string) => void): void;
   /** Closes the stream and forgets every subscription. */
   close(): void;
+}
+
+/** An event as the stream sends it: `ref` marks a record sent by its `_id` only (too large for the stream). */
+interface WireEvent {
+  collection: string;
+  action: RealtimeAction;
+  record: BaasRecord;
+  ref?: true;
 }
 
 interface Subscription {
@@ -61,6 +75,8 @@ export function createRealtime(t: Transport, EventSourceImpl: EventSourceFactory
   let connected: ((id: string) => void) | null = null;
   // Topic updates go out one at a time, in order, so the last one sent is the one the server keeps.
   let sending: Promise<unknown> = Promise.resolve();
+  // Events reach the handlers one at a time, in the order they came (see dispatch).
+  let delivering: Promise<void> = Promise.resolve();
 
   function open(): Promise<string> {
     clientId = new Promise<string>((resolve) => (connected = resolve));
@@ -78,15 +94,47 @@ export function createRealtime(t: Transport, EventSourceImpl: EventSourceFactory
     });
     for (const action of ACTIONS)
       source.addEventListener(action, (e: SseEvent) => {
-        const data = JSON.parse(e.data) as Omit<RealtimeEvent, "id">;
-        const event = { ...data, id: e.lastEventId };
-        for (const s of [...subs]) if (matches(s.topic, data.collection, data.record?._id)) s.handler(event);
+        const data = JSON.parse(e.data) as WireEvent;
+        // In order: an event waits for the one before it, which may be reading its record.
+        delivering = delivering.then(() => dispatch(data, e.lastEventId));
       });
     source.addEventListener("reset", (e: SseEvent) => {
       const reason = (JSON.parse(e.data) as { reason?: string }).reason ?? "reset";
       for (const h of resetHandlers) h(reason);
     });
     return clientId;
+  }
+
+  /**
+   * Hands an event to the handlers of its topics. A record too large for the stream comes as a
+   * reference (`ref`, `record` holding its `_id`): it is read first, as the session may read it; one
+   * that cannot be read any more (gone, or no longer readable) is skipped, a later event tells why;
+   * one that could not be read now (the network) is handed on as it came, `ref` set.
+   */
+  async function dispatch(data: WireEvent, id: string): Promise<void> {
+    const targets = [...subs].filter((s) => matches(s.topic, data.collection, data.record?._id));
+    if (!targets.length) return;
+    const event: RealtimeEvent = { collection: data.collection, action: data.action, record: data.record, id };
+    if (data.ref) {
+      const path = `/${encodeURIComponent(data.collection)}/${encodeURIComponent(String(data.record._id))}`;
+      try {
+        event.record = await t.request<BaasRecord>("GET", path, { query: new URLSearchParams({ include_deleted: "true" }) });
+      } catch (err) {
+        if (isBaasError(err) && err.status === 404) return;
+        event.ref = true;
+      }
+    }
+    for (const s of targets) {
+      if (!subs.has(s)) continue;
+      try {
+        s.handler(event);
+      } catch (err) {
+        // A handler's error is the app's, as it would be from the stream's own listener: thrown, not swallowed.
+        setTimeout(() => {
+          throw err;
+        });
+      }
+    }
   }
 
   /** Sends the current topics for the current stream. */

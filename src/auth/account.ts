@@ -8,6 +8,7 @@ import type { Principal } from "./principal.ts";
 import { createSession, revokeSession, revokeUserApiKeys, revokeUserSessions, type ClientInfo, type SessionResponse } from "./sessions.ts";
 import { finishLogin, type LoginResult } from "./totp.ts";
 import { sendVerificationEmail } from "./verification.ts";
+import { requireVerifiedEmail } from "./verified.ts";
 
 const invalidCredentials = () => new AppError(401, "invalid_credentials", "invalid email or password");
 
@@ -60,6 +61,16 @@ export async function login(ctx: AppContext, b: Record<string, unknown>, client:
   // a session made with the old password behind (a reset revokes only the sessions it finds).
   const fresh = user && ok ? await findUserById(ctx, user.id) : null;
   if (!fresh || fresh.password_hash !== user?.password_hash) throw invalidCredentials();
+  // A right password of a never-verified account with require_verified_email on: no session and no 2FA
+  // step (a pre-registration must hold nothing). A right password is no failure: its slot is given back.
+  if (!fresh.is_verified) {
+    try {
+      await requireVerifiedEmail(ctx, fresh);
+    } catch (err) {
+      await releaseLoginAttempt(ctx, email);
+      throw err;
+    }
+  }
   const sameUser = async () => {
     const current = await findUserById(ctx, fresh.id);
     if (!current || current.password_hash !== fresh.password_hash || current.totp_enabled !== fresh.totp_enabled) throw invalidCredentials();

@@ -5,6 +5,8 @@ import { AppError, badRequest, bodyOf, methodDisabled, notFound, type Checked } 
 import { getSetting } from "../settings/settings.ts";
 import type { Principal } from "./principal.ts";
 import { INSERT_ORDER } from "../query/dialect.ts";
+import { findUserById } from "../users/users.ts";
+import { requireVerifiedEmail } from "./verified.ts";
 
 export interface ApiKeyJson {
   id: string;
@@ -22,6 +24,9 @@ function userIdOf(p: Principal): string {
 export async function createApiKey(ctx: AppContext, p: Principal, input: Checked<{ name: string }>): Promise<{ id: string; name: string; key: string; created_at: number }> {
   const userId = userIdOf(p);
   if (!await getSetting(ctx, "auth_api_keys_enabled")) throw methodDisabled("API key creation");
+  const user = await findUserById(ctx, userId);
+  if (!user) throw new AppError(401, "unauthorized", "user no longer exists");
+  await requireVerifiedEmail(ctx, user);
   const name = bodyOf(input).name.trim();
   if (!name) throw badRequest("name is required (a non-empty string)");
   if (name.length > 100) throw badRequest("name must be at most 100 characters");

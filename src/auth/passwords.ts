@@ -33,11 +33,28 @@ export function checkPassword(password: unknown, field = "password"): string {
   return password;
 }
 
-/** Trims and lower-cases an email; 422 rule `email` when it is not one. */
+/**
+ * The form an email is stored and looked up in: trimmed, NFC-normalised and lower-cased (NFC again after
+ * lower-casing, which can decompose). Composed and decomposed `josé@x.com` are one address, one account.
+ */
+export function emailKey(email: string): string {
+  return email.trim().normalize("NFC").toLowerCase().normalize("NFC");
+}
+
+// Characters no one can see or type on purpose in an address: controls, format characters (zero-width
+// spaces and joiners, bidi controls, the soft hyphen, tags), lone surrogates, line and paragraph
+// separators, and the letters and marks that render as nothing (fillers, variation selectors, the
+// grapheme joiner, the blank braille pattern).
+const INVISIBLE = /[\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u2800\u3164\ufe00-\ufe0f\uffa0\u{e0100}-\u{e01ef}]/u;
+
+/**
+ * An email as stored (emailKey); 422 rule `email` when it is not one. IMPORTANT: invisible and control
+ * characters are refused, else `ada\u200b@x.com` would be an account of its own that looks like ada's.
+ */
 export function normalizeEmail(email: unknown, field = "email"): string {
   if (typeof email !== "string" || !email.trim()) throw fieldError(field, "required", `"${field}" is required.`);
-  const e = email.trim().toLowerCase();
-  if (e.length > 254 || !/^[^\s@"<>,;:()\\[\]]+@[^\s@"<>,;:()\\[\]]+\.[^\s@"<>,;:()\\[\].]{2,}$/.test(e) || /\.\./.test(e))
+  const e = emailKey(email);
+  if (e.length > 254 || INVISIBLE.test(e) || !/^[^\s@"<>,;:()\\[\]]+@[^\s@"<>,;:()\\[\]]+\.[^\s@"<>,;:()\\[\].]{2,}$/.test(e) || /\.\./.test(e))
     throw fieldError(field, "email", `"${field}" must be a valid email address.`);
   return e;
 }

@@ -5,6 +5,7 @@ import { checkAdminSecretGuess, invalidAdminCredentials, isAdminToken } from "./
 import { isSignedJwt, looksLikeJwt, unexpiredClaims, verifyJwt } from "./jwt.ts";
 import { jwtKey, loadedJwtKey } from "./keys.ts";
 import { isSessionActive } from "./sessions.ts";
+import { requireVerifiedEmail } from "./verified.ts";
 
 /** Who is making a request. */
 export type Principal =
@@ -108,19 +109,22 @@ interface ApiKeyRow {
   id: string;
   user_id: string;
   roles: string;
+  is_verified: number | boolean;
   last_used_at: number | null;
 }
 
 /** The live API key `key` with its user's roles, or null. */
 async function findApiKey(ctx: AppContext, key: string): Promise<ApiKeyRow | null> {
   if (!key.startsWith("baas_") || key.length > 200) return null;
-  return await ctx.db.get<ApiKeyRow>(`SELECT k.id, k.user_id, u.roles, k.last_used_at FROM _api_keys k JOIN _users u ON u.id = k.user_id
+  return await ctx.db.get<ApiKeyRow>(`SELECT k.id, k.user_id, u.roles, u.is_verified, k.last_used_at FROM _api_keys k JOIN _users u ON u.id = k.user_id
        WHERE k.key_hash = ? AND k.revoked_at IS NULL`, [sha256(key)]);
 }
 
 async function userFromApiKey(ctx: AppContext, key: string): Promise<Principal> {
   const row = await findApiKey(ctx, key);
   if (!row) throw invalidToken("invalid API key");
+  // A key made before require_verified_email was turned on acts only once the address is confirmed.
+  await requireVerifiedEmail(ctx, row);
   const now = ctx.clock.now();
   if (!row.last_used_at || now - row.last_used_at > 60_000)
     await ctx.db.run("UPDATE _api_keys SET last_used_at = ? WHERE id = ?", [now, row.id]);

@@ -5,6 +5,7 @@ import { AppError } from "../errors.ts";
 import { getSetting } from "../settings/settings.ts";
 import { findUserById, userToJson, type UserJson, type UserRow } from "../users/users.ts";
 import { signJwt } from "./jwt.ts";
+import { requireVerifiedEmail } from "./verified.ts";
 import { jwtKey } from "./keys.ts";
 
 export interface SessionRow {
@@ -88,6 +89,8 @@ export async function refreshSession(ctx: AppContext, refreshToken: unknown): Pr
     if (!session || session.revoked_at !== null || row.expires_at <= now || session.expires_at <= now) return null;
     const user = await findUserById(ctx, session.user_id);
     if (!user) return null;
+    // Before the token is used: refused now (require_verified_email), it works once the address is confirmed.
+    await requireVerifiedEmail(ctx, user);
     await ctx.db.run("UPDATE _refresh_tokens SET used_at = ? WHERE hash = ?", [now, sha256(refreshToken)]);
     await ctx.db.run("UPDATE _sessions SET last_used_at = ? WHERE id = ?", [now, session.id]);
     const next = await issueRefreshToken(ctx, session.id, session.expires_at);

@@ -9,6 +9,7 @@ import { clearLoginAttempts, takeLoginAttempt } from "./lockout.ts";
 import { issueMailToken } from "./mail-tokens.ts";
 import type { Principal } from "./principal.ts";
 import { createSession, type ClientInfo, type SessionResponse } from "./sessions.ts";
+import { requireVerifiedEmail } from "./verified.ts";
 
 // node:crypto (its ciphers) is loaded at the first use: loading it costs every start-up several milliseconds.
 const nodeCrypto = () => require("node:crypto") as typeof import("node:crypto");
@@ -213,6 +214,8 @@ export async function verifyTotpLogin(ctx: AppContext, input: Record<string, unk
       if (!row || row.attempts >= TOTP_MAX_ATTEMPTS) return "token";
       const user = await findUserById(ctx, row.user_id);
       if (!user || !user.totp_enabled) return "token";
+      // A step opened by a password before require_verified_email was turned on: no session while unverified.
+      await requireVerifiedEmail(ctx, user);
       // The same counter as passwords, taken before the code is checked: 429 while the account is locked.
       await takeLoginAttempt(ctx, user.email);
       if (!await useCode(ctx, user, code, { allowRecovery: true })) {

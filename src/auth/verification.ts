@@ -19,11 +19,15 @@ export const LINK_PATHS: Record<MailKind, string> = {
   reset_password: "/auth/reset-password",
 };
 
-/** Issues a single-use token of `kind` for the user and mails its link (`{APP_URL}/auth/...?token=`). Never throws on delivery. */
+/**
+ * Issues a single-use token of `kind` for the user and mails its link (`{APP_URL}/auth/...?token=`). Never
+ * throws on delivery. The verification mail says when the account was registered (CONTRACT §8c).
+ */
 export async function sendTokenMail(ctx: AppContext, user: UserRow, kind: MailKind, ttlMs: number): Promise<void> {
   const token = await issueMailToken(ctx, user.id, kind, ttlMs);
   const link = `${ctx.config.appUrl}${LINK_PATHS[kind]}?token=${encodeURIComponent(token)}`;
-  ctx.mailer.send(renderMail(kind, { to: user.email, appName: await getSetting(ctx, "app_name"), link }));
+  const registeredAt = kind === "verify_email" ? user.created_at : undefined;
+  ctx.mailer.send(renderMail(kind, { to: user.email, appName: await getSetting(ctx, "app_name"), link, registeredAt }));
 }
 
 /**
@@ -43,7 +47,11 @@ export async function sendVerificationEmail(ctx: AppContext, user: UserRow): Pro
   await sendTokenMail(ctx, user, "verify_email", VERIFY_EMAIL_TTL_MS);
 }
 
-/** `POST /auth/verify-email`: marks the token's user verified; 400 `invalid_token` for an unknown, used or expired token. */
+/**
+ * `POST /auth/verify-email`: marks the token's user verified; 400 `invalid_token` for an unknown, used or
+ * expired token. It confirms the registration as it is (CONTRACT §8c): password, sessions and API keys
+ * stay, since a legitimate user keeps what they chose; the mail tells anyone who did not register to ignore it.
+ */
 export async function verifyEmail(ctx: AppContext, token: unknown): Promise<{ ok: true; user: UserJson }> {
   const userId = await consumeMailToken(ctx, token, "verify_email");
   if (!userId) throw new AppError(400, "invalid_token", "invalid or expired verification token");

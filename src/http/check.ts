@@ -135,7 +135,8 @@ export function bodyChecker<T extends TSchema>(schema: T | (() => T), messages: 
     return out instanceof AppError ? out : badRequest(out);
   };
   return {
-    defer: (value) => ((compiled ?? compile()).Check(value) ? (value as Static<T>) : reject(value)),
+    // A rejection found while reading the body (readJson's key limit) is passed on as it is.
+    defer: (value) => (value instanceof AppError ? value : (compiled ?? compile()).Check(value) ? (value as Static<T>) : reject(value)),
     parse: (value) => {
       if ((compiled ?? compile()).Check(value)) return value as Static<T>;
       throw reject(value);
@@ -176,7 +177,8 @@ export function queryChecker<T extends TObject>(schema: T, messages: BodyMessage
       if (input instanceof URLSearchParams) raw = opts.last ? input.getAll(name).at(-1) : input.get(name);
       else raw = input[name];
       if (raw === null || raw === undefined || raw === "") continue;
-      value[name] = kind === "Integer" && /^\d+$/.test(raw) ? Number(raw) : kind === "Boolean" ? (BOOLEAN_TEXT[raw] ?? raw) : raw;
+      // Own keys only: a value such as "constructor" must not find Object.prototype's member.
+      value[name] = kind === "Integer" && /^\d+$/.test(raw) ? Number(raw) : kind === "Boolean" ? (Object.hasOwn(BOOLEAN_TEXT, raw) ? BOOLEAN_TEXT[raw] : raw) : raw;
     }
     return value;
   };

@@ -3,6 +3,7 @@ import { isImpersonationToken, resolvePrincipal, type Principal } from "../auth/
 import type { ClientInfo } from "../auth/sessions.ts";
 import type { AppContext } from "../context.ts";
 import { AppError, forbidden } from "../errors.ts";
+import { clientAddress } from "../ip.ts";
 
 // The server a context's app listens on (routes see only the Request). The client address is looked up from it
 // only when a limit keyed by address needs it, not for every request; nothing is noted per request.
@@ -19,7 +20,7 @@ export function principalOf(ctx: AppContext, request: Request, opts: { allowApiK
   return resolvePrincipal(
     ctx,
     { authorization: h.get("authorization"), adminToken: h.get("x-admin-token"), apiKey: h.get("x-api-key") },
-    { allowApiKey: opts.allowApiKey ?? true, ip: () => clientInfo(request, servers.get(ctx)?.()).ip ?? "unknown" },
+    { allowApiKey: opts.allowApiKey ?? true, ip: () => clientInfo(ctx, request).ip ?? "unknown" },
   );
 }
 
@@ -33,12 +34,18 @@ export async function requireAdmin(ctx: AppContext, request: Request): Promise<P
   return p;
 }
 
-/** The caller's IP and user agent, for sessions and rate limits. */
-export function clientInfo(request: Request, server: Server<unknown> | null | undefined): ClientInfo {
-  let ip: string | null = null;
+/**
+ * The caller's address and user agent, for sessions and every limit kept per address (admin-secret
+ * guesses, realtime streams and topics). The address is the socket's peer, or behind a proxy named in
+ * TRUST_PROXY the client it forwarded for (clientAddress). `server` defaults to the one `ctx` serves through.
+ */
+export function clientInfo(ctx: AppContext, request: Request, server?: Server<unknown> | null): ClientInfo {
+  let peer: string | null = null;
   try {
-    ip = server?.requestIP(request)?.address ?? null;
+    peer = (server ?? servers.get(ctx)?.())?.requestIP(request)?.address ?? null;
   } catch {}
+  const trusted = ctx.config.trustProxy;
+  const ip = clientAddress(trusted, peer, trusted.length ? request.headers.get("x-forwarded-for") : null);
   return { ip, userAgent: request.headers.get("user-agent") };
 }
 

@@ -9,7 +9,8 @@ const COPY: Record<MailKind, { subject: string; intro: string; action: string; v
     intro: "Please confirm your email address.",
     action: "Verify email address",
     validity: "24 hours",
-    outro: "If you did not create an account, you can ignore this mail.",
+    outro:
+      "If you did not create this account, ignore this mail and do not open the link: it confirms the account as it was registered, with the password chosen then.",
   },
   magic_link: {
     subject: "Your sign-in link",
@@ -31,9 +32,21 @@ function escapeHtml(s: string): string {
   return s.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]!);
 }
 
-/** Renders one mail, plain text and HTML, in the name of the app (setting `app_name`). */
-export function renderMail(kind: MailKind, opts: { to: string; appName: string; link: string }): MailMessage {
-  const c = COPY[kind];
+/** A time as the mails write it: `2025-03-07 14:05 UTC`. */
+export function mailTime(ms: number): string {
+  return `${new Date(ms).toISOString().slice(0, 16).replace("T", " ")} UTC`;
+}
+
+/**
+ * Renders one mail, plain text and HTML, in the name of the app (setting `app_name`). `registeredAt` (the
+ * verification mail) says when the account was made: whoever did not make it then knows it was not them.
+ */
+export function renderMail(kind: MailKind, opts: { to: string; appName: string; link: string; registeredAt?: number }): MailMessage {
+  const base = COPY[kind];
+  const c =
+    opts.registeredAt === undefined
+      ? base
+      : { ...base, intro: `An account was registered with this email address on ${mailTime(opts.registeredAt)}. If that was you, please confirm your address.` };
   const app = opts.appName || "baas";
   const text = `${app}\n\n${c.intro}\n\n${c.action} (the link is valid for ${c.validity} and works once):\n${opts.link}\n\n${c.outro}\n`;
   const a = escapeHtml(app);

@@ -61,6 +61,19 @@ export async function planHasRecord(ctx: AppContext, plan: ReadPlan, id: string)
   return !!await ctx.db.get(sql, [...plan.from.params, ...plan.where.params, id]);
 }
 
+/**
+ * For each plan of one collection (without a search), whether the record `id` is among its rows: one
+ * statement for all of them, each plan's conditions one column of it (realtime asks the filters of
+ * every topic on an event this way). False for all when the record is gone.
+ */
+export async function plansHoldRecord(ctx: AppContext, plans: readonly ReadPlan[], id: string): Promise<boolean[]> {
+  if (!plans.length) return [];
+  const table = plans[0].table;
+  const select = plans.map((p, i) => `CASE WHEN (${p.where.sql}) THEN 1 ELSE 0 END AS "m${i}"`).join(", ");
+  const row = await ctx.db.get<Record<string, unknown>>(`SELECT ${select} FROM ${table} WHERE ${table}."_id" = ?`, [...plans.flatMap((p) => p.where.params), id]);
+  return plans.map((_, i) => Number(row?.[`m${i}`] ?? 0) === 1);
+}
+
 /** The SQL of `fn` over `field` (null: every row, for count) of `col`: `sum` of nothing is 0, min and max of booleans compare 0 and 1. */
 function aggregateExpr(ctx: AppContext, col: Collection, fn: AggregateFn, field: FieldRef | null): string {
   return ctx.db.sql.aggregate(fn, field ? column(col, field.name) : null, field?.type ?? null);

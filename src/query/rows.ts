@@ -1,6 +1,7 @@
 import type { AppContext } from "../context.ts";
 import { q } from "../db/ident.ts";
 import { SYSTEM_FIELDS, type Collection } from "../collections/types.ts";
+import { inList, listParam } from "./dialect.ts";
 
 /** A record as the API returns it: system fields, user fields, and what relations add. */
 export type RecordJson = Record<string, unknown>;
@@ -11,11 +12,15 @@ export function selectList(col: Collection, fields?: string[]): string {
   return names.map(q).join(", ");
 }
 
-/** Converts a stored row into the record's JSON: booleans as true/false, json fields parsed. */
+/**
+ * Converts a stored row into the record's JSON: booleans as true/false, json fields parsed. A row of some
+ * columns only (`fields=`) lacks the others: a field named like an Object.prototype member (`valueOf`) must
+ * not be read from the prototype and added.
+ */
 export function decodeRow(col: Collection, row: Record<string, unknown>): RecordJson {
   for (const f of col.fields) {
     const v = row[f.name];
-    if (v === null || v === undefined) continue;
+    if (v === null || v === undefined || !Object.hasOwn(row, f.name)) continue;
     if (f.type === "boolean") row[f.name] = v === 1 || v === true;
     else if (f.type === "json" && typeof v === "string") {
       try {
@@ -41,6 +46,13 @@ export async function fetchRecord(ctx: AppContext, col: Collection, id: string, 
   if (sql === undefined) fetchSql.set(col, (sql = `SELECT ${selectList(col)} FROM ${q(col.name)} WHERE "_id" = ?`));
   const row = await (batched && ctx.db.getBatched ? ctx.db.getBatched<Record<string, unknown>>(sql, [id]) : ctx.db.get<Record<string, unknown>>(sql, [id]));
   return row ? decodeRow(col, row) : null;
+}
+
+/** Which of `ids` are records of `col` now (soft-deleted ones included), in one statement. */
+export async function presentIds(ctx: AppContext, col: Collection, ids: readonly string[]): Promise<Set<string>> {
+  if (!ids.length) return new Set();
+  const rows = await ctx.db.all<{ id: string }>(`SELECT "_id" AS id FROM ${q(col.name)} WHERE "_id" ${inList(ctx.db)}`, [listParam(ids)]);
+  return new Set(rows.map((r) => r.id));
 }
 
 /** The records of `col` whose `field` holds `id` (only active ones with `activeOnly`), by `_id`. */

@@ -1,17 +1,14 @@
 import type { AppContext } from "../context.ts";
-import { findCollection } from "../collections/catalog.ts";
-import type { Collection } from "../collections/types.ts";
+import { lastKnownCollection } from "../collections/catalog.ts";
 import { randomToken } from "../crypto.ts";
 import { AppError, badRequest, forbidden, notFound } from "../errors.ts";
 import type { ChangeEvent } from "../events/bus.ts";
-import { canRead } from "../records/access.ts";
-import type { RecordJson } from "../query/rows.ts";
-import { attachRelationFields } from "../relations/expand.ts";
-import { relationsFrom } from "../relations/catalog.ts";
 import { getSetting } from "../settings/settings.ts";
+import { deliverEvent, readersOf, type Delivery, type FanOut } from "./fan-out.ts";
 import { endedIdentities, type Identity } from "./identity.ts";
-import { ReplayBuffer, type HeldEvent } from "./replay.ts";
+import { canResume, createResumeState, idAt, idOf, prepareIds, replayable, resumePoint, type ResumeState } from "./resume.ts";
 import { SseSink, sseFrame } from "./sse.ts";
+import { addStream, addressUsage, createRegistry, removeStream, setStreamTopics, type Stream, type StreamRegistry } from "./streams.ts";
 import { parseTopics, type Topic } from "./topics.ts";
 
 /** Bytes a stream may have waiting for its reader before it is reset and closed. */
@@ -26,18 +23,6 @@ export const PING_MS = 25_000;
 export const FANOUT_DELAY_MS = 20;
 /** How often the identities of open streams are re-checked (a revoked session ends its stream within 1 s). */
 export const IDENTITY_CHECK_MS = 300;
-
-interface Client {
-  id: string;
-  ip: string;
-  identity: Identity;
-  topics: Topic[];
-  sink: SseSink;
-  /** Replay from this event number when the first subscriptions arrive; null once done. */
-  resumeFrom: number | null;
-  /** Number of the last event sent, so a replay and the live flow never send one twice. */
-  lastSeq: number;
-}
 
 export interface OpenOptions {
   identity: Identity;
@@ -107,304 +92,262 @@ const STREAMS_OVER = "too many realtime streams from this address";
 const TOPICS_OVER = "too many realtime topics from this address";
 const tooMany = (message: string) => new AppError(429, "rate_limited", message, {}, { "retry-after": "5" });
 
+/**
+ * A hub: the streams (streams.ts), the events on their way to them (fan-out.ts), and what a resume
+ * needs (resume.ts, replay.ts).
+ */
+interface Hub {
+  ctx: AppContext;
+  reg: StreamRegistry;
+  resume: ResumeState;
+  /** Events committed and not yet fanned out, with their records as committed. */
+  pending: Delivery[];
+  /** Whether a fan-out of `pending` is due. */
+  scheduled: boolean;
+  /** Deliveries (live and replays) run one after another, so a stream receives events in order. */
+  delivering: Promise<void>;
+  timers: ReturnType<typeof setInterval>[];
+  node: { tag: string; forward: ForwardSubscribe; limits: SharedLimits } | null;
+}
+
 function createHub(ctx: AppContext): RealtimeHub {
-  const clients = new Map<string, Client>();
-  // Collection name → the clients with a topic on it, so an event of a collection nobody follows costs nothing.
-  const followers = new Map<string, Set<Client>>();
-  const buffer = new ReplayBuffer();
-  // Event ids carry the process's epoch: an id from before a restart cannot be mistaken for a current one.
-  const epoch = `${ctx.clock.now().toString(36)}${randomToken(3)}`;
-  const eventId = (seq: number) => `${epoch}-${seq}`;
-  let pending: HeldEvent[] = [];
-  let scheduled = false;
-  // Deliveries (live and replays) run one after another, so a client receives events in order.
-  let delivering: Promise<void> = Promise.resolve();
-  const inOrder = (work: () => Promise<void>): Promise<void> => (delivering = delivering.then(work));
-  let timers: ReturnType<typeof setInterval>[] = [];
-  let node: { tag: string; forward: ForwardSubscribe; limits: SharedLimits } | null = null;
-
-  // Streams may not resume from an event number below this one (changes were missed after it).
-  let replayFloor = 0;
-  const canResume = (from: number) => from >= replayFloor && buffer.holdsAfter(from);
-
-  // Events are held for resumes from the first stream on. Before it no client holds an event id of
-  // this process (ids carry its epoch), so none could be resumed: a process nobody follows (a bulk
-  // load) does not keep its last 20,000 records in memory for five minutes.
-  let opened = false;
-
-  ctx.events.subscribe(accept);
-
-  function accept(event: ChangeEvent) {
-    if (!opened) return buffer.skip();
-    pending.push(buffer.push(event, ctx.clock.now()));
-    // IMPORTANT: the writer only queues; rule checks and fan-out run after its request, so no
-    // number of subscribers (or a stalled one) slows a write.
-    if (!scheduled && clients.size) {
-      scheduled = true;
-      setTimeout(() => void flush(), FANOUT_DELAY_MS);
-    }
-    if (!clients.size) pending = [];
-  }
-
-  /** Queues the pending events for delivery, after those already queued; settles when they are sent. */
-  function flush(): Promise<void> {
-    scheduled = false;
-    const events = pending;
-    pending = [];
-    return inOrder(async () => {
-      for (const held of events) {
-        const targets = followers.get(held.event.collection);
-        if (!targets) continue;
-        try {
-          await deliver(held, targets);
-        } catch (err) {
-          // A failure here (the database gone at shutdown) must not take the process down with it.
-          ctx.log.error("realtime delivery failed", { collection: held.event.collection, error: String(err) });
-        }
-      }
-    });
-  }
-
-  /** Sends one event to every listed client it concerns and may be read by. */
-  async function deliver(held: HeldEvent, targets: Iterable<Client>) {
-    const e = held.event;
-    // The collection as it is now (its read rule decides who gets the event): checked against the database at
-    // most once per event-loop turn, so the events delivered together share one check, and a rule another
-    // node or the CLI changed holds for the next event.
-    const col = await findCollection(ctx, e.collection);
-    if (!col) return;
-    const hard = e.action === "hard_delete";
-    const action = hard ? "delete" : e.action;
-    // Events carry the admin's view; only a `many` field (readable targets only) differs per reader.
-    const withRelations = !hard && (await relationsFrom(ctx, col.name)).some((r) => r.type === "many");
-    const frames = new Map<string, Uint8Array>();
-    for (const c of targets) {
-      if (held.seq <= c.lastSeq || !c.topics.length) continue;
-      const wanted = concerns(c, col, e);
-      if (!(wanted instanceof Promise ? await wanted : wanted)) continue;
-      c.lastSeq = held.seq;
-      // Relation fields (`many` lists only readable targets) depend on the reader, roles included
-      // (read from each stream's token, so one user's streams may differ); plain records do not.
-      const p = c.identity.principal;
-      const key = withRelations ? `${c.identity.key}\u0000${p.kind === "user" ? p.roles.join(",") : ""}` : "";
-      let frame = frames.get(key);
-      if (frame === undefined) {
-        const record = hard ? { _id: e.record._id } : await recordAsRead(col, e.record, withRelations ? c : null);
-        frame = sseFrame(action, JSON.stringify({ collection: col.name, action, record }), eventId(held.seq));
-        frames.set(key, frame);
-      }
-      if (!c.sink.send(frame)) drop(c);
-    }
-  }
-
-  async function recordAsRead(col: Collection, record: RecordJson, reader: Client | null): Promise<RecordJson> {
-    if (!reader) return record;
-    const copy = { ...record };
-    await attachRelationFields(ctx, col, [copy], reader.identity.principal);
-    return copy;
-  }
-
-  /**
-   * A topic names the record, and the subscriber may read it (rule checked now, on the record in memory).
-   * Answers without a promise unless a filter topic has to be matched: this runs per stream per event.
-   */
-  function concerns(c: Client, col: Collection, e: ChangeEvent): boolean | Promise<boolean> {
-    let filtered = false;
-    for (const t of c.topics) {
-      if (t.collection !== col.name || (t.id !== null && t.id !== e.record._id)) continue;
-      if (!t.matcher) return canRead(col, c.identity.principal, e.record);
-      filtered = true;
-    }
-    return filtered && matchesFilter(c, col, e);
-  }
-
-  async function matchesFilter(c: Client, col: Collection, e: ChangeEvent): Promise<boolean> {
-    const p = c.identity.principal;
-    const id = e.record._id;
-    let named = false;
-    for (const t of c.topics) {
-      if (t.collection !== col.name || (t.id !== null && t.id !== id)) continue;
-      if (!t.matcher || (await t.matcher(ctx, col, e.record, p))) {
-        named = true;
-        break;
-      }
-    }
-    return named && canRead(col, p, e.record);
-  }
-
-  function drop(c: Client) {
-    forget(c);
-    c.sink.end();
-  }
-
-  /** Removes a client from the registry and the follower index. */
-  function forget(c: Client) {
-    if (clients.get(c.id) === c) {
-      clients.delete(c.id);
-      node?.limits.release(c.id);
-    }
-    index(c, []);
-    if (!clients.size) stopTimers();
-  }
-
-  /** Sets a client's topics and keeps the follower index in step. */
-  function index(c: Client, topics: Topic[]) {
-    for (const t of c.topics) {
-      const set = followers.get(t.collection);
-      set?.delete(c);
-      if (set && !set.size) followers.delete(t.collection);
-    }
-    c.topics = topics;
-    for (const t of topics) (followers.get(t.collection) ?? followers.set(t.collection, new Set()).get(t.collection)!).add(c);
-  }
-
-  function startTimers() {
-    if (timers.length) return;
-    const ping = setInterval(() => {
-      for (const c of clients.values()) if (!c.sink.send(PING)) drop(c);
-    }, PING_MS);
-    const check = setInterval(checkIdentities, IDENTITY_CHECK_MS);
-    timers = [ping, check];
-    for (const t of timers) t.unref?.();
-  }
-
-  function stopTimers() {
-    for (const t of timers) clearInterval(t);
-    timers = [];
-  }
-
-  async function checkIdentities() {
-    const bound = [...clients.values()].filter((c) => c.identity.principal.kind !== "anonymous");
-    if (!bound.length) return;
-    let ended: Set<Identity>;
-    try {
-      ended = await endedIdentities(ctx, bound.map((c) => c.identity));
-    } catch (err) {
-      ctx.log.warn("realtime identity check failed", { error: String(err) });
-      return;
-    }
-    for (const c of bound) if (ended.has(c.identity)) drop(c);
-  }
-
-  function ipUsage(ip: string) {
-    let streams = 0;
-    let topics = 0;
-    for (const c of clients.values())
-      if (c.ip === ip) {
-        streams++;
-        topics += c.topics.length;
-      }
-    return { streams, topics };
-  }
-
-  /** Sets a client's topics; on the first subscription, replays what it missed since connecting (or its Last-Event-ID). */
-  async function setTopics(c: Client, topics: Topic[]) {
-    index(c, topics);
-    if (c.resumeFrom === null || !topics.length) return;
-    const from = c.resumeFrom;
-    c.resumeFrom = null;
-    if (!canResume(from)) {
-      c.sink.send(sseFrame("reset", JSON.stringify({ reason: "too_old" }), eventId(buffer.lastSeq)));
-      c.lastSeq = buffer.lastSeq;
-      return;
-    }
-    await inOrder(async () => {
-      for (const held of buffer.after(Math.max(from, c.lastSeq))) await deliver(held, [c]);
-    });
-  }
-
-  function parseLastEventId(raw: string | null): number | null {
-    if (!raw) return null;
-    const m = /^([0-9a-z_-]+)-(\d{1,15})$/i.exec(raw.trim());
-    if (!m || m[1] !== epoch) return -1;
-    return Number(m[2]);
-  }
-
+  const h: Hub = {
+    ctx,
+    reg: createRegistry(),
+    resume: createResumeState(),
+    pending: [],
+    scheduled: false,
+    delivering: Promise.resolve(),
+    timers: [],
+    node: null,
+  };
+  ctx.events.subscribe((event) => accept(h, event));
   return {
     get size() {
-      return clients.size;
+      return h.reg.streams.size;
     },
-
     get held() {
-      return buffer.size;
+      return h.resume.buffer.size;
     },
-
-    async open({ identity, ip, lastEventId, subscribe, onEnd }) {
-      opened = true;
-      const usage = ipUsage(ip);
-      const maxStreams = await getSetting(ctx, "realtime_max_streams_per_ip");
-      // With several nodes the counts are every node's, taken below with the stream's row.
-      if (!node && usage.streams >= maxStreams) throw tooMany(STREAMS_OVER);
-      const topics = subscribe ? (node ? subscribe : await checkTopicCount(subscribe, usage.topics)) : [];
-      const parsed = subscribe ? await parseTopics(ctx, topics, identity.principal) : [];
-      const id = node ? `${node.tag}.${randomToken(24)}` : randomToken(24);
-      if (node) {
-        const over = await node.limits.admit(id, ip, parsed.length, maxStreams, await getSetting(ctx, "realtime_max_topics_per_ip"));
-        if (over) throw tooMany(over === "streams" ? STREAMS_OVER : TOPICS_OVER);
-      }
-      const sink = new SseSink(STREAM_BUFFER_BYTES, () => forget(c), onEnd, () => eventId(buffer.lastSeq));
-      const resume = parseLastEventId(lastEventId);
-      const c: Client = { id, ip, identity, topics: [], sink, resumeFrom: buffer.lastSeq, lastSeq: buffer.lastSeq };
-      if (resume !== null) {
-        if (canResume(resume)) c.resumeFrom = c.lastSeq = resume;
-        else sink.send(sseFrame("reset", JSON.stringify({ reason: "too_old" }), eventId(buffer.lastSeq)));
-      }
-      sink.send(sseFrame("connect", JSON.stringify({ client_id: id }), eventId(Math.max(c.lastSeq, c.resumeFrom ?? 0))));
-      clients.set(id, c);
-      startTimers();
-      if (parsed.length) await setTopics(c, parsed);
-      return sink.response;
-    },
-
-    async subscribe(clientId, raw, identity) {
-      if (typeof clientId !== "string") throw badRequest("client_id is required: the id the stream's connect event gave");
-      const c = clients.get(clientId);
-      if (!c) {
-        // A stream of another node sharing the database: that node answers.
-        const owner = node ? clientId.slice(0, Math.max(0, clientId.indexOf("."))) : "";
-        if (node && owner && owner !== node.tag) return await node.forward(clientId, raw, identity);
-        throw notFound("unknown client_id: open GET /api/v1/realtime first");
-      }
-      // SECURITY: a stream serves one caller; another identity may not read it (or change what it receives).
-      if (c.identity.principal.kind !== "anonymous" && c.identity.key !== identity.key)
-        throw forbidden("this client_id is bound to another identity");
-      const list = node ? (raw as unknown[]) : await checkTopicCount(raw, ipUsage(c.ip).topics - c.topics.length);
-      const topics = await parseTopics(ctx, list, identity.principal);
-      if (node && await node.limits.retopic(c.id, c.ip, topics.length, await getSetting(ctx, "realtime_max_topics_per_ip")))
-        throw tooMany(TOPICS_OVER);
-      // Changes committed before this call go out under the topics (and identity) they were
-      // committed under: a paused stream does not get them later, a dropped topic not at all.
-      await flush();
-      c.identity = identity;
-      await setTopics(c, topics);
-      return { ok: true, subscriptions: topics.map((t) => t.source) };
-    },
-
+    open: (opts) => openStream(h, opts),
+    subscribe: (clientId, raw, identity) => subscribeStream(h, clientId, raw, identity),
     closeAll() {
-      stopTimers();
-      for (const c of [...clients.values()]) drop(c);
+      stopTimers(h);
+      for (const s of [...h.reg.streams.values()]) dropStream(h, s);
     },
-
-    accept,
-
+    accept: (event) => accept(h, event),
     attachNode(tag, forward, limits) {
-      node = { tag, forward, limits };
+      h.node = { tag, forward, limits };
     },
-
-    resetAll(reason) {
-      replayFloor = buffer.lastSeq;
-      const frame = sseFrame("reset", JSON.stringify({ reason }), eventId(buffer.lastSeq));
-      for (const c of [...clients.values()]) {
-        forget(c);
-        c.sink.end(frame);
-      }
-    },
+    resetAll: (reason) => resetAll(h, reason),
   };
+}
 
-  async function checkTopicCount(raw: unknown, usedByIp: number): Promise<unknown[]> {
-    if (!Array.isArray(raw)) return raw as unknown[];
-    if (usedByIp + raw.length > await getSetting(ctx, "realtime_max_topics_per_ip"))
-      throw tooMany(TOPICS_OVER);
-    return raw;
+/** Takes a committed change: holds it for resumes and queues it for the streams. */
+function accept(h: Hub, event: ChangeEvent): void {
+  const r = h.resume;
+  if (!r.holding) return r.buffer.skip();
+  const held = r.buffer.push(event, h.ctx.clock.now(), lastKnownCollection(h.ctx, event.collection)?.createdAt ?? null);
+  if (!h.reg.streams.size) return;
+  h.pending.push({ held, event, stub: false });
+  // IMPORTANT: the writer only queues; rule checks and fan-out run after its request, so no
+  // number of subscribers (or a stalled one) slows a write.
+  if (!h.scheduled) {
+    h.scheduled = true;
+    setTimeout(() => void flush(h), FANOUT_DELAY_MS);
   }
+}
+
+/** Runs `work` after the deliveries already queued; a failed one does not stop those after it. */
+function inOrder(h: Hub, work: () => Promise<void>): Promise<void> {
+  const run = h.delivering.then(work);
+  h.delivering = run.catch(() => {});
+  return run;
+}
+
+/** Queues the pending events for delivery, after those already queued; settles when they are sent. */
+function flush(h: Hub): Promise<void> {
+  h.scheduled = false;
+  const batch = h.pending;
+  h.pending = [];
+  return inOrder(h, () => deliverBatch(h, batch));
+}
+
+/** The shared state of a fan-out to `streams`: who each of their users reads as now (one query for all of them). */
+async function fanOutTo(h: Hub, streams: Iterable<Stream>): Promise<FanOut> {
+  return {
+    readers: await readersOf(h.ctx, streams),
+    idOf: (held) => idOf(h.resume, held),
+    drop: (s) => dropStream(h, s),
+  };
+}
+
+/** Sends a batch of live events to the streams following their collections. */
+async function deliverBatch(h: Hub, batch: Delivery[]): Promise<void> {
+  // The streams of users among those concerned: their roles are read for the batch (see readersOf).
+  const users: Stream[] = [];
+  let followed = false;
+  for (const name of new Set(batch.map((d) => d.event.collection))) {
+    const streams = h.reg.followers.get(name);
+    if (!streams) continue;
+    followed = true;
+    for (const s of streams) if (s.identity.principal.kind === "user") users.push(s);
+  }
+  if (!followed) return;
+  let fan: FanOut;
+  try {
+    fan = await fanOutTo(h, users);
+  } catch (err) {
+    // The database gone (at shutdown): the events cannot be checked against the roles of now.
+    h.ctx.log.error("realtime delivery failed", { error: String(err) });
+    return;
+  }
+  for (const d of batch) {
+    const targets = h.reg.followers.get(d.event.collection);
+    if (!targets) continue;
+    try {
+      await deliverEvent(h.ctx, d, targets, fan);
+    } catch (err) {
+      // A failure here (the database gone at shutdown) must not take the process down with it.
+      h.ctx.log.error("realtime delivery failed", { collection: d.event.collection, error: String(err) });
+    }
+  }
+}
+
+/** Sends a stream what it missed after event `from`: the held events still replayable, checked as live ones. */
+function replayTo(h: Hub, s: Stream, from: number): Promise<void> {
+  return inOrder(h, async () => {
+    const events = await replayable(h.ctx, h.resume.buffer.after(Math.max(from, s.lastSeq)));
+    if (!events.length) return;
+    const fan = await fanOutTo(h, [s]);
+    for (const held of events) await deliverEvent(h.ctx, { held, event: held.event, stub: held.ref }, [s], fan);
+  });
+}
+
+function dropStream(h: Hub, s: Stream): void {
+  forgetStream(h, s);
+  s.sink.end();
+}
+
+/** Removes a stream from the registry (and the limits shared with other nodes). */
+function forgetStream(h: Hub, s: Stream): void {
+  if (removeStream(h.reg, s)) h.node?.limits.release(s.id);
+  if (!h.reg.streams.size) stopTimers(h);
+}
+
+function startTimers(h: Hub): void {
+  if (h.timers.length) return;
+  const ping = setInterval(() => {
+    for (const s of h.reg.streams.values()) if (!s.sink.send(PING)) dropStream(h, s);
+  }, PING_MS);
+  const check = setInterval(() => void checkIdentities(h), IDENTITY_CHECK_MS);
+  h.timers = [ping, check];
+  for (const t of h.timers) t.unref?.();
+}
+
+function stopTimers(h: Hub): void {
+  for (const t of h.timers) clearInterval(t);
+  h.timers = [];
+}
+
+/** Ends the streams whose identity ended (a revoked session, a deleted user, an expired token…). */
+async function checkIdentities(h: Hub): Promise<void> {
+  const bound = [...h.reg.streams.values()].filter((s) => s.identity.principal.kind !== "anonymous");
+  if (!bound.length) return;
+  let ended: Set<Identity>;
+  try {
+    ended = await endedIdentities(h.ctx, bound.map((s) => s.identity));
+  } catch (err) {
+    h.ctx.log.warn("realtime identity check failed", { error: String(err) });
+    return;
+  }
+  for (const s of bound) if (ended.has(s.identity)) dropStream(h, s);
+}
+
+/** Sets a stream's topics; on the first subscription, replays what it missed since connecting (or its Last-Event-ID). */
+async function setTopics(h: Hub, s: Stream, topics: Topic[]): Promise<void> {
+  setStreamTopics(h.reg, s, topics);
+  if (s.resumeFrom === null || !topics.length) return;
+  const from = s.resumeFrom;
+  s.resumeFrom = null;
+  const r = h.resume;
+  if (!canResume(r, from)) {
+    s.sink.send(sseFrame("reset", JSON.stringify({ reason: "too_old" }), idAt(r, r.buffer.lastSeq)));
+    s.lastSeq = r.buffer.lastSeq;
+    return;
+  }
+  await replayTo(h, s, from);
+}
+
+async function openStream(h: Hub, { identity, ip, lastEventId, subscribe, onEnd }: OpenOptions): Promise<Response> {
+  const { ctx, node } = h;
+  const r = h.resume;
+  await prepareIds(ctx, r);
+  r.holding = true;
+  const usage = addressUsage(h.reg, ip);
+  const maxStreams = await getSetting(ctx, "realtime_max_streams_per_ip");
+  // With several nodes the counts are every node's, taken below with the stream's row.
+  if (!node && usage.streams >= maxStreams) throw tooMany(STREAMS_OVER);
+  const topics = subscribe ? (node ? subscribe : await checkTopicCount(h, subscribe, usage.topics)) : [];
+  const parsed = subscribe ? await parseTopics(ctx, topics, identity.principal) : [];
+  const id = node ? `${node.tag}.${randomToken(24)}` : randomToken(24);
+  if (node) {
+    const over = await node.limits.admit(id, ip, parsed.length, maxStreams, await getSetting(ctx, "realtime_max_topics_per_ip"));
+    if (over) throw tooMany(over === "streams" ? STREAMS_OVER : TOPICS_OVER);
+  }
+  const last = r.buffer.lastSeq;
+  const sink = new SseSink(STREAM_BUFFER_BYTES, () => forgetStream(h, s), onEnd, () => idAt(r, r.buffer.lastSeq));
+  const s: Stream = { id, ip, identity, topics: [], byCollection: new Map(), sink, resumeFrom: last, lastSeq: last };
+  const resume = resumePoint(r, lastEventId);
+  if (resume !== null) {
+    if (canResume(r, resume)) s.resumeFrom = s.lastSeq = resume;
+    else sink.send(sseFrame("reset", JSON.stringify({ reason: "too_old" }), idAt(r, last)));
+  }
+  sink.send(sseFrame("connect", JSON.stringify({ client_id: id }), idAt(r, Math.max(s.lastSeq, s.resumeFrom ?? 0))));
+  addStream(h.reg, s);
+  startTimers(h);
+  if (parsed.length) await setTopics(h, s, parsed);
+  return sink.response;
+}
+
+async function subscribeStream(h: Hub, clientId: unknown, raw: unknown, identity: Identity): Promise<SubscribeResult> {
+  const { ctx, node } = h;
+  if (typeof clientId !== "string") throw badRequest("client_id is required: the id the stream's connect event gave");
+  const s = h.reg.streams.get(clientId);
+  if (!s) {
+    // A stream of another node sharing the database: that node answers.
+    const owner = node ? clientId.slice(0, Math.max(0, clientId.indexOf("."))) : "";
+    if (node && owner && owner !== node.tag) return await node.forward(clientId, raw, identity);
+    throw notFound("unknown client_id: open GET /api/v1/realtime first");
+  }
+  // SECURITY: a stream serves one caller; another identity may not read it (or change what it receives).
+  if (s.identity.principal.kind !== "anonymous" && s.identity.key !== identity.key) throw forbidden("this client_id is bound to another identity");
+  const list = node ? (raw as unknown[]) : await checkTopicCount(h, raw, addressUsage(h.reg, s.ip).topics - s.topics.length);
+  const topics = await parseTopics(ctx, list, identity.principal);
+  if (node && (await node.limits.retopic(s.id, s.ip, topics.length, await getSetting(ctx, "realtime_max_topics_per_ip")))) throw tooMany(TOPICS_OVER);
+  // Changes committed before this call go out under the topics (and identity) they were
+  // committed under: a paused stream does not get them later, a dropped topic not at all.
+  await flush(h);
+  s.identity = identity;
+  await setTopics(h, s, topics);
+  return { ok: true, subscriptions: topics.map((t) => t.source) };
+}
+
+/** Every stream gets `reset` and ends; no Last-Event-ID from before now can be resumed. */
+function resetAll(h: Hub, reason: string): void {
+  const r = h.resume;
+  r.floor = r.buffer.lastSeq;
+  if (!h.reg.streams.size) return;
+  const frame = sseFrame("reset", JSON.stringify({ reason }), idAt(r, r.buffer.lastSeq));
+  for (const s of [...h.reg.streams.values()]) {
+    forgetStream(h, s);
+    s.sink.end(frame);
+  }
+}
+
+/** The topics of a request, unless they would pass the address's topic limit (429). */
+async function checkTopicCount(h: Hub, raw: unknown, usedByIp: number): Promise<unknown[]> {
+  if (!Array.isArray(raw)) return raw as unknown[];
+  if (usedByIp + raw.length > (await getSetting(h.ctx, "realtime_max_topics_per_ip"))) throw tooMany(TOPICS_OVER);
+  return raw;
 }

@@ -115,3 +115,23 @@ export async function endedIdentities(ctx: AppContext, identities: Identity[]): 
   await live(`SELECT id, id AS user_id FROM _users WHERE id ${inList(ctx.db)}`, users);
   return ended;
 }
+
+/**
+ * The roles of each user as stored now (a user who no longer exists has none): one query for all
+ * of them. A stream reads with the roles its user has at delivery, not those it had when it was
+ * opened (CONTRACT §10 "at that moment"): a role removed holds at the next event.
+ */
+export async function currentRoles(ctx: AppContext, userIds: readonly string[]): Promise<Map<string, string[]>> {
+  const roles = new Map<string, string[]>();
+  if (!userIds.length) return roles;
+  const rows = await ctx.db.all<{ id: string; roles: string }>(`SELECT id, roles FROM _users WHERE id ${inList(ctx.db)}`, [listParam(userIds)]);
+  for (const r of rows) {
+    try {
+      const list: unknown = JSON.parse(r.roles);
+      roles.set(r.id, Array.isArray(list) ? list.filter((x): x is string => typeof x === "string") : []);
+    } catch {
+      roles.set(r.id, []);
+    }
+  }
+  return roles;
+}

@@ -3,15 +3,45 @@ import type { AppContext } from "../context.ts";
 import type { Collection } from "../collections/types.ts";
 import type { RecordJson } from "../query/rows.ts";
 import type { FilterCond } from "../query/parse.ts";
-import { planHasRecord } from "../query/read.ts";
 import { planRead, resolveField, typedValue, type FieldRef, type SqlValue } from "../query/sql.ts";
 import { relationOfField } from "../relations/catalog.ts";
 import { relationFilter } from "../relations/filter.ts";
-
-/** Decides whether a record (as stored after a change) matches a topic's filter. */
-export type RecordMatcher = (ctx: AppContext, col: Collection, record: RecordJson, p: Principal) => Promise<boolean>;
+import { likeMatcher } from "./like.ts";
 
 type Test = (v: SqlValue) => boolean;
+
+/** One condition on a column of the record itself, tested in memory. */
+interface MemoryTest {
+  /** The field's name as the record names it. */
+  name: string;
+  /** The field's name when the topic was set, if it was renamed since: an event written before the rename, delivered after it, names it so. */
+  was: string | null;
+  field: FieldRef;
+  cond: FilterCond;
+  test: Test;
+}
+
+/** Conditions the database answers, with a key equal for equal conditions (so equal ones are asked once). */
+export interface FilterQuery {
+  filters: FilterCond[];
+  key: string;
+}
+
+/**
+ * A topic's filter, compiled. Conditions on the record's own columns are tested in memory on the
+ * record; those on virtual relation fields (`many`, `many_via`), which live in other tables, are
+ * asked of the database (fan-out.ts asks them once per event for every topic).
+ */
+export interface TopicFilter {
+  memory: MemoryTest[];
+  /** The conditions on virtual fields; null when there is none. */
+  query: FilterQuery | null;
+  /** Every condition, for a record held only by its id (a replayed reference): all asked of the database. */
+  whole: FilterQuery;
+  /** The collection entry the filter was compiled for; `followed` holds it made again for a later entry (see filterFor). */
+  madeFor: Collection;
+  followed?: { col: Collection; filter: TopicFilter };
+}
 
 /** A stored value as its column holds it: booleans 1/0, json as its text, undefined as NULL. */
 function stored(field: FieldRef, v: unknown): SqlValue {
@@ -19,20 +49,6 @@ function stored(field: FieldRef, v: unknown): SqlValue {
   if (field.type === "boolean") return v ? 1 : 0;
   if (field.type === "json") return typeof v === "string" ? v : JSON.stringify(v);
   return v as SqlValue;
-}
-
-/** ASCII letters lower-cased, every other character as it is: the case LIKE ignores (SQLite's, PostgreSQL's ILIKE in the C locale). */
-const asciiLower = (s: string) => s.replace(/[A-Z]+/g, (run) => run.toLowerCase());
-
-/** SQLite's LIKE: `%` any run, `_` one character; test it on `asciiLower` of the value. */
-function likeRegExp(pattern: string): RegExp {
-  let re = "";
-  for (const ch of asciiLower(pattern)) {
-    if (ch === "%") re += "[\\s\\S]*";
-    else if (ch === "_") re += "[\\s\\S]";
-    else re += ch.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-  }
-  return new RegExp(`^${re}$`, "u");
 }
 
 /** One condition as an in-memory test with the SQL semantics of query/sql.ts (NULL compares as unknown). */
@@ -61,8 +77,8 @@ function compileTest(field: FieldRef, cond: FilterCond): Test {
       };
     }
     case "like": {
-      const re = likeRegExp(cond.value.includes("%") ? cond.value : `%${cond.value}%`);
-      return (v) => v !== null && re.test(asciiLower(String(v)));
+      const matches = likeMatcher(cond.value);
+      return (v) => v !== null && matches(String(v));
     }
     case "in": {
       const items = cond.value.split(",");
@@ -73,13 +89,13 @@ function compileTest(field: FieldRef, cond: FilterCond): Test {
   }
 }
 
+const queryOf = (filters: FilterCond[]): FilterQuery => ({ filters, key: JSON.stringify(filters.map((c) => [c.field, c.op, c.value])) });
+
 /**
- * Compiles a topic's filter conditions. Conditions on plain columns are tested in memory on the
- * record; those on virtual relation fields (`many`, `many_via`), which live in other tables, are
- * asked of the database for that one record. Every condition is first checked exactly as a list
- * checks it (unknown field, bad operator or value: 400).
+ * Compiles a topic's filter conditions. Every condition is first checked exactly as a list checks
+ * it (unknown field, bad operator or value: 400).
  */
-export async function compileMatcher(ctx: AppContext, col: Collection, filters: FilterCond[], p: Principal): Promise<RecordMatcher> {
+export async function compileFilter(ctx: AppContext, col: Collection, filters: FilterCond[], p: Principal): Promise<TopicFilter> {
   planRead(ctx, col, { filters, search: null, includeDeleted: true }, "all", p, await relationFilter(ctx));
   const memory: MemoryTest[] = [];
   const virtual: FilterCond[] = [];
@@ -91,55 +107,46 @@ export async function compileMatcher(ctx: AppContext, col: Collection, filters: 
       memory.push({ name: field.name, was: null, field, cond, test: compileTest(field, cond) });
     }
   }
-  // The tests as made for the collection entry `madeFor`; an entry loaded since (a field renamed or retyped) makes them again.
-  let madeFor = col;
-  let tests = memory;
-  return async (ctx, current, record, who) => {
-    if (current !== madeFor) {
-      tests = memory.map((m) => followField(current, m));
-      madeFor = current;
-    }
-    for (const m of tests) if (!m.test(stored(m.field, m.was !== null && !(m.name in record) ? record[m.was] : record[m.name]))) return false;
-    if (!virtual.length) return true;
-    try {
-      const plan = planRead(ctx, current, { filters: virtual, search: null, includeDeleted: true }, "all", who, await relationFilter(ctx));
-      return await planHasRecord(ctx, plan, record._id as string);
-    } catch {
-      // The field or relation went away since the topic was set: nothing matches it any more.
-      return false;
-    }
-  };
-}
-
-/** A condition tested in memory on the field `name` (as the record names it). */
-interface MemoryTest {
-  name: string;
-  /** The field's name when the topic was set, if it was renamed since: an event written before the rename, delivered after it, names it so. */
-  was: string | null;
-  field: FieldRef;
-  cond: FilterCond;
-  test: Test;
+  return { memory, query: virtual.length ? queryOf(virtual) : null, whole: queryOf(filters), madeFor: col };
 }
 
 const NEVER: Test = () => false;
 
 /**
- * A topic's test (made when the topic was set) for the collection as it is now: the field under its name, else
- * the field renamed from it (CONTRACT §13: filters follow a rename), its condition read by the field's type as
- * it now is. A field dropped, or a value its new type cannot hold, matches nothing.
+ * The filter for the collection as it is now (`col`, the entry an event is delivered with): the one compiled
+ * when the topic was set while the fields it names are unchanged; else made again (once per catalog entry),
+ * each condition on its field under its current name (CONTRACT §13: filters follow a rename; the field renamed
+ * from the name given, found by its earlier names, until another field takes that name) and read by the
+ * field's type as it now is. A condition on a field dropped, or on a value its new type cannot hold, matches nothing.
  */
-function followField(current: Collection, m: MemoryTest): MemoryTest {
-  if (m.name.startsWith("_")) return m;
-  const key = m.name.toLowerCase();
-  const def = current.fieldMap.get(key) ?? current.fields.findLast((f) => f.was?.some((w) => w.toLowerCase() === key));
-  if (!def) return { ...m, test: NEVER };
-  const was = def.name === m.name ? null : m.name;
-  if (def.name === m.field.name && def.type === m.field.type) return { ...m, name: def.name, was, field: def };
-  let test = NEVER;
-  try {
-    test = compileTest(def, m.cond);
-  } catch {
-    // The value cannot be one of the new type (400 at subscription time): no record matches.
-  }
-  return { ...m, name: def.name, was, field: def, test };
+export function filterFor(filter: TopicFilter, col: Collection): TopicFilter {
+  if (col === filter.madeFor) return filter;
+  if (filter.followed?.col === col) return filter.followed.filter;
+  const renamed = new Map<string, string>();
+  const memory = filter.memory.map((m): MemoryTest => {
+    if (m.name.startsWith("_")) return m;
+    const key = m.cond.field.toLowerCase();
+    const def = col.fieldMap.get(key) ?? col.fields.findLast((f) => f.was?.some((w) => w.toLowerCase() === key));
+    if (!def) return { ...m, test: NEVER };
+    renamed.set(m.cond.field, def.name);
+    const was = def.name === m.field.name ? null : m.field.name;
+    if (def.name === m.field.name && def.type === m.field.type) return { ...m, was, field: def };
+    let test = NEVER;
+    try {
+      test = compileTest(def, m.cond);
+    } catch {
+      // The value cannot be one of the new type (400 at subscription time): no record matches.
+    }
+    return { ...m, name: def.name, was, field: def, test };
+  });
+  const whole = renamed.size ? queryOf(filter.whole.filters.map((c) => (renamed.has(c.field) ? { ...c, field: renamed.get(c.field)! } : c))) : filter.whole;
+  const made: TopicFilter = { memory, query: filter.query, whole, madeFor: col };
+  filter.followed = { col, filter: made };
+  return made;
+}
+
+/** Whether the record meets the filter's conditions on its own columns (`filter` as filterFor gives it for the collection now). */
+export function meetsMemoryTests(filter: TopicFilter, record: RecordJson): boolean {
+  for (const m of filter.memory) if (!m.test(stored(m.field, m.was !== null && !(m.name in record) ? record[m.was] : record[m.name]))) return false;
+  return true;
 }

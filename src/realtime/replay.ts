@@ -5,27 +5,69 @@ export interface HeldEvent {
   seq: number;
   /** Unix ms (the context's clock) when it was received. */
   heldAt: number;
+  /** The change; for a record larger than REF_RECORD_BYTES, with a record of `_id` and `_owner_id` only. */
   event: ChangeEvent;
+  /** True when only the record's id is held: replayed as a reference (the client reads the record). */
+  ref: boolean;
+  /** What the held record takes, estimated (recordBytes). */
+  bytes: number;
+  /** The collection's `createdAt` when the change was committed (null: not known yet): a collection dropped and made again is another one. */
+  generation: number | null;
+  /** Its event id, once made. */
+  id?: string;
 }
 
 /** Events are held at least this long, and at least the last MIN_HELD of them... */
 export const HOLD_MS = 5 * 60_000;
 export const MIN_HELD = 1_000;
-/** ...but never more than this many (memory stays bounded under any write rate). */
+/** ...but never more than this many, nor records of more than MAX_HELD_BYTES in all (memory stays bounded under any write rate). */
 export const MAX_HELD = 20_000;
+export const MAX_HELD_BYTES = 32 * 1024 * 1024;
+/** A record larger than this goes out as a reference (its `_id`, the client reads it) and is held as one. */
+export const REF_RECORD_BYTES = 1024 * 1024;
+
+/** The size of a record as JSON, estimated without writing it (strings by their length): what holding it costs. */
+export function recordBytes(record: Record<string, unknown>): number {
+  let n = 2;
+  for (const k in record) {
+    const v = record[k];
+    n += k.length + 4;
+    if (typeof v === "string") n += v.length + 2;
+    else if (v === null || typeof v !== "object") n += 8;
+    else n += JSON.stringify(v)?.length ?? 4;
+  }
+  return n;
+}
+
+/** The record a reference holds: what read rules look at (`_owner_id`) and the id the client reads. */
+const refRecord = (record: Record<string, unknown>) => ({ _id: record._id, _owner_id: record._owner_id ?? null });
 
 /** The replay buffer behind `Last-Event-ID`: the recent events, oldest first. */
 export class ReplayBuffer {
-  private items: HeldEvent[] = [];
+  // Dropped entries at the front are nulled at once (their records freed), and cut off now and then.
+  private items: (HeldEvent | null)[] = [];
   private head = 0;
+  /** Estimated bytes of the records held. */
+  bytes = 0;
   /** Number of the last event received (0 before the first). */
   lastSeq = 0;
 
-  /** Numbers and keeps an event, dropping what is both beyond MIN_HELD and older than HOLD_MS (or beyond MAX_HELD). */
-  push(event: ChangeEvent, now: number): HeldEvent {
-    const held = { seq: ++this.lastSeq, heldAt: now, event };
+  /**
+   * Numbers and keeps an event (a large record by reference), dropping what is both beyond MIN_HELD
+   * and older than HOLD_MS, or beyond MAX_HELD, or beyond MAX_HELD_BYTES.
+   */
+  push(event: ChangeEvent, now: number, generation: number | null): HeldEvent {
+    const size = recordBytes(event.record);
+    const ref = size > REF_RECORD_BYTES && event.action !== "hard_delete";
+    // The record before the change (`previous`) is not held: no event sends it.
+    const kept: ChangeEvent = { collection: event.collection, action: event.action, record: ref ? refRecord(event.record) : event.record, at: event.at, by: event.by };
+    const held: HeldEvent = { seq: ++this.lastSeq, heldAt: now, event: kept, ref, bytes: ref ? 64 : size, generation };
     this.items.push(held);
-    while (this.size > MAX_HELD || (this.size > MIN_HELD && this.items[this.head].heldAt < now - HOLD_MS)) this.head++;
+    this.bytes += held.bytes;
+    while (this.size > MAX_HELD || this.bytes > MAX_HELD_BYTES || (this.size > MIN_HELD && this.items[this.head]!.heldAt < now - HOLD_MS)) {
+      this.bytes -= this.items[this.head]!.bytes;
+      this.items[this.head++] = null;
+    }
     // Compact now and then, so dropped entries do not pile up at the front of the array.
     if (this.head > 4096 && this.head * 2 > this.items.length) {
       this.items = this.items.slice(this.head);
@@ -46,14 +88,14 @@ export class ReplayBuffer {
   /** True when every event after `seq` is still held (so a resume from it misses nothing). */
   holdsAfter(seq: number): boolean {
     if (seq > this.lastSeq || seq < 0) return false;
-    const first = this.size ? this.items[this.head].seq : this.lastSeq + 1;
+    const first = this.size ? this.items[this.head]!.seq : this.lastSeq + 1;
     return seq >= first - 1;
   }
 
   /** The held events after `seq`, oldest first. */
   after(seq: number): HeldEvent[] {
     const out: HeldEvent[] = [];
-    for (let i = this.items.length - 1; i >= this.head && this.items[i].seq > seq; i--) out.push(this.items[i]);
+    for (let i = this.items.length - 1; i >= this.head && this.items[i]!.seq > seq; i--) out.push(this.items[i]!);
     return out.reverse();
   }
 }

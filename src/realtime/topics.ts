@@ -3,19 +3,27 @@ import type { AppContext } from "../context.ts";
 import { findCollection } from "../collections/catalog.ts";
 import { badRequest } from "../errors.ts";
 import { parseFilters, type FilterCond } from "../query/parse.ts";
-import { compileMatcher, type RecordMatcher } from "./match.ts";
+import { checkAccess } from "../rules/access.ts";
+import { compileFilter, type TopicFilter } from "./match.ts";
 
 /** A subscription of a stream: a whole collection, one record, or the records matching a filter. */
 export interface Topic {
   collection: string;
   id: string | null;
-  matcher: RecordMatcher | null;
+  filter: TopicFilter | null;
   /** The topic as the client gave it, echoed back by POST /realtime. */
   source: string | { collection: string; filter: string | string[] };
 }
 
 const NAME_RE = /^[A-Za-z][A-Za-z0-9_]{0,63}$/;
 const MAX_FILTER_CHARS = 4096;
+/** Topics of one stream: every event of a followed collection is looked at against each of its topics there. */
+export const MAX_TOPICS_PER_STREAM = 1000;
+/**
+ * Different filters on `many`/`many_via` fields per stream: each is a condition the database evaluates
+ * for every event of its collection (equal ones, of any stream, are asked once).
+ */
+export const MAX_QUERY_FILTERS_PER_STREAM = 20;
 
 /**
  * A filter in the list's syntax: one `field:op:value`, several of them as an array (ANDed), or a
@@ -51,26 +59,37 @@ export async function parseTopic(ctx: AppContext, raw: unknown, p: Principal): P
     const id = slash < 0 ? null : raw.slice(slash + 1);
     if (id !== null && (!id || id.length > 64 || id.includes("/"))) throw badRequest(`bad topic "${raw.slice(0, 80)}": use <collection> or <collection>/<id>`);
     const col = await requireTopicCollection(ctx, name);
-    return { collection: col.name, id, matcher: null, source: raw };
+    return { collection: col.name, id, filter: null, source: raw };
   }
   if (raw && typeof raw === "object" && !Array.isArray(raw)) {
     const o = raw as Record<string, unknown>;
     const extra = Object.keys(o).filter((k) => k !== "collection" && k !== "filter");
     if (extra.length) throw badRequest(`unknown key "${extra[0].slice(0, 40)}" in topic: use { collection, filter }`);
     const col = await requireTopicCollection(ctx, o.collection);
+    // SECURITY: the read rule first (401/403 as the list answers), so a caller who may not read learns
+    // nothing of the collection's fields from how its filter is answered.
+    checkAccess(col, "read", p);
     const filter = o.filter as string | string[];
-    const matcher = await compileMatcher(ctx, col, parseTopicFilter(filter), p);
+    const compiled = await compileFilter(ctx, col, parseTopicFilter(filter), p);
     // Echoed as sent (POST /realtime answers the topics as the client gave them).
-    return { collection: col.name, id: null, matcher, source: { collection: o.collection as string, filter } };
+    return { collection: col.name, id: null, filter: compiled, source: { collection: o.collection as string, filter } };
   }
   throw badRequest('a topic is "<collection>", "<collection>/<id>" or { "collection", "filter" }');
 }
 
-/** Parses a topic list (POST body or `?subscribe=`). */
+/** Parses a topic list (POST body or `?subscribe=`), within the limits of one stream. */
 export async function parseTopics(ctx: AppContext, raw: unknown, p: Principal): Promise<Topic[]> {
   if (!Array.isArray(raw)) throw badRequest("subscriptions must be an array of topics");
+  if (raw.length > MAX_TOPICS_PER_STREAM) throw badRequest(`a stream takes at most ${MAX_TOPICS_PER_STREAM} topics`);
   const topics: Topic[] = [];
-  for (const t of raw) topics.push(await parseTopic(ctx, t, p));
+  const queries = new Set<string>();
+  for (const t of raw) {
+    const topic = await parseTopic(ctx, t, p);
+    const query = topic.filter?.query;
+    if (query && queries.add(`${topic.collection}\u0000${query.key}`).size > MAX_QUERY_FILTERS_PER_STREAM)
+      throw badRequest(`a stream takes at most ${MAX_QUERY_FILTERS_PER_STREAM} different filters on many or many_via fields`);
+    topics.push(topic);
+  }
   return topics;
 }
 

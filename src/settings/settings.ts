@@ -21,6 +21,7 @@ export const SETTING_DEFS = {
   auth_oauth_enabled: { kind: "boolean", default: true },
   auth_api_keys_enabled: { kind: "boolean", default: true },
   registration_open: { kind: "boolean", default: true },
+  require_verified_email: { kind: "boolean", default: false },
   oauth_codehost_client_id: { kind: "string", default: "" },
   oauth_codehost_client_secret: { kind: "string", default: "", secret: true },
   oauth_portal_client_id: { kind: "string", default: "" },
@@ -43,7 +44,7 @@ export async function getSettings(ctx: AppContext): Promise<Settings> {
   const out: Record<string, unknown> = {};
   for (const [k, d] of Object.entries(SETTING_DEFS)) out[k] = d.default;
   for (const row of await ctx.db.all<{ key: string; value: string }>("SELECT key, value FROM _settings")) {
-    if (row.key in SETTING_DEFS) out[row.key] = JSON.parse(row.value);
+    if (Object.hasOwn(SETTING_DEFS, row.key)) out[row.key] = JSON.parse(row.value);
   }
   return out as Settings;
 }
@@ -74,7 +75,8 @@ export async function settingsForDisplay(ctx: AppContext): Promise<Record<string
 
 /** Parses a CLI string into the setting's type ("true", "900", ...). */
 export function parseSettingString(key: string, raw: string): unknown {
-  const def = (SETTING_DEFS as Record<string, Def>)[key];
+  // Own keys only: "constructor" or "toString" is no setting, whatever Object.prototype holds.
+  const def = Object.hasOwn(SETTING_DEFS, key) ? (SETTING_DEFS as Record<string, Def>)[key] : undefined;
   if (!def) throw badRequest(`unknown setting "${key}"`);
   if (def.kind === "boolean") {
     if (raw === "true" || raw === "false") return raw === "true";

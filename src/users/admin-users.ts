@@ -1,7 +1,7 @@
 import type { AppContext } from "../context.ts";
 import { AppError, badRequest, bodyOf, notFound, type Checked } from "../errors.ts";
 import { clearLoginAttempts } from "../auth/lockout.ts";
-import { checkPassword, hashPassword, normalizeEmail } from "../auth/passwords.ts";
+import { checkPassword, emailKey, hashPassword, normalizeEmail } from "../auth/passwords.ts";
 import { signAccessToken, listUserSessions, revokeSession, revokeUserSessions } from "../auth/sessions.ts";
 import { listLinkedAccounts, type LinkedAccountJson } from "../auth/oauth/matching.ts";
 import { activeApiKeysOf, revokeApiKeyOf, type ApiKeyJson } from "../auth/api-keys.ts";
@@ -28,7 +28,7 @@ export interface AdminUserInput {
  */
 export async function listUsers(ctx: AppContext, opts: { search?: string; limit?: number; page?: number } = {}): Promise<{ items: UserJson[]; total: number }> {
   const { limit = 50, page = 1 } = opts;
-  const search = opts.search?.trim().toLowerCase() ?? "";
+  const search = opts.search === undefined ? "" : emailKey(opts.search);
   if (search.length > 254) throw badRequest("search is too long");
   // LIKE wildcards in the search text are escaped: the text is matched literally.
   const pattern = `%${search.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;

@@ -1,7 +1,7 @@
 import { newUlid } from "../ids.ts";
 import type { AppContext } from "../context.ts";
 import { AppError, badRequest, notFound } from "../errors.ts";
-import { checkPassword, hashPassword, normalizeEmail } from "../auth/passwords.ts";
+import { checkPassword, emailKey, hashPassword, normalizeEmail } from "../auth/passwords.ts";
 
 /** A user row as stored. */
 export interface UserRow {
@@ -44,7 +44,7 @@ export async function findUserById(ctx: AppContext, id: string): Promise<UserRow
 }
 
 export async function findUserByEmail(ctx: AppContext, email: string): Promise<UserRow | null> {
-  return await ctx.db.get<UserRow>("SELECT * FROM _users WHERE email = ?", [email.trim().toLowerCase()]);
+  return await ctx.db.get<UserRow>("SELECT * FROM _users WHERE email = ?", [emailKey(email)]);
 }
 
 /** Finds a user by id or email; 404 when none. */

@@ -450,11 +450,13 @@ describe("admin console in a real browser", () => {
     // The read-only redirect addresses are shown, never offered as an editable field.
     expect(await page.locator('[name="oauth_redirect_urls"]').count()).toBe(0);
     await page.getByLabel("Registration open").uncheck();
+    await page.getByLabel("Require a verified email").check();
     await page.getByLabel("Access token lifetime (seconds)").fill("600");
     await page.getByRole("button", { name: "Save settings" }).click();
     await okNotice("Settings saved");
     const s = await adminApi("GET", "/admin/settings");
     expect(s.registration_open).toBe(false);
+    expect(s.require_verified_email).toBe(true);
     expect(s.access_token_ttl_seconds).toBe(600);
     await shot("06-settings");
   }, STEP);

@@ -73,7 +73,7 @@ describe("help", () => {
   test("baas --help lists the environment variables", async () => {
     const r = await runCli(bin, ["--help"]);
     expect(r.code).toBe(0);
-    for (const name of ["DATA_DIR", "PORT", "HOST", "SQLITE_SYNC", "ADMIN_SECRET", "PUBLIC_URL", "APP_URL", "SMTP_URL", "MAIL_FROM", "LOG_FORMAT", "LOG_LEVEL", "CORS_ORIGINS", "LOCKOUT_MAX_ATTEMPTS", "LOCKOUT_DURATION_MS", "HOOKS_DIR"])
+    for (const name of ["DATA_DIR", "PORT", "HOST", "SQLITE_SYNC", "ADMIN_SECRET", "PUBLIC_URL", "APP_URL", "SMTP_URL", "MAIL_FROM", "LOG_FORMAT", "LOG_LEVEL", "CORS_ORIGINS", "LOCKOUT_MAX_ATTEMPTS", "LOCKOUT_DURATION_MS", "HOOKS_DIR", "TRUST_PROXY"])
       expect(r.stdout).toContain(name);
   });
 });

@@ -262,13 +262,14 @@ describe("settings", () => {
   test("list --json prints every setting with its default", async () => {
     const r = await cli(["settings", "list", "--json"]);
     expect(r.code).toBe(0);
-    expect(r.json()).toMatchObject({ app_name: "baas", access_token_ttl_seconds: 900, registration_open: true });
+    expect(r.json()).toMatchObject({ app_name: "baas", access_token_ttl_seconds: 900, registration_open: true, require_verified_email: false });
   });
 
   test("set reads the value by the setting's type and prints the settings object", async () => {
     const r = await cli(["settings", "set", "registration_open", "false", "--json"]);
     expect(r.code).toBe(0);
     expect(r.json().registration_open).toBe(false);
+    expect((await cli(["settings", "set", "require_verified_email", "true", "--json"])).json().require_verified_email).toBe(true);
     const ttl = await cli(["settings", "set", "access_token_ttl_seconds", "600", "--json"]);
     expect(ttl.json().access_token_ttl_seconds).toBe(600);
     const name = await cli(["settings", "set", "app_name", "My App"]);
@@ -303,6 +304,9 @@ describe("settings", () => {
     const unknown = await cli(["settings", "set", "colour", "red"]);
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toBe('error: unknown setting "colour"\n');
+    // A name of an Object.prototype member is no setting either.
+    const proto = await cli(["settings", "set", "constructor", "x"]);
+    expect([proto.code, proto.stderr]).toEqual([1, 'error: unknown setting "constructor"\n']);
     const typed = await cli(["settings", "set", "registration_open", "maybe"]);
     expect(typed.code).toBe(1);
     expect(typed.stderr).toContain("must be true or false");
@@ -383,6 +387,15 @@ describe("users", () => {
     const r = await cli(["users", "create", "bob@example.com", "--json"]);
     expect(r.code).toBe(0);
     expect(r.json()).toMatchObject({ email: "bob@example.com", is_verified: false, roles: [] });
+  });
+
+  test("emails are NFC-normalised: a decomposed address is stored composed and found in either form; invisible characters exit 1", async () => {
+    const made = await cli(["users", "create", "JOSE\u0301@example.com", "--json"]);
+    expect([made.code, made.json().email]).toEqual([0, "jos\u00e9@example.com"]);
+    expect((await cli(["users", "show", "jose\u0301@example.com", "--json"])).json().id).toBe(made.json().id);
+    expect((await cli(["users", "create", "jos\u00e9@example.com"])).code).toBe(1);
+    const hidden = await cli(["users", "create", "ada\u200b@example.com"]);
+    expect([hidden.code, hidden.stderr]).toEqual([1, expect.stringContaining("must be a valid email address")]);
   });
 
   test("create exits 1 for a taken email, a bad email or a short password", async () => {

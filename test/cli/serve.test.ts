@@ -161,4 +161,16 @@ describe("baas serve", () => {
     const wal = join(s.dir, "baas.db-wal");
     expect(!existsSync(wal) || statSync(wal).size === 0).toBe(true);
   });
+
+  test("--trust-proxy: a request from a listed proxy counts against its X-Forwarded-For client; a bad entry exits 2", async () => {
+    const s = await start({ args: ["--trust-proxy", "10.0.0.0/8, 127.0.0.1"] });
+    const guess = (xff: string, secret: string) => fetch(`${s.url}/api/v1/admin/collections`, { headers: { authorization: `Bearer ${secret}`, "x-forwarded-for": xff } });
+    for (let i = 0; i < 10; i++) expect((await guess(`192.0.2.${i}, 203.0.113.5`, "wrong-guess-at-the-secret")).status).toBe(401);
+    expect((await guess("203.0.113.5", ADMIN_SECRET)).status).toBe(429);
+    expect((await guess("198.51.100.7", ADMIN_SECRET)).status).toBe(200);
+    await s.stop();
+    const bad = Bun.spawn([process.execPath, join(import.meta.dir, "../../cli/index.ts"), "serve", "--port", "0", "--data", s.dir, "--trust-proxy", "127.0.0.1,nginx"], { stdout: "pipe", stderr: "pipe" });
+    expect(await bad.exited).toBe(2);
+    expect(await new Response(bad.stderr).text()).toContain('TRUST_PROXY: "nginx" is not an IP address or CIDR range');
+  });
 });

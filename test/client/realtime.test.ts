@@ -101,6 +101,23 @@ describe("client realtime against a real server", () => {
     await stop();
   });
 
+  test("a record too large for the stream comes as a reference: the client reads it and hands the handler the record, in order", async () => {
+    await admin("POST", "/admin/collections", { name: "rt_large", rules: { read: "public", create: "public", update: "public" } });
+    const { client, sent } = newClient();
+    const c = collector<Post>();
+    const stop = await client.subscribe<Post>("rt_large", c.handler);
+    const posts = client.collection<Post>("rt_large");
+    const large = await posts.create({ title: "x".repeat(3 * 1024 * 1024) });
+    const small = await posts.create({ title: "small" });
+    await waitFor(() => c.events.length >= 2, { timeoutMs: 10_000, what: "both events" });
+    expect(c.events.map((e) => [e.action, e.record])).toEqual([
+      ["create", large],
+      ["create", small],
+    ]);
+    expect(sent).toContain(`GET /api/v1/rt_large/${large._id}`);
+    await stop();
+  });
+
   test("a topic the server refuses rejects with its BaasError and is not kept", async () => {
     const { client } = newClient();
     const err = await client.subscribe("no_such_collection", () => {}).catch((e) => e);

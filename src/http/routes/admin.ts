@@ -31,7 +31,7 @@ export function adminRoutes(ctx: AppContext) {
   return new Elysia({ prefix: "/api/v1/admin" })
     .post(
       "/login",
-      async ({ request, server }) => adminLogin(ctx, secretBody.parse(await readJson(request, max)).secret, clientInfo(request, server).ip ?? "unknown"),
+      async ({ request, server }) => adminLogin(ctx, secretBody.parse(await readJson(request, max)).secret, clientInfo(ctx, request, server).ip ?? "unknown"),
       doc({ summary: "Trade the admin secret for a 12-hour admin token", tag, access: "public", body: SecretBody, ok: AdminTokenBody, errors: [401, 429] }),
     )
     // Every route below (all but login) needs admin credentials, re-checked against the database each time.

@@ -54,7 +54,7 @@ export function authExtraRoutes(ctx: AppContext) {
     )
     .post(
       "/magic-link/verify",
-      async ({ request, server }) => verifyMagicLink(ctx, tokenBody.defer(await json(request)), clientInfo(request, server)),
+      async ({ request, server }) => verifyMagicLink(ctx, tokenBody.defer(await json(request)), clientInfo(ctx, request, server)),
       doc({ summary: "Log in with a mailed link's token", tag, access: "public", body: TokenBody, ok: LoginResultBody, errors: [401, 403] }),
     )
     .post(
@@ -95,8 +95,8 @@ export function authExtraRoutes(ctx: AppContext) {
     )
     .post(
       "/2fa/verify",
-      async ({ request, server }) => verifyTotpLogin(ctx, totpVerifyBody.parse(await json(request)), clientInfo(request, server)),
-      doc({ summary: "Finish a login with the 2FA code", tag, access: "public", body: TotpVerifyBody, ok: SessionBody, errors: [401, 429] }),
+      async ({ request, server }) => verifyTotpLogin(ctx, totpVerifyBody.parse(await json(request)), clientInfo(ctx, request, server)),
+      doc({ summary: "Finish a login with the 2FA code", tag, access: "public", body: TotpVerifyBody, ok: SessionBody, errors: [401, 403, 429] }),
     )
     .post(
       "/api-keys",

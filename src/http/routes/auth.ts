@@ -22,7 +22,7 @@ export function authRoutes(ctx: AppContext) {
     .post(
       "/register",
       async ({ request, server, set }) => {
-        const res = await register(ctx, registerBody.parse(await readJson(request, max)), clientInfo(request, server));
+        const res = await register(ctx, registerBody.parse(await readJson(request, max)), clientInfo(ctx, request, server));
         set.status = 201;
         return res;
       },
@@ -30,13 +30,13 @@ export function authRoutes(ctx: AppContext) {
     )
     .post(
       "/login",
-      async ({ request, server }) => login(ctx, credentials.parse(await readJson(request, max)), clientInfo(request, server)),
+      async ({ request, server }) => login(ctx, credentials.parse(await readJson(request, max)), clientInfo(ctx, request, server)),
       doc({ summary: "Password login: a session, or the 2FA step", tag, access: "public", body: Credentials, ok: LoginResultBody, errors: [401, 403, 429] }),
     )
     .post(
       "/refresh",
       async ({ request }) => refreshSession(ctx, refreshBody.parse(await readJson(request, max)).refresh_token),
-      doc({ summary: "Trade a refresh token for a new pair (rotation)", tag, access: "public", body: RefreshBody, ok: SessionBody, errors: [401] }),
+      doc({ summary: "Trade a refresh token for a new pair (rotation)", tag, access: "public", body: RefreshBody, ok: SessionBody, errors: [401, 403] }),
     )
     .post("/logout", async ({ request }) => logout(ctx, await user(request)), doc({ summary: "End this session", tag, access: "user", ok: Ok }))
     .post("/logout-all", async ({ request }) => logoutAll(ctx, await user(request)), doc({ summary: "End every session of the user", tag, access: "user", ok: Ok }))

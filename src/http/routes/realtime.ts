@@ -22,7 +22,7 @@ export function realtimeRoutes(ctx: AppContext) {
       const subscribe = params.get("subscribe");
       const response = await hub.open({
         identity,
-        ip: clientInfo(request, server).ip ?? "unknown",
+        ip: clientInfo(ctx, request, server).ip ?? "unknown",
         // Browsers send the header when EventSource reconnects; the parameter serves a fresh EventSource.
         lastEventId: request.headers.get("last-event-id") ?? params.get("last_event_id"),
         subscribe: subscribe === null ? null : splitSubscribeParam(subscribe),

@@ -38,7 +38,7 @@ export function recordWriteRoutes(ctx: AppContext) {
       "/:collection/bulk",
       async ({ request, params, set }) => {
         const p = await principalOf(ctx, request);
-        const records = await bulkCreate(ctx, params.collection, bulkBody.defer(await readJson(request, max)), p);
+        const records = await bulkCreate(ctx, params.collection, bulkBody.defer(await readJson(request, max, "records")), p);
         set.status = 201;
         return records;
       },
@@ -48,7 +48,7 @@ export function recordWriteRoutes(ctx: AppContext) {
       "/:collection/batch",
       async ({ request, params }) => {
         const p = await principalOf(ctx, request);
-        return runBatch(ctx, params.collection, batchBody.defer(await readJson(request, max)), p, checkOperation);
+        return runBatch(ctx, params.collection, batchBody.defer(await readJson(request, max, "batch")), p, checkOperation);
       },
       doc({ summary: "Run 1..100 create/update/delete operations atomically", tag, access: "data", body: BatchBody, ok: BatchResult }),
     );

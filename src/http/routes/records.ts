@@ -47,7 +47,7 @@ export function recordRoutes(ctx: AppContext) {
       "/:collection",
       async ({ request, params, set }) => {
         const p = await principalOf(ctx, request);
-        const body = recordData.defer(await readJson(request, max));
+        const body = recordData.defer(await readJson(request, max, "record"));
         set.status = 201;
         return createRecord(ctx, params.collection, body, p);
       },
@@ -69,7 +69,7 @@ export function recordRoutes(ctx: AppContext) {
       "/:collection/:id",
       async ({ request, params }) => {
         const p = await principalOf(ctx, request);
-        return updateRecord(ctx, params.collection, params.id, recordData.defer(await readJson(request, max)), p);
+        return updateRecord(ctx, params.collection, params.id, recordData.defer(await readJson(request, max, "record")), p);
       },
       doc({ summary: "Update a record (the fields given)", tag, access: "data", body: RecordData, ok: RecordBody, errors: [409, 422] }),
     )

@@ -14,6 +14,7 @@ const LABELS: Record<string, string> = {
   auth_oauth_enabled: "OAuth providers",
   auth_api_keys_enabled: "API keys",
   registration_open: "Registration open (sign-up by password or OAuth)",
+  require_verified_email: "Require a verified email (recommended for public sign-up)",
   access_token_ttl_seconds: "Access token lifetime (seconds)",
   refresh_token_ttl_days: "Refresh token lifetime (days)",
 };
@@ -81,7 +82,18 @@ export async function renderSettings(main: HTMLElement, stale: () => boolean): P
       h("p", { class: "muted" }, "A disabled method answers 403 to new use; existing sessions and API keys keep working."),
       ["auth_password_enabled", "auth_magic_link_enabled", "auth_totp_enabled", "auth_oauth_enabled", "auth_api_keys_enabled"].map((k) => control(k)),
     ),
-    h("fieldset", null, h("legend", null, "Registration"), control("registration_open")),
+    h(
+      "fieldset",
+      null,
+      h("legend", null, "Registration"),
+      control("registration_open"),
+      control("require_verified_email"),
+      h(
+        "p",
+        { class: "muted" },
+        "With a verified email required, an account whose address was never confirmed gets 403 email_not_verified at password login, refresh and API-key creation, so someone who registers another person's address holds nothing usable. Magic links and OAuth confirm the address themselves.",
+      ),
+    ),
     h(
       "fieldset",
       null,

@@ -1,0 +1,203 @@
+import type { Principal } from "../auth/principal.ts";
+import type { AppContext } from "../context.ts";
+import { findCollection } from "../collections/catalog.ts";
+import type { Collection } from "../collections/types.ts";
+import type { ChangeEvent } from "../events/bus.ts";
+import { canRead } from "../records/access.ts";
+import type { RecordJson } from "../query/rows.ts";
+import { relationsFrom } from "../relations/catalog.ts";
+import { attachRelationFields } from "../relations/expand.ts";
+import { FilterAsks } from "./filter-queries.ts";
+import { currentRoles } from "./identity.ts";
+import { filterFor, meetsMemoryTests } from "./match.ts";
+import { REF_RECORD_BYTES, type HeldEvent } from "./replay.ts";
+import { sseFrame } from "./sse.ts";
+import type { Stream } from "./streams.ts";
+import type { Topic } from "./topics.ts";
+
+/** How long the fan-out of one event holds the event loop before it lets other work (requests) run. */
+const SLICE_MS = 50;
+/** Streams looked at between two looks at the clock. */
+const STREAMS_PER_LOOK = 64;
+
+/** One event to send: as committed (live), or as held (a replay, where a large record is a reference only). */
+export interface Delivery {
+  held: HeldEvent;
+  event: ChangeEvent;
+  /** True when `event.record` is only the id and owner of a record held by reference. */
+  stub: boolean;
+}
+
+/** What the delivery of one batch of events shares. */
+export interface FanOut {
+  /** Who each stream reads as in this batch: a user with the roles the user has now (readersOf). */
+  readers: Map<Stream, Principal>;
+  /** The `id:` of a held event. */
+  idOf(held: HeldEvent): string;
+  /** Ends a stream whose buffer overflowed. */
+  drop(s: Stream): void;
+}
+
+/** Lets the event loop run (other requests) before going on. */
+const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
+
+/**
+ * The principal each stream's user reads as now, for the streams of users among `streams`: their
+ * roles as stored (one query for all users), not as they were when the stream was opened (CONTRACT
+ * §10: "may read the record at that moment"). Streams of admin and anonymous callers are not listed.
+ */
+export async function readersOf(ctx: AppContext, streams: Iterable<Stream>): Promise<Map<Stream, Principal>> {
+  const byUser = new Map<string, Stream[]>();
+  for (const s of streams) {
+    const p = s.identity.principal;
+    if (p.kind === "user") (byUser.get(p.userId) ?? byUser.set(p.userId, []).get(p.userId)!).push(s);
+  }
+  const readers = new Map<Stream, Principal>();
+  if (!byUser.size) return readers;
+  const roles = await currentRoles(ctx, [...byUser.keys()]);
+  for (const [userId, list] of byUser) {
+    const now = roles.get(userId) ?? [];
+    for (const s of list) {
+      const p = s.identity.principal as Extract<Principal, { kind: "user" }>;
+      const same = p.roles.length === now.length && p.roles.every((r, i) => r === now[i]);
+      readers.set(s, same ? p : { ...p, roles: now });
+    }
+  }
+  return readers;
+}
+
+/** A key equal for streams that read alike: the caller, and a user's roles. */
+const readerKey = (s: Stream, reader: Principal) => (reader.kind === "user" ? `${s.identity.key}\u0000${reader.roles.join(",")}` : s.identity.key);
+
+/**
+ * Whether a stream's topics on the event's collection take the record: true, false, or the keys of
+ * the filter conditions (added to `asks`) the database must answer first, any one of them enough.
+ */
+function topicsTake(topics: Topic[], col: Collection, d: Delivery, s: Stream, reader: Principal, asks: FilterAsks): boolean | string[] {
+  const record = d.event.record;
+  let keys: string[] | null = null;
+  for (const t of topics) {
+    if (t.id !== null && t.id !== record._id) continue;
+    if (!t.filter) return true;
+    const filter = filterFor(t.filter, col);
+    // A record held by reference is matched by the database on all conditions; else its columns first, in memory.
+    if (!d.stub && !meetsMemoryTests(filter, record)) continue;
+    const query = d.stub ? filter.whole : filter.query;
+    if (!query) return true;
+    (keys ??= []).push(asks.add(query, reader, readerKey(s, reader)));
+  }
+  return keys ?? false;
+}
+
+/**
+ * Sends one event to every stream among `targets` whose topics take it and who may read it. The read
+ * rule is checked first, on the record in memory with the collection's rule as it is now; then the
+ * topics (filter conditions on relation fields answered for all streams together, see FilterAsks);
+ * then one frame per distinct view of the record, shared by the streams that see it alike.
+ */
+export async function deliverEvent(ctx: AppContext, d: Delivery, targets: Iterable<Stream>, fan: FanOut): Promise<void> {
+  const { held, event: e } = d;
+  // The collection as it is now (its read rule decides who gets the event): checked against the database at
+  // most once per event-loop turn, so the events delivered together share one check, and a rule another
+  // node or the CLI changed holds for the next event.
+  const col = await findCollection(ctx, e.collection);
+  if (!col) return;
+  // The collection a resume will compare with (see replayable), where it was not known at commit.
+  held.generation ??= col.createdAt;
+  const frames = await FrameSet.of(ctx, col, d, () => fan.idOf(held));
+  const readers = fan.readers.size ? fan.readers : null;
+  let common: Uint8Array | undefined;
+  // The frame made for this reader, if there is one yet (a reader's own is made, awaited, once).
+  const made = (s: Stream, reader: Principal) => (frames.perReader ? frames.cached(readerKey(s, reader)) : (common ??= frames.common()));
+  const sendTo = (s: Stream, frame: Uint8Array) => {
+    s.lastSeq = held.seq;
+    if (!s.sink.send(frame)) fan.drop(s);
+  };
+  const asks = new FilterAsks();
+  const pending: [Stream, Principal, string[]][] = [];
+  let looked = 0;
+  // Very many streams, or topics heavy to match, do not hold the event loop for longer than SLICE_MS at a time.
+  let since = performance.now();
+  for (const s of targets) {
+    if (++looked % STREAMS_PER_LOOK === 0 && performance.now() - since > SLICE_MS) {
+      await nextTurn();
+      since = performance.now();
+    }
+    if (held.seq <= s.lastSeq) continue;
+    const topics = s.byCollection.get(col.name);
+    if (!topics) continue;
+    const reader = readers?.get(s) ?? s.identity.principal;
+    // SECURITY: the read rule before anything else: a stream that may not read the record gets nothing
+    // and costs nothing more (no filter is matched, no query asked for it).
+    if (!canRead(col, reader, e.record)) continue;
+    const taken = topicsTake(topics, col, d, s, reader, asks);
+    if (taken === true) sendTo(s, made(s, reader) ?? (await frames.forReader(readerKey(s, reader), reader)));
+    else if (taken) pending.push([s, reader, taken]);
+  }
+  if (!asks.size) return;
+  const answers = await asks.answer(ctx, col, String(e.record._id));
+  for (const [s, reader, keys] of pending)
+    if (keys.some((k) => answers.get(k))) sendTo(s, made(s, reader) ?? (await frames.forReader(readerKey(s, reader), reader)));
+}
+
+/**
+ * The frames of one event, each encoded once. Events carry the admin's view; only a `many` field
+ * (readable targets only) differs per reader, roles included. A record too large for a stream's buffer
+ * goes out as a reference: `record` holds its `_id` and `ref` is true (the client reads it).
+ */
+class FrameSet {
+  private readonly frames = new Map<string, Uint8Array>();
+  private readonly action: string;
+
+  private constructor(
+    private readonly ctx: AppContext,
+    private readonly col: Collection,
+    private readonly d: Delivery,
+    private readonly idOf: () => string,
+    /** True when the frame differs per reader (the collection has a `many` field, and the record is sent). */
+    readonly perReader: boolean,
+  ) {
+    this.action = d.event.action === "hard_delete" ? "delete" : d.event.action;
+  }
+
+  static async of(ctx: AppContext, col: Collection, d: Delivery, id: () => string): Promise<FrameSet> {
+    const whole = d.event.action !== "hard_delete" && !d.held.ref && !d.stub;
+    const perReader = whole && (await relationsFrom(ctx, col.name)).some((r) => r.type === "many");
+    return new FrameSet(ctx, col, d, id, perReader);
+  }
+
+  /** The frame every reader gets (perReader false): the record, `{ _id }` of a hard delete, or a reference. */
+  common(): Uint8Array {
+    let frame = this.frames.get("");
+    if (frame === undefined) {
+      const e = this.d.event;
+      const frameOf = e.action === "hard_delete" ? this.encode({ _id: e.record._id }) : this.d.held.ref || this.d.stub ? this.reference() : this.encode(e.record);
+      this.frames.set("", (frame = frameOf));
+    }
+    return frame;
+  }
+
+  /** The frame made for readers of `key`, if made. */
+  cached(key: string): Uint8Array | undefined {
+    return this.frames.get(key);
+  }
+
+  /** The frame of readers of `key`: the record with its `many` fields as `reader` may read them. */
+  async forReader(key: string, reader: Principal): Promise<Uint8Array> {
+    const copy = { ...this.d.event.record };
+    await attachRelationFields(this.ctx, this.col, [copy], reader);
+    const frame = this.encode(copy);
+    this.frames.set(key, frame);
+    return frame;
+  }
+
+  private encode(record: RecordJson): Uint8Array {
+    const frame = sseFrame(this.action, JSON.stringify({ collection: this.col.name, action: this.action, record }), this.idOf());
+    return frame.byteLength > REF_RECORD_BYTES ? this.reference() : frame;
+  }
+
+  private reference(): Uint8Array {
+    const data = { collection: this.col.name, action: this.action, record: { _id: this.d.event.record._id }, ref: true };
+    return sseFrame(this.action, JSON.stringify(data), this.idOf());
+  }
+}
