@@ -87,16 +87,35 @@ export async function readColumnPage(db: Engine, table: string, field: string, a
 }
 
 /**
- * Fills `column` of `table` with new values given in chunks: `begin`, then `chunk` with `[_id, value]` pairs
- * (values as DdlDialect.fill takes them) as often as needed, then `end`.
+ * Replaces the values of field `field` (of stored type `from`) by values of type `type` given in chunks: `begin`, then
+ * `chunk` with `[_id, value]` pairs (values as DdlDialect.fill takes them) as often as needed, then `finish`, after
+ * which the field holds the new values (null where none was given), in place or as a new column `column` that took
+ * its name. Indexes and triggers naming the field must be gone first (and made again after).
  */
-export function columnFill(db: Engine, table: string, column: string, type: FieldType) {
+export function columnFill(db: Engine, table: string, field: string, from: FieldType, column: string, type: FieldType) {
   const fill = db.sql.ddl.fill;
   return {
     begin: () => execAll(db, fill.begin(table, column, type)),
     chunk: async (pairs: [string, unknown][]) => {
       if (pairs.length) await db.run(fill.chunk(table, column, type), [JSON.stringify(pairs)]);
     },
-    end: () => execAll(db, fill.end(table, column, type)),
+    async finish(): Promise<void> {
+      await execAll(db, fill.ready(table, column, type));
+      const inPlace = fill.inPlace?.(table, field, from, type);
+      if (inPlace && (await castsAlike(db, inPlace.differing))) return await execAll(db, inPlace.alter);
+      await execAll(db, fill.end(table, column, type));
+      await dropColumn(db, table, field);
+      await renameColumn(db, table, column, field);
+    },
   };
+}
+
+/** Whether the engine's cast gives every value given (the check counts none differing); a cast that fails says no, and changes nothing. */
+async function castsAlike(db: Engine, differing: string): Promise<boolean> {
+  try {
+    // A savepoint: a value the cast refuses (out of range) fails this check alone, not the transaction.
+    return await db.transaction(async () => (await db.get<{ n: number | bigint }>(differing))!.n == 0);
+  } catch {
+    return false;
+  }
 }

@@ -6,7 +6,7 @@ import { dropFtsObjects, ftsAfterNewFields } from "../search/fts.ts";
 import { inTransaction } from "../transaction.ts";
 import { collectionToJson, findCollection, listCollections, noteCatalogChange, requireCollection, saveCollectionRow } from "./catalog.ts";
 import { convertValue, storedToValue, valueToFill } from "./convert.ts";
-import { addColumn, beginColumnChange, createIndex, dropColumn, dropIndex, execAll, columnFill, readColumnPage, renameColumn } from "./ddl.ts";
+import { addColumn, beginColumnChange, columnFill, createIndex, dropColumn, dropIndex, execAll, readColumnPage, renameColumn } from "./ddl.ts";
 import { parseFieldDecl, parseFieldType } from "./field-types.ts";
 import { MAX_FIELDS, isValidFieldName, type Collection, type FieldDef, type FieldType, type IndexDef } from "./types.ts";
 import type { CollectionJson } from "./admin.ts";
@@ -218,8 +218,9 @@ export async function unconvertibleCount(ctx: AppContext, col: Collection, def: 
 
 /**
  * Changes the type of `def` to `to` inside the caller's transaction: counts first the values that would not
- * convert (409 `{ count }` when any), then fills a new column with the converted values, drops the old one and
- * gives the new one its name; indexes on it are made again, the full-text index too when text is involved.
+ * convert (409 `{ count }` when any), then puts the converted values in the field's place (in a new column that
+ * takes its name, or in place where the engine's cast is checked to give the same values: see DdlDialect.fill);
+ * indexes on it are made again, the full-text index too when text is involved.
  */
 export async function retypeFieldIn(ctx: AppContext, col: Collection, def: FieldDef, to: FieldType): Promise<void> {
   if (to === def.type) return;
@@ -235,8 +236,7 @@ export async function retypeFieldIn(ctx: AppContext, col: Collection, def: Field
   if (rebuildFts) await dropFtsObjects(db, col.name);
   const indexes = col.indexes.filter((i) => i.fields.includes(def.name));
   for (const i of indexes) await dropIndex(db, i.name);
-  await addColumn(db, col.name, RETYPE_COLUMN, to);
-  const fill = columnFill(db, col.name, RETYPE_COLUMN, to);
+  const fill = columnFill(db, col.name, def.name, def.type, RETYPE_COLUMN, to);
   await fill.begin();
   await forEachValuePage(ctx, col.name, def.name, async (rows) => {
     const pairs: [string, unknown][] = [];
@@ -248,9 +248,7 @@ export async function retypeFieldIn(ctx: AppContext, col: Collection, def: Field
     }
     await fill.chunk(pairs);
   });
-  await fill.end();
-  await dropColumn(db, col.name, def.name);
-  await renameColumn(db, col.name, RETYPE_COLUMN, def.name);
+  await fill.finish();
   for (const i of indexes) await recreateIndex(ctx, col.name, i);
   const fts = rebuildFts ? await fillFts(ctx, col.name, textFields(fields)) : col.fts;
   await saveCollectionRow(ctx, { ...col, fields, fts, updatedAt: ctx.clock.now() }, { fields: "replace" });

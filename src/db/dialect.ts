@@ -70,9 +70,11 @@ export interface DdlDialect {
   /** Drops a column that no index or trigger names, and notes it where prepared statements must learn of it. */
   dropColumn(table: string, field: string): string[];
   /**
-   * How a column is filled with new values in chunks (a field's change of type): `begin` once, then `chunk` (one
-   * parameter: a JSON array of `[_id, value]` pairs, each value the JSON of the new value, a json field's as its
-   * JSON text) per chunk, then `end`. Each takes the values in time linear in the rows.
+   * How a field's values are replaced by converted ones (a change of type), in chunks: `begin` once, then `chunk`
+   * (one parameter: a JSON array of `[_id, value]` pairs, each value the JSON of the new value, a json field's as
+   * its JSON text) per chunk, then `ready`; then the new values go in the field's place: by `inPlace` where the
+   * engine has it and its check finds no difference, else `end` fills the new column and it replaces the old.
+   * Each takes time linear in the rows.
    */
   readonly fill: ColumnFill;
   /** Whether a table or index of that name (as schemaName gives it) exists, case-insensitive: one parameter, the name. */
@@ -82,11 +84,23 @@ export interface DdlDialect {
   dropJunction(table: string): string;
 }
 
-/** The statements of a column's fill (DdlDialect.fill): `column` of `table` gets values of stored type `type`. */
+/**
+ * The statements of a change of a field's values (DdlDialect.fill): `column` of `table` is the new column, of
+ * stored type `type`, that takes the converted values before it takes the old one's place.
+ */
 export interface ColumnFill {
   begin(table: string, column: string, type: StoredType): string[];
   chunk(table: string, column: string, type: StoredType): string;
+  /** After the last chunk. */
+  ready(table: string, column: string, type: StoredType): string[];
+  /** Makes `column` hold every value given (null elsewhere). */
   end(table: string, column: string, type: StoredType): string[];
+  /**
+   * Where the engine can change a column's type in place with a cast of its values: `differing`, a count (`n`) of the
+   * rows whose cast value is not the value given (0: the cast converts exactly so), and `alter`, the change in
+   * place. null where no cast applies.
+   */
+  inPlace?(table: string, field: string, from: StoredType, to: StoredType): { differing: string; alter: string[] } | null;
 }
 
 /** How a search of a collection's full-text index reads (see FtsDialect.search). */

@@ -53,6 +53,33 @@ const TEXT = 'TEXT COLLATE "C"';
 const COUNT_TABLE_CHANGE = "INSERT INTO _meta (key, value) VALUES ('table_drops', '1') ON CONFLICT(key) DO UPDATE SET value = CAST(CAST(_meta.value AS INTEGER) + 1 AS TEXT)";
 /** The temporary table of a column's fill (DdlDialect.fill): it starts with `_`, which no collection can. */
 const FILL_TABLE = '"_fill_values"';
+/**
+ * A cast of a value of stored type `from` to `to` that gives, for most values, what collections/convert.ts makes of
+ * them; DdlDialect.fill's `inPlace` checks that it does for every value before it is used. null where none does.
+ */
+function castExpr(value: string, from: StoredType, to: StoredType): string | null {
+  const pair = `${from}>${to}`;
+  switch (pair) {
+    case "text>number":
+      return `CAST(${value} AS double precision)`;
+    case "text>boolean":
+      return `CAST(${value} AS boolean)`;
+    case "text>json":
+      return `CAST(to_jsonb(${value}) AS text)`;
+    case "number>text":
+    case "number>json":
+      return `CAST(${value} AS text)`;
+    case "number>boolean":
+      return `(${value} <> 0)`;
+    case "boolean>text":
+    case "boolean>json":
+      return `CASE WHEN ${value} THEN 'true' ELSE 'false' END`;
+    case "boolean>number":
+      return `CASE WHEN ${value} THEN 1 ELSE 0 END`;
+    default:
+      return null;
+  }
+}
 const CAST_TO: Record<StoredType, string> = { text: "text", number: "double precision", boolean: "boolean", json: "text" };
 const COLUMN_TYPE: Record<StoredType, string> = { text: TEXT, number: "DOUBLE PRECISION", boolean: "BOOLEAN", json: TEXT };
 
@@ -151,17 +178,31 @@ export const postgresDialect: Dialect = {
     // Counted first: this process prepares afresh before the change is sent (see PostgresEngine.exec).
     renameColumn: (table, from, to) => [COUNT_TABLE_CHANGE, `ALTER TABLE ${q(table)} RENAME COLUMN ${q(from)} TO ${q(to)}`],
     dropColumn: (table, field) => [COUNT_TABLE_CHANGE, `ALTER TABLE ${q(table)} DROP COLUMN ${q(field)}`],
-    // The values gathered in a temporary table, then set by one join: an UPDATE joined per chunk would read the
-    // whole table for every chunk. Each JSON text is read by the new type's own input function (a number's
-    // shortest text reads back the same double).
+    // The values gathered in a temporary table. Then, where a cast of the old values gives exactly them (checked by
+    // a join), the column's type changes in place: one rewrite of the table, its indexes rebuilt. Else the new
+    // column is set by one join (an UPDATE joined per chunk would read the whole table for every chunk). Each JSON
+    // text is read by the new type's own input function (a number's shortest text reads back the same double).
     fill: {
       begin: () => [`CREATE TEMP TABLE IF NOT EXISTS ${FILL_TABLE} ("id" ${TEXT} NOT NULL, "v" text) ON COMMIT DROP`, `TRUNCATE ${FILL_TABLE}`],
       chunk: () => `INSERT INTO ${FILL_TABLE} ("id", "v") SELECT "e"->>0, "e"->>1 FROM jsonb_array_elements(CAST(CAST(? AS text) AS jsonb)) AS "e"`,
+      ready: () => [`ANALYZE ${FILL_TABLE}`],
       end: (table, column, type) => [
-        `ANALYZE ${FILL_TABLE}`,
+        `ALTER TABLE ${q(table)} ADD COLUMN ${q(column)} ${COLUMN_TYPE[type]}`,
         `UPDATE ${q(table)} SET ${q(column)} = CAST("s"."v" AS ${CAST_TO[type]}) FROM ${FILL_TABLE} AS "s" WHERE ${q(table)}."_id" = "s"."id"`,
         `TRUNCATE ${FILL_TABLE}`,
       ],
+      inPlace(table, field, from, to) {
+        const expr = castExpr(`${q(table)}.${q(field)}`, from, to);
+        if (!expr) return null;
+        return {
+          differing: `SELECT COUNT(*) AS "n" FROM ${q(table)} LEFT JOIN ${FILL_TABLE} AS "s" ON "s"."id" = ${q(table)}."_id" WHERE ${q(table)}.${q(field)} IS NOT NULL AND (${expr}) IS DISTINCT FROM CAST("s"."v" AS ${CAST_TO[to]})`,
+          alter: [
+            COUNT_TABLE_CHANGE,
+            `ALTER TABLE ${q(table)} ALTER COLUMN ${q(field)} TYPE ${COLUMN_TYPE[to]} USING ${castExpr(q(field), from, to)}`,
+            `TRUNCATE ${FILL_TABLE}`,
+          ],
+        };
+      },
     },
     nameTaken: "SELECT 1 FROM pg_catalog.pg_class WHERE relnamespace = CAST(current_schema() AS regnamespace) AND lower(relname) = lower(?)",
     createJunction: (table) => [

@@ -153,12 +153,13 @@ export const sqliteDialect: Dialect = {
     beginColumnChange: () => [],
     renameColumn: (table, from, to) => [`ALTER TABLE ${q(table)} RENAME COLUMN ${q(from)} TO ${q(to)}`],
     dropColumn: (table, field) => [`ALTER TABLE ${q(table)} DROP COLUMN ${q(field)}`],
-    // Each chunk's values set at once: a scan of the pairs, each row found by its key (json_extract gives a JSON
-    // string as text, a number as an integer or real, true and false as 1 and 0).
+    // The new column added first; each chunk's values set at once: a scan of the pairs, each row found by its key
+    // (json_extract gives a JSON string as text, a number as an integer or real, true and false as 1 and 0).
     fill: {
-      begin: () => [],
+      begin: (table, column, type) => [`ALTER TABLE ${q(table)} ADD COLUMN ${q(column)} ${COLUMN_TYPE[type]}`],
       chunk: (table, column) =>
         `UPDATE ${q(table)} SET ${q(column)} = json_extract("j".value, '$[1]') FROM json_each(?) AS "j" WHERE ${q(table)}."_id" = json_extract("j".value, '$[0]')`,
+      ready: () => [],
       end: () => [],
     },
     nameTaken: "SELECT 1 FROM sqlite_master WHERE lower(name) = lower(?)",
