@@ -8,15 +8,19 @@ import { checkRuleValue, invalidRule } from "../rules/expr/rule.ts";
 import { checkRules, mergeRules, parseRuleValue, rulesGiven } from "../rules/validate.ts";
 import { dropFtsBesideTable } from "../search/fts.ts";
 import { collectionToJson, findCollection, listCollections, requireCollection, saveCollectionRow, touchCatalog } from "./catalog.ts";
-import { createCollectionTable, dropCollectionTable } from "./ddl.ts";
+import { addColumn, createCollectionTable, dropCollectionTable } from "./ddl.ts";
+import { parseFieldList } from "./fields.ts";
 import { DEFAULT_RULES, isValidCollectionName, OPERATIONS, type Collection, type Operation } from "./types.ts";
 import { parseFieldRules } from "./validate.ts";
 import { dropRelationsOf } from "../relations/catalog.ts";
 
 export type CollectionJson = ReturnType<typeof collectionToJson>;
 
-/** Creates a collection and its table; 400 for a bad name or rule, 409 when the name is taken. */
-export async function createCollection(ctx: AppContext, input: { name: string; rules?: unknown; field_rules?: unknown }): Promise<CollectionJson> {
+/**
+ * Creates a collection and its table, with the fields it declares (CONTRACT §13); 400 for a bad name, rule or
+ * field, 409 when the name is taken.
+ */
+export async function createCollection(ctx: AppContext, input: { name: string; rules?: unknown; field_rules?: unknown; fields?: unknown }): Promise<CollectionJson> {
   const { name, rules, field_rules } = input;
   if (!name) throw badRequest("name is required");
   if (!isValidCollectionName(name))
@@ -25,6 +29,7 @@ export async function createCollection(ctx: AppContext, input: { name: string; r
     );
   const merged = mergeRules(DEFAULT_RULES, rules ?? undefined);
   const fieldRules = field_rules === undefined ? [] : parseFieldRules(field_rules);
+  const fields = parseFieldList(input.fields);
   if (await findCollection(ctx, name)) throw new AppError(409, "conflict", `collection "${name}" already exists`);
   const now = ctx.clock.now();
   await inTransaction(ctx, async () => {
@@ -33,8 +38,8 @@ export async function createCollection(ctx: AppContext, input: { name: string; r
       name,
       rules: merged,
       fieldRules,
-      fields: [],
-      fieldMap: new Map(),
+      fields,
+      fieldMap: new Map(fields.map((f) => [f.name.toLowerCase(), f])),
       indexes: [],
       fts: { enabled: false, fields: [] },
       createdAt: now,
@@ -43,6 +48,7 @@ export async function createCollection(ctx: AppContext, input: { name: string; r
     // Expression rules name what exists: here, the other collections and the new one's system fields.
     checkRules(withCollection(await ruleCatalog(ctx), col), col, merged, rulesGiven(rules));
     await createCollectionTable(ctx.db, name);
+    for (const f of fields) await addColumn(ctx.db, name, f.name, f.type);
     await saveCollectionRow(ctx, col);
   });
   return collectionToJson(await requireCollection(ctx, name));

@@ -4,6 +4,10 @@ export type FieldType = "text" | "number" | "boolean" | "json";
 export interface FieldDef {
   name: string;
   type: FieldType;
+  /** The options its type takes (field-types.ts), when it has any. */
+  options?: Record<string, unknown>;
+  /** Its earlier names, latest last (a few): realtime filter topics set under an old name follow a rename. */
+  was?: string[];
 }
 
 /** The rules of fixed meaning (CONTRACT §2.2). */

@@ -98,6 +98,8 @@ const fts: FtsDialect = {
   // The triggers go with the table; the FTS5 table does not (and an interrupted change may have left one).
   dropBesideTable: dropFts,
   refields: createTriggers,
+  // The index holds the same text; the triggers name the columns, and are made again under the new names.
+  renamed: createTriggers,
   indexedCount(name) {
     const t = q(name);
     const f = q(ftsTable(name));
@@ -155,6 +157,19 @@ export const sqliteDialect: Dialect = {
     dropTable: (name) => [`DROP TABLE IF EXISTS ${q(name)}`],
     createIndex: (table, index, columns, unique) => `CREATE ${unique ? "UNIQUE " : ""}INDEX ${q(index)} ON ${q(table)} (${columns.map(q).join(", ")})`,
     dropIndex: (index) => `DROP INDEX IF EXISTS ${q(index)}`,
+    // The transaction holds the only write lock from its BEGIN IMMEDIATE; readers go on reading what was committed.
+    beginColumnChange: () => [],
+    renameColumn: (table, from, to) => [`ALTER TABLE ${q(table)} RENAME COLUMN ${q(from)} TO ${q(to)}`],
+    dropColumn: (table, field) => [`ALTER TABLE ${q(table)} DROP COLUMN ${q(field)}`],
+    // The new column added first; each chunk's values set at once: a scan of the pairs, each row found by its key
+    // (json_extract gives a JSON string as text, a number as an integer or real, true and false as 1 and 0).
+    fill: {
+      begin: (table, column, type) => [`ALTER TABLE ${q(table)} ADD COLUMN ${q(column)} ${COLUMN_TYPE[type]}`],
+      chunk: (table, column) =>
+        `UPDATE ${q(table)} SET ${q(column)} = json_extract("j".value, '$[1]') FROM json_each(?) AS "j" WHERE ${q(table)}."_id" = json_extract("j".value, '$[0]')`,
+      ready: () => [],
+      end: () => [],
+    },
     nameTaken: "SELECT 1 FROM sqlite_master WHERE lower(name) = lower(?)",
     createJunction: (table) => [
       `CREATE TABLE ${q(table)} ("from_id" TEXT NOT NULL, "to_id" TEXT NOT NULL, "pos" INTEGER NOT NULL, PRIMARY KEY ("from_id", "to_id")) WITHOUT ROWID`,

@@ -1,5 +1,6 @@
 import { Type } from "@sinclair/typebox";
 import { t, type TSchema } from "elysia";
+import { DECLARABLE_TYPES } from "../collections/field-types.ts";
 import { MAX_INDEX_FIELDS } from "../collections/indexes.ts";
 import { MAX_BATCH } from "../records/batch.ts";
 import { MAX_BULK } from "../records/bulk.ts";
@@ -183,7 +184,6 @@ export const RulesBody = t.Object(
   { rules, field_rules: fieldRules, name: t.Optional(byService(t.String({ description: "the collection's own name (a collection cannot be renamed)" }))) },
   { additionalProperties: false, description: "At least one of rules and field_rules." },
 );
-export const CollectionCreateBody = open({ name: t.String(), rules, field_rules: fieldRules });
 export const RuleCheckBody = t.Object(
   {
     op: byService(t.String({ description: "read, create, update or delete" })),
@@ -191,11 +191,20 @@ export const RuleCheckBody = t.Object(
   },
   { additionalProperties: false, description: "A rule to check for one operation of the collection, without setting it." },
 );
+const fieldType = t.Union(DECLARABLE_TYPES.map((v) => t.Literal(v)));
+/** A declared field (CONTRACT §13); a type with options takes them beside name and type. */
+export const FieldDeclBody = open({ name: t.String(), type: fieldType }, "A field: its name and type (text, number, boolean, json).");
+// The declarations are checked by the service, which names the failing element.
+export const CollectionCreateBody = open({ name: t.String(), rules, field_rules: fieldRules, fields: t.Optional(byService(t.Array(FieldDeclBody))) });
+export const FieldPatchBody = t.Object(
+  { name: t.Optional(byService(t.String({ description: "the new name" }))), type: t.Optional(byService(fieldType)) },
+  { additionalProperties: false, description: "At least one of name and type. A new type converts every stored value, or nothing changes (409 with `count`)." },
+);
 export const CollectionBody = open({
   name: t.String(),
   rules: open({}),
   field_rules: t.Array(open({})),
-  fields: t.Array(t.Object({ name: t.String(), type: t.String() })),
+  fields: t.Array(open({ name: t.String(), type: t.String() })),
   indexes: t.Array(open({ name: t.String(), fields: t.Array(t.String()), unique: t.Boolean() })),
   fts: open({ enabled: t.Boolean(), fields: t.Array(t.String()) }),
   created_at: t.Number(),
@@ -227,6 +236,22 @@ export const RelationBody = open({
   type: RelationCreateBody.properties.type,
   on_delete: t.Union(ON_DELETE.map((v) => t.Literal(v))),
   created_at: t.Number(),
+});
+export const SchemaBody = open(
+  { collections: t.Array(open({ name: t.String() })), relations: t.Optional(t.Array(open({ from_col: t.String(), from_field: t.String() }))) },
+  "The collections (their objects without stats) and relations. In a file to apply, a field may carry `renamed_from`.",
+);
+export const SchemaApplyBody = t.Object(
+  {
+    schema: byService(SchemaBody),
+    dry_run: t.Optional(t.Boolean({ description: "plan and check every change, then roll it back" })),
+    prune: t.Optional(t.Boolean({ description: "also drop the collections, fields, indexes and relations the schema lacks" })),
+  },
+  { additionalProperties: false },
+);
+export const SchemaPlanBody = t.Object({
+  changes: t.Array(t.Object({ action: t.String(), target: t.String(), detail: t.String() })),
+  applied: t.Boolean({ description: "false for a dry run" }),
 });
 const settingSchema = (d: { kind: string; min?: number; max?: number }) =>
   d.kind === "boolean" ? t.Boolean() : d.kind === "string" ? t.String({ maxLength: 4096 }) : Type.Integer({ minimum: d.min, maximum: d.max });

@@ -208,3 +208,24 @@ describe("until expression rules are applied, they let only admins through (fail
     expect(titles(adminStream)).toEqual(["news"]);
   });
 });
+
+describe("a field an expression rule names", () => {
+  test("a rule may name a declared field before any record; renaming or dropping it is 409 until the rule changes", async () => {
+    expect((await t.admin("POST", C, { name: "drafts", fields: [{ name: "state", type: "text" }, { name: "n", type: "number" }] })).status).toBe(201);
+    const rules = await t.admin("PUT", `${C}/drafts/rules`, { rules: { read: "state = 'open'" } });
+    expect(rules.status).toBe(200);
+    // Another collection's @exists naming it counts too.
+    expect((await t.admin("PUT", `${C}/rooms/rules`, { rules: { update: "@exists(drafts, n > 1)" } })).status).toBe(200);
+    const rename = await t.admin("PATCH", `${C}/drafts/fields/state`, { name: "status" });
+    expect(rename.status).toBe(409);
+    expect(rename.body).toEqual({ error: expect.stringContaining('the read rule of "drafts"'), code: "conflict" });
+    const drop = await t.admin("DELETE", `${C}/drafts/fields/n`);
+    expect(drop.status).toBe(409);
+    expect(drop.body.error).toContain('the update rule of "rooms"');
+    expect((await t.admin("GET", `${C}/drafts`)).body.fields).toEqual([{ name: "state", type: "text" }, { name: "n", type: "number" }]);
+    expect((await t.admin("PUT", `${C}/drafts/rules`, { rules: { read: "public" } })).status).toBe(200);
+    expect((await t.admin("PATCH", `${C}/drafts/fields/state`, { name: "status" })).status).toBe(200);
+    expect((await t.admin("PUT", `${C}/rooms/rules`, { rules: { update: "disabled" } })).status).toBe(200);
+    expect((await t.admin("DELETE", `${C}/drafts/fields/n`)).status).toBe(200);
+  });
+});

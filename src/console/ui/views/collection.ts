@@ -1,9 +1,10 @@
 /** One collection: records, access rules, field rules, indexes, full-text search, schema and stats. */
 import { api, seg } from "../api.ts";
-import { fmtTime, h, replace, type Child } from "../dom.ts";
+import { fmtTime, h, replace } from "../dom.ts";
 import { badge, busy, button, checkbox, confirmDialog, field, loading, parseJsonInput, showError, table, toast } from "../ui.ts";
 import type { CollectionJson, Stats } from "./collections.ts";
-import { loadRelations, relationsFrom, relationText } from "./links.ts";
+import { renderFields, SYSTEM_FIELDS } from "./fields.ts";
+import { loadRelations, relationsFrom } from "./links.ts";
 import { renderRecords } from "./records.ts";
 import { OPERATIONS, ruleInput } from "./rules.ts";
 
@@ -16,7 +17,7 @@ const TABS: [string, string][] = [
   ["schema", "Fields & stats"],
 ];
 
-export const SYSTEM_FIELDS = ["_id", "_created_at", "_updated_at", "_owner_id", "_deleted_at"];
+export { SYSTEM_FIELDS };
 
 /** Renders `#/collections/:name/:tab` (`#/collections/:name/records/:id`: the records tab filtered to one record). */
 export async function renderCollection(main: HTMLElement, name: string, tab: string, stale: () => boolean, focusId?: string): Promise<void> {
@@ -66,7 +67,7 @@ export async function renderCollection(main: HTMLElement, name: string, tab: str
     "field-rules": () => renderFieldRules(body, col),
     indexes: () => renderIndexes(body, col, stale),
     search: () => renderFts(body, col, stale),
-    schema: async () => renderSchema(body, col, stats, relationsFrom(await loadRelations(), col.name)),
+    schema: async () => renderFields(body, col, stats, relationsFrom(await loadRelations(), col.name), () => void renderCollection(main, name, tab, stale).catch((err) => showError(err))),
   };
   await (views[tab] ?? views.records)();
 }
@@ -346,51 +347,6 @@ async function renderFts(body: HTMLElement, col: CollectionJson, stale: () => bo
         "When enabled, every text field is indexed (also text fields that appear later), and the data API accepts search=… with prefixes (term*), \"quoted phrases\" and AND/OR/NOT. A large collection is indexed in steps while the server keeps serving; the count grows meanwhile.",
       ),
       h("div", { class: "actions" }, toggle),
-    ),
-  );
-}
-
-function renderSchema(body: HTMLElement, col: CollectionJson, stats: Stats | null, rels: ReturnType<typeof relationsFrom>): void {
-  const sys: Child[][] = SYSTEM_FIELDS.map((n) => [h("code", null, n), n === "_id" || n === "_owner_id" ? "text" : "number", badge("system")]);
-  // A relation field by its relation: a `one` field holds the target's _id (a text column); `many` and
-  // `many_via` fields are lists of ids, with no column of their own.
-  const relationRow = (name: string, stored: string | null): Child[] => {
-    const r = rels.get(name)!;
-    return [
-      h("code", null, name),
-      h("a", { href: `#/collections/${seg(r.to_col)}` }, relationText(r)),
-      r.type === "one" ? h("span", { class: "muted" }, `relation (the _id, stored as ${stored ?? "text"})`) : h("span", { class: "muted" }, "relation (a list of ids, no column)"),
-    ];
-  };
-  const own: Child[][] = [
-    ...col.fields.map((f) => (rels.has(f.name) ? relationRow(f.name, f.type) : [h("code", null, f.name), f.type, ""])),
-    ...[...rels.keys()].filter((n) => !col.fields.some((f) => f.name === n)).map((n) => relationRow(n, null)),
-  ];
-  replace(
-    body,
-    h(
-      "div",
-      { class: "card" },
-      h("h2", null, "Stats"),
-      h(
-        "dl",
-        { class: "facts" },
-        h("dt", null, "Records (not deleted)"),
-        h("dd", null, stats ? String(stats.row_count) : "—"),
-        h("dt", null, "Last write"),
-        h("dd", null, fmtTime(stats?.last_write)),
-        h("dt", null, "Created"),
-        h("dd", null, fmtTime(col.created_at)),
-        h("dt", null, "Updated"),
-        h("dd", null, fmtTime(col.updated_at)),
-      ),
-    ),
-    h(
-      "div",
-      { class: "card" },
-      h("h2", null, "Fields"),
-      h("p", { class: "muted" }, "A field appears when a record first sets it; its first non-null value fixes the type."),
-      table(["Name", "Type", ""], [...own, ...sys]),
     ),
   );
 }
