@@ -78,6 +78,7 @@ test("until the start-up ends (admin secret, …) the server answers every reque
   expect((await fetch(`${url}/api/v1/admin/collections`, { headers: { authorization: `Bearer ${ADMIN_SECRET}` } })).status).toBe(200);
   expect(log.lines.filter((l) => l.msg === "request").map((l) => [l.fields?.path, l.fields?.status])).toEqual([
     ["/health", 200],
+    ["/ready", 200],
     ["/api/v1/admin/collections", 200],
   ]);
 });
