@@ -51,7 +51,7 @@ export function adminUserRoutes(ctx: AppContext) {
       const raw = await readJson(request, max);
       // Not one transaction: the password's hash must not hold the write lock.
       return idempotent(ctx, { request, set }, ADMIN, raw, { status: 201, transaction: false }, () => adminCreateUser(ctx, createBody.parse(raw)));
-    }, admin("Create a user (no mail sent)", UserBody, { body: AdminUserCreateBody, status: 201, errors: [409, 422] }))
+    }, admin("Create a user (no mail sent)", UserBody, { body: AdminUserCreateBody, status: 201, errors: [409, 422], idempotent: true }))
     .get("/users/:id", ({ params }) => getUser(ctx, params.id), admin("One user (by id or email)", UserBody))
     .patch("/users/:id", async ({ request, params }) => adminUpdateUser(ctx, params.id, updateBody.defer(await readJson(request, max))), admin("Change a user", UserBody, { body: AdminUserUpdateBody, errors: [404, 409, 422] }))
     .delete("/users/:id", ({ params }) => deleteUser(ctx, params.id), admin("Delete a user", OkId))

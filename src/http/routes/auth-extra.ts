@@ -108,7 +108,7 @@ export function authExtraRoutes(ctx: AppContext) {
         const raw = await json(request);
         return idempotent(ctx, { request, set }, p, raw, { status: 201, transaction: false }, () => createApiKey(ctx, p, nameBody.defer(raw)));
       },
-      doc({ summary: "Create an API key (its value is shown once)", tag, access: "user", body: NameBody, ok: t.Composite([ApiKeyBody, t.Object({ key: t.String() })], { additionalProperties: true }), status: 201, errors: [403] }),
+      doc({ idempotent: true, summary: "Create an API key (its value is shown once)", tag, access: "user", body: NameBody, ok: t.Composite([ApiKeyBody, t.Object({ key: t.String() })], { additionalProperties: true }), status: 201, errors: [403] }),
     )
     .get("/api-keys", async ({ request }) => listApiKeys(ctx, await user(request)), doc({ summary: "The user's API keys", tag, access: "user", ok: Items(ApiKeyBody), errors: [403] }))
     .delete(

@@ -29,7 +29,7 @@ export function authRoutes(ctx: AppContext) {
           register(ctx, registerBody.parse(raw), clientInfo(ctx, request, server)),
         );
       },
-      doc({ summary: "Create an account and a session", tag, access: "public", body: RegisterBody, ok: SessionBody, status: 201, errors: [403, 409, 422, 429] }),
+      doc({ idempotent: true, summary: "Create an account and a session", tag, access: "public", body: RegisterBody, ok: SessionBody, status: 201, errors: [403, 409, 422, 429] }),
     )
     .post(
       "/login",

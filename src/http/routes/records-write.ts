@@ -42,7 +42,7 @@ export function recordWriteRoutes(ctx: AppContext) {
         const raw = await readJson(request, max, "records");
         return idempotent(ctx, { request, set }, p, raw, { status: 201, transaction: true }, () => bulkCreate(ctx, params.collection, bulkBody.defer(raw), p));
       },
-      doc({ summary: "Insert 1..500 records in one transaction", tag, access: "data", body: BulkBody, ok: t.Array(RecordBody), status: 201, errors: [409, 422] }),
+      doc({ idempotent: true, summary: "Insert 1..500 records in one transaction", tag, access: "data", body: BulkBody, ok: t.Array(RecordBody), status: 201, errors: [409, 422] }),
     )
     .post(
       "/:collection/batch",
@@ -53,6 +53,6 @@ export function recordWriteRoutes(ctx: AppContext) {
           runBatch(ctx, params.collection, batchBody.defer(raw), p, checkOperation),
         );
       },
-      doc({ summary: "Run 1..100 create/update/delete operations atomically", tag, access: "data", body: BatchBody, ok: BatchResult }),
+      doc({ idempotent: true, summary: "Run 1..100 create/update/delete operations atomically", tag, access: "data", body: BatchBody, ok: BatchResult }),
     );
 }

@@ -52,7 +52,7 @@ export function recordRoutes(ctx: AppContext) {
         const body = recordData.defer(raw);
         return idempotent(ctx, { request, set }, p, raw, { status: 201, transaction: true }, () => createRecord(ctx, params.collection, body, p));
       },
-      doc({ summary: "Create a record", tag, access: "data", body: RecordData, ok: RecordBody, status: 201, errors: [409, 422] }),
+      doc({ idempotent: true, summary: "Create a record", tag, access: "data", body: RecordData, ok: RecordBody, status: 201, errors: [409, 422] }),
     )
     .get(
       "/:collection/:id",
