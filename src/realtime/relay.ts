@@ -459,7 +459,9 @@ export async function listenForChanges(ctx: AppContext): Promise<() => Promise<v
   };
   const onLost = (err: unknown) => {
     lostAt = Date.now();
-    relay.echo?.clear();
+    // The events of this process's notices on their way are kept: one whose sending is retried until the database
+    // is back comes back once this node listens again, and reaches its streams then (those never heard of are
+    // dropped when a later one comes back, see onOwn).
     // IMPORTANT: at once, not once the connection is back: meanwhile the other nodes' changes are missed, and a
     // stream left open would look complete while it is not.
     feed.lost("disconnected");
