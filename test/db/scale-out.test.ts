@@ -150,7 +150,8 @@ describe.skipIf(!postgresAvailable)("three nodes on one PostgreSQL database", ()
     const followers = nodes.map((n) => new Follower(n));
     let late: ServerProcess | null = null;
     try {
-      // Every stream follows every node's writes before the outage.
+      // Every stream follows every node's writes before the outage (once open: a write before that is not its to get).
+      for (const f of followers) await waitFor(() => f.got.some((g) => g.m.event === "connect"), { what: "every stream to open" });
       const before = await call(nodes[2]!, "POST", "/api/v1/notes", { title: "before the outage" });
       for (const f of followers) await waitFor(() => f.got.some((g) => g.m.data?.record?._id === before.body._id), { what: "the write before the outage on every node" });
 
