@@ -136,6 +136,23 @@ describe("Idempotency-Key on POST", () => {
     expect(userAgain.body).toEqual(user.body);
   });
 
+  test("a register sent again while the first with its key still runs gets 409 idempotency_key_in_progress; afterwards the first answer", async () => {
+    const body = { email: "erin@example.com", password: "password123" };
+    const answers = await Promise.all(Array.from({ length: 5 }, () => post("/api/v1/auth/register", body, "register-race", null)));
+    const made = answers.filter((a) => a.status === 201 && a.headers.get("idempotent-replayed") === null);
+    expect(made).toHaveLength(1);
+    const busy = answers.filter((a) => a.status === 409);
+    // The password's hash takes long enough for the others to come while it runs.
+    expect(busy.length).toBeGreaterThan(0);
+    for (const a of busy) {
+      expect(a.body).toEqual({ error: expect.any(String), code: "idempotency_key_in_progress" });
+      expect(a.headers.get("retry-after")).toBe("1");
+    }
+    for (const a of answers) if (a.status !== 409) expect([a.status, a.body]).toEqual([201, made[0]!.body]);
+    const retry = await post("/api/v1/auth/register", body, "register-race", null);
+    expect([retry.status, retry.headers.get("idempotent-replayed"), retry.body]).toEqual([201, "true", made[0]!.body]);
+  });
+
   test("neither the key nor the answer is stored as sent", async () => {
     const res = await post("/api/v1/plain", { secret: "visible-value" }, "stored-key-1");
     const rows = await t.db.all<Record<string, unknown>>("SELECT * FROM _idempotency_keys");
