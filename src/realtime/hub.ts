@@ -81,6 +81,8 @@ export interface RealtimeHub {
 export interface OrderedFeed {
   /** Event number `seq` (null: one that cannot be delivered, a record already gone; the number still counts). */
   accept(event: ChangeEvent | null, seq: number): void;
+  /** An event without a number (a node of an earlier version sent it): delivered live, never held. */
+  acceptUnnumbered(event: ChangeEvent): void;
   /** The events of other processes are being missed from now on: every stream gets `reset` and ends. */
   lost(reason: string): void;
   /** Events of this process were never numbered nor sent: every stream gets `reset` and ends. */
@@ -188,6 +190,11 @@ function orderedFeed(h: Hub, ids: EventIds): OrderedFeed {
       if (seq !== b.lastSeq + 1) r.floor = Math.max(r.floor, seq - 1);
       if (!event) return b.skip(seq);
       queueLive(h, b.push(event, h.ctx.clock.now(), generationOf(h, event), seq), event);
+    },
+    acceptUnnumbered(event) {
+      const held = heldEvent(event, h.ctx.clock.now(), generationOf(h, event), r.buffer.lastSeq);
+      held.unnumbered = true;
+      queueLive(h, held, event);
     },
     lost(reason) {
       r.gap = true;

@@ -408,7 +408,7 @@ export async function listenForChanges(ctx: AppContext): Promise<() => Promise<v
       for (let i = 0; i < events.length; i++) feed.accept(events[i]!, g + i);
     });
   };
-  const onNotice = (notice: Notice) => {
+  const onNotice = (notice: Notice, unnumbered = false) => {
     inTurn(async () => {
       // The notice may name a collection or a field the sender has just made.
       recheckCatalog(ctx);
@@ -421,7 +421,8 @@ export async function listenForChanges(ctx: AppContext): Promise<() => Promise<v
           ctx.log.warn("a change of another node could not be delivered", { collection: String(w?.c), error: String(err) });
         }
         // Numbered whatever became of it, so the numbers that follow are known to be complete.
-        feed.accept(event, notice.g + i);
+        if (!unnumbered) feed.accept(event, notice.g + i);
+        else if (event) feed.acceptUnnumbered(event);
       }
     });
   };
@@ -430,7 +431,9 @@ export async function listenForChanges(ctx: AppContext): Promise<() => Promise<v
     const m = parseMessage(payload);
     if (!m) return ctx.log.warn("a change notice that is not one was ignored", { bytes: payload.length });
     if (Array.isArray(m.e) && typeof m.n === "string") {
-      if (Number.isSafeInteger(m.g)) onNotice(m as Notice);
+      // A node of an earlier version (during a rolling upgrade) does not number its events: they are delivered
+      // live, and held by no resume (see HeldEvent.unnumbered).
+      onNotice(m as Notice, !Number.isSafeInteger(m.g));
     } else if (m.to === relay.node && typeof m.q === "string") {
       void answer(ctx, hub, m as Ask).then(send).catch((err) => ctx.log.warn("a subscribe call of another node was not answered", { error: String(err) }));
     } else if (m.to === relay.node && typeof m.p === "string") {

@@ -15,6 +15,11 @@ export interface HeldEvent {
   generation: number | null;
   /** Its event id, once made. */
   id?: string;
+  /**
+   * An event without a number of its own (a node of an earlier version sent it, see relay.ts): delivered to every
+   * stream whatever it got before, under the id of the last numbered event, and never held.
+   */
+  unnumbered?: true;
 }
 
 /** Events are held at least this long, and at least the last MIN_HELD of them... */

@@ -1,3 +1,4 @@
+import { SQL } from "bun";
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { ADMIN_SECRET } from "../helpers/app.ts";
 import { postgresAvailable, startCluster, warnIfSkipped, type PgCluster } from "../helpers/postgres.ts";
@@ -143,6 +144,28 @@ describe.skipIf(!postgresAvailable)("three nodes on one PostgreSQL database", ()
       expect((await onB.waitChanges(missed.length + 1)).at(-1)!.data.record._id).toBe(live.body._id);
     } finally {
       onB.close();
+    }
+  });
+
+  test("during a rolling upgrade, the notices of a node that does not number its events still reach every stream", async () => {
+    const made = await call(nodes[0]!, "POST", "/api/v1/notes", { title: "from an older node" });
+    const streams = await Promise.all(nodes.map((n) => SseClient.open(`${n.url}/api/v1/realtime?subscribe=notes`)));
+    try {
+      await Promise.all(streams.map((s) => s.clientId()));
+      const sql = new SQL({ url, max: 1 });
+      try {
+        // The notice as the version before sent it: no `g`.
+        const notice = { n: "an-older-node", s: 1, e: [{ c: "notes", a: "update", i: made.body._id, t: Date.now(), b: null, r: { ...made.body, title: "updated by an older node" } }] };
+        await sql`SELECT pg_notify('baas_changes', ${JSON.stringify(notice)})`;
+      } finally {
+        await sql.close();
+      }
+      for (const s of streams) expect((await s.next((m) => m.event === "update")).data.record.title).toBe("updated by an older node");
+      // Numbered events go on after it.
+      const next = await call(nodes[1]!, "POST", "/api/v1/notes", { title: "numbered after" });
+      for (const s of streams) expect((await s.next((m) => m.event === "create" && m.data.record._id === next.body._id)).id).toBeTruthy();
+    } finally {
+      for (const s of streams) s.close();
     }
   });
 
