@@ -89,10 +89,12 @@ export function startWebhookWorker(ctx: AppContext, opts: WorkerOptions = {}): W
   // Claims of this worker: its own prefix, then a count (a claim names the rows one pump took for one webhook).
   const node = newRecordId(Date.now()).slice(-10);
   let claims = 0;
+  // The outer conditions repeat the inner ones: a row another worker claimed after this statement's snapshot is
+  // looked at again as it now is (PostgreSQL rechecks them on the row's latest version), and left alone.
   const claimSql = `UPDATE _webhook_deliveries SET next_at = ?, claim = ?, updated_at = ? WHERE id IN (
       SELECT id FROM _webhook_deliveries WHERE webhook_id = ? AND status = 'pending' AND next_at <= ?
       ORDER BY next_at LIMIT ?${ctx.db.sql.skipLocked}
-    ) RETURNING id, webhook_id, event_id, body, attempts, expires_at, claim`;
+    ) AND status = 'pending' AND next_at <= ? RETURNING id, webhook_id, event_id, body, attempts, expires_at, claim`;
 
   let stopped = false;
   let pumping: Promise<void> | null = null;
@@ -153,7 +155,7 @@ export function startWebhookWorker(ctx: AppContext, opts: WorkerOptions = {}): W
       // A plain read first: a poll that finds nothing due writes nothing (on SQLite it takes no write lock).
       if (!(await ctx.db.get(CLAIM_CHECK, [hook.id, now]))) continue;
       const claim = `${node}.${++claims}`;
-      const rows = await ctx.db.all<Claimed>(claimSql, [now + leaseMs, claim, now, hook.id, now, room]);
+      const rows = await ctx.db.all<Claimed>(claimSql, [now + leaseMs, claim, now, hook.id, now, room, now]);
       for (const row of rows) send({ ...row, attempts: Number(row.attempts), expires_at: Number(row.expires_at) }, hook, allowPrivate);
       // As many as there was room for: more may be due.
       if (rows.length === room) pumpAgain = true;

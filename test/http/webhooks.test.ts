@@ -19,7 +19,8 @@ describe("the webhook admin API", () => {
     t = createTestApp();
     await createCollection(t, "orders");
     await createCollection(t, "Notes");
-  });
+    // The first app of the file may wait for a throwaway PostgreSQL cluster to start.
+  }, 30_000);
   afterAll(() => t.close());
 
   test("POST creates a webhook with defaults and shows its made secret once; GET masks it", async () => {
@@ -444,7 +445,7 @@ describe("deliveries", () => {
 });
 
 describe("several workers on one database", () => {
-  test("two workers (two nodes) deliver each of many events exactly once; a write on either node reaches the outbox", async () => {
+  test("workers of two nodes deliver each of many events exactly once; a write on either node reaches the outbox", async () => {
     const t = createTestApp();
     const other = createContext(t.config, { clock: t.clock, log: t.log, ...(await secondEngine(t)) });
     const receiver = startReceiver();
@@ -452,15 +453,18 @@ describe("several workers on one database", () => {
     try {
       await createCollection(t, "orders", { create: "public", read: "public" });
       await addWebhook(t, receiver);
-      workers.push(startWebhookWorker(t.ctx, { pollMs: 20 }), startWebhookWorker(other, { pollMs: 20 }));
       const { createRecord } = await import("../../src/records/create.ts");
       const { ANONYMOUS } = await import("../../src/auth/principal.ts");
+      // Half the events written through each node, before any worker runs: then both find all of them due at once.
       const writes: Promise<unknown>[] = [];
       for (let i = 0; i < 300; i++) {
         if (i % 2) writes.push(t.req("POST", "/api/v1/orders", { body: { n: i } }));
         else writes.push(createRecord(other, "orders", { n: i }, ANONYMOUS));
       }
       await Promise.all(writes);
+      expect(await countRows(t, "_webhook_deliveries", "status = 'pending'")).toBe(300);
+      // Many claims side by side: small slots, so each worker claims again and again while the other does.
+      for (const ctx of [t.ctx, other, t.ctx, other]) workers.push(startWebhookWorker(ctx, { pollMs: 5, concurrency: 4, perWebhook: 4 }));
       await waitFor(() => receiver.got.length >= 300, { what: "300 deliveries", timeoutMs: 30_000 });
       await Promise.all(workers.map((w) => w.idle()));
       const byEvent = new Map<string, number>();

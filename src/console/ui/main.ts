@@ -5,9 +5,11 @@ import { busy, clearFlash, field, loading, setFlashElement, showError } from "./
 import { renderApiReference } from "./views/api-reference.ts";
 import { renderCollections } from "./views/collections.ts";
 import { renderCollection } from "./views/collection.ts";
+import { renderHooks } from "./views/hooks.ts";
 import { renderRelations } from "./views/relations.ts";
 import { renderSettings } from "./views/settings.ts";
 import { renderUser, renderUsers } from "./views/users.ts";
+import { renderWebhook, renderWebhooks } from "./views/webhooks.ts";
 
 const root = document.getElementById("app")!;
 let loginNotice = "";
@@ -16,6 +18,8 @@ const NAV: [string, string][] = [
   ["#/collections", "Collections"],
   ["#/relations", "Relations"],
   ["#/users", "Users"],
+  ["#/webhooks", "Webhooks"],
+  ["#/hooks", "Hooks"],
   ["#/settings", "Settings"],
   ["#/api", "API"],
 ];
@@ -121,6 +125,8 @@ export function render(): void {
     collections: () => (rest[0] ? renderCollection(main, rest[0], rest[1] ?? "records", stale) : renderCollections(main, stale)),
     relations: () => renderRelations(main, stale),
     users: () => (rest[0] ? renderUser(main, rest[0], stale) : renderUsers(main, stale)),
+    webhooks: () => (rest[0] ? renderWebhook(main, rest[0], stale) : renderWebhooks(main, stale)),
+    hooks: () => renderHooks(main, stale),
     settings: () => renderSettings(main, stale),
     api: () => renderApiReference(main, stale),
   };
