@@ -89,6 +89,6 @@ async function addFields(ctx: AppContext, col: Collection, fresh: FieldDef[]): P
   for (const f of fresh) await addColumn(ctx.db, col.name, f.name, f.type);
   const fields = [...col.fields, ...fresh];
   const fts = await ftsAfterNewFields(ctx, col, fields);
-  await saveCollectionRow(ctx, { ...col, fields, fts, updatedAt: col.updatedAt });
+  await saveCollectionRow(ctx, { ...col, fields, fts, updatedAt: col.updatedAt }, { fields: "add" });
   return (await findCollection(ctx, col.name))!;
 }

@@ -11,6 +11,7 @@ import { adminRoutes } from "./routes/admin.ts";
 import { adminRelationRoutes } from "./routes/admin-relations.ts";
 import { adminWebhookRoutes } from "./routes/admin-webhooks.ts";
 import { adminHookRoutes } from "./routes/admin-hooks.ts";
+import { adminSchemaRoutes } from "./routes/admin-schema.ts";
 import { authRoutes } from "./routes/auth.ts";
 import { authExtraRoutes } from "./routes/auth-extra.ts";
 import { adminUserRoutes } from "./routes/admin-users.ts";
@@ -53,6 +54,7 @@ export function createApp(ctx: AppContext, opts: { requestLog?: boolean } = {}) 
     .use(adminRelationRoutes(ctx))
     .use(adminWebhookRoutes(ctx))
     .use(adminHookRoutes(ctx))
+    .use(adminSchemaRoutes(ctx))
     .use(authRoutes(ctx))
     .use(authExtraRoutes(ctx))
     .use(adminUserRoutes(ctx))

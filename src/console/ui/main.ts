@@ -7,6 +7,7 @@ import { renderCollections } from "./views/collections.ts";
 import { renderCollection } from "./views/collection.ts";
 import { renderHooks } from "./views/hooks.ts";
 import { renderRelations } from "./views/relations.ts";
+import { renderSchemaPage } from "./views/schema.ts";
 import { renderSettings } from "./views/settings.ts";
 import { renderUser, renderUsers } from "./views/users.ts";
 import { renderWebhook, renderWebhooks } from "./views/webhooks.ts";
@@ -17,6 +18,7 @@ let loginNotice = "";
 const NAV: [string, string][] = [
   ["#/collections", "Collections"],
   ["#/relations", "Relations"],
+  ["#/schema", "Schema"],
   ["#/users", "Users"],
   ["#/webhooks", "Webhooks"],
   ["#/hooks", "Hooks"],
@@ -122,8 +124,9 @@ export function render(): void {
   main.append(loading());
   const stale = () => seq !== renderSeq;
   const views: Record<string, () => Promise<void>> = {
-    collections: () => (rest[0] ? renderCollection(main, rest[0], rest[1] ?? "records", stale) : renderCollections(main, stale)),
+    collections: () => (rest[0] ? renderCollection(main, rest[0], rest[1] ?? "records", stale, rest[2]) : renderCollections(main, stale)),
     relations: () => renderRelations(main, stale),
+    schema: () => renderSchemaPage(main, stale),
     users: () => (rest[0] ? renderUser(main, rest[0], stale) : renderUsers(main, stale)),
     webhooks: () => (rest[0] ? renderWebhook(main, rest[0], stale) : renderWebhooks(main, stale)),
     hooks: () => renderHooks(main, stale),

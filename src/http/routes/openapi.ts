@@ -1,5 +1,7 @@
 import { Elysia, t } from "elysia";
-import { requireCollection } from "../../collections/catalog.ts";
+import { findCollection, requireCollection } from "../../collections/catalog.ts";
+import type { Collection } from "../../collections/types.ts";
+import { relationsFrom } from "../../relations/catalog.ts";
 import type { AppContext } from "../../context.ts";
 import { doc } from "../doc.ts";
 import { buildOpenApi, collectionOpenApi, type RouteInfo } from "../openapi.ts";
@@ -29,7 +31,13 @@ export function openApiRoutes(ctx: AppContext, routes: () => readonly RouteInfo[
       }
       await requireAdmin(ctx, request);
       const col = await requireCollection(ctx, name);
-      return new Response(JSON.stringify(collectionOpenApi(generic, col)), { headers: JSON_HEADERS });
+      const relations = await relationsFrom(ctx, col.name);
+      const targets = new Map<string, Collection>();
+      for (const r of relations) {
+        const target = await findCollection(ctx, r.to_col);
+        if (target) targets.set(target.name.toLowerCase(), target);
+      }
+      return new Response(JSON.stringify(collectionOpenApi(generic, col, relations, targets)), { headers: JSON_HEADERS });
     },
     doc({
       summary: "This document (OpenAPI 3.1)",
