@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ADMIN_SECRET } from "../helpers/app.ts";
 import { buildBinary, runCli } from "../helpers/cli.ts";
+import { freshDatabaseUrl, onPostgres } from "../helpers/engine.ts";
 import { startReceiver, validSignature } from "../helpers/receiver.ts";
 import { spawnServer, type ServerProcess } from "../helpers/server.ts";
 import { waitFor } from "../helpers/wait.ts";
@@ -74,6 +75,37 @@ describe("webhooks in the compiled binary", () => {
     } finally {
       receiver.stop();
       rmSync(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
+});
+
+describe.skipIf(!onPostgres)("two nodes on one PostgreSQL database", () => {
+  test("two baas serve processes deliver each of many events exactly once, whichever node wrote it", async () => {
+    const receiver = startReceiver();
+    try {
+      const url = await freshDatabaseUrl();
+      const node = () => spawnServer({ cmd: [bin], args: ["--database", url] });
+      const a = await node();
+      servers.push(a);
+      const b = await node();
+      servers.push(b);
+      expect((await call(a, "POST", "/admin/collections", { name: "orders" })).status).toBe(201);
+      const hook = await call(b, "POST", "/admin/webhooks", { url: receiver.url, collections: ["orders"], secret: SECRET });
+      expect(hook.status).toBe(201);
+      const N = 200;
+      const writes: Promise<{ status: number }>[] = [];
+      for (let i = 0; i < N; i++) writes.push(call(i % 2 ? a : b, "POST", "/orders", { n: i }));
+      expect((await Promise.all(writes)).every((r) => r.status === 201)).toBe(true);
+      await waitFor(() => new Set(receiver.got.map((r) => r.eventId)).size >= N, { what: `${N} events`, progress: () => receiver.got.length });
+      await waitFor(async () => (await call(a, "GET", `/admin/webhooks/${hook.body.id}`)).body.pending === 0, { what: "nothing pending" });
+      const perEvent = new Map<string, number>();
+      for (const r of receiver.got) perEvent.set(r.eventId, (perEvent.get(r.eventId) ?? 0) + 1);
+      expect(perEvent.size).toBe(N);
+      expect([...perEvent.values()].every((n) => n === 1)).toBe(true);
+      expect(new Set(receiver.got.map((r) => r.json.record.n))).toEqual(new Set(Array.from({ length: N }, (_, i) => i)));
+      expect(receiver.got.every((r) => validSignature(r, SECRET) && r.attempt === 1)).toBe(true);
+    } finally {
+      receiver.stop();
     }
   }, 120_000);
 });
