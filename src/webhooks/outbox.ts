@@ -128,15 +128,15 @@ async function insertChunks(ctx: AppContext, values: (string | number)[], rows: 
 }
 
 // The worker of each context, told when its process committed outbox rows (see worker.ts).
-const wakers = new WeakMap<AppContext, () => void>();
+const wakers = new WeakMap<AppContext, (webhooksChanged?: boolean) => void>();
 
 /** Registers the function that wakes `ctx`'s delivery worker (null: none runs, as in the CLI). */
-export function setOutboxWaker(ctx: AppContext, wake: (() => void) | null): void {
+export function setOutboxWaker(ctx: AppContext, wake: ((webhooksChanged?: boolean) => void) | null): void {
   if (wake) wakers.set(ctx, wake);
   else wakers.delete(ctx);
 }
 
-/** Tells `ctx`'s delivery worker, if it runs in this process, that deliveries are due. */
-export function wakeWorker(ctx: AppContext): void {
-  wakers.get(ctx)?.();
+/** Tells `ctx`'s delivery worker, if it runs in this process, that deliveries are due (or that webhooks changed). */
+export function wakeWorker(ctx: AppContext, webhooksChanged = false): void {
+  wakers.get(ctx)?.(webhooksChanged);
 }

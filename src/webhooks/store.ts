@@ -146,6 +146,7 @@ export async function createWebhook(ctx: AppContext, body: NewWebhook): Promise<
     ]);
     // Write transactions of every process learn of the webhook at their next catalog check (webhookSet).
     await touchCatalog(ctx);
+    ctx.db.afterCommit(() => wakeWorker(ctx, true));
     return webhookJson(w, { showSecret: true });
   });
 }
@@ -188,8 +189,8 @@ export async function updateWebhook(ctx: AppContext, id: string, patch: WebhookP
       w.id,
     ]);
     await touchCatalog(ctx);
-    // Enabled again: its waiting deliveries are due.
-    ctx.db.afterCommit(() => wakeWorker(ctx));
+    // This process's worker sends with the new address and secret at once; enabled again, its waiting deliveries are due.
+    ctx.db.afterCommit(() => wakeWorker(ctx, true));
     return w;
   });
   return webhookJson(w, { showSecret: secret !== undefined, pending: (await pendingCounts(ctx, id)).get(id) ?? 0 });
@@ -203,6 +204,7 @@ export async function deleteWebhook(ctx: AppContext, id: string): Promise<{ ok: 
     await ctx.db.run("DELETE FROM _webhook_deliveries WHERE webhook_id = ?", [id]);
     await ctx.db.run("DELETE FROM _webhooks WHERE id = ?", [id]);
     await touchCatalog(ctx);
+    ctx.db.afterCommit(() => wakeWorker(ctx, true));
     return { ok: true as const };
   });
 }

@@ -29,6 +29,12 @@ export interface WorkerOptions {
   pollMs?: number;
   /** How long a claim holds beyond the attempt's timeout before another worker may take the delivery. */
   leaseMarginMs?: number;
+  /**
+   * The shortest time between two rounds of claiming and recording (20 ms): under a stream of writes, each round
+   * claims what the commits of that time made due and records the attempts that ended in it, in one transaction
+   * each, rather than one per commit and per answer.
+   */
+  batchMs?: number;
 }
 
 export interface WebhookWorker {
@@ -69,6 +75,19 @@ const FIRST_BACKOFF_MS = 1_000;
 const MAX_BACKOFF_MS = 60 * 60 * 1000;
 /** Bytes of a receiver's answer kept as the error of a failed attempt (the rest is not read). */
 const ANSWER_SNIPPET = 512;
+/** A process that used more than this share of one core over the last BUSY_WINDOW_MS is busy (see `soon`). */
+const BUSY_SHARE = 0.75;
+const BUSY_WINDOW_MS = 200;
+/** The time between rounds while the process is busy. */
+const BUSY_ROUND_MS = 250;
+
+/** CPU time (user + system) this process has used, in µs. */
+function cpuNow(): number {
+  const u = process.cpuUsage();
+  return u.user + u.system;
+}
+/** How long the worker uses the webhooks and the private-address setting it read (changes in this process apply at once). */
+const CONFIG_MS = 250;
 /** How often finished deliveries and old attempts are pruned, at most. */
 const PRUNE_EVERY_MS = 10_000;
 
@@ -81,8 +100,9 @@ const CLAIM_CHECK = "SELECT id FROM _webhook_deliveries WHERE webhook_id = ? AND
 
 /** Starts the worker of `ctx` (one per server process). */
 export function startWebhookWorker(ctx: AppContext, opts: WorkerOptions = {}): WebhookWorker {
-  const concurrency = opts.concurrency ?? 16;
-  const perWebhook = opts.perWebhook ?? 8;
+  const concurrency = opts.concurrency ?? 64;
+  const perWebhook = opts.perWebhook ?? 32;
+  const batchMs = opts.batchMs ?? 20;
   const timeoutMs = opts.timeoutMs ?? 10_000;
   const pollMs = opts.pollMs ?? 1_000;
   const leaseMs = timeoutMs + (opts.leaseMarginMs ?? 30_000);
@@ -100,54 +120,112 @@ export function startWebhookWorker(ctx: AppContext, opts: WorkerOptions = {}): W
   let pumping: Promise<void> | null = null;
   let pumpAgain = false;
   let timer: ReturnType<typeof setTimeout> | null = null;
-  let wakeQueued = false;
+  let timerAt = Infinity;
+  let lastRound = 0;
+  // How busy the process is: the share of one core it used over the last BUSY_WINDOW_MS, measured at most that often.
+  let busy = false;
+  let cpuAt = { wall: performance.now(), cpu: cpuNow() };
+  const measureBusy = () => {
+    const wall = performance.now();
+    if (wall - cpuAt.wall < BUSY_WINDOW_MS) return busy;
+    const cpu = cpuNow();
+    busy = (cpu - cpuAt.cpu) / 1000 / (wall - cpuAt.wall) > BUSY_SHARE;
+    cpuAt = { wall, cpu };
+    return busy;
+  };
+  // A round was asked for (commits, answers) and has not started yet.
+  let wanted = false;
   const inFlight = new Map<string, { webhook: string; abort: AbortController; done: Promise<void>; claim: string }>();
   const perHook = new Map<string, number>();
   let outcomes: Outcome[] = [];
-  let flushing: Promise<void> | null = null;
   let lastPrune = 0;
   let prunedSince = true;
   const stopAll = new AbortController();
+  // The enabled webhooks and the private-address setting, read again at most every CONFIG_MS (and at once after a
+  // webhook of this process changed): a round under load must not read them each time.
+  let config: { hooks: Webhook[]; allowPrivate: boolean; at: number } | null = null;
 
   const log = (err: unknown, what: string) => ctx.log.error(what, { error: err instanceof Error ? err.message : String(err) });
 
+  /** Runs a round in `ms` (or sooner if one is already set for sooner). */
   const schedule = (ms: number) => {
     if (stopped) return;
+    const at = Date.now() + ms;
+    if (timer && timerAt <= at) return;
     if (timer) clearTimeout(timer);
+    timerAt = at;
     timer = setTimeout(() => {
       timer = null;
+      timerAt = Infinity;
       pump();
     }, ms);
     // A waiting worker never keeps the process alive by itself.
     (timer as { unref?: () => void }).unref?.();
   };
 
-  /** Claims what is due, for every webhook with room, and starts those attempts; runs once at a time. */
+  /**
+   * Asks for a round as soon as the last one is batchMs old: commits and answers meanwhile join it. Deliveries
+   * give way to requests: while the process keeps a core busy, rounds are BUSY_ROUND_MS apart, so sending (a POST
+   * costs about half a create) takes a small share of the CPU and the outbox catches up once the load eases.
+   * Nothing is lost meanwhile: the deliveries wait in the outbox.
+   */
+  const soon = () => {
+    if (stopped) return;
+    if (pumping) pumpAgain = true;
+    else {
+      wanted = true;
+      schedule(Math.max(0, lastRound + (measureBusy() ? BUSY_ROUND_MS : batchMs) - Date.now()));
+    }
+  };
+
+  /** One round: records the attempts that ended, then claims what is due for every webhook with room and sends it. */
   function pump(): void {
     if (stopped) return;
     if (pumping) {
       pumpAgain = true;
       return;
     }
+    pumpAgain = false;
+    wanted = false;
+    lastRound = Date.now();
     pumping = (async () => {
-      do {
-        pumpAgain = false;
-        await claimAndSend();
-      } while (pumpAgain && !stopped);
+      await flush();
+      await claimAndSend();
     })()
       .catch((err) => log(err, "webhook worker: claiming deliveries failed"))
       .finally(() => {
         pumping = null;
-        schedule(pollMs);
+        if (pumpAgain) soon();
+        else schedule(pollMs);
         void maybePrune();
       });
   }
 
+  /** Writes the outcomes gathered since the last round, in one transaction. */
+  async function flush(): Promise<void> {
+    if (outcomes.length === 0) return;
+    const batch = outcomes;
+    outcomes = [];
+    try {
+      await writeOutcomes(batch);
+    } catch (err) {
+      // The claims expire, and those deliveries are tried again: at least once.
+      log(err, "webhook worker: recording attempts failed");
+    }
+  }
+
+  async function currentConfig(): Promise<{ hooks: Webhook[]; allowPrivate: boolean }> {
+    if (config && Date.now() - config.at < CONFIG_MS) return config;
+    const at = Date.now();
+    const hooks = (await ctx.db.all<WebhookRow>(`SELECT ${WEBHOOK_COLUMNS} FROM _webhooks WHERE enabled = TRUE ORDER BY id`)).map(webhookFromRow);
+    const allowPrivate = hooks.length ? await getSetting(ctx, "webhooks_allow_private_addresses") : true;
+    config = { hooks, allowPrivate, at };
+    return config;
+  }
+
   async function claimAndSend(): Promise<void> {
     if (inFlight.size >= concurrency) return;
-    const hooks = (await ctx.db.all<WebhookRow>(`SELECT ${WEBHOOK_COLUMNS} FROM _webhooks WHERE enabled = TRUE ORDER BY id`)).map(webhookFromRow);
-    if (hooks.length === 0) return;
-    const allowPrivate = await getSetting(ctx, "webhooks_allow_private_addresses");
+    const { hooks, allowPrivate } = await currentConfig();
     for (const hook of hooks) {
       const room = Math.min(concurrency - inFlight.size, perWebhook - (perHook.get(hook.id) ?? 0));
       if (room <= 0 || stopped) continue;
@@ -230,27 +308,8 @@ export function startWebhookWorker(ctx: AppContext, opts: WorkerOptions = {}): W
     outcomes.push(o);
     if (!o.ok && o.attempt === 1)
       ctx.log.warn("webhook delivery failed; it will be retried", { webhook: o.delivery.webhook_id, event: o.delivery.event_id, error: o.error });
-    if (!flushing) flushing = flushSoon();
-  }
-
-  /** Writes the outcomes gathered meanwhile, in one transaction, then looks for more work (slots are free again). */
-  async function flushSoon(): Promise<void> {
-    await new Promise<void>((r) => setImmediate(r));
-    try {
-      while (outcomes.length) {
-        const batch = outcomes;
-        outcomes = [];
-        try {
-          await writeOutcomes(batch);
-        } catch (err) {
-          // The claims expire, and those deliveries are tried again: at least once.
-          log(err, "webhook worker: recording attempts failed");
-        }
-      }
-    } finally {
-      flushing = null;
-    }
-    pump();
+    // The next round records it, and fills the slot it freed.
+    soon();
   }
 
   async function writeOutcomes(batch: Outcome[]): Promise<void> {
@@ -312,14 +371,9 @@ export function startWebhookWorker(ctx: AppContext, opts: WorkerOptions = {}): W
     }
   }
 
-  const wake = () => {
-    if (wakeQueued || stopped) return;
-    wakeQueued = true;
-    // After the turn: the commits of this turn's requests are claimed together.
-    setImmediate(() => {
-      wakeQueued = false;
-      pump();
-    });
+  const wake = (changed?: boolean) => {
+    if (changed) config = null;
+    soon();
   };
   setOutboxWaker(ctx, wake);
   pump();
@@ -330,8 +384,7 @@ export function startWebhookWorker(ctx: AppContext, opts: WorkerOptions = {}): W
       for (;;) {
         if (pumping) await pumping;
         else if (inFlight.size) await Promise.all([...inFlight.values()].map((f) => f.done));
-        else if (flushing) await flushing;
-        else if (wakeQueued) await new Promise((r) => setImmediate(r));
+        else if (outcomes.length || wanted) pump();
         else return;
       }
     },
@@ -347,7 +400,6 @@ export function startWebhookWorker(ctx: AppContext, opts: WorkerOptions = {}): W
       const abandoned = [...inFlight.entries()];
       stopAll.abort();
       await Promise.all(abandoned.map(([, f]) => f.done));
-      while (flushing) await flushing;
       if (outcomes.length) await writeOutcomes(outcomes.splice(0)).catch((err) => log(err, "webhook worker: recording attempts failed"));
       // Due again at once, here after a restart or on another node.
       for (const [id, f] of abandoned)
