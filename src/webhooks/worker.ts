@@ -86,7 +86,7 @@ function cpuNow(): number {
   const u = process.cpuUsage();
   return u.user + u.system;
 }
-/** How long the worker uses the webhooks and the private-address setting it read (changes in this process apply at once). */
+/** How long the worker uses the webhooks it read (changes made in this process apply at once). */
 const CONFIG_MS = 250;
 /** How often finished deliveries and old attempts are pruned, at most. */
 const PRUNE_EVERY_MS = 10_000;
@@ -141,9 +141,9 @@ export function startWebhookWorker(ctx: AppContext, opts: WorkerOptions = {}): W
   let lastPrune = 0;
   let prunedSince = true;
   const stopAll = new AbortController();
-  // The enabled webhooks and the private-address setting, read again at most every CONFIG_MS (and at once after a
-  // webhook of this process changed): a round under load must not read them each time.
-  let config: { hooks: Webhook[]; allowPrivate: boolean; at: number } | null = null;
+  // The enabled webhooks, read again at most every CONFIG_MS (and at once after a webhook of this process changed):
+  // a round under load must not read them each time.
+  let hooksRead: { hooks: Webhook[]; at: number } | null = null;
 
   const log = (err: unknown, what: string) => ctx.log.error(what, { error: err instanceof Error ? err.message : String(err) });
 
@@ -214,18 +214,19 @@ export function startWebhookWorker(ctx: AppContext, opts: WorkerOptions = {}): W
     }
   }
 
-  async function currentConfig(): Promise<{ hooks: Webhook[]; allowPrivate: boolean }> {
-    if (config && Date.now() - config.at < CONFIG_MS) return config;
+  async function enabledWebhooks(): Promise<Webhook[]> {
+    if (hooksRead && Date.now() - hooksRead.at < CONFIG_MS) return hooksRead.hooks;
     const at = Date.now();
     const hooks = (await ctx.db.all<WebhookRow>(`SELECT ${WEBHOOK_COLUMNS} FROM _webhooks WHERE enabled = TRUE ORDER BY id`)).map(webhookFromRow);
-    const allowPrivate = hooks.length ? await getSetting(ctx, "webhooks_allow_private_addresses") : true;
-    config = { hooks, allowPrivate, at };
-    return config;
+    hooksRead = { hooks, at };
+    return hooks;
   }
 
   async function claimAndSend(): Promise<void> {
     if (inFlight.size >= concurrency) return;
-    const { hooks, allowPrivate } = await currentConfig();
+    const hooks = await enabledWebhooks();
+    // Read once per round that sends something: a change of this safety setting applies to the next attempt.
+    let allowPrivate: boolean | undefined;
     for (const hook of hooks) {
       const room = Math.min(concurrency - inFlight.size, perWebhook - (perHook.get(hook.id) ?? 0));
       if (room <= 0 || stopped) continue;
@@ -234,7 +235,8 @@ export function startWebhookWorker(ctx: AppContext, opts: WorkerOptions = {}): W
       if (!(await ctx.db.get(CLAIM_CHECK, [hook.id, now]))) continue;
       const claim = `${node}.${++claims}`;
       const rows = await ctx.db.all<Claimed>(claimSql, [now + leaseMs, claim, now, hook.id, now, room, now]);
-      for (const row of rows) send({ ...row, attempts: Number(row.attempts), expires_at: Number(row.expires_at) }, hook, allowPrivate);
+      if (rows.length) allowPrivate ??= await getSetting(ctx, "webhooks_allow_private_addresses");
+      for (const row of rows) send({ ...row, attempts: Number(row.attempts), expires_at: Number(row.expires_at) }, hook, allowPrivate!);
       // As many as there was room for: more may be due.
       if (rows.length === room) pumpAgain = true;
     }
@@ -372,7 +374,7 @@ export function startWebhookWorker(ctx: AppContext, opts: WorkerOptions = {}): W
   }
 
   const wake = (changed?: boolean) => {
-    if (changed) config = null;
+    if (changed) hooksRead = null;
     soon();
   };
   setOutboxWaker(ctx, wake);
