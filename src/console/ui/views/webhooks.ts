@@ -35,8 +35,8 @@ interface Attempt {
 
 const ACTIONS = ["create", "update", "delete", "restore"];
 
-/** Renders `#/webhooks`. */
-export async function renderWebhooks(main: HTMLElement, stale: () => boolean): Promise<void> {
+/** Renders `#/webhooks`; after an add, with the new webhook's secret (shown this once). */
+export async function renderWebhooks(main: HTMLElement, stale: () => boolean, added?: Webhook): Promise<void> {
   const [hooks, cols] = await Promise.all([api<{ items: Webhook[] }>("GET", "/admin/webhooks"), api<{ items: CollectionJson[] }>("GET", "/admin/collections")]);
   if (stale()) return;
   const reload = () => renderWebhooks(main, stale).catch((e) => showError(e));
@@ -49,7 +49,15 @@ export async function renderWebhooks(main: HTMLElement, stale: () => boolean): P
   );
   const actions = ACTIONS.map((a) => checkbox(a, true, { name: `action_${a}` }));
   const secret = h("input", { type: "text", name: "secret", spellcheck: "false", autocomplete: "off", placeholder: "optional: one is made" });
-  const created = h("div");
+  const created = added
+    ? h(
+        "div",
+        { class: "alert ok", role: "status" },
+        h("strong", null, "Webhook added. "),
+        "Its secret is shown only now: ",
+        h("code", { class: "secret" }, added.secret),
+      )
+    : h("div");
   const add = h("button", { type: "submit", class: "btn primary" }, "Add webhook");
   replace(
     main,
@@ -86,7 +94,9 @@ export async function renderWebhooks(main: HTMLElement, stale: () => boolean): P
               "Remove",
               async (ev) => {
                 const btn = ev.currentTarget as HTMLButtonElement;
-                const ok = await confirmDialog(`Remove the webhook to ${w.url}?`, w.pending ? `Its ${w.pending} pending deliveries are dropped.` : "Nothing more is sent to it.");
+                const ok = await confirmDialog(`Remove the webhook to ${w.url}?`, w.pending ? `Its ${w.pending} pending deliveries are dropped.` : "Nothing more is sent to it.", {
+                  confirmLabel: "Remove",
+                });
                 if (!ok) return;
                 await busy(btn, async () => {
                   await api("DELETE", `/admin/webhooks/${seg(w.id)}`);
@@ -115,17 +125,7 @@ export async function renderWebhooks(main: HTMLElement, stale: () => boolean): P
             };
             if (secret.value) body.secret = secret.value;
             const res = await api<Webhook>("POST", "/admin/webhooks", body);
-            await reload();
-            replace(
-              created,
-              h(
-                "div",
-                { class: "alert ok", role: "status" },
-                h("strong", null, "Webhook added. "),
-                "Its secret is shown only now: ",
-                h("code", { class: "secret" }, res.secret),
-              ),
-            );
+            await renderWebhooks(main, stale, res).catch((e) => showError(e));
           });
         },
       },
