@@ -79,6 +79,40 @@ describe("webhooks in the compiled binary", () => {
   }, 120_000);
 });
 
+describe("baas webhooks (the CLI)", () => {
+  test("add shows the secret once, list masks it, deliveries and remove answer --json; bad input exits 1 or 2 with the reason", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "baas-whcli-"));
+    try {
+      expect((await runCli(bin, ["collections", "create", "orders", "--data", dir], { cwd: dir })).code).toBe(0);
+      const add = await runCli(bin, ["webhooks", "add", "https://example.com/in", "--collection", "orders", "--action", "delete", "--action", "create", "--json", "--data", dir], { cwd: dir });
+      expect(add.code).toBe(0);
+      const made = add.json();
+      expect(made).toMatchObject({ url: "https://example.com/in", collections: ["orders"], actions: ["create", "delete"], enabled: true, pending: 0 });
+      expect(made.secret).toStartWith("whsec_");
+      const list = await runCli(bin, ["webhooks", "list", "--json", "--data", dir], { cwd: dir });
+      expect(list.json()).toEqual({ items: [{ ...made, secret: "********" }] });
+      const text = await runCli(bin, ["webhooks", "list", "--data", dir], { cwd: dir });
+      expect(text.stdout).toContain("https://example.com/in");
+      expect(text.stdout).not.toContain(made.secret);
+      expect((await runCli(bin, ["webhooks", "deliveries", made.id, "--json", "--data", dir], { cwd: dir })).json()).toEqual({ items: [] });
+
+      const ftp = await runCli(bin, ["webhooks", "add", "ftp://example.com/in", "--collection", "orders", "--data", dir], { cwd: dir });
+      expect([ftp.code, ftp.stderr.trim()]).toEqual([1, "error: url must be an absolute http:// or https:// URL"]);
+      const unknown = await runCli(bin, ["webhooks", "add", "https://example.com/in", "--collection", "nope", "--data", dir], { cwd: dir });
+      expect([unknown.code, unknown.stderr.trim()]).toEqual([1, 'error: unknown collection "nope"']);
+      expect((await runCli(bin, ["webhooks", "add", "https://example.com/in", "--collection", "orders", "--action", "nope", "--data", dir], { cwd: dir })).code).toBe(2);
+      const missing = await runCli(bin, ["webhooks", "deliveries", "01NOPE", "--data", dir], { cwd: dir });
+      expect([missing.code, missing.stderr.trim()]).toEqual([1, "error: webhook not found"]);
+
+      const removed = await runCli(bin, ["webhooks", "remove", made.id, "--yes", "--json", "--data", dir], { cwd: dir });
+      expect(removed.json()).toEqual({ ok: true });
+      expect((await runCli(bin, ["webhooks", "list", "--json", "--data", dir], { cwd: dir })).json()).toEqual({ items: [] });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
+});
+
 describe.skipIf(!onPostgres)("two nodes on one PostgreSQL database", () => {
   test("two baas serve processes deliver each of many events exactly once, whichever node wrote it", async () => {
     const receiver = startReceiver();
