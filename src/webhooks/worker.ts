@@ -432,6 +432,19 @@ async function readSnippet(res: Response, max: number, signal: AbortSignal): Pro
   return new TextDecoder().decode(Buffer.concat(chunks).subarray(0, max)).trim();
 }
 
+/** Rows one pruning statement deletes at most: each is a short write, so requests' writes go in between. */
+const PRUNE_CHUNK = 1000;
+
+/** Runs a chunked DELETE (its `LIMIT` given as the last parameter) until it deletes less than a chunk. */
+async function deleteInChunks(ctx: AppContext, sql: string, params: (string | number)[]): Promise<void> {
+  for (;;) {
+    const { changes } = await ctx.db.run(sql, [...params, PRUNE_CHUNK]);
+    if (changes < PRUNE_CHUNK) return;
+    // Between chunks the event loop serves what waits (on SQLite, other writes take the lock).
+    await new Promise((r) => setImmediate(r));
+  }
+}
+
 /** See maybePrune. */
 export async function pruneHistory(ctx: AppContext): Promise<void> {
   const now = ctx.clock.now();
@@ -444,10 +457,12 @@ export async function pruneHistory(ctx: AppContext): Promise<void> {
   const hooks = await ctx.db.all<{ id: string }>("SELECT id FROM _webhooks");
   for (const { id } of hooks) {
     const cut = await ctx.db.get<{ id: string }>(`SELECT id FROM _webhook_attempts WHERE webhook_id = ? ORDER BY id DESC LIMIT 1 OFFSET ${ATTEMPTS_KEPT}`, [id]);
-    if (cut) await ctx.db.run("DELETE FROM _webhook_attempts WHERE webhook_id = ? AND id <= ?", [id, cut.id]);
-    await ctx.db.run(
-      `DELETE FROM _webhook_deliveries WHERE webhook_id = ? AND status <> 'pending'
-         AND NOT EXISTS (SELECT 1 FROM _webhook_attempts a WHERE a.delivery_id = _webhook_deliveries.id)`,
+    if (cut)
+      await deleteInChunks(ctx, "DELETE FROM _webhook_attempts WHERE id IN (SELECT id FROM _webhook_attempts WHERE webhook_id = ? AND id <= ? LIMIT ?)", [id, cut.id]);
+    await deleteInChunks(
+      ctx,
+      `DELETE FROM _webhook_deliveries WHERE id IN (SELECT d.id FROM _webhook_deliveries d WHERE d.webhook_id = ? AND d.status <> 'pending'
+         AND NOT EXISTS (SELECT 1 FROM _webhook_attempts a WHERE a.delivery_id = d.id) LIMIT ?)`,
       [id],
     );
   }

@@ -427,6 +427,20 @@ describe("deliveries", () => {
     expect(new Set(items.map((a: any) => a.delivery_id)).size).toBe(100);
   });
 
+  test("pruning deletes finished deliveries without a listed attempt in chunks, every one of them; pending ones stay", async () => {
+    s = await setup();
+    const { t, receiver, worker } = s;
+    await worker.stop({ graceMs: 0 });
+    await addWebhook(t, receiver);
+    for (let i = 0; i < 5; i++) expect((await t.req("POST", "/api/v1/orders/bulk", { body: Array.from({ length: 500 }, (_, n) => ({ n })) })).status).toBe(201);
+    await t.ctx.db.run("UPDATE _webhook_deliveries SET status = 'delivered' WHERE id IN (SELECT id FROM _webhook_deliveries ORDER BY id LIMIT 2300)");
+    const { pruneHistory } = await import("../../src/webhooks/worker.ts");
+    await pruneHistory(t.ctx);
+    expect(await countRows(t, "_webhook_deliveries")).toBe(200);
+    expect(await countRows(t, "_webhook_deliveries", "status = 'pending'")).toBe(200);
+    expect(receiver.got.length).toBe(0);
+  });
+
   test("deleting a webhook drops its pending deliveries: nothing more is sent", async () => {
     s = await setup(() => 500);
     const { t, receiver, worker } = s;
