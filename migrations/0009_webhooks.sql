@@ -34,7 +34,8 @@ CREATE TABLE `_webhook_deliveries` (
 --> statement-breakpoint
 CREATE INDEX `_webhook_deliveries_due` ON `_webhook_deliveries` (`webhook_id`, `next_at`) WHERE `status` = 'pending';
 --> statement-breakpoint
-CREATE INDEX `_webhook_deliveries_webhook` ON `_webhook_deliveries` (`webhook_id`, `status`);
+-- Finished deliveries, for pruning: a row enters it when it is delivered or failed, not when the change writes it.
+CREATE INDEX `_webhook_deliveries_done` ON `_webhook_deliveries` (`webhook_id`) WHERE `status` <> 'pending';
 --> statement-breakpoint
 CREATE TABLE `_webhook_attempts` (
   `id` text PRIMARY KEY NOT NULL,
