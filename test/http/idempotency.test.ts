@@ -1,6 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createCollection, createTestApp, registerUser } from "../helpers/app.ts";
 import { countRows } from "../helpers/schema.ts";
+import { waitFor } from "../helpers/wait.ts";
+import { AppError } from "../../src/errors.ts";
+import { IDEMPOTENCY_CLAIM_MS, runIdempotent } from "../../src/idempotency/store.ts";
 
 // One app for the file: every scenario uses keys and collections of its own.
 const t = createTestApp();
@@ -151,6 +154,21 @@ describe("Idempotency-Key on POST", () => {
     for (const a of answers) if (a.status !== 409) expect([a.status, a.body]).toEqual([201, made[0]!.body]);
     const retry = await post("/api/v1/auth/register", body, "register-race", null);
     expect([retry.status, retry.headers.get("idempotent-replayed"), retry.body]).toEqual([201, "true", made[0]!.body]);
+  });
+
+  test("a claim whose request never finished (its process died) frees its key after 5 minutes", async () => {
+    const req = { key: "stuck-1", caller: "admin", request: "POST /api/v1/plain\n{}" };
+    // The first request claims the key and never ends, as if its process had died mid-way.
+    void runIdempotent(t.ctx, req, { status: 201, transaction: false }, () => new Promise<never>(() => {}));
+    await waitFor(async () => {
+      const busy = await runIdempotent(t.ctx, req, { status: 201, transaction: false }, async () => "ran").catch((err) => err);
+      return busy instanceof AppError && busy.code === "idempotency_key_in_progress";
+    }, { what: "the claim to be taken" });
+    t.clock.advance(IDEMPOTENCY_CLAIM_MS - 1_000);
+    await expect(runIdempotent(t.ctx, req, { status: 201, transaction: false }, async () => "ran")).rejects.toMatchObject({ status: 409 });
+    t.clock.advance(2_000);
+    expect(await runIdempotent(t.ctx, req, { status: 201, transaction: false }, async () => "ran")).toEqual({ replayed: false, value: "ran" });
+    expect(await runIdempotent(t.ctx, req, { status: 201, transaction: false }, async () => "again")).toEqual({ replayed: true, answer: { status: 201, body: "ran" } });
   });
 
   test("neither the key nor the answer is stored as sent", async () => {
