@@ -4,7 +4,6 @@ import { randomToken, sha256 } from "../crypto.ts";
 import { AppError, badRequest, bodyOf, methodDisabled, notFound, type Checked } from "../errors.ts";
 import { getSetting } from "../settings/settings.ts";
 import type { Principal } from "./principal.ts";
-import { INSERT_ORDER } from "../query/dialect.ts";
 import { findUserById } from "../users/users.ts";
 import { requireVerifiedEmail } from "./verified.ts";
 
@@ -44,7 +43,7 @@ export async function listApiKeys(ctx: AppContext, p: Principal): Promise<{ item
 
 /** A user's active keys, oldest first, never their values (also what an admin sees). */
 export async function activeApiKeysOf(ctx: AppContext, userId: string): Promise<ApiKeyJson[]> {
-  return await ctx.db.all<ApiKeyJson>(`SELECT id, name, created_at, last_used_at FROM _api_keys WHERE user_id = ? AND revoked_at IS NULL ORDER BY created_at, ${INSERT_ORDER}`, [userId]);
+  return await ctx.db.all<ApiKeyJson>(`SELECT id, name, created_at, last_used_at FROM _api_keys WHERE user_id = ? AND revoked_at IS NULL ORDER BY created_at, ${ctx.db.sql.insertOrder}`, [userId]);
 }
 
 /** `DELETE /auth/api-keys/:id`: revokes one of the user's keys; another user's key is 404. */

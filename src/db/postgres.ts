@@ -231,7 +231,6 @@ function rewrite(sql: string): Rewritten {
 
 export class PostgresEngine implements Engine {
   readonly sql = postgresDialect;
-  readonly dialect = "postgres" as const;
   readonly groupBeginsAfterJoin = true;
   private readonly client: SQL;
   /** The transaction of each async context (see group-commit.ts). */

@@ -5,7 +5,7 @@ import type { Principal } from "../auth/principal.ts";
 import type { AppContext } from "../context.ts";
 import { safeEqual, sha256 } from "../crypto.ts";
 import { getMeta } from "../db/meta.ts";
-import { inList, listParam } from "../query/dialect.ts";
+import { listParam } from "../db/condition.ts";
 
 /** Who a stream acts for, and what ends that. */
 export interface Identity {
@@ -107,12 +107,12 @@ export async function endedIdentities(ctx: AppContext, identities: Identity[]): 
       for (const i of list) if (!alive.has(`${id}\u0000${(i.principal as { userId: string }).userId}`)) ended.add(i);
   };
   await live(
-    `SELECT id, user_id FROM _sessions WHERE id ${inList(ctx.db)} AND revoked_at IS NULL AND expires_at > ?`,
+    `SELECT id, user_id FROM _sessions WHERE id ${ctx.db.sql.inList} AND revoked_at IS NULL AND expires_at > ?`,
     sessions,
     now,
   );
-  await live(`SELECT id, user_id FROM _api_keys WHERE id ${inList(ctx.db)} AND revoked_at IS NULL`, keys);
-  await live(`SELECT id, id AS user_id FROM _users WHERE id ${inList(ctx.db)}`, users);
+  await live(`SELECT id, user_id FROM _api_keys WHERE id ${ctx.db.sql.inList} AND revoked_at IS NULL`, keys);
+  await live(`SELECT id, id AS user_id FROM _users WHERE id ${ctx.db.sql.inList}`, users);
   return ended;
 }
 
@@ -124,7 +124,7 @@ export async function endedIdentities(ctx: AppContext, identities: Identity[]): 
 export async function currentRoles(ctx: AppContext, userIds: readonly string[]): Promise<Map<string, string[]>> {
   const roles = new Map<string, string[]>();
   if (!userIds.length) return roles;
-  const rows = await ctx.db.all<{ id: string; roles: string }>(`SELECT id, roles FROM _users WHERE id ${inList(ctx.db)}`, [listParam(userIds)]);
+  const rows = await ctx.db.all<{ id: string; roles: string }>(`SELECT id, roles FROM _users WHERE id ${ctx.db.sql.inList}`, [listParam(userIds)]);
   for (const r of rows) {
     try {
       const list: unknown = JSON.parse(r.roles);
