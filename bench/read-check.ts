@@ -1,7 +1,7 @@
 // CPU time of one realtime read check (canRead: run per stream per event), allowed and refused:
 // `bun bench/read-check.ts`. A refusal used to throw and catch an AppError per check.
-import type { Principal } from "../src/auth/principal.ts";
-import type { Collection } from "../src/collections/types.ts";
+import type { Principal } from "../src/principal.ts";
+import type { Collection } from "../src/catalog/types.ts";
 import { canRead } from "../src/records/access.ts";
 
 const col = (read: unknown) => ({ name: "chat", rules: { read, create: "authenticated", update: "owner", delete: "owner" } }) as unknown as Collection;

@@ -1,4 +1,4 @@
-import { markTxCatalogStale, noteCommit } from "./collections/catalog.ts";
+import { markTxCatalogStale, noteCommit } from "./catalog/catalog.ts";
 import type { AppContext } from "./context.ts";
 import type { TransactionOptions } from "./db/engine.ts";
 

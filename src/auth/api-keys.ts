@@ -3,7 +3,7 @@ import type { AppContext } from "../context.ts";
 import { randomToken, sha256 } from "../crypto.ts";
 import { AppError, badRequest, bodyOf, methodDisabled, notFound, type Checked } from "../errors.ts";
 import { getSetting } from "../settings/settings.ts";
-import type { Principal } from "./principal.ts";
+import type { Principal } from "../principal.ts";
 import { findUserById } from "../users/users.ts";
 import { requireVerifiedEmail } from "./verified.ts";
 

@@ -1,4 +1,5 @@
 import type { AppContext } from "../context.ts";
+import { ADMIN, ANONYMOUS, type Principal } from "../principal.ts";
 import { sha256 } from "../crypto.ts";
 import { AppError } from "../errors.ts";
 import { checkAdminSecretGuess, invalidAdminCredentials, isAdminToken } from "./admin.ts";
@@ -6,23 +7,6 @@ import { isSignedJwt, looksLikeJwt, unexpiredClaims, verifyJwt } from "./jwt.ts"
 import { jwtKey, loadedJwtKey } from "./keys.ts";
 import { isSessionActive } from "./sessions.ts";
 import { requireVerifiedEmail } from "./verified.ts";
-
-/** Who is making a request. */
-export type Principal =
-  | { kind: "anonymous" }
-  | { kind: "admin" }
-  | {
-      kind: "user";
-      userId: string;
-      roles: string[];
-      /** null for admin impersonation tokens, which carry no `sid`. */
-      sessionId: string | null;
-      via: "token" | "api_key";
-      apiKeyId?: string;
-    };
-
-export const ANONYMOUS: Principal = { kind: "anonymous" };
-export const ADMIN: Principal = { kind: "admin" };
 
 export const invalidToken = (message = "invalid or expired token") => new AppError(401, "unauthorized", message);
 

@@ -4,11 +4,11 @@ import { inTransaction } from "../transaction.ts";
 import { activeRowStats } from "../query/rows.ts";
 import { mergeRules } from "../rules/validate.ts";
 import { dropFtsBesideTable } from "../search/fts.ts";
-import { collectionToJson, findCollection, listCollections, requireCollection, saveCollectionRow, touchCatalog } from "./catalog.ts";
+import { collectionToJson, findCollection, listCollections, requireCollection, saveCollectionRow, touchCatalog } from "../catalog/catalog.ts";
 import { createCollectionTable, dropCollectionTable } from "./ddl.ts";
-import { DEFAULT_RULES, isValidCollectionName } from "./types.ts";
+import { DEFAULT_RULES, isValidCollectionName } from "../catalog/types.ts";
 import { parseFieldRules } from "./validate.ts";
-import { dropRelationsOf } from "../relations/catalog.ts";
+import { dropRelationsOf } from "./relations.ts";
 
 export type CollectionJson = ReturnType<typeof collectionToJson>;
 

@@ -1,5 +1,5 @@
 import type { Engine } from "../db/engine.ts";
-import { NAME_RE, type FieldType } from "./types.ts";
+import { NAME_RE, type FieldType } from "../catalog/types.ts";
 
 // The schema changes of user collections, as the engine's dialect writes them (DdlDialect). Identifiers reach
 // SQL only after passing NAME_RE (or being one of our own `_`-prefixed system names), and are always quoted.

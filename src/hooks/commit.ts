@@ -1,6 +1,6 @@
-import type { AppContext } from "../context.ts";
-import type { ChangeEvent } from "../events/bus.ts";
-import type { CommitEvent } from "./types.ts";
+import type { ChangeEvent, EventBus } from "../events/bus.ts";
+import type { Logger } from "../log.ts";
+import type { CommitEvent, HookSet } from "./types.ts";
 
 /**
  * The event as `onCommit` gets it: section 10's change event, where a hard delete is a `delete`
@@ -19,18 +19,18 @@ function commitEvent(event: ChangeEvent): CommitEvent {
  * of the event. A throw or a rejected promise is logged and never reaches the client, whose
  * operation has already committed. Returns the function that unsubscribes them.
  */
-export function subscribeCommitHooks(ctx: AppContext): () => void {
-  const hooks = ctx.hooks.list.filter((h) => typeof h.onCommit === "function");
+export function subscribeCommitHooks(set: HookSet, events: EventBus, log: Logger): () => void {
+  const hooks = set.list.filter((h) => typeof h.onCommit === "function");
   if (!hooks.length) return () => {};
   const failed = (file: string | undefined, event: ChangeEvent, err: unknown) =>
-    ctx.log.error("onCommit hook failed", {
+    log.error("onCommit hook failed", {
       hook: file ?? null,
       collection: event.collection,
       action: event.action,
       id: event.record._id ?? null,
       error: err instanceof Error ? err.message : String(err),
     });
-  return ctx.events.subscribe((event) => {
+  return events.subscribe((event) => {
     const lower = event.collection.toLowerCase();
     for (const h of hooks) {
       if (h.collection !== "*" && h.collection.toLowerCase() !== lower) continue;

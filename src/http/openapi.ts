@@ -1,6 +1,6 @@
 import { Kind } from "@sinclair/typebox";
 import type { OpenAPIV3 } from "openapi-types";
-import type { Collection, FieldType } from "../collections/types.ts";
+import type { Collection, FieldType } from "../catalog/types.ts";
 import { VERSION } from "../version.ts";
 import { operationOf } from "./doc.ts";
 import * as schemas from "./schemas.ts";

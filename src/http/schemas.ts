@@ -3,7 +3,7 @@ import { t, type TSchema } from "elysia";
 import { MAX_INDEX_FIELDS } from "../collections/indexes.ts";
 import { MAX_BATCH } from "../records/batch.ts";
 import { MAX_BULK } from "../records/bulk.ts";
-import { ON_DELETE, RELATION_TYPES } from "../relations/catalog.ts";
+import { ON_DELETE, RELATION_TYPES } from "../catalog/types.ts";
 import { OAUTH_REDIRECT_URLS, SETTING_DEFS } from "../settings/settings.ts";
 import { byService } from "./check.ts";
 

@@ -1,6 +1,6 @@
 import type { AppContext } from "../context.ts";
 import { q } from "../db/ident.ts";
-import { SYSTEM_FIELDS, type Collection } from "../collections/types.ts";
+import { SYSTEM_FIELDS, type Collection } from "../catalog/types.ts";
 import { listParam } from "../db/condition.ts";
 
 /** A record as the API returns it: system fields, user fields, and what relations add. */

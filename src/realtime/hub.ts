@@ -1,5 +1,5 @@
 import type { AppContext } from "../context.ts";
-import { lastKnownCollection } from "../collections/catalog.ts";
+import { lastKnownHandle } from "../catalog/catalog.ts";
 import { randomToken } from "../crypto.ts";
 import { AppError, badRequest, forbidden, notFound } from "../errors.ts";
 import type { ChangeEvent } from "../events/bus.ts";
@@ -147,7 +147,7 @@ function createHub(ctx: AppContext): RealtimeHub {
 function accept(h: Hub, event: ChangeEvent): void {
   const r = h.resume;
   if (!r.holding) return r.buffer.skip();
-  const held = r.buffer.push(event, h.ctx.clock.now(), lastKnownCollection(h.ctx, event.collection)?.createdAt ?? null);
+  const held = r.buffer.push(event, h.ctx.clock.now(), lastKnownHandle(h.ctx, event.collection)?.col.createdAt ?? null);
   if (!h.reg.streams.size) return;
   h.pending.push({ held, event, stub: false });
   // IMPORTANT: the writer only queues; rule checks and fan-out run after its request, so no

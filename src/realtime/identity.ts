@@ -1,7 +1,7 @@
 import { isAdminCredential } from "../auth/admin.ts";
 import { looksLikeJwt, verifyJwt } from "../auth/jwt.ts";
 import { jwtKey } from "../auth/keys.ts";
-import type { Principal } from "../auth/principal.ts";
+import type { Principal } from "../principal.ts";
 import type { AppContext } from "../context.ts";
 import { safeEqual, sha256 } from "../crypto.ts";
 import { getMeta } from "../db/meta.ts";

@@ -1,5 +1,5 @@
 import { badRequest } from "../errors.ts";
-import { OPERATIONS, type Operation, type RuleValue, type Rules } from "../collections/types.ts";
+import { OPERATIONS, type Operation, type RuleValue, type Rules } from "../catalog/types.ts";
 
 const SIMPLE = new Set(["public", "authenticated", "owner", "disabled"]);
 

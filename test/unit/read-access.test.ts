@@ -1,6 +1,6 @@
 import { expect, test } from "bun:test";
-import { ADMIN, ANONYMOUS, type Principal } from "../../src/auth/principal.ts";
-import type { Collection, Operation } from "../../src/collections/types.ts";
+import { ADMIN, ANONYMOUS, type Principal } from "../../src/principal.ts";
+import type { Collection, Operation } from "../../src/catalog/types.ts";
 import { AppError } from "../../src/errors.ts";
 import { canRead } from "../../src/records/access.ts";
 import { accessOf, checkAccess } from "../../src/rules/access.ts";

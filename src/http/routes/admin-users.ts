@@ -16,7 +16,7 @@ import {
   resetUserTotp,
   revokeSessionsOfUser,
   unlockUser,
-} from "../../users/admin-users.ts";
+} from "../../auth/admin-users.ts";
 import { readJson } from "../body.ts";
 import { bodyChecker, queryChecker, type BodyMessages } from "../check.ts";
 import { doc, type RouteDoc } from "../doc.ts";

@@ -1,5 +1,5 @@
 import { Elysia, t } from "elysia";
-import { requireCollection } from "../../collections/catalog.ts";
+import { requireCollection } from "../../catalog/catalog.ts";
 import type { AppContext } from "../../context.ts";
 import { doc } from "../doc.ts";
 import { buildOpenApi, collectionOpenApi, type RouteInfo } from "../openapi.ts";

@@ -1,13 +1,13 @@
 import type { AppContext } from "../context.ts";
 import { AppError, badRequest, bodyOf, notFound, type Checked } from "../errors.ts";
-import { clearLoginAttempts } from "../auth/lockout.ts";
-import { checkPassword, emailKey, hashPassword, normalizeEmail } from "../auth/passwords.ts";
-import { signAccessToken, listUserSessions, revokeSession, revokeUserSessions } from "../auth/sessions.ts";
-import { listLinkedAccounts, type LinkedAccountJson } from "../auth/oauth/matching.ts";
-import { activeApiKeysOf, revokeApiKeyOf, type ApiKeyJson } from "../auth/api-keys.ts";
-import { removeTotp } from "../auth/totp.ts";
-import { lockedUntil } from "../auth/lockout.ts";
-import { checkMetadata, checkRoles, createUser, emailConflictOf, findUserByEmail, requireUser, userToJson, type UserJson } from "./users.ts";
+import { clearLoginAttempts } from "./lockout.ts";
+import { checkPassword, emailKey, hashPassword, normalizeEmail } from "../users/passwords.ts";
+import { signAccessToken, listUserSessions, revokeSession, revokeUserSessions } from "./sessions.ts";
+import { listLinkedAccounts, type LinkedAccountJson } from "./oauth/matching.ts";
+import { activeApiKeysOf, revokeApiKeyOf, type ApiKeyJson } from "./api-keys.ts";
+import { removeTotp } from "./totp.ts";
+import { lockedUntil } from "./lockout.ts";
+import { checkMetadata, checkRoles, createUser, emailConflictOf, findUserByEmail, requireUser, userToJson, type UserJson } from "../users/users.ts";
 
 /** Lifetime of an admin impersonation token (CONTRACT §3). */
 export const IMPERSONATION_TTL_SECONDS = 300;
