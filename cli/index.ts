@@ -30,7 +30,9 @@ Environment (flags win):
   DB_POOL_SIZE, DB_STATEMENT_TIMEOUT_MS  PostgreSQL: connections per process (10), statement timeout (30000)
   PORT, HOST            serve: port (default 8090) and interface (default 0.0.0.0)
   SQLITE_SYNC           serve: normal|full
-  ADMIN_SECRET          when set, it is the admin secret (else one is generated at the first start)
+  ADMIN_SECRET          when set, it is the admin secret (else one is generated at the first start);
+                        schema and fields with --url send it to the server
+  BAAS_URL              schema and fields: a running server to work on instead of the data directory
   PUBLIC_URL, APP_URL   the server's public address and the frontend's (links in mails)
   SMTP_URL, MAIL_FROM   mail delivery (without SMTP_URL, mails go to the server log)
   LOG_FORMAT, LOG_LEVEL serve: text|json, error|warn|info|debug (default text, info)
@@ -63,6 +65,8 @@ if (process.argv[commandIndex(process.argv)] !== "serve") {
     import("./commands/admin.ts").then((m) => m.registerAdmin),
     import("./commands/db.ts").then((m) => m.registerDb),
     import("./commands/types.ts").then((m) => m.registerTypes),
+    import("./commands/schema.ts").then((m) => m.registerSchema),
+    import("./commands/fields.ts").then((m) => m.registerFields),
   ]);
   for (const register of commands) register(program);
 }

@@ -107,11 +107,15 @@ export async function confirmDestructive(yes: boolean | undefined, question: str
 
 const SIMPLE_RULES = new Set(["public", "authenticated", "owner", "disabled"]);
 
-/** Parses a rule as written on the command line: public, authenticated, owner, disabled or role:<name>. */
+/**
+ * Parses a rule as written on the command line: public, authenticated, owner, disabled, role:<name>, or any other
+ * text as an expression (CONTRACT §8, §12), which the service checks like the admin API does.
+ */
 export function parseRuleArg(raw: string): string | { role: string } {
   if (SIMPLE_RULES.has(raw)) return raw;
-  if (raw.startsWith("role:") && raw.length > 5) return { role: raw.slice(5) };
-  throw new InvalidArgumentError(`expected public, authenticated, owner, disabled or role:<name>, got "${raw}"`);
+  if (/^role:[A-Za-z0-9_.:-]+$/.test(raw)) return { role: raw.slice(5) };
+  if (!raw.trim()) throw new InvalidArgumentError("expected public, authenticated, owner, disabled, role:<name> or an expression, got an empty value");
+  return raw;
 }
 
 /** Parses a JSON argument, or `@file` to read the JSON from a file. */

@@ -28,6 +28,11 @@ export interface Running {
   forceClose(): void;
 }
 
+/** The answer to a request that comes before the server has finished starting. */
+function startingUp(): Response {
+  return Response.json({ error: "the server is starting", code: "unavailable" }, { status: 503, headers: { "retry-after": "1" } });
+}
+
 /** A server already listens on the port asked for. */
 export class PortInUseError extends Error {
   constructor(port: number) {
@@ -49,6 +54,12 @@ export async function startServer(config: Config, opts: ContextOptions = {}): Pr
   await ensureJwtKey(ctx);
   await normalizeStoredEmails(ctx);
   const app = createApp(ctx);
+  // Until the start-up below ends (admin secret, full-text builds, the change listener), every request is
+  // answered 503: a load balancer's health check must not pass while an admin call would still be refused.
+  // Outermost (Elysia applies the last wrap around the others), so not in the request log, whose lines
+  // start after the start-up lines. Elysia asks the wrap on every request: afterwards it hands back the handler.
+  let starting = true;
+  app.wrap(((fn: unknown) => (starting ? startingUp : fn)) as Parameters<typeof app.wrap>[0]);
   try {
     app.listen({
       port: config.port,
@@ -66,8 +77,8 @@ export async function startServer(config: Config, opts: ContextOptions = {}): Pr
     if ((err as { code?: string }).code === "EADDRINUSE") throw new PortInUseError(config.port);
     throw err;
   }
-  // After listening, in the same synchronous turn (no request is handled before it ends): a start that
-  // fails on a taken port must not generate, store and never show a first admin secret.
+  // After listening (requests meanwhile get 503, above): a start that fails on a taken port must not
+  // generate, store and never show a first admin secret.
   const secret = await ensureAdminSecret(ctx);
   const server = app.server!;
   // With port 0 the OS picks the port, so the default PUBLIC_URL/APP_URL (`http://localhost:0`)
@@ -84,6 +95,7 @@ export async function startServer(config: Config, opts: ContextOptions = {}): Pr
   // On PostgreSQL, the changes other nodes commit reach this node's realtime subscribers.
   const stopListening = await listenForChanges(ctx);
   const checkpointer = startCheckpointer(ctx.db, config.dbPath);
+  starting = false;
   let stopped = false;
   return {
     ctx,

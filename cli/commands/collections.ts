@@ -42,7 +42,8 @@ export function showCollection(c: CollectionJson): string {
 }
 
 const RULE_HELP = `
-Rules: public, authenticated, owner, disabled or role:<name>.
+Rules: public, authenticated, owner, disabled, role:<name>, or an expression such as
+  "status = 'published' || _owner_id = @auth.id" (see the Rules chapter of docs/API.md).
 Defaults: read=public create=authenticated update=owner delete=owner.`;
 
 /** `baas collections …` and `baas stats`: the same service functions as /admin/collections. */
@@ -124,6 +125,7 @@ Field rules: [{ "field", "required"?, "min"?, "max"?, "regex"?, "enum"? }, ...]
 
 Examples:
   $ baas collections rules posts --update role:editor
+  $ baas collections rules posts --read "status = 'published' || _owner_id = @auth.id"
   $ baas collections rules posts --field-rules '[{"field":"status","enum":["draft","published"]}]'
   $ baas collections rules posts --field-rules @rules.json`,
     )

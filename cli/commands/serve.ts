@@ -5,14 +5,14 @@ import { formatLine, writeLineNow } from "../../src/log.ts";
 import { startServer } from "../../src/server.ts";
 import { UsageError, unreachable } from "../run.ts";
 
-/** Says where the admin secret comes from (never the secret itself). */
-function secretSourceLine(s: AdminSecretState): string {
+/** Says where the admin secret comes from (never the secret itself); `store` is where its hash is kept. */
+function secretSourceLine(s: AdminSecretState, store: string): string {
   if (s.source === "env")
     return s.replacedStored
-      ? "admin secret: from ADMIN_SECRET, which replaces the different secret stored in the data directory (admin tokens issued before no longer work)"
+      ? `admin secret: from ADMIN_SECRET, which replaces the different secret stored in ${store} (admin tokens issued before no longer work)`
       : "admin secret: from ADMIN_SECRET (rotate it by changing ADMIN_SECRET and restarting)";
   if (s.source === "generated") return "admin secret: generated at this first start (printed above, only its hash is stored)";
-  return "admin secret: the one stored in the data directory (ADMIN_SECRET is not set; change it with 'baas admin rotate-secret')";
+  return `admin secret: the one stored in ${store} (ADMIN_SECRET is not set; change it with 'baas admin rotate-secret')`;
 }
 
 /** `baas serve`: runs the HTTP server until SIGINT/SIGTERM, then stops gracefully. */
@@ -68,7 +68,7 @@ Examples:
       // Start and stop lines are written whatever LOG_LEVEL says (people and scripts wait for them), in the log's format.
       // Written at once, after the log lines still buffered, so stderr keeps the order things happened in.
       const say = (msg: string) => writeLineNow(config.logFormat === "json" ? formatLine("json", "info", msg) : msg);
-      say(secretSourceLine(secret));
+      say(secretSourceLine(secret, config.database.engine === "postgres" ? "the database" : "the data directory"));
       // The executable starts with the JIT held back (the build's --compile-jit-policy): code that runs once while
       // starting is not worth compiling. Serving is what runs again and again: the normal policy from here on.
       Bun.unsafe.setJITPolicy(1);

@@ -1,6 +1,8 @@
 import type { Dialect } from "../db/dialect.ts";
 import type { Engine } from "../db/engine.ts";
+import { AppError } from "../errors.ts";
 import type { HookSet } from "../hooks/types.ts";
+import { fieldToJson } from "./field-types.ts";
 import type { CollectionHandle } from "./handle.ts";
 import { CatalogSnapshot } from "./snapshot.ts";
 import type { Collection, FieldDef, FieldRule, FtsState, IndexDef, Relation, Rules } from "./types.ts";
@@ -373,26 +375,44 @@ export function noteCatalogChange(ctx: CatalogContext): void {
 }
 
 /**
- * Writes a collection's stored row (insert or replace) and invalidates the cache. Call it inside a
- * write transaction. Fields only ever grow, so fields already stored but missing from `c` are kept:
- * a caller holding a snapshot from before another process added a field must not drop it (the
- * column would stay, and the next value for it would fail as a duplicate column).
+ * What saveCollectionRow writes of an existing row's `fields`. `keep` (the default): none; the stored list
+ * stays. `add`: the copy's fields that are not stored yet join the stored ones (schema growth). `replace`: the
+ * copy's list (a field's rename, retype or drop, which read the row in the same transaction).
  */
-export async function saveCollectionRow(ctx: CatalogContext, c: Omit<Collection, "fieldMap">): Promise<void> {
+export type FieldsWrite = "keep" | "add" | "replace";
+
+/**
+ * Writes a collection's stored row (insert or replace) and invalidates the cache. Call it inside a
+ * write transaction. A caller may hold a copy read before another process changed the fields: one from
+ * before fields were added keeps them (the columns exist; dropping them from the row would make the next
+ * value for one fail as a duplicate column); one from before a field was renamed, retyped or dropped is
+ * refused with 409 (its indexes, full-text fields and field rules may name what is no longer there).
+ */
+export async function saveCollectionRow(ctx: CatalogContext, c: Omit<Collection, "fieldMap">, opts: { fields?: FieldsWrite } = {}): Promise<void> {
   const stored = await ctx.db.get<{ fields: string }>("SELECT fields FROM _collections WHERE name = ?", [c.name]);
-  if (stored) {
-    const known = JSON.parse(stored.fields) as FieldDef[];
-    const given = new Set(c.fields.map((f) => f.name.toLowerCase()));
-    if (known.some((f) => !given.has(f.name.toLowerCase()))) {
-      const knownNames = new Set(known.map((f) => f.name.toLowerCase()));
-      c = { ...c, fields: [...known, ...c.fields.filter((f) => !knownNames.has(f.name.toLowerCase()))] };
-    }
-  }
+  if (stored && opts.fields !== "replace") c = { ...c, fields: mergeFields(c.name, c.fields, JSON.parse(stored.fields) as FieldDef[], opts.fields === "add") };
   await ctx.db.run(`INSERT INTO _collections (name, rules, field_rules, fields, indexes, fts, created_at, updated_at)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT(name) DO UPDATE SET rules = excluded.rules, field_rules = excluded.field_rules,
          fields = excluded.fields, indexes = excluded.indexes, fts = excluded.fts, updated_at = excluded.updated_at`, [c.name, JSON.stringify(c.rules), JSON.stringify(c.fieldRules), JSON.stringify(c.fields), JSON.stringify(c.indexes), JSON.stringify(c.fts), c.createdAt, c.updatedAt]);
   await touchCatalog(ctx);
+}
+
+/**
+ * The fields to store given a caller's copy and the stored list: the stored list, and with `add` the copy's
+ * fields not stored yet after it. Every field of the copy that is stored must be there under the same name
+ * and type; one that is not (but with `add`) was renamed or dropped since the copy was read: 409.
+ */
+function mergeFields(collection: string, copy: FieldDef[], known: FieldDef[], add: boolean): FieldDef[] {
+  const byName = new Map(known.map((f) => [f.name.toLowerCase(), f]));
+  const fresh: FieldDef[] = [];
+  for (const f of copy) {
+    const k = byName.get(f.name.toLowerCase());
+    if (k && k.name === f.name && k.type === f.type) continue;
+    if (!k && add) fresh.push(f);
+    else throw new AppError(409, "conflict", `the fields of collection "${collection}" changed while this request ran; try again`);
+  }
+  return fresh.length ? [...known, ...fresh] : known;
 }
 
 /** Removes a collection's stored row; call touchCatalog after (inside the same transaction). */
@@ -421,7 +441,7 @@ export function collectionToJson(c: Collection) {
     name: c.name,
     rules: c.rules,
     field_rules: c.fieldRules,
-    fields: c.fields.map((f) => ({ name: f.name, type: f.type })),
+    fields: c.fields.map(fieldToJson),
     indexes: c.indexes,
     fts: { enabled: c.fts.enabled, fields: c.fts.fields },
     created_at: c.createdAt,

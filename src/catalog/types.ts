@@ -4,9 +4,19 @@ export type FieldType = "text" | "number" | "boolean" | "json";
 export interface FieldDef {
   name: string;
   type: FieldType;
+  /** The options its type takes (field-types.ts), when it has any. */
+  options?: Record<string, unknown>;
+  /** Its earlier names, latest last (a few): realtime filter topics set under an old name follow a rename. */
+  was?: string[];
 }
 
-export type RuleValue = "public" | "authenticated" | "owner" | "disabled" | { role: string };
+/** The rules of fixed meaning (CONTRACT §2.2). */
+export type FixedRule = "public" | "authenticated" | "owner" | "disabled";
+/**
+ * A rule: a fixed word, a role, or an expression (CONTRACT §12): any other string, kept as given
+ * (`string & {}` keeps the fixed words distinct for the type checker).
+ */
+export type RuleValue = FixedRule | { role: string } | (string & {});
 export type Operation = "read" | "create" | "update" | "delete";
 export type Rules = Record<Operation, RuleValue>;
 

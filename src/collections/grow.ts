@@ -84,6 +84,6 @@ export async function addFields(ctx: AppContext, h: CollectionHandle, fresh: rea
   for (const f of fresh) await addColumn(ctx.db, col.name, f.name, f.type);
   const fields = [...col.fields, ...fresh];
   const fts = await ftsAfterNewFields(ctx, col, fields);
-  await saveCollectionRow(ctx, { ...col, fields, fts, updatedAt: col.updatedAt });
+  await saveCollectionRow(ctx, { ...col, fields, fts, updatedAt: col.updatedAt }, { fields: "add" });
   return await openCollection(ctx, col.name);
 }

@@ -83,7 +83,7 @@ export async function createRelation(ctx: AppContext, body: NewRelation): Promis
 
 async function addTextField(ctx: AppContext, col: Collection, field: string): Promise<void> {
   await addColumn(ctx.db, col.name, field, "text");
-  await saveCollectionRow(ctx, { ...col, fields: [...col.fields, { name: field, type: "text" }] });
+  await saveCollectionRow(ctx, { ...col, fields: [...col.fields, { name: field, type: "text" }] }, { fields: "add" });
 }
 
 /** The `to_field` of a many relation: the given one (a text field or a new name), or the field of a one relation back. */

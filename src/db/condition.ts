@@ -33,6 +33,9 @@ export type Operand = Column | Value;
 
 export type CompareOp = "=" | "<" | ">" | "<=" | ">=";
 
+/** The JSON kind an `element` condition compares an array's elements as. */
+export type ElementKind = "text" | "number" | "boolean";
+
 export type Cond =
   | { k: "true" }
   | { k: "false" }
@@ -52,8 +55,12 @@ export type Cond =
   | { k: "not"; c: Cond }
   /** A row of `table` (named `alias` in `where`) meets `where`, which may name the outer query's columns. */
   | { k: "exists"; table: string; alias: string; where: Cond }
-  /** Some element of the JSON array `array` holds is the string `value` (a column holding anything else: no element). */
-  | { k: "element"; array: Column; value: string }
+  /**
+   * Some element of the JSON array `array` holds equals `value` as a JSON value of kind `kind` (a string, a number
+   * by value, a boolean); with `differs`, some element does not equal it (a null `value` equals no element). A
+   * column holding anything but an array has no element. Never null.
+   */
+  | { k: "element"; array: Column; value: Operand; kind: ElementKind; differs: boolean }
   | { k: "raw"; sql: string; params: readonly Bound[] };
 
 export const TRUE: Cond = { k: "true" };
@@ -81,6 +88,14 @@ export function or(of: readonly Cond[]): Cond {
 
 const ALIAS_RE = /^[a-z][a-z0-9_]{0,15}$/;
 
+/**
+ * Aliases of subqueries that no collection table can be called (collection names starting `pg_` are reserved),
+ * so an alias never hides the outer query's table from a correlated reference: `pg_r1`, `pg_r2`, ...
+ */
+export function reservedAlias(prefix: string, n: number): string {
+  return `pg_${prefix}${n}`;
+}
+
 /** A row of `table` meets `where`; `alias` names its columns there (see `col`). */
 export function exists(table: string, alias: string, where: Cond): Cond {
   if (!ALIAS_RE.test(alias)) throw new Error(`refusing unsafe alias ${JSON.stringify(alias)}`);
@@ -106,8 +121,11 @@ export interface Spelling {
   like(column: string, type: ColumnType): string;
   /** `oneOf`: what follows the operand, with one `?`. */
   oneOf: string;
-  /** `element`: the condition on the array column's text, with one `?`, the string. */
-  element(array: string): string;
+  /**
+   * `element`: the condition on the array column's JSON text `array` and the value `value` (a column, or `?`
+   * bound to a string, a number or 1/0 for a boolean) of JSON kind `kind`. Never null, also where `value` is.
+   */
+  element(array: string, value: string, kind: ElementKind, differs: boolean): string;
   /**
    * A comparison of a 64-bit integer column with a number that no such column holds (a fraction, a whole number
    * past the range, ±Infinity), where the engine cannot bind such a number for it: the equivalent condition.
@@ -184,8 +202,7 @@ export function renderCond(c: Cond, params: Bound[], spelling: Spelling): string
     case "exists":
       return `EXISTS (SELECT 1 FROM ${q(c.table)} AS ${c.alias} WHERE ${renderCond(c.where, params, spelling)})`;
     case "element":
-      params.push(c.value);
-      return spelling.element(c.array.sql);
+      return spelling.element(c.array.sql, operand(c.value, params), c.kind, c.differs);
     case "raw":
       for (const v of c.params) params.push(v);
       return c.sql;

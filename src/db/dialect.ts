@@ -59,11 +59,48 @@ export interface DdlDialect {
   /** An index over these columns, in this order, nulls sorted as lists sort them. */
   createIndex(table: string, index: string, columns: readonly string[], unique: boolean): string;
   dropIndex(index: string): string;
+  /**
+   * What opens a transaction that changes a collection's columns (rename, retype, drop), run before any other
+   * statement of it: where readers and writers run side by side (PostgreSQL), the table's lock, taken before the
+   * transaction's snapshot, and no statement timeout for the conversion of a large table.
+   */
+  beginColumnChange(table: string): string[];
+  /** Renames a column (indexes and triggers follow), and notes it where prepared statements must learn of it. */
+  renameColumn(table: string, from: string, to: string): string[];
+  /** Drops a column that no index or trigger names, and notes it where prepared statements must learn of it. */
+  dropColumn(table: string, field: string): string[];
+  /**
+   * How a field's values are replaced by converted ones (a change of type), in chunks: `begin` once, then `chunk`
+   * (one parameter: a JSON array of `[_id, value]` pairs, each value the JSON of the new value, a json field's as
+   * its JSON text) per chunk, then `ready`; then the new values go in the field's place: by `inPlace` where the
+   * engine has it and its check finds no difference, else `end` fills the new column and it replaces the old.
+   * Each takes time linear in the rows.
+   */
+  readonly fill: ColumnFill;
   /** Whether a table or index of that name (as schemaName gives it) exists, case-insensitive: one parameter, the name. */
   readonly nameTaken: string;
   /** The junction table of a many_via relation and its reverse index. */
   createJunction(table: string): string[];
   dropJunction(table: string): string;
+}
+
+/**
+ * The statements of a change of a field's values (DdlDialect.fill): `column` of `table` is the new column, of
+ * stored type `type`, that takes the converted values before it takes the old one's place.
+ */
+export interface ColumnFill {
+  begin(table: string, column: string, type: StoredType): string[];
+  chunk(table: string, column: string, type: StoredType): string;
+  /** After the last chunk. */
+  ready(table: string, column: string, type: StoredType): string[];
+  /** Makes `column` hold every value given (null elsewhere). */
+  end(table: string, column: string, type: StoredType): string[];
+  /**
+   * Where the engine can change a column's type in place with a cast of its values: `differing`, a count (`n`) of the
+   * rows whose cast value is not the value given (0: the cast converts exactly so), and `alter`, the change in
+   * place. null where no cast applies.
+   */
+  inPlace?(table: string, field: string, from: StoredType, to: StoredType): { differing: string; alter: string[] } | null;
 }
 
 /** How a search of a collection's full-text index reads (see FtsDialect.search). */
@@ -87,6 +124,8 @@ export interface FtsDialect {
   dropBesideTable(name: string): string[];
   /** Brings the index over a new list of text fields. */
   refields(name: string, fields: readonly string[]): string[];
+  /** What keeps the index current once a text field was renamed (`fields`: the text fields under their new names). */
+  renamed(name: string, fields: readonly string[]): string[];
   /** COUNT(*) AS n of the active records in the index. */
   indexedCount(name: string): string;
   /** The reading of a search for these terms (400 when they are malformed). */

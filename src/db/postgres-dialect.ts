@@ -1,4 +1,4 @@
-import { fitsInt64, renderCond, type Bound, type CompareOp, type Spelling } from "./condition.ts";
+import { fitsInt64, renderCond, type Bound, type CompareOp, type ElementKind, type Spelling } from "./condition.ts";
 import type { Dialect, FtsDialect, StoredType } from "./dialect.ts";
 import { q } from "./ident.ts";
 import { toTsQuery, tsvectorExpr } from "./pg-fts.ts";
@@ -26,6 +26,9 @@ function integerCompare(column: string, op: CompareOp | "distinct", v: number, p
   return (lower ? bound > 0 : bound < 0) ? "FALSE" : `${column} IS NOT NULL`;
 }
 
+/** The type an `element` condition's value is read as, for each kind. */
+const ELEMENT_CASTS: Record<ElementKind, string> = { text: "text", number: "double precision", boolean: "boolean" };
+
 const spelling: Spelling = {
   distinct: "IS DISTINCT FROM",
   // ILIKE needs text: of a boolean the 1 or 0 SQLite stores (PostgreSQL's own text of it is true or false).
@@ -35,13 +38,58 @@ const spelling: Spelling = {
     return `${text} ILIKE ? ESCAPE ''`;
   },
   oneOf: "IN (SELECT jsonb_array_elements_text(CAST(CAST(? AS text) AS jsonb)))",
-  element: (array) => `(jsonb_typeof(CAST(${array} AS jsonb)) = 'array' AND CAST(${array} AS jsonb) @> jsonb_build_array(CAST(? AS text)))`,
+  // CASE, not AND: PostgreSQL may evaluate AND's terms in any order, and jsonb_array_elements refuses a scalar. jsonb
+  // compares numbers by value, as SQLite does.
+  element(array, value, kind, differs) {
+    const doc = `CAST(${array} AS jsonb)`;
+    const test = `pg_el.v = to_jsonb(CAST(${value} AS ${ELEMENT_CASTS[kind]}))`;
+    return `CASE WHEN jsonb_typeof(${doc}) = 'array' THEN EXISTS (SELECT 1 FROM jsonb_array_elements(${doc}) AS pg_el(v) WHERE ${differs ? `NOT coalesce(${test}, FALSE)` : test}) ELSE FALSE END`;
+  },
   integerCompare,
 };
 
 // A JSON field keeps its JSON text (`text`, as SQLite), so a stored value comes back byte for byte. Text columns
 // compare and sort by code point, as SQLite's BINARY collation does.
 const TEXT = 'TEXT COLLATE "C"';
+
+/**
+ * Counts, in `_meta.table_drops` (in the change's own transaction), a change after which a statement prepared
+ * against the table may be wrong: a table dropped, a column dropped or renamed (a later column of that name may
+ * have another type). Every process sharing the database reads the count at its next catalog check
+ * (PostgresEngine.changeMarks) and prepares its statements on the table afresh; this process does so as it runs
+ * this statement.
+ */
+const COUNT_TABLE_CHANGE = "INSERT INTO _meta (key, value) VALUES ('table_drops', '1') ON CONFLICT(key) DO UPDATE SET value = CAST(CAST(_meta.value AS INTEGER) + 1 AS TEXT)";
+/** The temporary table of a column's fill (DdlDialect.fill): it starts with `_`, which no collection can. */
+const FILL_TABLE = '"_fill_values"';
+/**
+ * A cast of a value of stored type `from` to `to` that gives, for most values, what collections/convert.ts makes of
+ * them; DdlDialect.fill's `inPlace` checks that it does for every value before it is used. null where none does.
+ */
+function castExpr(value: string, from: StoredType, to: StoredType): string | null {
+  const pair = `${from}>${to}`;
+  switch (pair) {
+    case "text>number":
+      return `CAST(${value} AS double precision)`;
+    case "text>boolean":
+      return `CAST(${value} AS boolean)`;
+    case "text>json":
+      return `CAST(to_jsonb(${value}) AS text)`;
+    case "number>text":
+    case "number>json":
+      return `CAST(${value} AS text)`;
+    case "number>boolean":
+      return `(${value} <> 0)`;
+    case "boolean>text":
+    case "boolean>json":
+      return `CASE WHEN ${value} THEN 'true' ELSE 'false' END`;
+    case "boolean>number":
+      return `CASE WHEN ${value} THEN 1 ELSE 0 END`;
+    default:
+      return null;
+  }
+}
+const CAST_TO: Record<StoredType, string> = { text: "text", number: "double precision", boolean: "boolean", json: "text" };
 const COLUMN_TYPE: Record<StoredType, string> = { text: TEXT, number: "DOUBLE PRECISION", boolean: "BOOLEAN", json: TEXT };
 
 // Full-text search: a generated column `_fts` of the collection table (a `tsvector` of its text fields,
@@ -70,6 +118,8 @@ const fts: FtsDialect = {
   // The column and its index go with the table.
   dropBesideTable: () => [],
   refields: createColumn,
+  // The generated column's expression follows a renamed column by itself.
+  renamed: () => [],
   // Every row has its generated vector: the index holds every record.
   indexedCount: (name) => `SELECT COUNT(*) AS n FROM ${q(name)} WHERE "_deleted_at" IS NULL`,
   // The query computed once in a one-row subquery that the planner folds into the condition on the GIN-indexed
@@ -124,15 +174,45 @@ export const postgresDialect: Dialect = {
     // The drop is counted in `_meta.table_drops`, in the same transaction: every process sharing the database reads
     // that count at its next catalog check (PostgresEngine.changeMarks), and stops running statements it prepared
     // against the old table.
-    dropTable: (name) => [
-      `DROP TABLE IF EXISTS ${q(name)}`,
-      "INSERT INTO _meta (key, value) VALUES ('table_drops', '1') ON CONFLICT(key) DO UPDATE SET value = CAST(CAST(_meta.value AS INTEGER) + 1 AS TEXT)",
-    ],
+    dropTable: (name) => [`DROP TABLE IF EXISTS ${q(name)}`, COUNT_TABLE_CHANGE],
     // Nulls in SQLite's order (lists sort `NULLS FIRST` ascending, `NULLS LAST` descending): the index must be built
     // in that order, or a sorted page reads and sorts every match.
     createIndex: (table, index, columns, unique) =>
       `CREATE ${unique ? "UNIQUE " : ""}INDEX ${q(index)} ON ${q(table)} (${columns.map((c) => `${q(c)} NULLS FIRST`).join(", ")})`,
     dropIndex: (index) => `DROP INDEX IF EXISTS ${q(index)}`,
+    // The lock first, so the transaction's snapshot (taken at its first read) sees every write committed before,
+    // and no write can come between that and the change (which would fail the change at its end). Reads of the
+    // table wait too: a column's change rewrites the table under this lock anyway. Then no statement timeout.
+    beginColumnChange: (table) => [`LOCK TABLE ${q(table)} IN ACCESS EXCLUSIVE MODE`, "SET LOCAL statement_timeout = 0"],
+    // Counted first: this process prepares afresh before the change is sent (see PostgresEngine.exec).
+    renameColumn: (table, from, to) => [COUNT_TABLE_CHANGE, `ALTER TABLE ${q(table)} RENAME COLUMN ${q(from)} TO ${q(to)}`],
+    dropColumn: (table, field) => [COUNT_TABLE_CHANGE, `ALTER TABLE ${q(table)} DROP COLUMN ${q(field)}`],
+    // The values gathered in a temporary table. Then, where a cast of the old values gives exactly them (checked by
+    // a join), the column's type changes in place: one rewrite of the table, its indexes rebuilt. Else the new
+    // column is set by one join (an UPDATE joined per chunk would read the whole table for every chunk). Each JSON
+    // text is read by the new type's own input function (a number's shortest text reads back the same double).
+    fill: {
+      begin: () => [`CREATE TEMP TABLE IF NOT EXISTS ${FILL_TABLE} ("id" ${TEXT} NOT NULL, "v" text) ON COMMIT DROP`, `TRUNCATE ${FILL_TABLE}`],
+      chunk: () => `INSERT INTO ${FILL_TABLE} ("id", "v") SELECT "e"->>0, "e"->>1 FROM jsonb_array_elements(CAST(CAST(? AS text) AS jsonb)) AS "e"`,
+      ready: () => [`ANALYZE ${FILL_TABLE}`],
+      end: (table, column, type) => [
+        `ALTER TABLE ${q(table)} ADD COLUMN ${q(column)} ${COLUMN_TYPE[type]}`,
+        `UPDATE ${q(table)} SET ${q(column)} = CAST("s"."v" AS ${CAST_TO[type]}) FROM ${FILL_TABLE} AS "s" WHERE ${q(table)}."_id" = "s"."id"`,
+        `TRUNCATE ${FILL_TABLE}`,
+      ],
+      inPlace(table, field, from, to) {
+        const expr = castExpr(`${q(table)}.${q(field)}`, from, to);
+        if (!expr) return null;
+        return {
+          differing: `SELECT COUNT(*) AS "n" FROM ${q(table)} LEFT JOIN ${FILL_TABLE} AS "s" ON "s"."id" = ${q(table)}."_id" WHERE ${q(table)}.${q(field)} IS NOT NULL AND (${expr}) IS DISTINCT FROM CAST("s"."v" AS ${CAST_TO[to]})`,
+          alter: [
+            COUNT_TABLE_CHANGE,
+            `ALTER TABLE ${q(table)} ALTER COLUMN ${q(field)} TYPE ${COLUMN_TYPE[to]} USING ${castExpr(q(field), from, to)}`,
+            `TRUNCATE ${FILL_TABLE}`,
+          ],
+        };
+      },
+    },
     nameTaken: "SELECT 1 FROM pg_catalog.pg_class WHERE relnamespace = CAST(current_schema() AS regnamespace) AND lower(relname) = lower(?)",
     createJunction: (table) => [
       `CREATE TABLE ${q(table)} ("from_id" ${TEXT} NOT NULL, "to_id" ${TEXT} NOT NULL, "pos" BIGINT NOT NULL, PRIMARY KEY ("from_id", "to_id"))`,

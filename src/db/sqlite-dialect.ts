@@ -1,15 +1,23 @@
-import { renderCond, type Spelling } from "./condition.ts";
+import { renderCond, type ElementKind, type Spelling } from "./condition.ts";
 import type { Dialect, FtsDialect, SearchToken, StoredType } from "./dialect.ts";
 import { q } from "./ident.ts";
 
 // SQLite's spelling of what Dialect names.
+
+/** The json_each types of the elements an `element` condition of each kind compares. */
+const ELEMENT_TYPES: Record<ElementKind, string> = { text: "= 'text'", number: "IN ('integer', 'real')", boolean: "IN ('true', 'false')" };
 
 const spelling: Spelling = {
   distinct: "IS NOT",
   // LIKE ignores ASCII case, reads any value as text and has no escape character unless told.
   like: (column) => `${column} LIKE ?`,
   oneOf: "IN (SELECT value FROM json_each(?))",
-  element: (array) => `EXISTS (SELECT 1 FROM json_each(${array}) WHERE json_type(${array}) = 'array' AND json_each.type = 'text' AND json_each.value = ?)`,
+  // json_each reads a scalar as one element: only an array counts. A boolean element reads as 1 or 0, as a boolean
+  // column holds it. The alias is one no collection can take (see reservedAlias).
+  element(array, value, kind, differs) {
+    const test = `pg_el.type ${ELEMENT_TYPES[kind]} AND pg_el.value = ${value}`;
+    return `EXISTS (SELECT 1 FROM json_each(${array}) AS pg_el WHERE json_type(${array}) = 'array' AND ${differs ? `NOT coalesce(${test}, 0)` : test})`;
+  },
 };
 
 // A JSON field keeps its JSON text, so a stored value comes back byte for byte and filters compare the same text.
@@ -90,6 +98,8 @@ const fts: FtsDialect = {
   // The triggers go with the table; the FTS5 table does not (and an interrupted change may have left one).
   dropBesideTable: dropFts,
   refields: createTriggers,
+  // The index holds the same text; the triggers name the columns, and are made again under the new names.
+  renamed: createTriggers,
   indexedCount(name) {
     const t = q(name);
     const f = q(ftsTable(name));
@@ -147,6 +157,19 @@ export const sqliteDialect: Dialect = {
     dropTable: (name) => [`DROP TABLE IF EXISTS ${q(name)}`],
     createIndex: (table, index, columns, unique) => `CREATE ${unique ? "UNIQUE " : ""}INDEX ${q(index)} ON ${q(table)} (${columns.map(q).join(", ")})`,
     dropIndex: (index) => `DROP INDEX IF EXISTS ${q(index)}`,
+    // The transaction holds the only write lock from its BEGIN IMMEDIATE; readers go on reading what was committed.
+    beginColumnChange: () => [],
+    renameColumn: (table, from, to) => [`ALTER TABLE ${q(table)} RENAME COLUMN ${q(from)} TO ${q(to)}`],
+    dropColumn: (table, field) => [`ALTER TABLE ${q(table)} DROP COLUMN ${q(field)}`],
+    // The new column added first; each chunk's values set at once: a scan of the pairs, each row found by its key
+    // (json_extract gives a JSON string as text, a number as an integer or real, true and false as 1 and 0).
+    fill: {
+      begin: (table, column, type) => [`ALTER TABLE ${q(table)} ADD COLUMN ${q(column)} ${COLUMN_TYPE[type]}`],
+      chunk: (table, column) =>
+        `UPDATE ${q(table)} SET ${q(column)} = json_extract("j".value, '$[1]') FROM json_each(?) AS "j" WHERE ${q(table)}."_id" = json_extract("j".value, '$[0]')`,
+      ready: () => [],
+      end: () => [],
+    },
     nameTaken: "SELECT 1 FROM sqlite_master WHERE lower(name) = lower(?)",
     createJunction: (table) => [
       `CREATE TABLE ${q(table)} ("from_id" TEXT NOT NULL, "to_id" TEXT NOT NULL, "pos" INTEGER NOT NULL, PRIMARY KEY ("from_id", "to_id")) WITHOUT ROWID`,

@@ -9,6 +9,7 @@ import { adminOpsRoutes } from "./routes/admin-ops.ts";
 import { adminSearchRoutes } from "./routes/admin-search.ts";
 import { adminRoutes } from "./routes/admin.ts";
 import { adminRelationRoutes } from "./routes/admin-relations.ts";
+import { adminSchemaRoutes } from "./routes/admin-schema.ts";
 import { authRoutes } from "./routes/auth.ts";
 import { authExtraRoutes } from "./routes/auth-extra.ts";
 import { adminUserRoutes } from "./routes/admin-users.ts";
@@ -49,6 +50,7 @@ export function createApp(ctx: AppContext, opts: { requestLog?: boolean } = {}) 
     .use(adminSearchRoutes(ctx))
     .use(adminOpsRoutes(ctx))
     .use(adminRelationRoutes(ctx))
+    .use(adminSchemaRoutes(ctx))
     .use(authRoutes(ctx))
     .use(authExtraRoutes(ctx))
     .use(adminUserRoutes(ctx))

@@ -21,17 +21,20 @@ export interface RouteDoc {
   media?: string;
   /** Error statuses beyond what the access and the body imply. */
   errors?: number[];
+  /** A second path the route answers under its own documentation (`/_` also serves `/_/`). */
+  also?: { path: string; doc: RouteDoc };
 }
 
 const ERROR_TEXT: Record<number, string> = {
   400: "bad request",
   401: "missing, invalid or expired credentials",
-  403: "forbidden by a rule, a disabled method or the caller's role",
+  403: "forbidden by a rule, a disabled method or the caller's role (on /auth: an impersonation token)",
   404: "no such collection, record or resource",
   409: "conflict",
   413: "body larger than the limit",
   422: "field validation failed",
   429: "rate limited or locked (Retry-After)",
+  503: "unavailable",
 };
 
 const SECURITY: Record<Access, OpenAPIV3.SecurityRequirementObject[]> = {
@@ -41,7 +44,8 @@ const SECURITY: Record<Access, OpenAPIV3.SecurityRequirementObject[]> = {
   data: [{}, { bearer: [] }, { apiKey: [] }, { adminToken: [] }],
 };
 
-const ACCESS_ERRORS: Record<Access, number[]> = { public: [], user: [401], admin: [401, 403], data: [401, 403, 404] };
+// A user route is under /auth, where an impersonation token is refused with 403 (but on GET /auth/me, which lists it too).
+const ACCESS_ERRORS: Record<Access, number[]> = { public: [], user: [401, 403], admin: [401, 403], data: [401, 403, 404] };
 
 /** Marks a schema reference to the error bodies; the document builder resolves these to components. */
 export const ERROR_REF = { $ref: "#/components/schemas/ErrorBody" } as const;
@@ -71,11 +75,33 @@ export function operationOf(detail: object | undefined): OpenAPIV3.OperationObje
   return d ? operation(d) : (detail as OpenAPIV3.OperationObject | undefined);
 }
 
+/** The second path a route's `detail` documents (RouteDoc's `also`) with its operation, if any. */
+export function alsoOf(detail: object | undefined): { path: string; operation: OpenAPIV3.OperationObject } | undefined {
+  const also = (detail as Record<string, RouteDoc> | undefined)?.[ROUTE_DOC]?.also;
+  return also ? { path: also.path, operation: operation(also.doc) } : undefined;
+}
+
+/**
+ * A query parameter's schema as the query string spells it: a boolean is also accepted as 1 or 0
+ * (`queryChecker` reads `true`, `false`, `1` and `0`).
+ */
+function queryParamSchema(schema: TSchema): unknown {
+  if (schema.type !== "boolean") return schema;
+  const { type: _, ...rest } = schema;
+  return { ...rest, anyOf: [{ type: "boolean" }, { type: "string", enum: ["1", "0"] }] };
+}
+
 function operation(d: RouteDoc): OpenAPIV3.OperationObject {
   const responses: OpenAPIV3.ResponsesObject = {};
   const okContent = d.media ? media(d.media, d.ok ?? { type: "string" }) : d.ok ? json(d.ok) : undefined;
-  for (const status of [d.status ?? 200, ...(d.alsoOk ?? [])])
-    responses[status] = { description: "success", ...(okContent ? { content: okContent } : {}) };
+  for (const status of [d.status ?? 200, ...(d.alsoOk ?? [])]) {
+    const redirect = status >= 300 && status < 400;
+    responses[status] = {
+      description: redirect ? "redirect" : "success",
+      ...(redirect ? { headers: { Location: { description: "where to go", required: true, schema: { type: "string" } } } } : {}),
+      ...(okContent ? { content: okContent } : {}),
+    };
+  }
   const errors = new Set([...ACCESS_ERRORS[d.access], ...(d.body ? [400, 413] : []), ...(d.errors ?? [])]);
   for (const status of [...errors].sort())
     responses[status] = { description: ERROR_TEXT[status] ?? "error", content: json(status === 422 ? VALIDATION_REF : ERROR_REF) };
@@ -84,7 +110,7 @@ function operation(d: RouteDoc): OpenAPIV3.OperationObject {
   const props = (d.query as { properties?: Record<string, TSchema & { description?: string }> } | undefined)?.properties ?? {};
   const required = new Set((d.query as { required?: string[] } | undefined)?.required ?? []);
   for (const [name, schema] of Object.entries(props))
-    parameters.push({ name, in: "query", required: required.has(name), schema: schema as OpenAPIV3.SchemaObject, ...(schema.description ? { description: schema.description } : {}) });
+    parameters.push({ name, in: "query", required: required.has(name), schema: queryParamSchema(schema) as OpenAPIV3.SchemaObject, ...(schema.description ? { description: schema.description } : {}) });
   return {
     summary: d.summary,
     tags: [d.tag],

@@ -1,8 +1,8 @@
 import { Kind } from "@sinclair/typebox";
 import type { OpenAPIV3 } from "openapi-types";
-import type { Collection, FieldType } from "../catalog/types.ts";
+import type { Collection, FieldType, Relation } from "../catalog/types.ts";
 import { VERSION } from "../version.ts";
-import { operationOf } from "./doc.ts";
+import { alsoOf, operationOf } from "./doc.ts";
 import * as schemas from "./schemas.ts";
 
 /** What the document needs of a route of the app (Elysia's `app.routes` entries). */
@@ -78,17 +78,21 @@ const METHODS = new Set(["get", "put", "post", "delete", "patch", "head"]);
  */
 export function buildOpenApi(routes: readonly RouteInfo[], serverUrl: string): OpenAPIV3.Document {
   const paths: Record<string, Record<string, unknown>> = {};
-  for (const route of routes) {
-    const method = route.method.toLowerCase();
-    if (!METHODS.has(method)) continue;
-    const { path, params } = openApiPath(route.path);
-    const detail = operationOf(route.hooks?.detail) ?? { responses: { default: { description: "undocumented" } } };
+  const add = (method: string, { path, params }: { path: string; params: string[] }, detail: OpenAPIV3.OperationObject) => {
     const pathParams = params.map((name) => ({ name, in: "path", required: true, schema: { type: "string" } }));
     const op = plain(detail) as Record<string, unknown>;
-    op.operationId = `${method}${path.replace(/[{}]/g, "").replace(/[^A-Za-z0-9]+(.)?/g, (_, c: string | undefined) => (c ?? "").toUpperCase())}`;
+    // A path ending in "/" (the console's page) is named apart from the same path without it.
+    op.operationId = `${method}${path.replace(/[{}]/g, "").replace(/[^A-Za-z0-9]+(.)?/g, (_, c: string | undefined) => (c ?? "").toUpperCase())}${path.endsWith("/") ? "Index" : ""}`;
     op.parameters = [...pathParams, ...((op.parameters as unknown[]) ?? [])];
     if (!(op.parameters as unknown[]).length) delete op.parameters;
     (paths[path] ??= {})[method] = op;
+  };
+  for (const route of routes) {
+    const method = route.method.toLowerCase();
+    if (!METHODS.has(method)) continue;
+    add(method, openApiPath(route.path), operationOf(route.hooks?.detail) ?? { responses: { default: { description: "undocumented" } } });
+    const also = alsoOf(route.hooks?.detail);
+    if (also) add(method, openApiPath(also.path), also.operation);
   }
   const components: Record<string, unknown> = {};
   for (const [schema, name] of NAMED) components[name] = plain(schema, schema);
@@ -119,18 +123,57 @@ const FIELD_SCHEMAS: Record<FieldType, object> = {
   text: { type: ["string", "null"] },
   number: { type: ["number", "null"] },
   boolean: { type: ["boolean", "null"] },
-  json: { type: ["object", "array", "null"] },
+  // Any JSON object (its keys readable) or array.
+  json: { type: ["object", "array", "null"], additionalProperties: true, items: {} },
 };
+
+/** What the per-collection document needs of a collection. */
+type CollectionShape = Pick<Collection, "name" | "fields">;
+
+/** What the per-collection document needs of a relation of the collection. */
+type RelationShape = Pick<Relation, "from_field" | "to_col" | "to_field" | "type">;
+
+/** `user_profiles` → `UserProfiles`: a collection's name as the start of its components' names. */
+function componentBase(name: string): string {
+  const base = name.replace(/[^A-Za-z0-9]+(.)?/g, (_, c: string | undefined) => (c ?? "").toUpperCase());
+  return base[0]!.toUpperCase() + base.slice(1);
+}
+
+const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+
+/** The stored fields of a collection as JSON Schema properties; a `one` relation field holds the target's `_id`. */
+function storedFields(col: CollectionShape, relations: readonly RelationShape[]): Record<string, object> {
+  const out: Record<string, object> = {};
+  for (const f of col.fields) {
+    const rel = relations.find((r) => r.from_field.toLowerCase() === f.name.toLowerCase());
+    if (rel && rel.type !== "one") continue;
+    out[f.name] = rel ? { type: ["string", "null"], description: `the _id of a record of "${rel.to_col}" (relation one)` } : FIELD_SCHEMAS[f.type];
+  }
+  return out;
+}
 
 /**
  * The document narrowed to one collection's data API, for clients generated from it: the paths of
- * `/api/v1/{collection}` spelled with the collection's name, and its records, bodies and lists as
- * components with the collection's own fields (records also keep any field a later write adds).
+ * `/api/v1/{collection}` spelled with the collection's name, and its records, projections (`fields=`),
+ * bodies and lists as components with the collection's own fields, its relation fields (`one`: an id;
+ * `many`, `many_via`: arrays of ids) and `_expand` with the records it embeds (`targets`: the relations'
+ * target collections by lower-cased name). Records also keep any field a later write adds.
  */
-export function collectionOpenApi(doc: OpenAPIV3.Document, col: Pick<Collection, "name" | "fields">): OpenAPIV3.Document {
-  const base = col.name.replace(/[^A-Za-z0-9]+(.)?/g, (_, c: string | undefined) => (c ?? "").toUpperCase());
-  const name = base[0]!.toUpperCase() + base.slice(1);
-  const refs: Record<string, string> = { RecordBody: `${name}Record`, RecordData: `${name}Data`, RecordList: `${name}List`, BulkBody: `${name}Bulk` };
+export function collectionOpenApi(
+  doc: OpenAPIV3.Document,
+  col: CollectionShape,
+  relations: readonly RelationShape[] = [],
+  targets: ReadonlyMap<string, CollectionShape> = new Map(),
+): OpenAPIV3.Document {
+  const name = componentBase(col.name);
+  const refs: Record<string, string> = {
+    RecordBody: `${name}Record`,
+    RecordProjection: `${name}Projection`,
+    RecordRead: `${name}Read`,
+    RecordData: `${name}Data`,
+    RecordList: `${name}List`,
+    BulkBody: `${name}Bulk`,
+  };
   let text = JSON.stringify({ paths: doc.paths, components: doc.components });
   for (const [from, to] of Object.entries(refs)) text = text.replaceAll(`"#/components/schemas/${from}"`, `"#/components/schemas/${to}"`);
   const { paths, components } = JSON.parse(text) as Pick<OpenAPIV3.Document, "paths" | "components">;
@@ -145,12 +188,40 @@ export function collectionOpenApi(doc: OpenAPIV3.Document, col: Pick<Collection,
     }
     own[`/api/v1/${col.name}${path.slice(prefix.length)}`] = item;
   }
-  const fields = Object.fromEntries(col.fields.map((f) => [f.name, FIELD_SCHEMAS[f.type]]));
   const schemas = components!.schemas!;
   const record = schemas.RecordBody as OpenAPIV3.SchemaObject;
-  schemas[refs.RecordBody!] = { ...record, description: `A record of ${col.name}.`, properties: { ...record.properties, ...fields }, required: [...(record.required ?? []), ...col.fields.map((f) => f.name)] };
-  schemas[refs.RecordData!] = { type: "object", description: `The fields of a ${col.name} record to write (system fields are ignored).`, properties: fields, additionalProperties: true };
-  schemas[refs.RecordList!] = { ...(schemas.RecordList as object), properties: { ...(schemas.RecordList as OpenAPIV3.SchemaObject).properties, items: { type: "array", items: { $ref: `#/components/schemas/${refs.RecordBody}` } } } } as OpenAPIV3.SchemaObject;
-  schemas[refs.BulkBody!] = { ...(schemas.BulkBody as object), items: { $ref: `#/components/schemas/${refs.RecordData}` } } as OpenAPIV3.SchemaObject;
+  const system = record.properties!;
+  const fields = storedFields(col, relations);
+  // Virtual relation fields: ids of the records on the other side.
+  const linked: Record<string, object> = {};
+  for (const r of relations) {
+    if (r.type === "many")
+      linked[r.from_field] = { type: ["array", "null"], items: { type: "string" }, description: `the _ids of the "${r.to_col}" records whose "${r.to_field}" names this one (relation many; null when hidden from the reader)` };
+    else if (r.type === "many_via") linked[r.from_field] = { type: "array", items: { type: "string" }, description: `the _ids of linked "${r.to_col}" records (relation many_via)` };
+  }
+  // The records `expand` embeds: a target's system and stored fields (embedded records carry no relation lists and no _expand).
+  const expanded = (target: string): object => {
+    const t = targets.get(target.toLowerCase());
+    if (!t) return ref(refs.RecordBody!);
+    const component = `${componentBase(t.name)}Expanded`;
+    const props = { ...system, ...storedFields(t, []) };
+    schemas[component] ??= { type: "object", description: `A record of ${t.name} embedded by expand.`, properties: props, required: Object.keys(props), additionalProperties: true } as OpenAPIV3.SchemaObject;
+    return ref(component);
+  };
+  const expand: Record<string, object> = {};
+  for (const r of relations) expand[r.from_field] = r.type === "one" ? { anyOf: [expanded(r.to_col), { type: "null" }] } : { type: ["array", "null"], items: expanded(r.to_col) };
+  const properties: Record<string, OpenAPIV3.SchemaObject> = {
+    ...system,
+    ...fields,
+    ...linked,
+    ...(relations.length ? { _expand: { type: "object", description: "Related records, with `expand` (a hidden or missing one is null or left out).", properties: expand } } : {}),
+  } as Record<string, OpenAPIV3.SchemaObject>;
+  schemas[refs.RecordBody!] = { ...record, description: `A record of ${col.name}.`, properties, required: [...(record.required ?? []), ...Object.keys(fields), ...Object.keys(linked)] };
+  schemas[refs.RecordProjection!] = { type: "object", description: `A record of ${col.name} read with \`fields=\`: \`_id\` and the fields asked for.`, properties, required: ["_id"], additionalProperties: true };
+  schemas[refs.RecordRead!] = { anyOf: [ref(refs.RecordBody!), ref(refs.RecordProjection!)] };
+  const writable = { ...fields, ...Object.fromEntries(Object.entries(linked).filter(([k]) => relations.find((r) => r.from_field === k)?.type === "many_via")) };
+  schemas[refs.RecordData!] = { type: "object", description: `The fields of a ${col.name} record to write (system fields are ignored).`, properties: writable, additionalProperties: true };
+  schemas[refs.RecordList!] = { ...(schemas.RecordList as object), properties: { ...(schemas.RecordList as OpenAPIV3.SchemaObject).properties, items: { type: "array", items: ref(refs.RecordRead!) } } } as OpenAPIV3.SchemaObject;
+  schemas[refs.BulkBody!] = { ...(schemas.BulkBody as object), items: ref(refs.RecordData!) } as OpenAPIV3.SchemaObject;
   return { ...doc, info: { ...doc.info, title: `${doc.info.title}: ${col.name}` }, paths: own, components: components! };
 }

@@ -1,5 +1,6 @@
 import { Type } from "@sinclair/typebox";
 import { t, type TSchema } from "elysia";
+import { DECLARABLE_TYPES } from "../catalog/field-types.ts";
 import { MAX_INDEX_FIELDS } from "../collections/indexes.ts";
 import { MAX_BATCH } from "../records/batch.ts";
 import { MAX_BULK } from "../records/bulk.ts";
@@ -50,16 +51,33 @@ export const RecordBody = open(
   },
   "A record: the system fields and every field of the collection (`null` when never set); `_expand` with `expand`.",
 );
+/** With `fields=`, a record holds `_id` and the fields asked for (and `_expand` with `expand`): nothing else is sure to be there. */
+export const RecordProjection = open(
+  {
+    _id: t.String(),
+    _created_at: t.Optional(RecordBody.properties._created_at),
+    _updated_at: t.Optional(RecordBody.properties._updated_at),
+    _owner_id: t.Optional(RecordBody.properties._owner_id),
+    _deleted_at: t.Optional(RecordBody.properties._deleted_at),
+  },
+  "A record read with `fields=`: `_id` and the fields asked for; `_expand` with `expand`.",
+);
+/** What a list or a read answers: a whole record, or with `fields=` its projection. */
+export const RecordRead = t.Union([RecordBody, RecordProjection]);
 export const RecordData = open({}, "The record's fields (free-form; system fields are ignored).");
 export const RecordList = t.Object({
-  items: t.Array(RecordBody),
+  items: t.Array(RecordRead),
   total: nullable(Type.Integer({ description: "every match in offset mode; null in cursor mode or with total=false" })),
   next_cursor: nullable(t.String({ description: "the last item's _id when more records follow" })),
 });
 export const CountBody = t.Object({ total: Type.Integer() });
+/** A value as JSON holds it: what min and max give for a field of any type, and what a group is named by. */
+const anyValue = (description: string) =>
+  t.Union([t.Number(), t.String(), t.Boolean(), t.Null(), t.Object({}, { additionalProperties: true }), t.Array(t.Unknown())], { description });
+const aggregateValue = anyValue("sum, avg, count: a number (sum and count of nothing 0, avg null); min, max: a value of the field's type, null when nothing matches");
 export const AggregateBody = t.Union([
-  t.Object({ value: t.Unknown() }),
-  t.Object({ groups: t.Array(t.Object({ group: t.Unknown(), value: t.Unknown() })) }),
+  t.Object({ value: aggregateValue }),
+  t.Object({ groups: t.Array(t.Object({ group: anyValue("a value of the group_by field"), value: aggregateValue })) }),
 ]);
 export const BulkBody = t.Array(RecordData, { minItems: 1, maxItems: MAX_BULK });
 export const BatchOperation = t.Object(
@@ -73,7 +91,16 @@ export const BatchOperation = t.Object(
 );
 /** The operations are checked one by one as they run (a malformed one fails the batch with its index). */
 export const BatchBody = t.Object({ operations: t.Array(byService(BatchOperation), { minItems: 1, maxItems: MAX_BATCH }) });
-export const BatchResult = t.Object({ results: t.Array(open({ op: t.String() })) });
+export const BatchResult = t.Object({
+  results: t.Array(
+    t.Union([
+      t.Object({ op: t.Literal("create"), record: RecordBody }),
+      t.Object({ op: t.Literal("update"), record: RecordBody }),
+      t.Object({ op: t.Literal("delete"), id: t.String() }),
+    ]),
+    { description: "one per operation, in order" },
+  ),
+});
 
 // TypeBox's own integers: Elysia's `t.Integer` also takes a string (and compiles a checker when it is declared).
 const many = (description: string) => t.Optional(t.Union([t.String(), t.Array(t.String())], { description }));
@@ -136,29 +163,48 @@ export const CodeBody = open({ code: byService(t.Union([t.String(), Type.Integer
 export const TotpVerifyBody = open({ totp_token: token, code: CodeBody.properties.code });
 export const NameBody = open({ name: t.String({ description: "1..100 characters" }) });
 export const Ok = open({ ok: t.Literal(true) });
-export const ApiKeyBody = open({ id: t.String(), name: t.String(), created_at: t.Number() });
-export const Items = (item: TSchema = open({})) => open({ items: t.Array(item) });
-export const LinkedAccounts = t.Object({
-  accounts: t.Array(open({ provider: t.String(), email: nullable(t.String()), name: nullable(t.String()), avatar_url: nullable(t.String()), created_at: t.Number() })),
+export const TotpEnabledBody = t.Object({
+  enabled: t.Literal(true),
+  recovery_codes: t.Array(t.String(), { description: "single-use codes for a lost authenticator, shown only here" }),
 });
+export const TotpDisabledBody = t.Object({ enabled: t.Literal(false) });
+export const ApiKeyBody = open({ id: t.String(), name: t.String(), created_at: t.Number(), last_used_at: t.Optional(nullable(t.Number())) });
+export const Items = (item: TSchema = open({})) => open({ items: t.Array(item) });
+const LinkedAccount = open({ provider: t.String(), email: nullable(t.String()), name: nullable(t.String()), avatar_url: nullable(t.String()), created_at: t.Number() });
+export const LinkedAccounts = t.Object({ accounts: t.Array(LinkedAccount) });
 
 // ---- Admin
 
 export const SecretBody = open({ secret: byService(t.String()) });
 export const AdminTokenBody = t.Object({ token: t.String(), expires_in: Type.Integer({ description: "seconds" }) });
 // Rules are checked by the service (the CLI passes them too), with their own messages.
-const rules = t.Optional(byService(open({}, "read, create, update, delete: public | authenticated | owner | admin | disabled | { role }")));
+const rules = t.Optional(byService(open({}, "read, create, update, delete: public | authenticated | owner | disabled | { role } | an expression")));
 const fieldRules = t.Optional(byService(t.Array(open({}))));
 export const RulesBody = t.Object(
   { rules, field_rules: fieldRules, name: t.Optional(byService(t.String({ description: "the collection's own name (a collection cannot be renamed)" }))) },
   { additionalProperties: false, description: "At least one of rules and field_rules." },
 );
-export const CollectionCreateBody = open({ name: t.String(), rules, field_rules: fieldRules });
+export const RuleCheckBody = t.Object(
+  {
+    op: byService(t.String({ description: "read, create, update or delete" })),
+    rule: byService(t.Unknown({ description: "a rule value: a fixed word, { role }, or an expression" })),
+  },
+  { additionalProperties: false, description: "A rule to check for one operation of the collection, without setting it." },
+);
+const fieldType = t.Union(DECLARABLE_TYPES.map((v) => t.Literal(v)));
+/** A declared field (CONTRACT §13); a type with options takes them beside name and type. */
+export const FieldDeclBody = open({ name: t.String(), type: fieldType }, "A field: its name and type (text, number, boolean, json).");
+// The declarations are checked by the service, which names the failing element.
+export const CollectionCreateBody = open({ name: t.String(), rules, field_rules: fieldRules, fields: t.Optional(byService(t.Array(FieldDeclBody))) });
+export const FieldPatchBody = t.Object(
+  { name: t.Optional(byService(t.String({ description: "the new name" }))), type: t.Optional(byService(fieldType)) },
+  { additionalProperties: false, description: "At least one of name and type. A new type converts every stored value, or nothing changes (409 with `count`)." },
+);
 export const CollectionBody = open({
   name: t.String(),
   rules: open({}),
   field_rules: t.Array(open({})),
-  fields: t.Array(t.Object({ name: t.String(), type: t.String() })),
+  fields: t.Array(open({ name: t.String(), type: t.String() })),
   indexes: t.Array(open({ name: t.String(), fields: t.Array(t.String()), unique: t.Boolean() })),
   fts: open({ enabled: t.Boolean(), fields: t.Array(t.String()) }),
   created_at: t.Number(),
@@ -191,9 +237,29 @@ export const RelationBody = open({
   on_delete: t.Union(ON_DELETE.map((v) => t.Literal(v))),
   created_at: t.Number(),
 });
-export const SettingsBody = open({}, "Runtime settings by name (see docs/API.md).");
+export const SchemaBody = open(
+  { collections: t.Array(open({ name: t.String() })), relations: t.Optional(t.Array(open({ from_col: t.String(), from_field: t.String() }))) },
+  "The collections (their objects without stats) and relations. In a file to apply, a field may carry `renamed_from`.",
+);
+export const SchemaApplyBody = t.Object(
+  {
+    schema: byService(SchemaBody),
+    dry_run: t.Optional(t.Boolean({ description: "plan and check every change, then roll it back" })),
+    prune: t.Optional(t.Boolean({ description: "also drop the collections, fields, indexes and relations the schema lacks" })),
+  },
+  { additionalProperties: false },
+);
+export const SchemaPlanBody = t.Object({
+  changes: t.Array(t.Object({ action: t.String(), target: t.String(), detail: t.String() })),
+  applied: t.Boolean({ description: "false for a dry run" }),
+});
 const settingSchema = (d: { kind: string; min?: number; max?: number }) =>
   d.kind === "boolean" ? t.Boolean() : d.kind === "string" ? t.String({ maxLength: 4096 }) : Type.Integer({ minimum: d.min, maximum: d.max });
+const redirectUrls = t.Object({}, { additionalProperties: t.String(), description: "read-only: the callback address to register with each OAuth provider" });
+export const SettingsBody = open(
+  { ...Object.fromEntries(Object.entries(SETTING_DEFS).map(([k, d]) => [k, settingSchema(d)])), [OAUTH_REDIRECT_URLS]: redirectUrls },
+  "Every runtime setting by name (see docs/API.md); a client secret that is set reads `********`.",
+);
 /** Some runtime settings, each of its type; the read-only redirect addresses may come back and are ignored. */
 export const SettingsPatch = t.Object(
   {
@@ -226,6 +292,20 @@ export const SessionInfo = open({
   user_agent: nullable(t.String()),
 });
 export const MailTestBody = open({ to: email });
+export const MailStatusBody = t.Object({
+  transport: t.Union([t.Literal("smtp"), t.Literal("log")], { description: "log: no SMTP_URL, mails are written to the server log" }),
+  smtp_server: nullable(t.String({ description: "host:port of SMTP_URL" })),
+  from: t.String(),
+  sender_name: t.String({ description: "the app_name setting" }),
+});
+export const UserSecurityBody = t.Object({
+  id: t.String(),
+  email: t.String(),
+  totp_enabled: t.Boolean(),
+  locked_until: nullable(t.Number({ description: "Unix milliseconds until which logins are refused; null when not locked" })),
+  oauth_accounts: t.Array(LinkedAccount),
+  api_keys: t.Array(ApiKeyBody),
+});
 
 // ---- Realtime (CONTRACT §10)
 

@@ -2,13 +2,14 @@ import type { Principal } from "../principal.ts";
 import type { AppContext } from "../context.ts";
 import { findHandle } from "../catalog/catalog.ts";
 import type { CollectionHandle } from "../catalog/handle.ts";
+import type { Collection } from "../catalog/types.ts";
 import type { ChangeEvent } from "../events/bus.ts";
 import { canRead } from "../records/access.ts";
 import type { RecordJson } from "../query/rows.ts";
 import { attachRelationFields } from "../relations/expand.ts";
 import { FilterAsks } from "./filter-queries.ts";
 import { currentRoles } from "./identity.ts";
-import { meetsMemoryTests } from "./match.ts";
+import { filterFor, meetsMemoryTests } from "./match.ts";
 import { REF_RECORD_BYTES, type HeldEvent } from "./replay.ts";
 import { sseFrame } from "./sse.ts";
 import type { Stream } from "./streams.ts";
@@ -72,15 +73,16 @@ const readerKey = (s: Stream, reader: Principal) => (reader.kind === "user" ? `$
  * Whether a stream's topics on the event's collection take the record: true, false, or the keys of
  * the filter conditions (added to `asks`) the database must answer first, any one of them enough.
  */
-function topicsTake(topics: Topic[], d: Delivery, s: Stream, reader: Principal, asks: FilterAsks): boolean | string[] {
+function topicsTake(topics: Topic[], col: Collection, d: Delivery, s: Stream, reader: Principal, asks: FilterAsks): boolean | string[] {
   const record = d.event.record;
   let keys: string[] | null = null;
   for (const t of topics) {
     if (t.id !== null && t.id !== record._id) continue;
     if (!t.filter) return true;
+    const filter = filterFor(t.filter, col);
     // A record held by reference is matched by the database on all conditions; else its columns first, in memory.
-    if (!d.stub && !meetsMemoryTests(t.filter, record)) continue;
-    const query = d.stub ? t.filter.whole : t.filter.query;
+    if (!d.stub && !meetsMemoryTests(filter, record)) continue;
+    const query = d.stub ? filter.whole : filter.query;
     if (!query) return true;
     (keys ??= []).push(asks.add(query, reader, readerKey(s, reader)));
   }
@@ -129,7 +131,7 @@ export async function deliverEvent(ctx: AppContext, d: Delivery, targets: Iterab
     // SECURITY: the read rule before anything else: a stream that may not read the record gets nothing
     // and costs nothing more (no filter is matched, no query asked for it).
     if (!canRead(col, reader, e.record)) continue;
-    const taken = topicsTake(topics, d, s, reader, asks);
+    const taken = topicsTake(topics, col, d, s, reader, asks);
     if (taken === true) sendTo(s, made(s, reader) ?? (await frames.forReader(readerKey(s, reader), reader)));
     else if (taken) pending.push([s, reader, taken]);
   }

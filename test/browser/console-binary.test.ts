@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Browser } from "playwright-core";
 import { ADMIN_SECRET } from "../helpers/app.ts";
-import { launchBrowser } from "../helpers/browser.ts";
+import { launchBrowser, STEP_MS } from "../helpers/browser.ts";
 import { buildBinary } from "../helpers/cli.ts";
 import { spawnServer, type ServerProcess } from "../helpers/server.ts";
 
@@ -44,7 +44,7 @@ describe("the console in the compiled binary", () => {
       body: JSON.stringify({ name: "notes" }),
     });
     const page = await browser.newPage();
-    page.setDefaultTimeout(8_000);
+    page.setDefaultTimeout(STEP_MS);
     const errors: string[] = [];
     page.on("pageerror", (e) => errors.push(e.message));
     await page.goto(`${server.url}/_/`);

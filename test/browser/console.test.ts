@@ -5,7 +5,7 @@ import { join } from "node:path";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { loadConfig } from "../../src/config.ts";
 import { memoryLogger } from "../../src/log.ts";
-import { launchBrowser } from "../helpers/browser.ts";
+import { launchBrowser, STEP_MS, TEST_MS } from "../helpers/browser.ts";
 import { startServer, type Running } from "../../src/server.ts";
 
 // The console is tested in a real browser: Debian's chromium, driven by playwright-core.
@@ -39,7 +39,7 @@ async function shot(name: string): Promise<void> {
 }
 
 // Bun kills child processes (the browser) when a test times out, so each step gets room beyond playwright's own timeout.
-const STEP = 25_000;
+const STEP = TEST_MS;
 
 /** Waits for a success notice containing `text`. */
 const okNotice = (text: string) => page.locator(".flash .alert.ok", { hasText: text }).waitFor();
@@ -65,7 +65,7 @@ beforeEach(async () => {
   running = await startServer(config, { log: memoryLogger() });
   context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
   page = await context.newPage();
-  page.setDefaultTimeout(8_000);
+  page.setDefaultTimeout(STEP_MS);
   pageErrors = [];
   page.on("pageerror", (err) => pageErrors.push(err.message));
   page.on("console", (msg) => {
@@ -183,6 +183,25 @@ describe("admin console in a real browser", () => {
     const col = await adminApi("GET", "/admin/collections/posts");
     expect(col.rules).toEqual({ read: "public", create: "public", update: { role: "editor" }, delete: "owner" });
     await shot("03-rules");
+  }, STEP);
+
+  test("an expression rule shows as itself in the rules editor, stays when another rule is saved, and can be set", async () => {
+    await openPosts();
+    const expression = "title != null && _owner_id = @auth.id";
+    await adminApi("PUT", "/admin/collections/posts/rules", { rules: { read: expression } });
+    await page.reload();
+    await page.getByRole("link", { name: "Access rules" }).click();
+    await expect(page.locator('select[data-rule="read"]').inputValue()).resolves.toBe("expression");
+    await expect(page.getByLabel("read rule expression").inputValue()).resolves.toBe(expression);
+    await page.locator('select[data-rule="delete"]').selectOption("disabled");
+    await page.getByRole("button", { name: "Save rules" }).click();
+    await okNotice("Access rules saved.");
+    expect((await adminApi("GET", "/admin/collections/posts")).rules).toEqual({ read: expression, create: "public", update: "owner", delete: "disabled" });
+    await page.locator('select[data-rule="update"]').selectOption("expression");
+    await page.getByLabel("update rule expression").fill("@auth.roles ?= 'editor'");
+    await page.getByRole("button", { name: "Save rules" }).click();
+    await okNotice("Access rules saved.");
+    expect((await adminApi("GET", "/admin/collections/posts")).rules.update).toBe("@auth.roles ?= 'editor'");
   }, STEP);
 
   test("a field rule is set from the field rules editor", async () => {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import type { Browser, Page } from "playwright-core";
 import { ADMIN_SECRET, createCollection, registerUser } from "../helpers/app.ts";
-import { launchBrowser } from "../helpers/browser.ts";
+import { launchBrowser, STEP_MS } from "../helpers/browser.ts";
 import { createLiveApp, type LiveApp } from "../helpers/sse.ts";
 
 // The browser's own EventSource, which sends no headers: the stream is opened bare, then bound by a POST.
@@ -54,7 +54,7 @@ test("a page's EventSource receives the changes its user may read, after binding
   await t.req("POST", "/api/v1/notes", { token: bob.token, body: { title: "bob's" } });
   const mine = await t.req("POST", "/api/v1/notes", { token: alice.token, body: { title: "alice's" } });
   await t.req("PATCH", `/api/v1/notes/${mine.body._id}`, { token: alice.token, body: { title: "alice's, edited" } });
-  await page.waitForFunction(() => (window as unknown as { got: unknown[] }).got.length >= 2, undefined, { timeout: 10_000 });
+  await page.waitForFunction(() => (window as unknown as { got: unknown[] }).got.length >= 2, undefined, { timeout: STEP_MS });
   const got = (await page.evaluate(() => (window as unknown as { got: unknown[] }).got)) as { event: string; data: any; id: string }[];
   expect(got.map((g) => [g.event, g.data.record.title])).toEqual([
     ["create", "alice's"],
@@ -72,14 +72,14 @@ test("the console's records browser updates itself while open when records chang
     await consolePage.goto(`${t.base}/_/`);
     await consolePage.getByLabel("Admin secret").fill(ADMIN_SECRET);
     await consolePage.getByLabel("Admin secret").press("Enter");
-    await consolePage.getByRole("heading", { name: "Collections" }).waitFor({ timeout: 15_000 });
+    await consolePage.getByRole("heading", { name: "Collections" }).waitFor({ timeout: STEP_MS });
     await consolePage.goto(`${t.base}/_/#/collections/board/records`);
-    await consolePage.getByRole("cell", { name: "first" }).waitFor({ timeout: 15_000 });
-    await consolePage.locator(".badge.ok", { hasText: "live" }).waitFor({ timeout: 15_000 });
+    await consolePage.getByRole("cell", { name: "first" }).waitFor({ timeout: STEP_MS });
+    await consolePage.locator(".badge.ok", { hasText: "live" }).waitFor({ timeout: STEP_MS });
     const added = await t.admin("POST", "/api/v1/board", { title: "added elsewhere" });
-    await consolePage.getByRole("cell", { name: "added elsewhere" }).waitFor({ timeout: 10_000 });
+    await consolePage.getByRole("cell", { name: "added elsewhere" }).waitFor({ timeout: STEP_MS });
     await t.admin("PATCH", `/api/v1/board/${added.body._id}`, { title: "edited elsewhere" });
-    await consolePage.getByRole("cell", { name: "edited elsewhere" }).waitFor({ timeout: 10_000 });
+    await consolePage.getByRole("cell", { name: "edited elsewhere" }).waitFor({ timeout: STEP_MS });
   } finally {
     await consolePage.close();
   }

@@ -1,6 +1,7 @@
 import { afterAll, expect, setDefaultTimeout, test } from "bun:test";
 import { rmSync } from "node:fs";
 import { buildBinary, runCli, tempDataDir } from "../helpers/cli.ts";
+import { onPostgres } from "../helpers/engine.ts";
 import { spawnServer, type ServerProcess } from "../helpers/server.ts";
 
 // One rule for the admin secret: ADMIN_SECRET, when set, is the secret; otherwise the stored one (generated
@@ -43,13 +44,13 @@ test("the generated secret is stored, named at start and rotated by the CLI; ADM
   expect(await first.stop()).toBe(0);
 
   const stored = await start({ ADMIN_SECRET: "" });
-  expect(stored.stderr()).toContain("admin secret: the one stored in the data directory");
+  expect(stored.stderr()).toContain(`admin secret: the one stored in ${onPostgres ? "the database" : "the data directory"}`);
   expect(stored.stderr()).not.toContain("Admin secret (shown once");
   expect(await status(stored, fresh)).toBe(200);
   expect(await stored.stop()).toBe(0);
 
   const fromEnv = await start({ ADMIN_SECRET: ENV_SECRET });
-  expect(fromEnv.stderr()).toContain("admin secret: from ADMIN_SECRET, which replaces the different secret stored in the data directory");
+  expect(fromEnv.stderr()).toContain(`admin secret: from ADMIN_SECRET, which replaces the different secret stored in ${onPostgres ? "the database" : "the data directory"}`);
   expect(fromEnv.stderr()).not.toContain(ENV_SECRET);
   expect(await status(fromEnv, ENV_SECRET)).toBe(200);
   expect(await status(fromEnv, fresh)).toBe(401);

@@ -144,13 +144,35 @@ describe("collections", () => {
     expect(r.stderr).toContain("invalid collection name");
   });
 
-  test("a rule value that is not public, authenticated, owner, disabled or role:<name> exits 2", async () => {
-    for (const bad of ["everyone", "role:", "Public"]) {
-      const r = await cli(["collections", "create", "other", "--read", bad]);
-      expect(r.code).toBe(2);
-      expect(r.stderr).toContain("expected public, authenticated, owner, disabled or role:<name>");
+  test("any other rule value is an expression, checked by the service: a bad one exits 1 naming the token", async () => {
+    for (const [bad, says] of [
+      ["everyone", "unknown field 'everyone' at 1"],
+      ["role:", "unexpected character ':' at 5"],
+      ["Public", "unknown field 'Public' at 1"],
+    ]) {
+      const r = await cli(["collections", "create", "other", "--read", bad!]);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toContain(`invalid read rule: ${says}`);
     }
+    const empty = await cli(["collections", "create", "other", "--read", " "]);
+    expect(empty.code).toBe(2);
+    expect(empty.stderr).toContain("expected public, authenticated, owner, disabled, role:<name> or an expression");
     expect((await cli(["collections", "show", "other"])).code).toBe(1);
+  });
+
+  test("an expression rule is set as given and shown as given", async () => {
+    const rule = "status = 'published' || _owner_id = @auth.id";
+    const made = await cli(["collections", "create", "other", "--read", rule, "--json"]);
+    expect(made.code).toBe(1);
+    expect(made.stderr).toContain("invalid read rule: unknown field 'status' at 1");
+    expect((await cli(["collections", "create", "other", "--read", "_owner_id = @auth.id || @auth.roles ?= 'editor'", "--json"])).json().rules.read).toBe(
+      "_owner_id = @auth.id || @auth.roles ?= 'editor'",
+    );
+    const r = await cli(["collections", "rules", "other", "--update", "@auth.verified && _owner_id = @auth.id", "--json"]);
+    expect(r.code).toBe(0);
+    expect(r.json().rules.update).toBe("@auth.verified && _owner_id = @auth.id");
+    const shown = await cli(["collections", "show", "other"]);
+    expect(shown.stdout).toContain("update=@auth.verified && _owner_id = @auth.id");
   });
 
   test("a role name the service rejects exits 1", async () => {
@@ -660,7 +682,7 @@ describe.skipIf(!scriptBin)("prompts on a terminal", () => {
       return / -icanon\b/.test(mode) && / -echo\b/.test(mode);
     };
     for (const [prompt, input] of steps) {
-      await waitFor(() => clean(out).includes(prompt) && rawMode(), { timeoutMs: 20_000, what: `the prompt "${prompt}" in raw mode` });
+      await waitFor(() => clean(out).includes(prompt) && rawMode(), { what: `the prompt "${prompt}" in raw mode` });
       for (const key of input) {
         try {
           proc.stdin.write(key);

@@ -2,6 +2,7 @@ import { afterAll, expect, setDefaultTimeout, test } from "bun:test";
 import { rmSync } from "node:fs";
 import { ADMIN_SECRET } from "../helpers/app.ts";
 import { buildBinary, runCli, tempDataDir } from "../helpers/cli.ts";
+import { waitFor } from "../helpers/wait.ts";
 import { spawnServer, type ServerProcess } from "../helpers/server.ts";
 
 // The request log of the real server on stderr: its formats, its level, and no secret in it.
@@ -13,13 +14,11 @@ afterAll(async () => {
   for (const c of cleanups) await c();
 });
 
-/** Polls `read` until `ok` holds or the deadline passes. */
-async function until(read: () => string, ok: (s: string) => boolean, ms = 10_000): Promise<string> {
-  const end = Date.now() + ms;
-  while (!ok(read())) {
-    if (Date.now() > end) throw new Error(`timed out; got:\n${read()}`);
-    await Bun.sleep(25);
-  }
+/** Polls `read` until `ok` holds; the wait fails only once the output stops growing for a while. */
+async function until(read: () => string, ok: (s: string) => boolean): Promise<string> {
+  await waitFor(() => ok(read()), { intervalMs: 25, what: "the log line", progress: () => read().length }).catch((err: Error) => {
+    throw new Error(`${err.message}; got:\n${read()}`);
+  });
   return read();
 }
 

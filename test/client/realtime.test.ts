@@ -55,7 +55,7 @@ describe("client realtime against a real server", () => {
     await posts.update(p._id, { title: "two" });
     await posts.delete(p._id);
     await posts.restore(p._id);
-    await waitFor(() => c.events.length >= 4, { timeoutMs: 5_000, what: "four events" });
+    await waitFor(() => c.events.length >= 4, { what: "four events" });
     expect(titles(c.events)).toEqual(["create:one", "update:two", "delete:two", "restore:two"]);
     expect(c.events.every((e) => e.collection === "rt_public" && e.record._id === p._id && e.id)).toBe(true);
     await stop();
@@ -76,7 +76,7 @@ describe("client realtime against a real server", () => {
 
     await posts.create({ title: "second" });
     await posts.update(first._id, { title: "first again" });
-    await waitFor(() => all.events.length >= 2, { timeoutMs: 5_000, what: "both events" });
+    await waitFor(() => all.events.length >= 2, { what: "both events" });
     expect(titles(all.events)).toEqual(["create:second", "update:first again"]);
     // Events reach every handler in one dispatch, so by now the others have theirs too.
     expect(titles(one.events)).toEqual(["update:first again"]);
@@ -95,7 +95,7 @@ describe("client realtime against a real server", () => {
     const stop = await alice.subscribe<Post>("rt_owned", c.handler);
     await bob.collection<Post>("rt_owned").create({ title: "bob's" });
     await alice.collection<Post>("rt_owned").create({ title: "alice's" });
-    await waitFor(() => c.events.length >= 1, { timeoutMs: 5_000, what: "alice's event" });
+    await waitFor(() => c.events.length >= 1, { what: "alice's event" });
     // Fan-out keeps commit order: had bob's record reached alice, it would have come first.
     expect(titles(c.events)).toEqual(["create:alice's"]);
     await stop();
@@ -129,7 +129,7 @@ describe("client realtime against a real server", () => {
     const c = collector<Post>();
     const stop = await client.subscribe<Post>("rt_after", c.handler);
     await client.collection<Post>("rt_after").create({ title: "x" });
-    await waitFor(() => c.events.length >= 1, { timeoutMs: 5_000, what: "the event" });
+    await waitFor(() => c.events.length >= 1, { what: "the event" });
     await stop();
   });
 
@@ -149,7 +149,7 @@ describe("client realtime against a real server", () => {
     });
     expect(sent.filter((s) => s === "POST /api/v1/auth/refresh").length).toBe(1);
     await admin("POST", "/rt_expiry", { title: "after the reconnect" });
-    await waitFor(() => c.events.length >= 1, { timeoutMs: 5_000, what: "the event after the reconnect" });
+    await waitFor(() => c.events.length >= 1, { what: "the event after the reconnect" });
     expect(titles(c.events)).toEqual(["create:after the reconnect"]);
     await stop();
   });

@@ -137,7 +137,7 @@ describe.skipIf(!postgresAvailable)("two nodes on one PostgreSQL database", () =
     // Written on B, seen on A: the relay works both ways.
     expect((await call(b, "POST", "/live", { body: { n: 4 } })).status).toBe(201);
     for (const s of streams) {
-      const got = await s.waitChanges(4, 10_000);
+      const got = await s.waitChanges(4);
       // In the order A committed them; B's own write has no order relative to A's.
       const fromA = got.filter((m) => m.data.record.n <= 3);
       expect(fromA.map((m) => [m.event, m.data.record.n])).toEqual([["create", 1], ["update", 2], ["create", 3]]);
@@ -168,7 +168,7 @@ describe.skipIf(!postgresAvailable)("two nodes on one PostgreSQL database", () =
       { op: "delete", id },
     ];
     expect((await admin(a, "POST", "/huge/batch", { operations })).status).toBe(200);
-    const got = await stream.waitChanges(3, 10_000);
+    const got = await stream.waitChanges(3);
     expect(got.map((m) => [m.event, m.data.record.v, m.data.record._deleted_at === null, m.data.record.text.length])).toEqual([
       ["update", "a", true, 9_000],
       ["update", "b", true, 9_000],
@@ -185,7 +185,7 @@ describe.skipIf(!postgresAvailable)("two nodes on one PostgreSQL database", () =
     await s.clientId();
     expect((await call(b, "DELETE", `/gone/${made.body._id}`)).status).toBe(200);
     expect((await admin(b, "DELETE", `/admin/collections/gone/records/${made.body._id}`)).status).toBe(200);
-    const [soft, hard] = await s.waitChanges(2, 10_000);
+    const [soft, hard] = await s.waitChanges(2);
     expect([soft.event, hard.event]).toEqual(["delete", "delete"]);
     expect(soft.data.record).toMatchObject({ _id: made.body._id, title: "to be removed" });
     expect(typeof soft.data.record._deleted_at).toBe("number");
@@ -217,11 +217,11 @@ describe.skipIf(!postgresAvailable)("two nodes on one PostgreSQL database", () =
     // Written on B by each user: A's stream gets the owner's record only (the read rule is checked on A).
     await call(b, "POST", "/owned", { body: { mine: false }, token: other.body.access_token });
     const mine = await call(b, "POST", "/owned", { body: { mine: true }, token: owner.body.access_token });
-    const [e] = await s.waitChanges(1, 10_000);
+    const [e] = await s.waitChanges(1);
     expect(e.data.record).toMatchObject({ _id: mine.body._id, mine: true });
     // The owner logs out on B: the stream on A ends.
     expect((await call(b, "POST", "/auth/logout", { token: owner.body.access_token })).status).toBe(200);
-    await waitFor(() => s.ended, { timeoutMs: 3_000, what: "the stream to end after logout" });
+    await waitFor(() => s.ended, { what: "the stream to end after logout" });
     expect(s.changes()).toHaveLength(1);
   });
 
@@ -240,7 +240,7 @@ describe.skipIf(!postgresAvailable)("two nodes on one PostgreSQL database", () =
         const second = await open(b, "?subscribe=lim_a,lim_b");
         held.push(second);
         return second.response.status === 200;
-      }, { timeoutMs: 10_000, what: "two streams under the limit" });
+      }, { what: "two streams under the limit" });
       // One stream on each node: a third on either is over the limit, though each node holds only one.
       for (const node of [a, b]) {
         const third = await open(node);
@@ -277,7 +277,7 @@ describe.skipIf(!postgresAvailable)("two nodes on one PostgreSQL database", () =
     const fresh: string = rotated.body.secret;
     expect((await call(b, "GET", "/admin/settings", { token: secret })).status).toBe(401);
     expect((await call(b, "GET", "/admin/settings", { token: fresh })).status).toBe(200);
-    await waitFor(() => s.ended, { timeoutMs: 3_000, what: "the admin stream to end after the rotation" });
+    await waitFor(() => s.ended, { what: "the admin stream to end after the rotation" });
     // And the CLI rotates it for both nodes too.
     const r = await runCli(bin, ["admin", "rotate-secret", "--database", url]);
     expect(r.code).toBe(0);

@@ -1,6 +1,14 @@
 import { existsSync } from "node:fs";
 import { chromium, type Browser, type Page } from "playwright-core";
 
+/**
+ * How long one browser step (a click, a wait for an element or a page) may take, and a whole browser
+ * test. Generous on purpose: on a quiet machine a step takes milliseconds, and a busy one (the suite run
+ * beside others, a load of 10 on 2 cores) must not fail for being slow; a step that never comes still fails.
+ */
+export const STEP_MS = 30_000;
+export const TEST_MS = 120_000;
+
 /** Debian's chromium unless CHROMIUM_PATH names another. */
 export const CHROMIUM = process.env.CHROMIUM_PATH || "/usr/bin/chromium";
 
@@ -28,7 +36,7 @@ export async function launchBrowser(): Promise<Browser> {
 /** A new page that records the address of every request it makes and every script error. */
 export async function openRecordingPage(browser: Browser): Promise<{ page: Page; requests: string[]; errors: string[] }> {
   const page = await browser.newPage();
-  page.setDefaultTimeout(8_000);
+  page.setDefaultTimeout(STEP_MS);
   const requests: string[] = [];
   const errors: string[] = [];
   page.on("request", (r) => requests.push(r.url()));

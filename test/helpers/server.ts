@@ -43,7 +43,9 @@ export async function spawnServer(
   const decoder = new TextDecoder();
   const reader = proc.stderr.getReader();
   const port = await new Promise<number>((resolveP, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start: ${err}`)), 15_000);
+    // A start takes a fraction of a second on a quiet machine; the budget is for a busy one (a server that
+    // exits early is reported at once, below).
+    const timer = setTimeout(() => reject(new Error(`server did not start: ${err}`)), 60_000);
     (async () => {
       for (;;) {
         const { done, value } = await reader.read();

@@ -8,9 +8,12 @@ export interface SseMessage {
   id: string | null;
 }
 
-/** Polls `check` until it returns something truthy, or fails after `ms` (the shared `waitFor`). */
-export function until<T>(check: () => T | undefined | null | false, ms = 5_000, what = "condition"): Promise<T> {
-  return waitFor(check, { timeoutMs: ms, what }) as Promise<T>;
+/**
+ * Polls `check` until it returns something truthy (the shared `waitFor`): fails after `ms` without it,
+ * counted from the last change of `progress` when given.
+ */
+export function until<T>(check: () => T | undefined | null | false, ms = 30_000, what = "condition", progress?: () => unknown): Promise<T> {
+  return waitFor(check, { timeoutMs: ms, what, progress }) as Promise<T>;
 }
 
 /** A tiny SSE client over fetch: reads the stream in the background and keeps every message. */
@@ -80,14 +83,14 @@ export class SseClient {
     return this.messages.filter((m) => m.event !== "connect" && m.event !== "reset");
   }
 
-  /** Waits for the first message matching `pred`. */
-  next(pred: (m: SseMessage) => boolean, ms = 5_000): Promise<SseMessage> {
-    return until(() => this.messages.find(pred), ms, "an event");
+  /** Waits for the first message matching `pred` (`ms` without any message arriving fails). */
+  next(pred: (m: SseMessage) => boolean, ms = 30_000): Promise<SseMessage> {
+    return until(() => this.messages.find(pred), ms, "an event", () => this.messages.length);
   }
 
-  /** Waits until `n` change events arrived. */
-  async waitChanges(n: number, ms = 5_000): Promise<SseMessage[]> {
-    await until(() => this.changes().length >= n, ms, `${n} change events (have ${this.changes().length})`);
+  /** Waits until `n` change events arrived (`ms` without a new one fails). */
+  async waitChanges(n: number, ms = 30_000): Promise<SseMessage[]> {
+    await until(() => this.changes().length >= n, ms, `${n} change events`, () => this.changes().length);
     return this.changes();
   }
 

@@ -3,8 +3,9 @@ import { TOTP, URI } from "otpauth";
 import { registerUser, type TestApp } from "../helpers/app.ts";
 import { createMailTestApp } from "../helpers/smtp.ts";
 
-// Password hashing (argon2id) is slow on a loaded machine; these tests hash several times each.
-setDefaultTimeout(30_000);
+// Password hashing (argon2id) is slow on a loaded machine (seconds a hash at a load of 15 on 2 cores);
+// these tests hash a dozen times each. The budget is for such a machine; a hang still fails.
+setDefaultTimeout(300_000);
 
 const { t, smtp, close } = await createMailTestApp();
 afterAll(close);

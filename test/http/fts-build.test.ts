@@ -70,9 +70,11 @@ describe.skipIf(onPostgres)("building a full-text index", () => {
     // Searching during a build answers from what is indexed so far, never an error.
     expect(searchedDuringBuild?.status).toBe(200);
     expect(searchedDuringBuild?.body.items.length).toBeLessThanOrEqual(1);
-    // The server was never stopped by the build: every /health answered well under the build's time.
+    // The server was never stopped by the build: every /health answered well under the build's time
+    // (a build in one step would hold one of them for all of it), measured against the build on this
+    // machine rather than in milliseconds a busy one exceeds.
     expect(health.length).toBeGreaterThan(2);
-    expect(Math.max(...health)).toBeLessThan(Math.min(250, done.ms / 3));
+    expect(Math.max(...health)).toBeLessThan(done.ms / 3);
 
     const after = await timed("/api/v1/notes?search=walrus&limit=1&total=true");
     expect(after.body.total).toBe(RECORDS);

@@ -55,7 +55,7 @@ const t = appPerTest(
 );
 
 /** Waits (with a deadline) until `check` holds: async onCommit handlers finish after the response. */
-const until = (check: () => boolean, what: string) => waitFor(check, { timeoutMs: 5000, intervalMs: 5, what });
+const until = (check: () => boolean, what: string) => waitFor(check, { intervalMs: 5, what });
 
 const errors = () => t.log.lines.filter((l) => l.level === "error" && l.msg === "onCommit hook failed");
 

@@ -355,7 +355,8 @@ describe("the document of one collection (?collection=, admin)", () => {
     expect(record.properties.title).toEqual({ type: ["string", "null"] });
     expect(record.properties.price).toEqual({ type: ["number", "null"] });
     expect(record.properties.done).toEqual({ type: ["boolean", "null"] });
-    expect(record.properties.tags).toEqual({ type: ["object", "array", "null"] });
+    // A JSON field: any object (its keys readable by a generated client) or array.
+    expect(record.properties.tags).toEqual({ type: ["object", "array", "null"], additionalProperties: true, items: {} });
     expect(record.required).toEqual(expect.arrayContaining(["_id", "title", "price", "done", "tags"]));
     expect(doc.paths["/api/v1/doc_items"].post.requestBody.content["application/json"].schema).toEqual({ $ref: "#/components/schemas/DocItemsData" });
     for (const [, ref] of refsOf(doc)) expect(() => resolveRef(doc, ref)).not.toThrow();
@@ -365,5 +366,83 @@ describe("the document of one collection (?collection=, admin)", () => {
     const list = await t.req("GET", "/api/v1/doc_items");
     expect(checkSchema(doc, doc.paths["/api/v1/doc_items"].get.responses["200"].content["application/json"].schema, list.body)).toEqual([]);
     expect(checkSchema(doc, { $ref: "#/components/schemas/DocItemsRecord" }, { ...one.body, price: "cheap" }).length).toBeGreaterThan(0);
+  });
+
+  test("describes relation fields (one: an id; many, many_via: id lists), _expand with the embedded records, and fields= projections", async () => {
+    for (const name of ["rel_people", "rel_posts", "rel_tags"])
+      expect((await t.admin("POST", "/api/v1/admin/collections", { name, rules: { read: "public", create: "public" } })).status).toBe(201);
+    for (const rel of [
+      { from_col: "rel_posts", from_field: "author", to_col: "rel_people", type: "one" },
+      { from_col: "rel_people", from_field: "posts", to_col: "rel_posts", type: "many", to_field: "author" },
+      { from_col: "rel_posts", from_field: "tags", to_col: "rel_tags", type: "many_via" },
+    ])
+      expect((await t.admin("POST", "/api/v1/admin/relations", rel)).status).toBe(201);
+    const person = await t.req("POST", "/api/v1/rel_people", { body: { name: "Ada", profile: { city: "London" } } });
+    const tag = await t.req("POST", "/api/v1/rel_tags", { body: { label: "intro" } });
+    const post = await t.req("POST", "/api/v1/rel_posts", { body: { title: "Hi", author: person.body._id, tags: [tag.body._id] } });
+    expect(post.status).toBe(201);
+    const posts = (await t.req("GET", "/api/v1/openapi.json?collection=rel_posts", { token: ADMIN_SECRET })).body;
+    const people = (await t.req("GET", "/api/v1/openapi.json?collection=rel_people", { token: ADMIN_SECRET })).body;
+    const s = posts.components.schemas;
+    expect(s.RelPostsRecord.properties.author.type).toEqual(["string", "null"]);
+    expect(s.RelPostsRecord.properties.tags).toMatchObject({ type: "array", items: { type: "string" } });
+    expect(s.RelPostsRecord.required).toEqual(expect.arrayContaining(["author", "tags", "title"]));
+    expect(s.RelPostsRecord.properties._expand.properties.author).toEqual({ anyOf: [{ $ref: "#/components/schemas/RelPeopleExpanded" }, { type: "null" }] });
+    expect(s.RelPostsRecord.properties._expand.properties.tags).toEqual({ type: ["array", "null"], items: { $ref: "#/components/schemas/RelTagsExpanded" } });
+    expect(s.RelPeopleExpanded.properties.profile.additionalProperties).toBe(true);
+    // An embedded record carries no relation lists of its own.
+    expect(Object.keys(people.components.schemas.RelPostsExpanded.properties)).not.toContain("tags");
+    expect(people.components.schemas.RelPeopleRecord.properties.posts).toMatchObject({ type: ["array", "null"], items: { type: "string" } });
+    expect(s.RelPostsData.properties.tags).toMatchObject({ type: "array" });
+    expect(s.RelPostsProjection.required).toEqual(["_id"]);
+    for (const [, ref] of refsOf(posts)) expect(() => resolveRef(posts, ref)).not.toThrow();
+
+    const get = (doc: any, path: string) => doc.paths[path].get.responses["200"].content["application/json"].schema;
+    const answers: [any, string, string][] = [
+      [posts, "/api/v1/rel_posts/{id}", `/api/v1/rel_posts/${post.body._id}?expand=author,tags`],
+      [posts, "/api/v1/rel_posts/{id}", `/api/v1/rel_posts/${post.body._id}?fields=title&expand=tags`],
+      [posts, "/api/v1/rel_posts", "/api/v1/rel_posts?fields=author"],
+      [people, "/api/v1/rel_people/{id}", `/api/v1/rel_people/${person.body._id}?expand=posts`],
+      [people, "/api/v1/rel_people", "/api/v1/rel_people?expand=posts"],
+    ];
+    for (const [doc, path, url] of answers) {
+      const res = await t.req("GET", url);
+      expect(res.status).toBe(200);
+      expect([url, checkSchema(doc, get(doc, path), res.body)]).toEqual([url, []]);
+    }
+    // The whole-record schema refuses a projection, the projection a wrong type.
+    const projected = (await t.req("GET", `/api/v1/rel_posts/${post.body._id}?fields=title`)).body;
+    expect(checkSchema(posts, { $ref: "#/components/schemas/RelPostsRecord" }, projected).length).toBeGreaterThan(0);
+    expect(checkSchema(posts, { $ref: "#/components/schemas/RelPostsProjection" }, { ...projected, title: 1 }).length).toBeGreaterThan(0);
+  });
+});
+
+describe("answers once left untyped", () => {
+  test("2FA enable and disable, a user's security state, mail status, aggregates and batch results have their shapes", async () => {
+    const doc = await openapi();
+    const ok = (path: string, method: string) => doc.paths[path][method].responses[Object.keys(doc.paths[path][method].responses)[0]!];
+    const schemaOf = (path: string, method: string) => {
+      const s = ok(path, method).content["application/json"].schema;
+      return s.$ref ? resolveRef(doc, s.$ref) : s;
+    };
+    expect(schemaOf("/api/v1/auth/2fa/enable", "post").properties.recovery_codes).toMatchObject({ type: "array", items: { type: "string" } });
+    expect(schemaOf("/api/v1/auth/2fa/disable", "delete").properties.enabled).toMatchObject({ const: false });
+    for (const [path, method] of [["/api/v1/admin/users/{id}/security", "get"], ["/api/v1/admin/users/{id}/reset-2fa", "post"]])
+      expect(Object.keys(schemaOf(path!, method!).properties).sort()).toEqual(["api_keys", "email", "id", "locked_until", "oauth_accounts", "totp_enabled"]);
+    expect(Object.keys(schemaOf("/api/v1/admin/mail", "get").properties).sort()).toEqual(["from", "sender_name", "smtp_server", "transport"]);
+    const aggregate = schemaOf("/api/v1/{collection}/aggregate", "get");
+    expect(aggregate.anyOf[0].properties.value.anyOf.length).toBeGreaterThan(1);
+    const batch = schemaOf("/api/v1/{collection}/batch", "post");
+    expect(batch.properties.results.items.anyOf.map((s: any) => s.properties.op.const)).toEqual(["create", "update", "delete"]);
+    expect(Object.keys(schemaOf("/api/v1/admin/settings", "get").properties)).toContain("registration_open");
+    // The statuses the routes answer: 503 when the SMTP server refuses a test mail (502 is never sent), the SQLite file as such.
+    expect(Object.keys(doc.paths["/api/v1/admin/mail/test"].post.responses)).toContain("503");
+    expect(Object.keys(doc.paths["/api/v1/admin/mail/test"].post.responses)).not.toContain("502");
+    expect(Object.keys(ok("/api/v1/admin/backup", "get").content)).toEqual(["application/vnd.sqlite3"]);
+    expect(doc.paths["/_"].get.responses["308"].headers.Location).toBeDefined();
+    expect(doc.paths["/_/"].get.responses["200"].content["text/html"]).toBeDefined();
+    // A boolean in the query string is also 1 or 0.
+    const total = doc.paths["/api/v1/{collection}"].get.parameters.find((p: any) => p.name === "total");
+    expect(total.schema.anyOf).toEqual([{ type: "boolean" }, { type: "string", enum: ["1", "0"] }]);
   });
 });

@@ -59,9 +59,10 @@ describe("a hostile regex rule on a running server", () => {
       expect(res.status).toBe(422);
       expect(res.body).toEqual({ errors: [{ field: "v", rule: "regex", message: '"v" must match the pattern a*a*a*a*b.' }] });
     }
-    // Back to idle within a second: no extra thread, and the process stops burning CPU.
-    expect(await within(1000, () => threads(pid) <= idle)).toBe(true);
-    const quiet = await within(1000, async () => {
+    // Back to idle: no extra thread, and the process stops burning CPU (a backtracking match of these
+    // values would run for hours: the generous budget is for a busy test machine, not for the engine).
+    expect(await within(15_000, () => threads(pid) <= idle)).toBe(true);
+    const quiet = await within(15_000, async () => {
       const before = cpuTicks(pid);
       await Bun.sleep(200);
       return cpuTicks(pid) - before <= 4; // at most 20% of one core over 200 ms (100 ticks a second)
@@ -69,16 +70,18 @@ describe("a hostile regex rule on a running server", () => {
     expect(quiet).toBe(true);
   });
 
-  test("/health answers in under 50 ms while 40 hostile creates run", async () => {
+  test("/health answers as fast while 40 hostile creates run as while 40 harmless ones do", async () => {
     await collectionWithPattern(s, "mail", "^\\S+@\\S+\\.\\S+$");
     // Slow for a backtracking engine: every '.' is a split point for \S+\.\S+$, and the space defeats $.
     const hostile = `a@${"a.".repeat(4998)} `;
+    // As long, and quick for any engine: it matches.
+    const harmless = `a@${"a.".repeat(4998)}b`;
     expect(hostile.length).toBeLessThanOrEqual(10_000);
     expect((await call(s, "POST", "/mail", { v: "a@b.c" })).status).toBe(201);
-    /** The slowest /health answer while 40 hostile creates are in flight. */
-    const slowestHealth = async () => {
+    /** The slowest /health answer while 40 creates of `v` are in flight. */
+    const slowestHealth = async (v: string, status: number) => {
       const creates = Array.from({ length: 40 }, () =>
-        fetch(`${s.url}/api/v1/mail`, { method: "POST", headers, body: JSON.stringify({ v: hostile }) }).then((r) => r.status),
+        fetch(`${s.url}/api/v1/mail`, { method: "POST", headers, body: JSON.stringify({ v }) }).then((r) => r.status),
       );
       let settled = false;
       const all = Promise.all(creates).finally(() => (settled = true));
@@ -90,14 +93,19 @@ describe("a hostile regex rule on a running server", () => {
         times.push(performance.now() - started);
         expect(res.status).toBe(200);
       }
-      expect(await all).toEqual(Array(40).fill(422));
+      expect(await all).toEqual(Array(40).fill(status));
       return Math.max(...times);
     };
-    // The best of three rounds, so a scheduling hiccup of a busy test machine is not taken for a
-    // blocked event loop (a backtracking engine blocks every round, for far longer than 50 ms).
-    const rounds: number[] = [];
-    for (let i = 0; i < 3 && !(rounds.length && Math.min(...rounds) < 50); i++) rounds.push(await slowestHealth());
-    expect(Math.min(...rounds)).toBeLessThan(50);
+    // The best of three rounds each, so a scheduling hiccup of a busy test machine is not taken for a
+    // blocked event loop; the harmless rounds are the baseline of this machine now (a backtracking engine
+    // blocks every hostile round, for seconds).
+    const best = async (v: string, status: number) => {
+      const rounds: number[] = [];
+      for (let i = 0; i < 3; i++) rounds.push(await slowestHealth(v, status));
+      return Math.min(...rounds);
+    };
+    const baseline = await best(harmless, 201);
+    expect(await best(hostile, 422)).toBeLessThan(3 * baseline + 50);
   });
 });
 
@@ -137,10 +145,15 @@ describe("regex rules in the app", () => {
   test("patterns a backtracking engine chokes on are fine on RE2 and still match correctly", async () => {
     expect((await setPattern("^(a+)+$")).status).toBe(200);
     expect((await t.req("POST", "/api/v1/codes", { body: { v: "aaaa" } })).status).toBe(201);
-    const started = performance.now();
+    // The baseline: a matching value as long (quick for any engine), timed on this machine now.
+    let started = performance.now();
+    expect((await t.req("POST", "/api/v1/codes", { body: { v: "a".repeat(5001) } })).status).toBe(201);
+    const baseline = performance.now() - started;
+    started = performance.now();
     const res = await t.req("POST", "/api/v1/codes", { body: { v: `${"a".repeat(5000)}!` } });
     expect(res.status).toBe(422);
-    expect(performance.now() - started).toBeLessThan(1000);
+    // A backtracking engine takes 2^5000 steps here: not "a few times the baseline".
+    expect(performance.now() - started).toBeLessThan(10 * baseline + 200);
   });
 
   test("a value over 10,000 characters is not matched: 422 rule regex naming the field", async () => {

@@ -40,7 +40,7 @@ describe("crash safety", () => {
       }
     };
     const writers = Array.from({ length: 16 }, (_, w) => writer(w));
-    await waitFor(() => acked.length >= 300, { timeoutMs: 60_000, what: "300 acknowledged writes" });
+    await waitFor(() => acked.length >= 300, { what: "300 acknowledged writes", progress: () => acked.length });
     await s.kill9();
     stop = true;
     await Promise.all(writers);

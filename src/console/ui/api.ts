@@ -10,6 +10,8 @@ export class ApiError extends Error {
     readonly code: string,
     message: string,
     readonly errors: { field?: string; rule?: string; message: string }[] = [],
+    /** The whole error body, for keys beyond the message (a 409's `count`). */
+    readonly body: Record<string, unknown> | null = null,
   ) {
     super(message);
   }
@@ -68,7 +70,7 @@ export async function api<T = any>(method: string, path: string, body?: unknown)
       : errors.length
         ? errors.map((e: { message?: string }) => e.message ?? String(e)).join(" ")
         : `HTTP ${res.status} ${res.statusText}`.trim();
-  const err = new ApiError(res.status, typeof data?.code === "string" ? data.code : res.status === 422 ? "validation" : "http_error", message, errors);
+  const err = new ApiError(res.status, typeof data?.code === "string" ? data.code : res.status === 422 ? "validation" : "http_error", message, errors, data && typeof data === "object" ? data : null);
   if (res.status === 401 && token && !path.startsWith("/admin/login")) {
     clearToken();
     onUnauthorized(message);

@@ -6,6 +6,7 @@ import { renderApiReference } from "./views/api-reference.ts";
 import { renderCollections } from "./views/collections.ts";
 import { renderCollection } from "./views/collection.ts";
 import { renderRelations } from "./views/relations.ts";
+import { renderSchemaPage } from "./views/schema.ts";
 import { renderSettings } from "./views/settings.ts";
 import { renderUser, renderUsers } from "./views/users.ts";
 
@@ -15,6 +16,7 @@ let loginNotice = "";
 const NAV: [string, string][] = [
   ["#/collections", "Collections"],
   ["#/relations", "Relations"],
+  ["#/schema", "Schema"],
   ["#/users", "Users"],
   ["#/settings", "Settings"],
   ["#/api", "API"],
@@ -118,8 +120,9 @@ export function render(): void {
   main.append(loading());
   const stale = () => seq !== renderSeq;
   const views: Record<string, () => Promise<void>> = {
-    collections: () => (rest[0] ? renderCollection(main, rest[0], rest[1] ?? "records", stale) : renderCollections(main, stale)),
+    collections: () => (rest[0] ? renderCollection(main, rest[0], rest[1] ?? "records", stale, rest[2]) : renderCollections(main, stale)),
     relations: () => renderRelations(main, stale),
+    schema: () => renderSchemaPage(main, stale),
     users: () => (rest[0] ? renderUser(main, rest[0], stale) : renderUsers(main, stale)),
     settings: () => renderSettings(main, stale),
     api: () => renderApiReference(main, stale),

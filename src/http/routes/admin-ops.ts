@@ -7,7 +7,7 @@ import { mailStatus, sendTestMail } from "../../ops/mail.ts";
 import { readJson } from "../body.ts";
 import { bodyChecker } from "../check.ts";
 import { doc } from "../doc.ts";
-import { MailTestBody } from "../schemas.ts";
+import { MailStatusBody, MailTestBody } from "../schemas.ts";
 import { requireAdmin } from "../request.ts";
 
 const mailTestBody = bodyChecker(MailTestBody);
@@ -29,17 +29,32 @@ export function adminOpsRoutes(ctx: AppContext) {
           "cache-control": "no-store",
         },
       });
-    }, doc({ summary: "Download a consistent backup of the database", tag: "admin", access: "admin", media: "application/octet-stream" }))
+    }, doc({
+      summary: "Download a consistent backup of the database",
+      description: "The SQLite file. On PostgreSQL: 400 (back it up with pg_dump).",
+      tag: "admin",
+      access: "admin",
+      media: "application/vnd.sqlite3",
+      errors: [400],
+    }))
     .post("/rotate-secret", async () => {
       // With ADMIN_SECRET set, the environment names the secret: a rotation here would be undone at the next start.
       if (ctx.config.adminSecret)
         throw new AppError(409, "conflict", "the admin secret comes from ADMIN_SECRET: change it there and restart the server");
       return { secret: await rotateAdminSecret(ctx) };
     }, doc({ summary: "Make a new admin secret (shown once); older admin tokens stop working", tag: "admin", access: "admin", ok: t.Object({ secret: t.String() }), errors: [409] }))
-    .get("/mail", () => mailStatus(ctx), doc({ summary: "How mail is sent", tag: "admin", access: "admin", ok: t.Object({}, { additionalProperties: true }) }))
+    .get("/mail", () => mailStatus(ctx), doc({ summary: "How mail is sent", tag: "admin", access: "admin", ok: MailStatusBody }))
     .post(
       "/mail/test",
       async ({ request }) => sendTestMail(ctx, mailTestBody.parse(await readJson(request, max))),
-      doc({ summary: "Send a test mail", tag: "admin", access: "admin", body: MailTestBody, ok: t.Object({ ok: t.Literal(true), to: t.String(), transport: t.String() }), errors: [422, 502] }),
+      doc({
+        summary: "Send a test mail",
+        tag: "admin",
+        access: "admin",
+        body: MailTestBody,
+        ok: t.Object({ ok: t.Literal(true), to: t.String(), transport: MailStatusBody.properties.transport }),
+        description: "503 `unavailable` when the SMTP server does not take the mail.",
+        errors: [422, 503],
+      }),
     );
 }

@@ -20,14 +20,13 @@ import {
 import { readJson } from "../body.ts";
 import { bodyChecker, queryChecker, type BodyMessages } from "../check.ts";
 import { doc, type RouteDoc } from "../doc.ts";
-import { AdminUserCreateBody, AdminUserUpdateBody, ApiKeyBody, Items, SessionInfo, UserBody, UserListBody, UserListQuery } from "../schemas.ts";
+import { AdminUserCreateBody, AdminUserUpdateBody, ApiKeyBody, Items, SessionInfo, UserBody, UserListBody, UserListQuery, UserSecurityBody } from "../schemas.ts";
 import { requireAdmin } from "../request.ts";
 import { ROLES_MESSAGE } from "../../users/users.ts";
 
 /** An admin route's documentation: its summary, its answer, and 404 for an unknown user. */
 const admin = (summary: string, ok: RouteDoc["ok"], more: Partial<RouteDoc> = {}) =>
   doc({ summary, tag: "admin users", access: "admin", ok, errors: [404], ...more });
-const open = t.Object({}, { additionalProperties: true });
 const OkId = t.Object({ ok: t.Literal(true), id: t.String() });
 const userMessages = (schema: { properties: object }): BodyMessages => ({
   "*": ({ key }) => `unknown field "${key}"; allowed: ${Object.keys(schema.properties).join(", ")}`,
@@ -58,8 +57,8 @@ export function adminUserRoutes(ctx: AppContext) {
     .delete("/users/:id/sessions", ({ params }) => revokeSessionsOfUser(ctx, params.id), admin("Revoke every session of a user", t.Object({ ok: t.Literal(true), sessions_revoked: Type.Integer() })))
     .post("/users/:id/impersonate", ({ params }) => impersonateUser(ctx, params.id), admin("A 5-minute access token acting as the user", t.Object({ access_token: t.String(), expires_in: Type.Integer() }, { additionalProperties: true })))
     .post("/users/:id/unlock", ({ params }) => unlockUser(ctx, params.id), admin("Clear a lockout", UserBody))
-    .get("/users/:id/security", ({ params }) => getUserSecurity(ctx, params.id), admin("2FA, lockout and linked accounts of a user", open))
-    .post("/users/:id/reset-2fa", ({ params }) => resetUserTotp(ctx, params.id), admin("Turn a user's 2FA off", open))
+    .get("/users/:id/security", ({ params }) => getUserSecurity(ctx, params.id), admin("2FA, lockout, linked accounts and API keys of a user", UserSecurityBody))
+    .post("/users/:id/reset-2fa", ({ params }) => resetUserTotp(ctx, params.id), admin("Turn a user's 2FA off (answers the user's security state)", UserSecurityBody))
     .get("/users/:id/api-keys", ({ params }) => listApiKeysOfUser(ctx, params.id), admin("A user's API keys", Items(ApiKeyBody)))
     .delete("/users/:id/api-keys/:key", ({ params }) => adminRevokeApiKey(ctx, params.id, params.key), admin("Revoke a user's API key", OkId))
     .delete("/sessions/:sid", ({ params }) => adminRevokeSession(ctx, params.sid), admin("Revoke one session", OkId));

@@ -3,6 +3,7 @@ import { Elysia, t } from "elysia";
 import { adminLogin } from "../../auth/admin.ts";
 import { ADMIN } from "../../principal.ts";
 import {
+  checkCollectionRule,
   collectionStats,
   createCollection,
   deleteCollection,
@@ -18,12 +19,13 @@ import { bodyChecker } from "../check.ts";
 import { settingsPatch } from "../shared-checks.ts";
 import { doc } from "../doc.ts";
 import { clientInfo, requireAdmin } from "../request.ts";
-import { AdminTokenBody, CollectionBody, CollectionCreateBody, Items, Ok, RulesBody, SecretBody, SettingsBody, SettingsPatch } from "../schemas.ts";
+import { AdminTokenBody, CollectionBody, CollectionCreateBody, Items, Ok, RuleCheckBody, RulesBody, SecretBody, SettingsBody, SettingsPatch } from "../schemas.ts";
 
 const tag = "admin";
 const secretBody = bodyChecker(SecretBody);
 const collectionCreateBody = bodyChecker(CollectionCreateBody, { name: "name is required" });
 const rulesBody = bodyChecker(RulesBody, { "*": ({ key }) => `unknown key "${key}": expected rules or field_rules` });
+const ruleCheckBody = bodyChecker(RuleCheckBody, { "*": ({ key }) => `unknown key "${key}": expected op and rule` });
 
 /** `/api/v1/admin/*`: every route but login needs admin credentials, re-checked against the database each time. */
 export function adminRoutes(ctx: AppContext) {
@@ -58,6 +60,11 @@ export function adminRoutes(ctx: AppContext) {
       "/collections/:name/rules",
       async ({ request, params }) => updateCollectionRules(ctx, params.name, rulesBody.parse(await readJson(request, max))),
       doc({ summary: "Change a collection's rules and field rules", tag, access: "admin", body: RulesBody, ok: CollectionBody, errors: [404] }),
+    )
+    .post(
+      "/collections/:name/rules/check",
+      async ({ request, params }) => checkCollectionRule(ctx, params.name, ruleCheckBody.parse(await readJson(request, max))),
+      doc({ summary: "Check a rule without setting it (400 names the token and its position)", tag, access: "admin", body: RuleCheckBody, ok: Ok, errors: [404] }),
     )
     .delete("/collections/:name", ({ params }) => deleteCollection(ctx, params.name), doc({ summary: "Drop a collection, its table and relations", tag, access: "admin", ok: Ok, errors: [404, 409] }))
     .get(

@@ -20,6 +20,8 @@ import {
   ResetPasswordBody,
   SessionBody,
   TokenBody,
+  TotpDisabledBody,
+  TotpEnabledBody,
   TotpVerifyBody,
 } from "../schemas.ts";
 
@@ -83,7 +85,7 @@ export function authExtraRoutes(ctx: AppContext) {
         const p = await user(request);
         return enableTotp(ctx, p, codeBody.defer(await json(request)));
       },
-      doc({ summary: "Turn 2FA on with a code of the new secret", tag, access: "user", body: CodeBody, ok: Ok, errors: [403, 409] }),
+      doc({ summary: "Turn 2FA on with a code of the new secret", tag, access: "user", body: CodeBody, ok: TotpEnabledBody, errors: [409] }),
     )
     .delete(
       "/2fa/disable",
@@ -91,7 +93,7 @@ export function authExtraRoutes(ctx: AppContext) {
         const p = await user(request);
         return disableTotp(ctx, p, codeBody.defer(await json(request)));
       },
-      doc({ summary: "Turn 2FA off with a current code", tag, access: "user", body: CodeBody, ok: Ok, errors: [403, 409] }),
+      doc({ summary: "Turn 2FA off with a current code", tag, access: "user", body: CodeBody, ok: TotpDisabledBody, errors: [409] }),
     )
     .post(
       "/2fa/verify",

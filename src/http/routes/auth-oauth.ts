@@ -26,7 +26,7 @@ export function oauthRoutes(ctx: AppContext) {
   };
   return new Elysia({ prefix: "/api/v1/auth/oauth" })
     .get("/accounts", async ({ request }) => listLinkedAccounts(ctx, await userId(request)), doc({ summary: "The user's linked provider accounts", tag, access: "user", ok: LinkedAccounts }))
-    .get("/:provider", async ({ params }) => redirect(await startOAuthLogin(ctx, params.provider)), doc({ summary: "Start a provider login (302 to the provider)", tag, access: "public", status: 302, errors: [403, 404] }))
+    .get("/:provider", async ({ params }) => redirect(await startOAuthLogin(ctx, params.provider)), doc({ summary: "Start a provider login (302 to the provider)", description: "400 when the provider has no client credentials set.", tag, access: "public", status: 302, errors: [400, 403, 404] }))
     .get("/:provider/callback", async ({ params, query, request, server }) =>
       redirect(await finishOAuthLogin(ctx, params.provider, query, readCookie(request.headers.get("cookie"), STATE_COOKIE), clientInfo(ctx, request, server))),
       doc({ summary: "Where the provider sends the browser back (302 to APP_URL/auth/callback)", tag, access: "public", status: 302, errors: [400, 403, 404] }),

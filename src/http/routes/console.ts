@@ -21,11 +21,19 @@ export function consoleRoutes(ctx: AppContext) {
     return res;
   };
   const page = doc({ summary: "The admin console (static files)", tag: "pages", access: "public", media: "text/html", errors: [404] });
+  const root = doc({
+    summary: "Redirects to the admin console at /_/",
+    tag: "pages",
+    access: "public",
+    status: 308,
+    // `/_/` itself is the console's page: the wildcard route below documents it (see openApiPath).
+    also: { path: "/_/", doc: { summary: "The admin console's page", tag: "pages", access: "public", media: "text/html" } },
+  });
   return new Elysia()
     // Elysia treats /_ and /_/ alike; relative asset URLs need the slash, so /_ redirects.
     .get("/_", ({ request }) =>
       new URL(request.url).pathname === "/_" ? new Response(null, { status: 308, headers: { location: CONSOLE_PATH } }) : serve(request, ""),
-      page,
+      root,
     )
     .get("/_/*", ({ request, params }) => serve(request, params["*"]), page);
 }

@@ -1,5 +1,6 @@
 import { Elysia, t } from "elysia";
-import { requireCollection } from "../../catalog/catalog.ts";
+import { openCollection } from "../../catalog/catalog.ts";
+import type { Collection } from "../../catalog/types.ts";
 import type { AppContext } from "../../context.ts";
 import { doc } from "../doc.ts";
 import { buildOpenApi, collectionOpenApi, type RouteInfo } from "../openapi.ts";
@@ -28,8 +29,13 @@ export function openApiRoutes(ctx: AppContext, routes: () => readonly RouteInfo[
         return new Response(body, { headers: JSON_HEADERS });
       }
       await requireAdmin(ctx, request);
-      const col = await requireCollection(ctx, name);
-      return new Response(JSON.stringify(collectionOpenApi(generic, col)), { headers: JSON_HEADERS });
+      const h = await openCollection(ctx, name);
+      const targets = new Map<string, Collection>();
+      for (const r of h.from) {
+        const target = h.catalog.get(r.to_col);
+        if (target) targets.set(target.name.toLowerCase(), target);
+      }
+      return new Response(JSON.stringify(collectionOpenApi(generic, h.col, h.from, targets)), { headers: JSON_HEADERS });
     },
     doc({
       summary: "This document (OpenAPI 3.1)",

@@ -11,7 +11,7 @@ import { readJson } from "../body.ts";
 import { bodyChecker, queryChecker } from "../check.ts";
 import { doc } from "../doc.ts";
 import { principalOf } from "../request.ts";
-import { GetQuery, ListQuery, RecordBody, RecordData, RecordList } from "../schemas.ts";
+import { GetQuery, ListQuery, RecordBody, RecordData, RecordList, RecordRead } from "../schemas.ts";
 
 const NO_PARAMS = new URLSearchParams();
 
@@ -63,7 +63,7 @@ export function recordRoutes(ctx: AppContext) {
           fields: parseFields(q),
         });
       },
-      doc({ summary: "Read a record", tag, access: "data", query: GetQuery, ok: RecordBody, errors: [400] }),
+      doc({ summary: "Read a record", tag, access: "data", query: GetQuery, ok: RecordRead, errors: [400] }),
     )
     .patch(
       "/:collection/:id",

@@ -1,10 +1,11 @@
 /** `#/api`: a reference of the HTTP API, read from the server's own OpenAPI document. */
 import { api } from "../api.ts";
-import { h, replace } from "../dom.ts";
+import { h, replace, type Child } from "../dom.ts";
 import { table } from "../ui.ts";
 
 interface Operation {
   summary?: string;
+  description?: string;
   tags?: string[];
   security?: Record<string, string[]>[];
   parameters?: { name: string; in: string; required?: boolean; description?: string }[];
@@ -26,6 +27,11 @@ function schemaName(schema: unknown): string {
   return s.type ?? "any";
 }
 
+/** The document's text with its `code` spans as code elements (its descriptions are Markdown-ish). */
+export function withCode(text: string): Child[] {
+  return text.split("`").map((part, i) => (i % 2 ? h("code", null, part) : part));
+}
+
 /** Who may call: "public", or the credentials it takes. */
 function access(op: Operation): string {
   const names = [...new Set((op.security ?? []).flatMap((r) => Object.keys(r)))];
@@ -35,15 +41,16 @@ function access(op: Operation): string {
 
 function operation(method: string, path: string, op: Operation): HTMLElement {
   const body = op.requestBody ? Object.values(op.requestBody.content)[0]?.schema : undefined;
-  const params = (op.parameters ?? []).map((p) => `${p.name} (${p.in}${p.required ? ", required" : ""})${p.description ? `: ${p.description}` : ""}`);
+  const params = (op.parameters ?? []).map((p) => [h("code", null, p.name), ` (${p.in}${p.required ? ", required" : ""})`, p.description ? [": ", withCode(p.description)] : null]);
   const responses = Object.entries(op.responses).map(([status, r]) => {
     const schema = r.content ? Object.values(r.content)[0]?.schema : undefined;
-    return h("li", null, h("code", null, status), ` ${r.description}`, schema ? h("span", { class: "muted" }, ` → ${schemaName(schema)}`) : null);
+    return h("li", null, h("code", null, status), " ", withCode(r.description), schema ? h("span", { class: "muted" }, ` → ${schemaName(schema)}`) : null);
   });
   return h(
     "details",
     { class: "card api-op" },
     h("summary", null, h("span", { class: "badge info" }, method.toUpperCase()), h("code", null, path), " ", op.summary ?? ""),
+    op.description ? h("p", null, withCode(op.description)) : null,
     h("p", { class: "muted" }, `Credentials: ${access(op)}`),
     params.length ? h("ul", null, params.map((p) => h("li", null, p))) : null,
     body ? h("p", null, "Body: ", h("code", null, schemaName(body))) : null,
@@ -65,7 +72,7 @@ export async function renderApiReference(main: HTMLElement, stale: () => boolean
   replace(
     main,
     h("div", { class: "page-head" }, h("h1", null, `API reference`), h("span", { class: "muted" }, `${doc.info.title} ${doc.info.version}`)),
-    h("p", { class: "muted" }, doc.info.description ?? "", " The document itself: ", h("a", { href: "/api/v1/openapi.json" }, "/api/v1/openapi.json"), " (OpenAPI 3.1)."),
+    h("p", { class: "muted api-intro" }, withCode(doc.info.description ?? ""), " The document itself: ", h("a", { href: "/api/v1/openapi.json" }, "/api/v1/openapi.json"), " (OpenAPI 3.1)."),
     [...byTag].map(([tag, ops]) => h("section", null, h("h2", null, tag), ops)),
     h("h2", null, "Schemas"),
     h(

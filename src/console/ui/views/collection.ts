@@ -1,8 +1,10 @@
 /** One collection: records, access rules, field rules, indexes, full-text search, schema and stats. */
 import { api, seg } from "../api.ts";
-import { fmtTime, h, replace, type Child } from "../dom.ts";
+import { fmtTime, h, replace } from "../dom.ts";
 import { badge, busy, button, checkbox, confirmDialog, field, loading, parseJsonInput, showError, table, toast } from "../ui.ts";
 import type { CollectionJson, Stats } from "./collections.ts";
+import { renderFields, SYSTEM_FIELDS } from "./fields.ts";
+import { loadRelations, relationsFrom } from "./links.ts";
 import { renderRecords } from "./records.ts";
 import { OPERATIONS, ruleInput } from "./rules.ts";
 
@@ -15,10 +17,10 @@ const TABS: [string, string][] = [
   ["schema", "Fields & stats"],
 ];
 
-export const SYSTEM_FIELDS = ["_id", "_created_at", "_updated_at", "_owner_id", "_deleted_at"];
+export { SYSTEM_FIELDS };
 
-/** Renders `#/collections/:name/:tab`. */
-export async function renderCollection(main: HTMLElement, name: string, tab: string, stale: () => boolean): Promise<void> {
+/** Renders `#/collections/:name/:tab` (`#/collections/:name/records/:id`: the records tab filtered to one record). */
+export async function renderCollection(main: HTMLElement, name: string, tab: string, stale: () => boolean, focusId?: string): Promise<void> {
   const [col, stats] = await Promise.all([
     api<CollectionJson>("GET", `/admin/collections/${seg(name)}`),
     api<Stats>("GET", `/admin/collections/${seg(name)}/stats`).catch((err) => (showError(err), null)),
@@ -26,11 +28,13 @@ export async function renderCollection(main: HTMLElement, name: string, tab: str
   if (stale()) return;
   const base = `#/collections/${seg(name)}`;
   const rowCount = h("strong", { "data-stat": "row_count" }, stats ? String(stats.row_count) : "—");
+  const rowWord = h("span", null, stats?.row_count === 1 ? " record" : " records");
   const lastWrite = h("strong", null, fmtTime(stats?.last_write));
   // Record changes refresh the counters in the heading.
   const refreshStats = async () => {
     const st = await api<Stats>("GET", `/admin/collections/${seg(name)}/stats`);
     rowCount.textContent = String(st.row_count);
+    rowWord.textContent = st.row_count === 1 ? " record" : " records";
     lastWrite.textContent = fmtTime(st.last_write);
   };
   const body = h("section", { class: "tab-body", id: "tab-body" });
@@ -44,7 +48,7 @@ export async function renderCollection(main: HTMLElement, name: string, tab: str
       h(
         "div",
         { class: "head-stats" },
-        h("span", null, rowCount, " records"),
+        h("span", { "data-stat": "records" }, rowCount, rowWord),
         h("span", null, "last write ", lastWrite),
         button("Delete collection", (ev) => void deleteCollection(ev.currentTarget as HTMLButtonElement, col.name), { kind: "danger" }),
       ),
@@ -58,12 +62,12 @@ export async function renderCollection(main: HTMLElement, name: string, tab: str
   );
   body.append(loading());
   const views: Record<string, () => Promise<void> | void> = {
-    records: () => renderRecords(body, col, stale, refreshStats),
+    records: () => renderRecords(body, col, stale, refreshStats, focusId),
     rules: () => renderRules(body, col),
     "field-rules": () => renderFieldRules(body, col),
     indexes: () => renderIndexes(body, col, stale),
     search: () => renderFts(body, col, stale),
-    schema: () => renderSchema(body, col, stats),
+    schema: async () => renderFields(body, col, stats, relationsFrom(await loadRelations(), col.name), () => void renderCollection(main, name, tab, stale).catch((err) => showError(err))),
   };
   await (views[tab] ?? views.records)();
 }
@@ -343,37 +347,6 @@ async function renderFts(body: HTMLElement, col: CollectionJson, stale: () => bo
         "When enabled, every text field is indexed (also text fields that appear later), and the data API accepts search=… with prefixes (term*), \"quoted phrases\" and AND/OR/NOT. A large collection is indexed in steps while the server keeps serving; the count grows meanwhile.",
       ),
       h("div", { class: "actions" }, toggle),
-    ),
-  );
-}
-
-function renderSchema(body: HTMLElement, col: CollectionJson, stats: Stats | null): void {
-  const sys: Child[][] = SYSTEM_FIELDS.map((n) => [h("code", null, n), n === "_id" || n === "_owner_id" ? "text" : "number", badge("system")]);
-  replace(
-    body,
-    h(
-      "div",
-      { class: "card" },
-      h("h2", null, "Stats"),
-      h(
-        "dl",
-        { class: "facts" },
-        h("dt", null, "Records (not deleted)"),
-        h("dd", null, stats ? String(stats.row_count) : "—"),
-        h("dt", null, "Last write"),
-        h("dd", null, fmtTime(stats?.last_write)),
-        h("dt", null, "Created"),
-        h("dd", null, fmtTime(col.created_at)),
-        h("dt", null, "Updated"),
-        h("dd", null, fmtTime(col.updated_at)),
-      ),
-    ),
-    h(
-      "div",
-      { class: "card" },
-      h("h2", null, "Fields"),
-      h("p", { class: "muted" }, "A field appears when a record first sets it; its first non-null value fixes the type."),
-      table(["Name", "Type", ""], [...col.fields.map((f) => [h("code", null, f.name), f.type, ""]), ...sys]),
     ),
   );
 }

@@ -5,16 +5,9 @@ import { follow } from "../live.ts";
 import { badge, busy, button, checkbox, confirmDialog, field, loading, openDialog, parseJsonInput, showError, table, toast } from "../ui.ts";
 import { SYSTEM_FIELDS } from "./collection.ts";
 import type { CollectionJson } from "./collections.ts";
+import { loadRelations, manyPicker, onePicker, relationCell, relationsFrom, relationText, type FieldRelations, type LinkedRec } from "./links.ts";
 
-type Rec = Record<string, unknown> & { _id: string; _deleted_at: number | null };
-interface Relation {
-  from_col: string;
-  from_field: string;
-  to_col: string;
-  type: string;
-}
-/** Field name → target collection, for the `one` relations of the collection shown. */
-type Pickers = Map<string, string>;
+type Rec = LinkedRec & { _deleted_at: number | null };
 interface Page {
   items: Rec[];
   next_cursor: string | null;
@@ -22,16 +15,27 @@ interface Page {
 }
 
 const OPS = ["eq", "ne", "gt", "gte", "lt", "lte", "like", "in"];
-const MAX_COLUMNS = 8;
+/** Fields shown when the user has not chosen: more make a 1280 px table scroll sideways. */
+const DEFAULT_COLUMNS = 6;
 
-/** Renders the Records tab of a collection. */
-export async function renderRecords(body: HTMLElement, col: CollectionJson, stale: () => boolean, onChange: () => Promise<void>): Promise<void> {
+/** The columns chosen for a collection, kept in the browser (null: never chosen). */
+function savedColumns(name: string): string[] | null {
+  try {
+    const v = JSON.parse(localStorage.getItem(`baas.columns.${name}`) ?? "null");
+    return Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Renders the Records tab of a collection; with `focusId`, filtered to that record (where a link to a
+ * related record leads).
+ */
+export async function renderRecords(body: HTMLElement, col: CollectionJson, stale: () => boolean, onChange: () => Promise<void>, focusId?: string): Promise<void> {
   const base = `/${seg(col.name)}`;
-  // `one` relations from this collection: their fields get a record picker in the form editor.
-  const relations = await api<{ items: Relation[] }>("GET", "/admin/relations").catch(() => ({ items: [] as Relation[] }));
-  const pickers: Pickers = new Map(
-    relations.items.filter((r) => r.type === "one" && r.from_col.toLowerCase() === col.name.toLowerCase()).map((r) => [r.from_field, r.to_col]),
-  );
+  // Relations from this collection: their fields show the related records and get pickers in the form editor.
+  const rels = relationsFrom(await loadRelations(), col.name);
   const fieldOptions = (selected?: string) =>
     [...SYSTEM_FIELDS, ...col.fields.map((f) => f.name)].map((f) => h("option", { value: f, selected: f === selected }, f));
 
@@ -51,6 +55,10 @@ export async function renderRecords(body: HTMLElement, col: CollectionJson, stal
     for (const sel of filterRows.querySelectorAll<HTMLSelectElement>('select[name="filter-field"]')) replace(sel, fieldOptions(sel.value));
   };
   fillPickers();
+  if (focusId) {
+    addFilter("_id");
+    filterRows.querySelector<HTMLInputElement>('input[name="filter-value"]')!.value = focusId;
+  }
   const afterWrite = async () => {
     Object.assign(col, await api<CollectionJson>("GET", `/admin/collections/${seg(col.name)}`));
     fillPickers();
@@ -88,7 +96,48 @@ export async function renderRecords(body: HTMLElement, col: CollectionJson, stal
     if (search.value.trim()) p.set("search", search.value.trim());
     if (includeDeleted.input.checked) p.set("include_deleted", "true");
     p.set("limit", limit.value);
+    // The related records come with the page, so their cells show labels, not ids.
+    if (rels.size) p.set("expand", [...rels.keys()].join(","));
     return p;
+  };
+
+  // The fields a table can show: the collection's, its relation fields, and any a record of the page has.
+  const allFields = (items: Rec[]) => {
+    const names = new Set([...col.fields.map((f) => f.name), ...rels.keys()]);
+    for (const r of items) for (const k of Object.keys(r)) if (!k.startsWith("_")) names.add(k);
+    return [...names];
+  };
+  let chosen = savedColumns(col.name);
+  const columnsButton = button("Columns", () => chooseColumns());
+  columnsButton.setAttribute("aria-haspopup", "dialog");
+  let lastItems: Rec[] = [];
+  let redraw = () => {};
+  const shownFields = (items: Rec[]) => {
+    const all = allFields(items);
+    const shown = chosen ? all.filter((f) => chosen!.includes(f)) : all.slice(0, DEFAULT_COLUMNS);
+    columnsButton.textContent = shown.length < all.length ? `Columns (${shown.length} of ${all.length})` : "Columns";
+    const hidden = all.length - shown.length;
+    columnsButton.title = hidden ? `${hidden} ${hidden === 1 ? "field is" : "fields are"} not shown: choose which` : "Choose the fields shown";
+    return shown;
+  };
+  const chooseColumns = () => {
+    const all = allFields(lastItems);
+    const shown = new Set(shownFields(lastItems));
+    const boxes = all.map((f) => ({ f, ...checkbox(rels.has(f) ? `${f} (${relationText(rels.get(f)!)})` : f, shown.has(f), { name: `column-${f}` }) }));
+    openDialog({
+      title: `Columns of ${col.name}`,
+      submitLabel: "Show these",
+      body: [
+        h("p", { class: "muted" }, "The fields shown in the table (kept in this browser). _id, _updated_at, status and the actions are always shown."),
+        h("div", { class: "actions left" }, button("All", () => boxes.forEach((b) => (b.input.checked = true))), button("None", () => boxes.forEach((b) => (b.input.checked = false)))),
+        h("div", { class: "grid3 columns-list" }, boxes.map((b) => b.el)),
+      ],
+      onSubmit: async () => {
+        chosen = boxes.filter((b) => b.input.checked).map((b) => b.f);
+        localStorage.setItem(`baas.columns.${col.name}`, JSON.stringify(chosen));
+        redraw();
+      },
+    });
   };
 
   let shownPage = 0;
@@ -117,7 +166,16 @@ export async function renderRecords(body: HTMLElement, col: CollectionJson, stal
       await load(pageIndex);
       await afterWrite();
     };
-    replace(results, recordTable(col, page.items, pickers, reload), pager(pageIndex, page));
+    lastItems = page.items;
+    redraw = () => {
+      const tableEl = recordTable(col, page.items, shownFields(page.items), rels, reload);
+      // Columns past the right edge are reached by scrolling the table: say so when it is wider than the page.
+      const more = h("p", { class: "scroll-hint muted", hidden: true, "data-scroll-hint": "" }, "Scroll the table sideways for more columns →");
+      replace(results, more, tableEl, pager(pageIndex, page));
+      // (A few pixels of overflow hide nothing worth a hint.)
+      requestAnimationFrame(() => (more.hidden = tableEl.scrollWidth - tableEl.clientWidth < 40));
+    };
+    redraw();
   };
 
   const pager = (pageIndex: number, page: Page) => {
@@ -153,9 +211,10 @@ export async function renderRecords(body: HTMLElement, col: CollectionJson, stal
       "div",
       { class: "toolbar-row" },
       button("Add filter", () => addFilter()),
+      columnsButton,
       h("span", { class: "spacer" }),
       liveBadge,
-      button("New record", () => editRecord(col, null, pickers, async () => (await load(0), await afterWrite()))),
+      button("New record", () => editRecord(col, null, rels, async () => (await load(0), await afterWrite()))),
       apply,
     ),
   );
@@ -169,11 +228,7 @@ export async function renderRecords(body: HTMLElement, col: CollectionJson, stal
   await load(0).catch((err) => showError(err));
 }
 
-function recordTable(col: CollectionJson, items: Rec[], pickers: Pickers, reload: () => Promise<void>): HTMLElement {
-  // Fields created since the collection was loaded show up too.
-  const names = new Set(col.fields.map((f) => f.name));
-  for (const r of items) for (const k of Object.keys(r)) if (!k.startsWith("_")) names.add(k);
-  const shown = [...names].slice(0, MAX_COLUMNS);
+function recordTable(col: CollectionJson, items: Rec[], shown: string[], rels: FieldRelations, reload: () => Promise<void>): HTMLElement {
   const path = `/${seg(col.name)}`;
   const el = table(
     ["_id", ...shown, "_updated_at", "Status", "Actions"],
@@ -185,8 +240,10 @@ function recordTable(col: CollectionJson, items: Rec[], pickers: Pickers, reload
         h("code", { class: "id" }, r._id),
         ...shown.map((f) =>
           r[f] === null || r[f] === undefined
-            ? h("span", { class: "cell nullv", title: "empty (null)", "data-null": "" })
-            : h("span", { class: "cell", title: fmtValue(r[f], 2000) }, fmtValue(r[f])),
+            ? h("span", { class: "cell nullv", title: "empty (null)", "data-null": "" }, "null")
+            : rels.has(f)
+              ? relationCell(rels.get(f)!, r[f], r)
+              : h("span", { class: "cell", title: fmtValue(r[f], 2000) }, fmtValue(r[f])),
         ),
         fmtTime(r._updated_at),
         deleted ? badge("deleted", "warn") : badge("active", "ok"),
@@ -200,7 +257,7 @@ function recordTable(col: CollectionJson, items: Rec[], pickers: Pickers, reload
                 await reload();
               })
             : [
-                button("Edit", () => editRecord(col, r, pickers, reload)),
+                button("Edit", () => editRecord(col, r, rels, reload)),
                 act("Delete", "", async () => {
                   await api("DELETE", `${path}/${seg(r._id)}`);
                   toast(`Record ${r._id} deleted (soft). Tick "Include deleted" to see and restore it.`);
@@ -228,10 +285,14 @@ function recordTable(col: CollectionJson, items: Rec[], pickers: Pickers, reload
 
 type FieldReader = () => { present: boolean; value?: unknown };
 
-/** One form control per field, by type; empty means null where the record had the field, else absent. */
-function recordForm(col: CollectionJson, data: Record<string, unknown>, pickers: Pickers): { el: HTMLElement; read(): Record<string, unknown> } {
+/**
+ * One form control per field, by type; empty means null where the record had the field, else absent. A
+ * `one` relation field picks a record of its target, a `many_via` field links several; a `many` field is
+ * set from the other side and only shown. `expanded` holds the related records the list embedded.
+ */
+function recordForm(col: CollectionJson, data: Record<string, unknown>, rels: FieldRelations, expanded: Record<string, unknown> = {}): { el: HTMLElement; read(): Record<string, unknown> } {
   const types = new Map(col.fields.map((f) => [f.name, f.type]));
-  for (const name of pickers.keys()) if (!types.has(name)) types.set(name, "text");
+  for (const [name, r] of rels) if (!types.has(name)) types.set(name, r.type === "one" ? "text" : "json");
   for (const k of Object.keys(data)) if (!types.has(k)) types.set(k, typeof data[k] === "string" ? "text" : typeof data[k] === "number" ? "number" : typeof data[k] === "boolean" ? "boolean" : "json");
   const readers: [string, FieldReader][] = [];
   const rows = [...types].map(([name, type]) => {
@@ -239,6 +300,16 @@ function recordForm(col: CollectionJson, data: Record<string, unknown>, pickers:
     const had = name in data;
     const empty = () => (had ? { present: true, value: null } : { present: false });
     const label = `${name} (${type})`;
+    const rel = rels.get(name);
+    if (rel?.type === "many") {
+      const n = Array.isArray(v) ? v.length : 0;
+      return field(`${name} (${relationText(rel)})`, h("p", { class: "muted", "data-many-readonly": name }, `${n} linked: set by the "${rel.to_field}" field of each ${rel.to_col} record.`));
+    }
+    if (rel?.type === "many_via") {
+      const picker = manyPicker(rel, Array.isArray(v) ? v.map(String) : [], expanded[name]);
+      readers.push([name, () => ({ present: true, value: picker.read() })]);
+      return field(`${name} (${relationText(rel)})`, picker.el);
+    }
     if (type === "boolean") {
       const sel = h("select", { name: `field-${name}` }, ["", "true", "false"].map((o) => h("option", { value: o, selected: String(v ?? "") === o }, o || "null")));
       readers.push([name, () => (sel.value === "" ? empty() : { present: true, value: sel.value === "true" })]);
@@ -251,11 +322,10 @@ function recordForm(col: CollectionJson, data: Record<string, unknown>, pickers:
       return field(label, ta);
     }
     const input = h("input", { type: type === "number" ? "number" : "text", step: "any", name: `field-${name}`, value: v === null || v === undefined ? "" : String(v), spellcheck: "false" });
-    const target = pickers.get(name);
-    if (target) {
+    if (rel?.type === "one") {
       readers.push([name, () => (input.value.trim() === "" ? empty() : { present: true, value: input.value.trim() })]);
-      const el = field(`${name} (record of ${target})`, input);
-      el.append(recordPicker(name, target, input));
+      const el = field(`${name} (${relationText(rel)}: its _id)`, input);
+      el.append(onePicker(rel, input, expanded[name]));
       return el;
     }
     readers.push([
@@ -283,67 +353,15 @@ function recordForm(col: CollectionJson, data: Record<string, unknown>, pickers:
   };
 }
 
-/** The label of a record in a picker: its first non-empty text value, else its id. */
-function recordLabel(r: Rec): string {
-  const text = Object.entries(r).find(([k, v]) => !k.startsWith("_") && typeof v === "string" && v.trim());
-  return text ? fmtValue(text[1], 60) : r._id;
-}
-
-/**
- * A search over the target collection of a `one` relation: its full-text index when it has one,
- * else `like` on its first text field; picking a result puts its `_id` into `input`.
- */
-function recordPicker(name: string, target: string, input: HTMLInputElement): HTMLElement {
-  const query = h("input", { type: "search", name: `pick-${name}`, placeholder: `search ${target}`, "aria-label": `Search ${target} for ${name}` });
-  const results = h("div", { class: "picker-results", "data-picker": name });
-  let seq = 0;
-  const find = async () => {
-    const mine = ++seq;
-    const tcol = await api<CollectionJson>("GET", `/admin/collections/${seg(target)}`);
-    const p = new URLSearchParams({ limit: "8" });
-    const q = query.value.trim();
-    if (q && tcol.fts.enabled) p.set("search", q);
-    else if (q) {
-      const text = tcol.fields.find((f) => f.type === "text");
-      p.append("filter", text ? `${text.name}:like:${q}` : `_id:eq:${q}`);
-    }
-    const page = await api<Page>("GET", `/${seg(target)}?${p}`);
-    if (mine !== seq) return;
-    replace(
-      results,
-      page.items.length
-        ? page.items.map((r) =>
-            button(
-              [recordLabel(r), " ", h("code", { class: "id" }, r._id)],
-              () => {
-                input.value = r._id;
-                replace(results, h("span", { class: "muted" }, `Picked ${recordLabel(r)}.`));
-              },
-              { kind: "subtle", title: `Use ${r._id}` },
-            ),
-          )
-        : h("span", { class: "muted" }, "No record matches."),
-    );
-  };
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  query.addEventListener("input", () => {
-    clearTimeout(timer);
-    timer = setTimeout(() => void find().catch((e) => showError(e)), 200);
-  });
-  query.addEventListener("keydown", (ev) => {
-    // Enter searches now instead of submitting the dialog.
-    if (ev.key === "Enter") (ev.preventDefault(), clearTimeout(timer), void find().catch((e) => showError(e)));
-  });
-  return h("div", { class: "picker" }, query, results);
-}
-
 /** The create/edit dialog: the record's user fields as JSON, or as a form with one control per field. */
-function editRecord(col: CollectionJson, rec: Rec | null, pickers: Pickers, reload: () => Promise<void>): void {
-  const data = rec ? Object.fromEntries(Object.entries(rec).filter(([k]) => !k.startsWith("_"))) : {};
+function editRecord(col: CollectionJson, rec: Rec | null, rels: FieldRelations, reload: () => Promise<void>): void {
+  // A `many` field is set from the other side: it is not sent back.
+  const data = rec ? Object.fromEntries(Object.entries(rec).filter(([k]) => !k.startsWith("_") && rels.get(k)?.type !== "many")) : {};
   const text = h("textarea", { name: "record", rows: 14, spellcheck: "false", class: "code" });
   text.value = JSON.stringify(data, null, 2);
   const jsonPane = field("Fields (JSON object)", text, "System fields (_id, _created_at, …) are set by the server. A new field name adds a field; its first value fixes its type.");
   const formPane = h("div", { hidden: true });
+  const manyFields = rec ? Object.fromEntries([...rels].filter(([, r]) => r.type === "many").map(([k]) => [k, rec[k]])) : {};
   let form: ReturnType<typeof recordForm> | null = null;
   const parseText = () => {
     const body = parseJsonInput(text.value, "the record");
@@ -356,7 +374,7 @@ function editRecord(col: CollectionJson, rec: Rec | null, pickers: Pickers, relo
         text.value = JSON.stringify(form.read(), null, 2);
         form = null;
       } else {
-        form = recordForm(col, parseText(), pickers);
+        form = recordForm(col, { ...parseText(), ...manyFields }, rels, rec?._expand);
         replace(formPane, form.el);
       }
       replace(handle.error);
@@ -377,7 +395,7 @@ function editRecord(col: CollectionJson, rec: Rec | null, pickers: Pickers, relo
       h("div", { class: "actions left" }, toggle),
       jsonPane,
       formPane,
-      rec ? h("details", null, h("summary", null, "System fields"), h("pre", { class: "code" }, JSON.stringify(Object.fromEntries(Object.entries(rec).filter(([k]) => k.startsWith("_"))), null, 2))) : null,
+      rec ? h("details", null, h("summary", null, "System fields"), h("pre", { class: "code" }, JSON.stringify(Object.fromEntries(Object.entries(rec).filter(([k]) => k.startsWith("_") && k !== "_expand")), null, 2))) : null,
     ],
     onSubmit: async () => {
       const body = form ? form.read() : parseText();

@@ -72,7 +72,7 @@ export async function renderUsers(main: HTMLElement, stale: () => boolean): Prom
       ]),
       { empty: lastSearch ? "No user matches." : "No users yet." },
     ),
-    h("div", { class: "pager" }, prev, h("span", { class: "muted" }, `Page ${lastPage} of ${pages} · ${total} users`), next),
+    h("div", { class: "pager" }, prev, h("span", { class: "muted" }, `Page ${lastPage} of ${pages} · ${total} ${total === 1 ? "user" : "users"}`), next),
   );
   search.focus();
 }

@@ -1,0 +1,93 @@
+import type { Command } from "commander";
+import { getCollectionJson, type CollectionJson } from "../../src/collections/admin.ts";
+import { DECLARABLE_TYPES } from "../../src/catalog/field-types.ts";
+import { addField, changeField, dropField } from "../../src/collections/fields.ts";
+import { addUrlOption, withTarget, type RemoteOptions, type Target } from "../remote.ts";
+import { confirmDestructive, output } from "../run.ts";
+import { showCollection } from "./collections.ts";
+
+const seg = encodeURIComponent;
+const TYPES = DECLARABLE_TYPES.join(", ");
+
+/** The collection, from the data directory or the server. */
+const collectionOf = (t: Target, name: string) => t.call<CollectionJson>("GET", `/collections/${seg(name)}`, undefined, (ctx) => getCollectionJson(ctx, name));
+
+/** The field as the collection holds it (letter case aside), or undefined. */
+const fieldOf = (c: CollectionJson, field: string) => c.fields.find((f) => f.name.toLowerCase() === field.toLowerCase());
+
+/** `baas fields add|rename|retype|drop`: the same service functions as /admin/collections/:name/fields. */
+export function registerFields(program: Command): void {
+  const group = program
+    .command("fields")
+    .description("declare a collection's fields, rename them, change their type, drop them")
+    .addHelpText(
+      "after",
+      `
+Types: ${TYPES}. A field declared is filterable, sortable, indexable and searchable at once, with no record.
+A new type converts every stored value ("12" -> 12, 1 -> "1", "true"/"false" <-> boolean, any -> json) or
+nothing changes (exit 1, with the number of values that would not convert).
+
+Examples:
+  $ baas fields add posts title text
+  $ baas fields rename posts title headline
+  $ baas fields retype posts views number --yes
+  $ baas fields drop posts legacy --yes
+  $ ADMIN_SECRET=... baas fields add posts slug text --url https://api.example.com`,
+    );
+
+  addUrlOption(group.command("add <collection> <name> <type>").description(`declare a field (${TYPES})`))
+    .addHelpText("after", "\nExample:\n  $ baas fields add posts published boolean --json   # the collection object")
+    .action(async (collection: string, name: string, type: string, opts: RemoteOptions, cmd: Command) => {
+      const body = { name, type };
+      const res = await withTarget(cmd, opts, (t) => t.call("POST", `/collections/${seg(collection)}/fields`, body, (ctx) => addField(ctx, collection, body)));
+      output(cmd, res, () => showCollection(res));
+    });
+
+  addUrlOption(group.command("rename <collection> <field> <new_name>").description("rename a field; field rules, indexes, full text and relations follow"))
+    .addHelpText("after", "\nExample:\n  $ baas fields rename posts title headline")
+    .action(async (collection: string, field: string, to: string, opts: RemoteOptions, cmd: Command) => {
+      const body = { name: to };
+      const res = await withTarget(cmd, opts, (t) =>
+        t.call("PATCH", `/collections/${seg(collection)}/fields/${seg(field)}`, body, (ctx) => changeField(ctx, collection, field, body)),
+      );
+      output(cmd, res, () => showCollection(res));
+    });
+
+  addUrlOption(
+    group
+      .command("retype <collection> <field> <type>")
+      .description(`change a field's type (${TYPES}), converting every stored value`)
+      .option("-y, --yes", "do not ask for confirmation (required without a terminal)"),
+  )
+    .addHelpText("after", "\nExample:\n  $ baas fields retype posts views number --yes")
+    .action(async (collection: string, field: string, type: string, opts: RemoteOptions & { yes?: boolean }, cmd: Command) => {
+      const body = { type };
+      const res = await withTarget(cmd, opts, async (t) => {
+        const def = fieldOf(await collectionOf(t, collection), field);
+        if (def && def.type !== type) {
+          const go = await confirmDestructive(opts.yes, `Convert every value of ${collection}.${def.name} from ${def.type} to ${type}?`, `change the type of ${collection}.${def.name}`);
+          if (!go) throw new Error("cancelled, nothing changed");
+        }
+        return await t.call("PATCH", `/collections/${seg(collection)}/fields/${seg(field)}`, body, (ctx) => changeField(ctx, collection, field, body));
+      });
+      output(cmd, res, () => showCollection(res));
+    });
+
+  addUrlOption(
+    group
+      .command("drop <collection> <field>")
+      .description("drop a field with every value in it")
+      .option("-y, --yes", "do not ask for confirmation (required without a terminal)"),
+  )
+    .addHelpText("after", "\nExample:\n  $ baas fields drop posts legacy --yes")
+    .action(async (collection: string, field: string, opts: RemoteOptions & { yes?: boolean }, cmd: Command) => {
+      const res = await withTarget(cmd, opts, async (t) => {
+        const def = fieldOf(await collectionOf(t, collection), field);
+        const name = def?.name ?? field;
+        const go = await confirmDestructive(opts.yes, `Drop field ${collection}.${name} and every value stored in it?`, `drop field ${collection}.${name}`);
+        if (!go) throw new Error("cancelled, nothing dropped");
+        return await t.call("DELETE", `/collections/${seg(collection)}/fields/${seg(field)}`, undefined, (ctx) => dropField(ctx, collection, field));
+      });
+      output(cmd, res, () => showCollection(res));
+    });
+}

@@ -1,0 +1,56 @@
+import { listParam, type Bound, type Cond } from "../../db/condition.ts";
+import type { Engine } from "../../db/engine.ts";
+import { q } from "../../db/ident.ts";
+import type { CheckedRule } from "./check.ts";
+import { compileRule, type RuleEnv } from "./compile.ts";
+
+// The parts of rule decisions only the database can give (relation paths, `@exists` over records in memory:
+// compile.ts decideRule), asked in as few statements as possible: one SELECT of one row whose columns are the
+// conditions, `CASE WHEN <condition> THEN 1 ELSE 0 END`, so a batch of records and readers costs one round trip.
+
+/** Most conditions, and most bound values, in one statement. */
+const MAX_CONDITIONS = 100;
+const MAX_PARAMS = 10_000;
+
+/** Each decision as a boolean: those already decided as they are, the conditions asked of the database. */
+export async function settleDecisions(db: Pick<Engine, "sql" | "get">, decisions: readonly (boolean | Cond)[]): Promise<boolean[]> {
+  const out = decisions.map((d) => d === true);
+  let parts: string[] = [];
+  let at: number[] = [];
+  let params: Bound[] = [];
+  const flush = async () => {
+    if (!parts.length) return;
+    const row = await db.get<Record<string, number>>(`SELECT ${parts.join(", ")}`, params);
+    at.forEach((i, n) => (out[i] = row?.[`r${n}`] === 1));
+    parts = [];
+    at = [];
+    params = [];
+  };
+  for (let i = 0; i < decisions.length; i++) {
+    const d = decisions[i]!;
+    if (typeof d === "boolean") continue;
+    const own: Bound[] = [];
+    const sql = db.sql.cond(d, own);
+    if (parts.length >= MAX_CONDITIONS || (parts.length && params.length + own.length > MAX_PARAMS)) await flush();
+    parts.push(`CASE WHEN ${sql} THEN 1 ELSE 0 END AS "r${parts.length}"`);
+    at.push(i);
+    params.push(...own);
+  }
+  await flush();
+  return out;
+}
+
+/**
+ * The ids among `ids` of stored records of the rule's collection that the rule lets through, in one query
+ * (`_id IN (...) AND <rule>`): for records known to be stored as they are, such as those a realtime batch
+ * just committed.
+ */
+export async function idsPassing(db: Pick<Engine, "sql" | "all">, rule: CheckedRule, env: RuleEnv, ids: readonly string[]): Promise<Set<string>> {
+  const cond = compileRule(rule, env);
+  if (cond.k === "false" || !ids.length) return new Set();
+  if (cond.k === "true") return new Set(ids);
+  const params: Bound[] = [listParam([...ids])];
+  const table = q(rule.collection);
+  const rows = await db.all<{ _id: string }>(`SELECT ${table}."_id" FROM ${table} WHERE ${table}."_id" ${db.sql.inList} AND ${db.sql.cond(cond, params)}`, params);
+  return new Set(rows.map((r) => r._id));
+}
