@@ -6,7 +6,7 @@ import { canRead } from "../src/records/access.ts";
 
 const col = (read: unknown) => ({ name: "chat", rules: { read, create: "authenticated", update: "owner", delete: "owner" } }) as unknown as Collection;
 const anonymous: Principal = { kind: "anonymous" };
-const user: Principal = { kind: "user", userId: "u1", roles: [], sessionId: "s", via: "token" };
+const user: Principal = { kind: "user", userId: "u1", roles: [], metadata: {}, email: "u1@example.com", verified: true, sessionId: "s", via: "token" };
 const record = { _id: "x", _owner_id: "u2" };
 const cases: [string, Collection, Principal][] = [
   ["anonymous stream, public rule (allowed)", col("public"), anonymous],

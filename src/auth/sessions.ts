@@ -4,6 +4,8 @@ import { randomToken, sha256 } from "../crypto.ts";
 import { AppError } from "../errors.ts";
 import { getSetting } from "../settings/settings.ts";
 import { findUserById, userToJson, type UserJson, type UserRow } from "../users/users.ts";
+import { sessionCheckRow, touchSession } from "../tables/sessions.ts";
+import type { UserAccessRow } from "../tables/users.ts";
 import { signJwt } from "./jwt.ts";
 import { requireVerifiedEmail } from "./verified.ts";
 import { jwtKey } from "./keys.ts";
@@ -116,17 +118,17 @@ export async function revokeUserApiKeys(ctx: AppContext, userId: string): Promis
   return (await ctx.db.run("UPDATE _api_keys SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL", [ctx.clock.now(), userId])).changes;
 }
 
-/** True when the session exists, is not revoked and not expired. Touches last_used_at at most once a minute. */
-export async function isSessionActive(ctx: AppContext, sessionId: string, userId: string): Promise<boolean> {
-  // A plain read of what was committed before the request asked (a revocation included): it may run with
-  // the other reads of this event-loop turn, in one read transaction (Engine.getBatched).
-  const sql = "SELECT user_id, revoked_at, expires_at, last_used_at FROM _sessions WHERE id = ?";
-  type Row = Pick<SessionRow, "user_id" | "revoked_at" | "expires_at" | "last_used_at">;
-  const s = await (ctx.db.getBatched ? ctx.db.getBatched<Row>(sql, [sessionId]) : ctx.db.get<Row>(sql, [sessionId]));
+/**
+ * The session's user's access columns (roles, metadata, address) when the session exists, is `userId`'s, is not
+ * revoked and not expired; else null. Touches last_used_at at most once a minute.
+ */
+export async function activeSession(ctx: AppContext, sessionId: string, userId: string): Promise<UserAccessRow | null> {
+  // A plain read of what was committed before the request asked (a revocation, a change of roles included).
+  const s = await sessionCheckRow(ctx.db, sessionId);
   const now = ctx.clock.now();
-  if (!s || s.user_id !== userId || s.revoked_at !== null || s.expires_at <= now) return false;
-  if (now - s.last_used_at > 60_000) await ctx.db.run("UPDATE _sessions SET last_used_at = ? WHERE id = ?", [now, sessionId]);
-  return true;
+  if (!s || s.user_id !== userId || s.revoked_at !== null || s.expires_at <= now) return null;
+  if (now - s.last_used_at > 60_000) await touchSession(ctx.db, sessionId, now);
+  return s;
 }
 
 /** A user's active sessions, newest first. */

@@ -8,12 +8,13 @@ import { canRead } from "../records/access.ts";
 import type { RecordJson } from "../query/rows.ts";
 import { attachRelationFields } from "../relations/expand.ts";
 import { FilterAsks } from "./filter-queries.ts";
-import { currentRoles } from "./identity.ts";
+import { currentAccess } from "./identity.ts";
 import { filterFor, meetsMemoryTests } from "./match.ts";
 import { REF_RECORD_BYTES, type HeldEvent } from "./replay.ts";
 import { sseFrame } from "./sse.ts";
 import type { Stream } from "./streams.ts";
 import type { Topic } from "./topics.ts";
+import type { UserAccess } from "../tables/users.ts";
 
 /** How long the fan-out of one event holds the event loop before it lets other work (requests) run. */
 const SLICE_MS = 50;
@@ -43,7 +44,7 @@ const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
 
 /**
  * The principal each stream's user reads as now, for the streams of users among `streams`: their
- * roles as stored (one query for all users), not as they were when the stream was opened (CONTRACT
+ * roles and metadata as stored (one query for all users), not as they were when the stream was opened (CONTRACT
  * §10: "may read the record at that moment"). Streams of admin and anonymous callers are not listed.
  */
 export async function readersOf(ctx: AppContext, streams: Iterable<Stream>): Promise<Map<Stream, Principal>> {
@@ -54,16 +55,25 @@ export async function readersOf(ctx: AppContext, streams: Iterable<Stream>): Pro
   }
   const readers = new Map<Stream, Principal>();
   if (!byUser.size) return readers;
-  const roles = await currentRoles(ctx, [...byUser.keys()]);
+  const access = await currentAccess(ctx, [...byUser.keys()]);
   for (const [userId, list] of byUser) {
-    const now = roles.get(userId) ?? [];
+    const now = access.get(userId) ?? GONE;
     for (const s of list) {
       const p = s.identity.principal as Extract<Principal, { kind: "user" }>;
-      const same = p.roles.length === now.length && p.roles.every((r, i) => r === now[i]);
-      readers.set(s, same ? p : { ...p, roles: now });
+      readers.set(s, sameAccess(p, now) ? p : { ...p, ...now });
     }
   }
   return readers;
+}
+
+/** What a user who no longer exists reads with. */
+const GONE: UserAccess = { roles: [], metadata: {}, email: "", verified: false };
+
+/** Whether a principal already holds this access (metadata compared by object: both unchanged, or both empty). */
+function sameAccess(p: Extract<Principal, { kind: "user" }>, now: UserAccess): boolean {
+  if (p.email !== now.email || p.verified !== now.verified || p.roles.length !== now.roles.length) return false;
+  if (p.metadata !== now.metadata && (Object.keys(p.metadata).length || Object.keys(now.metadata).length)) return false;
+  return p.roles.every((r, i) => r === now.roles[i]);
 }
 
 /** A key equal for streams that read alike: the caller, and a user's roles. */

@@ -328,7 +328,7 @@ export async function listenForChanges(ctx: AppContext): Promise<() => Promise<v
 /** Runs another node's subscribe call on this node's stream; the answer to send back. */
 async function answer(ctx: AppContext, hub: RealtimeHub, ask: Ask): Promise<Answer> {
   try {
-    const identity: Identity = identityFromNode(ask.i);
+    const identity: Identity = await identityFromNode(ctx, ask.i);
     return { p: ask.q, to: ask.from, ok: await hub.subscribe(ask.c, ask.s, identity) };
   } catch (err) {
     if (!(err instanceof AppError)) {

@@ -7,7 +7,7 @@ import { accessOf, checkAccess } from "../../src/rules/access.ts";
 
 // canRead runs per realtime stream per event, so it answers through accessOf, which builds no error for
 // a refusal. All three must say what the rules say (and checkAccess still refuses with its error).
-const user = (userId: string, roles: string[] = []): Principal => ({ kind: "user", userId, roles, sessionId: "s", via: "token" });
+const user = (userId: string, roles: string[] = []): Principal => ({ kind: "user", userId, roles, metadata: {}, email: `${userId}@example.com`, verified: true, sessionId: "s", via: "token" });
 const rules = ["public", "authenticated", "owner", "disabled", { role: "staff" }] as const;
 const principals: [string, Principal][] = [
   ["admin", ADMIN],
