@@ -134,3 +134,8 @@ export interface Engine {
   /** Closes the connection(s). */
   close(): Promise<void>;
 }
+
+/** Runs statements (a dialect's schema changes) one after the other. */
+export async function execAll(db: Engine, statements: readonly string[]): Promise<void> {
+  for (const s of statements) await db.exec(s);
+}
