@@ -5,8 +5,9 @@ import type { Principal } from "../principal.ts";
 import type { AppContext } from "../context.ts";
 import { safeEqual, sha256 } from "../crypto.ts";
 import { getMeta } from "../db/meta.ts";
-import { listParam } from "../db/condition.ts";
-import { accessOf, usersAccessRows, type UserAccess } from "../tables/users.ts";
+import { liveApiKeyRows } from "../tables/api-keys.ts";
+import { liveSessionRows } from "../tables/sessions.ts";
+import { accessOf, existingUserIds, usersAccessRows, type UserAccess } from "../tables/users.ts";
 
 /** Who a stream acts for, and what ends that. */
 export interface Identity {
@@ -107,22 +108,15 @@ export async function endedIdentities(ctx: AppContext, identities: Identity[]): 
       else add(users, p.userId, i);
     }
   }
-  const live = async (sql: string, ids: Map<string, Identity[]>, ...extra: number[]) => {
+  const live = async (ids: Map<string, Identity[]>, rows: (ids: string[]) => Promise<{ id: string; user_id: string }[]>) => {
     if (!ids.size) return;
-    const alive = new Set(
-      (await ctx.db.all<{ id: string; user_id: string }>(sql, [listParam([...ids.keys()]), ...extra]))
-        .map((r) => `${r.id}\u0000${r.user_id}`),
-    );
+    const alive = new Set((await rows([...ids.keys()])).map((r) => `${r.id}\u0000${r.user_id}`));
     for (const [id, list] of ids)
       for (const i of list) if (!alive.has(`${id}\u0000${(i.principal as { userId: string }).userId}`)) ended.add(i);
   };
-  await live(
-    `SELECT id, user_id FROM _sessions WHERE id ${ctx.db.sql.inList} AND revoked_at IS NULL AND expires_at > ?`,
-    sessions,
-    now,
-  );
-  await live(`SELECT id, user_id FROM _api_keys WHERE id ${ctx.db.sql.inList} AND revoked_at IS NULL`, keys);
-  await live(`SELECT id, id AS user_id FROM _users WHERE id ${ctx.db.sql.inList}`, users);
+  await live(sessions, (ids) => liveSessionRows(ctx.db, ids, now));
+  await live(keys, (ids) => liveApiKeyRows(ctx.db, ids));
+  await live(users, async (ids) => (await existingUserIds(ctx.db, ids)).map((id) => ({ id, user_id: id })));
   return ended;
 }
 

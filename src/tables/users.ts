@@ -59,3 +59,9 @@ export async function usersAccessRows(db: Engine, ids: readonly string[]): Promi
   if (!ids.length) return [];
   return await db.all<UserAccessRow & { id: string }>(`SELECT u.id, ${ACCESS_COLUMNS} FROM _users u WHERE u.id ${db.sql.inList}`, [listParam(ids)]);
 }
+
+/** Which of these users exist: one query for all. */
+export async function existingUserIds(db: Engine, ids: readonly string[]): Promise<string[]> {
+  if (!ids.length) return [];
+  return (await db.all<{ id: string }>(`SELECT id FROM _users WHERE id ${db.sql.inList}`, [listParam(ids)])).map((r) => r.id);
+}
