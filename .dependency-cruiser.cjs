@@ -23,6 +23,7 @@ const LAYERS = [
   ["collections/"],
   ["relations/"],
   ["records/"],
+  ["webhooks/"],
   ["ops/"],
   ["realtime/"],
   ["console/"],

@@ -15,6 +15,7 @@ import { createMailer, type Mailer } from "./mail/mailer.ts";
 import { closeRealtime } from "./realtime/hub.ts";
 import { relayFlushed, startChangeRelay } from "./realtime/relay.ts";
 import { getSetting } from "./settings/settings.ts";
+import { writeOutbox } from "./webhooks/outbox.ts";
 
 // The construction of the app's context (context.ts has its type), at the top of the layers beside server.ts:
 // it opens the database and wires what listens to committed changes (the hook files' onCommit, the change
@@ -66,6 +67,8 @@ export function createContext(config: Config, opts: ContextOptions = {}): AppCon
     events: createEventBus((err, event) =>
       log.error("change listener failed", { collection: event.collection, action: event.action, error: err }),
     ),
+    // The change events webhooks subscribe to go to their outbox inside the change's transaction.
+    beforeCommit: writeOutbox,
   };
   ctx.mailer =
     opts.mailer ??

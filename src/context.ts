@@ -2,7 +2,7 @@ import type { Catalog } from "./catalog/catalog.ts";
 import type { Clock } from "./clock.ts";
 import type { Config } from "./config.ts";
 import type { Engine } from "./db/engine.ts";
-import type { EventBus } from "./events/bus.ts";
+import type { ChangeEvent, EventBus } from "./events/bus.ts";
 import type { HookSet } from "./hooks/types.ts";
 import type { Logger } from "./log.ts";
 import type { Mailer } from "./mail/mailer.ts";
@@ -26,6 +26,11 @@ export interface AppContext {
   cache: Map<string, unknown>;
   /** Change events of committed record writes (CONTRACT §5, §10). */
   events: EventBus;
+  /**
+   * Writes that go with a transaction's change events, as its last writes before it commits (the webhook
+   * outbox, wired by app-context.ts): undefined when there is nothing to write, so inTransaction awaits nothing.
+   */
+  beforeCommit: ((ctx: AppContext, events: readonly ChangeEvent[]) => Promise<void> | undefined) | null;
 }
 
 export interface ContextOptions {

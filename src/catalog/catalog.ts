@@ -247,7 +247,7 @@ function refreshTxView(ctx: CatalogContext, run: object): Promise<void> | null {
  * so a CLI change is seen by the next request after it commits without a statement on every request. Inside
  * one: see refreshTxView.
  */
-function pendingCheck(ctx: CatalogContext): Promise<void> | null {
+export function pendingCheck(ctx: CatalogContext): Promise<void> | null {
   const run = ctx.db.transactionRun();
   if (run) return refreshTxView(ctx, run);
   const cat = ctx.catalog;
@@ -265,6 +265,11 @@ function pendingCheck(ctx: CatalogContext): Promise<void> | null {
   });
   cat.checking = checking;
   return checking;
+}
+
+/** The hook files were loaded again: the next lookup reads the catalog again, so the handles it makes carry the new hooks. */
+export function noteHooksChanged(ctx: CatalogContext): void {
+  ctx.catalog.stale = true;
 }
 
 /**

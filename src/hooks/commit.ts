@@ -13,13 +13,19 @@ function commitEvent(event: ChangeEvent): CommitEvent {
   return { ...copy, action: "delete", record: { _id: copy.record._id }, hard: true };
 }
 
+/** The subscription of the onCommit handlers on each event bus (one per context), replaced when the hooks are reloaded. */
+const subscriptions = new WeakMap<EventBus, () => void>();
+
 /**
  * Subscribes the hook files' `onCommit` handlers to the change-event bus (CONTRACT §5): each
  * runs after the commit, once per changed record of its collection (or "*"), with its own copy
  * of the event. A throw or a rejected promise is logged and never reaches the client, whose
- * operation has already committed. Returns the function that unsubscribes them.
+ * operation has already committed. Called again after the hooks were reloaded (ops/hook-files.ts), it
+ * replaces the handlers subscribed before. Returns the function that unsubscribes them.
  */
 export function subscribeCommitHooks(set: HookSet, events: EventBus, log: Logger): () => void {
+  subscriptions.get(events)?.();
+  subscriptions.delete(events);
   const hooks = set.list.filter((h) => typeof h.onCommit === "function");
   if (!hooks.length) return () => {};
   const failed = (file: string | undefined, event: ChangeEvent, err: unknown) =>
@@ -30,7 +36,7 @@ export function subscribeCommitHooks(set: HookSet, events: EventBus, log: Logger
       id: event.record._id ?? null,
       error: err instanceof Error ? err.message : String(err),
     });
-  return events.subscribe((event) => {
+  const unsubscribe = events.subscribe((event) => {
     const lower = event.collection.toLowerCase();
     for (const h of hooks) {
       if (h.collection !== "*" && h.collection.toLowerCase() !== lower) continue;
@@ -43,4 +49,10 @@ export function subscribeCommitHooks(set: HookSet, events: EventBus, log: Logger
       }
     }
   });
+  const off = () => {
+    unsubscribe();
+    if (subscriptions.get(events) === off) subscriptions.delete(events);
+  };
+  subscriptions.set(events, off);
+  return off;
 }
