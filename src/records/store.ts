@@ -16,6 +16,7 @@ import { relationsFrom, type Relation } from "../relations/catalog.ts";
 import { attachRelationFields } from "../relations/expand.ts";
 import { encodeValue, userFields, userFieldsShared } from "./codec.ts";
 import { changeLink, writeLinks, type LinkChange } from "./store-junction.ts";
+import { deleteDroppedFiles, fileFields, fileValueErrors } from "../files/values.ts";
 
 export { dropLinksFrom, dropLinksTo } from "./store-junction.ts";
 
@@ -163,6 +164,8 @@ export function insertPlainRun(
 function newRow(ctx: AppContext, col: Collection, clean: Record<string, unknown>, p: Principal, errors: readonly FieldError[]) {
   const failed = validateFieldRules(col, clean, "create");
   if (errors.length) failed.push(...errors);
+  // Files (CONTRACT §14): a file field holds only names just uploaded.
+  if (fileFields(col).length) failed.push(...fileValueErrors(col, clean, null));
   if (failed.length) throw new ValidationError(failed);
   const now = ctx.clock.now();
   const shape = shapeOf(col, clean);
@@ -326,6 +329,8 @@ async function writeUpdate(
     delete checked[forced];
   }
   const errors = [...validateFieldRules(col, checked, "update"), ...relations.errors];
+  // Files (CONTRACT §14): a file field holds only names it held or just uploaded.
+  if (fileFields(col).length) errors.push(...fileValueErrors(col, clean, previous));
   if (errors.length) throw new ValidationError(errors);
   const now = ctx.clock.now();
   const sets = ['"_updated_at" = ?'];
@@ -338,6 +343,8 @@ async function writeUpdate(
   }
   values.push(previous._id as string);
   await ctx.db.run(`UPDATE ${q(col.name)} SET ${sets.join(", ")} WHERE "_id" = ?`, [...values]);
+  // Files (CONTRACT §14): a replaced or removed file is deleted once this commits.
+  if (fileFields(col).length) deleteDroppedFiles(ctx, col, previous, clean);
   await writeLinks(ctx, relations, previous._id as string);
   const record = (await attachRelationFields(ctx, col, [(await fetchRecord(ctx, col, previous._id as string))!], p))[0];
   stage(ctx, col, "update", await adminView(ctx, col, record, p), before, now, p);
@@ -407,6 +414,8 @@ export async function removeRecord(ctx: AppContext, col: Collection, previous: R
   runHooks(ctx, col, "beforeDelete", event);
   const last = await adminView(ctx, col, previous, null);
   await ctx.db.run(`DELETE FROM ${q(col.name)} WHERE "_id" = ?`, [previous._id as string]);
+  // Files (CONTRACT §14): a hard-deleted record's files are deleted once this commits.
+  if (fileFields(col).length) deleteDroppedFiles(ctx, col, previous, null);
   stage(ctx, col, "hard_delete", last, last, ctx.clock.now(), p);
   await effects.deleted(ctx, col, previous, "hard", p);
   runHooks(ctx, col, "afterDelete", event);

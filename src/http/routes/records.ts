@@ -7,6 +7,7 @@ import { listRecords } from "../../records/list.ts";
 import { getRecord } from "../../records/read.ts";
 import { restoreRecord } from "../../records/restore.ts";
 import { updateRecord } from "../../records/update.ts";
+import { createWithFiles, isMultipart, updateWithFiles } from "../../files/upload.ts";
 import { readJson } from "../body.ts";
 import { bodyChecker, queryChecker } from "../check.ts";
 import { doc } from "../doc.ts";
@@ -47,8 +48,10 @@ export function recordRoutes(ctx: AppContext) {
       "/:collection",
       async ({ request, params, set }) => {
         const p = await principalOf(ctx, request);
-        const body = recordData.defer(await readJson(request, max, "record"));
         set.status = 201;
+        // Files (CONTRACT §14): a multipart body streams its files to storage (files/upload.ts).
+        if (isMultipart(request)) return createWithFiles(ctx, params.collection, request, p);
+        const body = recordData.defer(await readJson(request, max, "record"));
         return createRecord(ctx, params.collection, body, p);
       },
       doc({ summary: "Create a record", tag, access: "data", body: RecordData, ok: RecordBody, status: 201, errors: [409, 422] }),
@@ -69,6 +72,7 @@ export function recordRoutes(ctx: AppContext) {
       "/:collection/:id",
       async ({ request, params }) => {
         const p = await principalOf(ctx, request);
+        if (isMultipart(request)) return updateWithFiles(ctx, params.collection, params.id, request, p);
         return updateRecord(ctx, params.collection, params.id, recordData.defer(await readJson(request, max, "record")), p);
       },
       doc({ summary: "Update a record (the fields given)", tag, access: "data", body: RecordData, ok: RecordBody, errors: [409, 422] }),

@@ -1,4 +1,4 @@
-import type { Collection, Operation } from "../../collections/types.ts";
+import { storedType, type Collection, type Operation } from "../../collections/types.ts";
 import type { ColumnType } from "../../db/condition.ts";
 import { junctionTable, type Relation } from "../../relations/catalog.ts";
 import { RuleError, quoted, type CompareOperator, type Literal, type Node, type OperandNode } from "./ast.ts";
@@ -225,7 +225,7 @@ class Checker {
       const def = col.fieldMap.get(lower);
       if (def) {
         this.name(col.name, def.name);
-        return { o: { k: "field", scope, hops, name: def.name, type: def.type }, type: def.type, node };
+        return { o: { k: "field", scope, hops, name: def.name, type: storedType(def.type) }, type: storedType(def.type), node };
       }
       if (rel?.type === "many_via") {
         this.name(col.name, rel.from_field);
