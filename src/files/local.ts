@@ -66,8 +66,9 @@ export function localStorage(root: string): FileStorage & { root: string } {
       const file: StoredFile = { size: st.size, type: known.type, mtime, etag: `"${st.size.toString(36)}-${mtime.toString(36)}"` };
       return file;
     },
-    open(key) {
-      return Bun.file(path(key));
+    read(key, range) {
+      const f = Bun.file(path(key));
+      return range ? f.slice(range.start, range.end + 1) : f;
     },
     async delete(key) {
       types.delete(key);

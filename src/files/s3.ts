@@ -57,14 +57,15 @@ export function s3Storage(config: S3Config): FileStorage {
     async stat(key) {
       try {
         const st = await client.file(k(key)).stat();
-        return { size: st.size, type: st.type || "application/octet-stream", mtime: st.lastModified.getTime(), etag: st.etag.startsWith('"') ? st.etag : `"${st.etag}"` };
+        return { size: st.size, type: (st.type || "application/octet-stream").split(";")[0]!.trim(), mtime: st.lastModified.getTime(), etag: st.etag.startsWith('"') ? st.etag : `"${st.etag}"` };
       } catch (err) {
         if ((err as { code?: string }).code === "NoSuchKey" || /not ?found|NoSuchKey|404/i.test(String((err as Error).message))) return null;
         throw err;
       }
     },
-    open(key) {
-      return client.file(k(key));
+    read(key, range) {
+      const f = client.file(k(key));
+      return (range ? f.slice(range.start, range.end + 1) : f).stream();
     },
     async delete(key) {
       await client.file(k(key)).delete().catch((err: { code?: string }) => {

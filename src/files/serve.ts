@@ -46,11 +46,17 @@ export async function serveFile(
       st = made.stat;
     }
   }
-  return answerFile(request, storage.open(key), st, name, query.get("download") === "1" || query.get("download") === "true");
+  return answerFile(request, (range) => storage.read(key, range), st, name, query.get("download") === "1" || query.get("download") === "true");
 }
 
 /** The headers of CONTRACT §14, ETag/If-None-Match (304) and a single byte Range (206; 416 when it cannot be met). */
-export function answerFile(request: Request, blob: Blob, st: StoredFile, name: string, download: boolean): Response {
+export function answerFile(
+  request: Request,
+  read: (range?: { start: number; end: number }) => Blob | ReadableStream<Uint8Array>,
+  st: StoredFile,
+  name: string,
+  download: boolean,
+): Response {
   const headers = new Headers({
     "Content-Type": st.type === "text/plain" ? "text/plain; charset=utf-8" : st.type,
     ETag: st.etag,
@@ -76,11 +82,11 @@ export function answerFile(request: Request, blob: Blob, st: StoredFile, name: s
     } else {
       headers.set("Content-Range", `bytes ${r.start}-${r.end}/${st.size}`);
       headers.set("Content-Length", String(r.end - r.start + 1));
-      return new Response(blob.slice(r.start, r.end + 1), { status: 206, headers });
+      return new Response(read(r), { status: 206, headers });
     }
   }
   headers.set("Content-Length", String(st.size));
-  return new Response(request.method === "HEAD" ? null : blob, { status: 200, headers });
+  return new Response(request.method === "HEAD" ? null : read(), { status: 200, headers });
 }
 
 /** A single `bytes=` range of a file of `size` bytes: the inclusive bounds, null when it cannot be met, "invalid" when not one we read. */

@@ -24,8 +24,11 @@ export interface FileStorage {
   write(key: string, body: AsyncIterable<Uint8Array>, opts: { type: string }): Promise<number>;
   /** What is stored under `key`, or null. */
   stat(key: string): Promise<StoredFile | null>;
-  /** The file as a Blob (Bun.file or an S3 file): sliced for ranges, streamed into a Response. */
-  open(key: string): Blob;
+  /**
+   * The bytes of `key` (bytes `start`..`end` inclusive with a range) as a Response body: a folder's file as a Blob
+   * (Bun sends it from the file), a bucket's as a stream (a Response of an S3 file would redirect to a presigned URL).
+   */
+  read(key: string, range?: { start: number; end: number }): Blob | ReadableStream<Uint8Array>;
   /** Removes `key`; a missing key is no error. */
   delete(key: string): Promise<void>;
   /** Every key under `prefix` (a folder-like prefix ending in `/`, or "" for all), with when it was written. */
@@ -52,15 +55,15 @@ export async function copyStorage(from: FileStorage, to: FileStorage): Promise<n
   for await (const { key } of from.list("")) {
     const st = await from.stat(key);
     if (!st) continue;
-    await to.write(key, blobChunks(from.open(key)), { type: st.type });
+    await to.write(key, bodyChunks(from.read(key)), { type: st.type });
     n++;
   }
   return n;
 }
 
-/** The bytes of a Blob, piece by piece. */
-export async function* blobChunks(blob: Blob): AsyncIterable<Uint8Array> {
-  const reader = blob.stream().getReader();
+/** The bytes of a body that `read` gave, piece by piece. */
+export async function* bodyChunks(body: Blob | ReadableStream<Uint8Array>): AsyncIterable<Uint8Array> {
+  const reader = (body instanceof Blob ? body.stream() : body).getReader();
   try {
     for (;;) {
       const { done, value } = await reader.read();

@@ -81,13 +81,27 @@ export function deleteDroppedFiles(ctx: AppContext, col: Collection, before: Rec
   if (!dropped.length) return;
   const id = before._id as string;
   ctx.db.afterCommit(() => {
-    void (async () => {
+    track(ctx, (async () => {
       const now = await fetchRecord(ctx, col, id).catch(() => undefined);
       if (now === undefined) return; // unknown: kept (storage gc removes it later if it is an orphan)
       const held = new Set(fileFields(col).flatMap((d) => namesOf(now?.[d.name])));
       await deleteFiles(ctx, col.name, dropped.filter((n) => !held.has(n)));
-    })().catch((err) => ctx.log.error("deleting files after a commit failed", { collection: col.name, error: err }));
+    })().catch((err) => ctx.log.error("deleting files after a commit failed", { collection: col.name, error: err })));
   });
+}
+
+const running = new WeakMap<AppContext, Set<Promise<void>>>();
+
+function track(ctx: AppContext, p: Promise<void>): void {
+  let set = running.get(ctx);
+  if (!set) running.set(ctx, (set = new Set()));
+  set.add(p);
+  void p.finally(() => set.delete(p));
+}
+
+/** Settles when the deletions after commit started so far are done (tests, shutdown). */
+export async function fileDeletionsSettled(ctx: AppContext): Promise<void> {
+  while (running.get(ctx)?.size) await Promise.all(running.get(ctx)!);
 }
 
 /** Deletes stored files and their thumbnails. */

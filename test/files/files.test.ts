@@ -1,16 +1,20 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, readdirSync } from "node:fs";
-import { join } from "node:path";
+import { storageOf } from "../../src/files/storage.ts";
+import { fileDeletionsSettled } from "../../src/files/values.ts";
 import { ADMIN_SECRET, createTestApp, registerUser, type TestApp } from "../helpers/app.ts";
+import { startS3rver, type S3Server } from "../helpers/s3.ts";
 
-// Files (CONTRACT §14) through HTTP on the configured engine, stored in the data directory's folder.
+// Files (CONTRACT §14) through HTTP on the configured engine, stored in the data directory's folder and in a
+// bucket of an S3-protocol server (s3rver): the same scenarios on each.
 
 const PNG_1x1 = Buffer.from(
   "89504e470d0a1a0a0000000d4948445200000001000000010806000000" + "1f15c4890000000d49444154789c6360f8cfc0f01f0005000201" + "f5e2d5d60000000049454e44ae426082",
   "hex",
 );
 
+for (const kind of ["local", "s3"] as const) describe(`files stored ${kind === "local" ? "in the data folder" : "in S3"}`, () => {
 let t: TestApp;
+let s3: S3Server | null = null;
 let alice: { token: string; id: string };
 let bob: { token: string; id: string };
 
@@ -37,13 +41,16 @@ async function get(path: string, token: string | null = ADMIN_SECRET, headers: R
   return { status: res.status, headers: res.headers, bytes: Buffer.from(await res.arrayBuffer()) };
 }
 
-const storageFiles = () => {
-  const dir = join(t.dir, "storage", "docs");
-  return existsSync(dir) ? readdirSync(dir).filter((f) => f !== "thumbs") : [];
+/** The names of the stored files of the collection (thumbnails aside). */
+const storageFiles = async () => {
+  const names: string[] = [];
+  for await (const f of storageOf(t.ctx).list("docs/")) if (!f.key.startsWith("docs/thumbs/")) names.push(f.key.slice(5));
+  return names;
 };
 
 beforeAll(async () => {
-  t = createTestApp();
+  if (kind === "s3") s3 = await startS3rver();
+  t = createTestApp(s3 ? { env: s3.env(`run${Date.now()}`) } : {});
   const made = await t.admin("POST", "/api/v1/admin/collections", {
     name: "docs",
     rules: { read: "owner", create: "authenticated", update: "owner", delete: "owner" },
@@ -58,7 +65,10 @@ beforeAll(async () => {
   alice = await registerUser(t, "alice@example.com");
   bob = await registerUser(t, "bob@example.com");
 });
-afterAll(() => t.close());
+afterAll(async () => {
+  await t.close();
+  await s3?.stop();
+});
 
 describe("file fields", () => {
   test("a file field is declared with its options and shown with their defaults", async () => {
@@ -131,7 +141,7 @@ describe("upload and download", () => {
   });
 
   test("refusals: a type not allowed (422 mime), a file too large (413), too many files (422 max), a name sent as JSON (422 file), nothing stored", async () => {
-    const before = storageFiles().length;
+    const before = (await storageFiles()).length;
     const html = Buffer.from("<html><script>alert(1)</script></html>");
     let r = await send("POST", "/api/v1/docs", [["cover", new Blob([html], { type: "image/png" }), "x.png"]], alice.token);
     expect(r.status).toBe(422);
@@ -145,14 +155,14 @@ describe("upload and download", () => {
     expect(r.body.errors[0]).toMatchObject({ field: "attachments", rule: "max" });
     r = await send("POST", "/api/v1/docs", [["title", "x"], ["title+", small("a"), "a.txt"]], alice.token);
     expect(r.status).toBe(422);
-    expect(storageFiles().length).toBe(before);
+    expect((await storageFiles()).length).toBe(before);
     const json = await t.req("POST", "/api/v1/docs", { token: alice.token, body: { cover: "abcdefghij_a.png" } });
     expect(json.status).toBe(422);
     expect(json.body.errors[0]).toMatchObject({ field: "cover", rule: "file" });
     // The create rule is checked before anything is stored.
     r = await send("POST", "/api/v1/docs", [["cover", new Blob([PNG_1x1]), "a.png"]], null);
     expect(r.status).toBe(401);
-    expect(storageFiles().length).toBe(before);
+    expect((await storageFiles()).length).toBe(before);
   });
 
   test("a Content-Length over the limit is refused before the body is read", async () => {
@@ -191,23 +201,42 @@ describe("upload and download", () => {
     const txt = await get(`/api/v1/files/docs/${id}/${c}`, alice.token);
     expect(txt.headers.get("content-type")).toBe("text/plain; charset=utf-8");
     expect(txt.bytes.toString()).toBe("three");
-    await Bun.sleep(20);
-    expect(storageFiles()).not.toContain(a);
-    expect(storageFiles()).toContain(b);
+    await fileDeletionsSettled(t.ctx);
+    expect(await storageFiles()).not.toContain(a);
+    expect(await storageFiles()).toContain(b);
     // Too many after appending: 422 max, and the new upload is not kept.
-    const count = storageFiles().length;
+    const count = (await storageFiles()).length;
     r = await send("PATCH", `/api/v1/docs/${id}`, [["attachments+", new Blob(["x"]), "x.txt"], ["attachments+", new Blob(["y"]), "y.txt"]], alice.token);
     expect(r.status).toBe(422);
     expect(r.body.errors[0]).toMatchObject({ field: "attachments", rule: "max" });
-    expect(storageFiles().length).toBe(count);
+    expect((await storageFiles()).length).toBe(count);
     // JSON may reorder or drop names the record holds, never add one.
     r = await t.req("PATCH", `/api/v1/docs/${id}`, { token: alice.token, body: { attachments: [c] } });
     expect(r.status).toBe(200);
     expect(r.body.attachments).toEqual([c]);
     r = await t.req("PATCH", `/api/v1/docs/${id}`, { token: alice.token, body: { attachments: [c, a] } });
     expect(r.status).toBe(422);
-    await Bun.sleep(20);
-    expect(storageFiles()).not.toContain(b);
+    await fileDeletionsSettled(t.ctx);
+    expect(await storageFiles()).not.toContain(b);
+  });
+
+  test("a write that fails after its files were stored (a unique index) leaves no file behind", async () => {
+    expect((await t.admin("POST", "/api/v1/admin/collections/docs/indexes", { fields: ["title"], unique: true })).status).toBe(201);
+    const first = await send("POST", "/api/v1/docs", [["title", "only once"], ["cover", new Blob([PNG_1x1]), "a.png"]], alice.token);
+    expect(first.status).toBe(201);
+    const count = (await storageFiles()).length;
+    const again = await send("POST", "/api/v1/docs", [["title", "only once"], ["cover", new Blob([PNG_1x1]), "b.png"]], alice.token);
+    expect(again.status).toBe(409);
+    const patch = await send("PATCH", `/api/v1/docs/${first.body._id}`, [["n", "1"], ["cover", new Blob([PNG_1x1]), "c.png"]], bob.token);
+    expect(patch.status).toBe(404);
+    expect((await storageFiles()).length).toBe(count);
+    // The replaced file goes once the update commits; the record's own stays.
+    const replaced = await send("PATCH", `/api/v1/docs/${first.body._id}`, [["cover", new Blob([PNG_1x1]), "d.png"]], alice.token);
+    expect(replaced.status).toBe(200);
+    await fileDeletionsSettled(t.ctx);
+    const names = await storageFiles();
+    expect(names).toContain(replaced.body.cover);
+    expect(names).not.toContain(first.body.cover);
   });
 
   test("soft delete hides the files until restore; hard delete removes them", async () => {
@@ -217,11 +246,12 @@ describe("upload and download", () => {
     expect((await t.req("DELETE", `/api/v1/docs/${id}`, { token: alice.token })).status).toBe(200);
     expect((await get(url, alice.token)).status).toBe(404);
     expect((await get(url)).status).toBe(404);
-    expect(storageFiles()).toContain(r.body.cover);
+    expect(await storageFiles()).toContain(r.body.cover);
     expect((await t.req("POST", `/api/v1/docs/${id}/restore`, { token: alice.token })).status).toBe(200);
     expect((await get(url, alice.token)).status).toBe(200);
     expect((await t.admin("DELETE", `/api/v1/admin/collections/docs/records/${id}`)).status).toBe(200);
-    await Bun.sleep(20);
-    expect(storageFiles()).not.toContain(r.body.cover);
+    await fileDeletionsSettled(t.ctx);
+    expect(await storageFiles()).not.toContain(r.body.cover);
   });
+});
 });
