@@ -26,6 +26,7 @@ export function registerServe(program: Command): void {
     .option("--database <url>", "a PostgreSQL database instead of the data directory's SQLite file (env DATABASE_URL)")
     .option("--sync <mode>", "normal|full: full makes each commit power-loss durable (env SQLITE_SYNC)")
     .option("--log-format <format>", "text|json: format of the request log on stderr (env LOG_FORMAT, default text)")
+    .option("--storage <url>", "where uploaded files go: s3://bucket/prefix or a folder (env STORAGE_URL, default <data>/storage)")
     .option("--trust-proxy <list>", "addresses or CIDR ranges of your reverse proxies, comma-separated: their X-Forwarded-For names the client (env TRUST_PROXY)")
     // The program's --data is serve's own --data here, and its --json prints nothing for a server: not listed.
     .configureHelp({ showGlobalOptions: false })
@@ -42,7 +43,7 @@ Examples:
   $ LOG_LEVEL=warn baas serve --log-format json
   $ baas serve --trust-proxy 127.0.0.1,::1      # behind nginx on the same machine`,
     )
-    .action(async (opts: { port?: string; host?: string; data?: string; database?: string; sync?: string; logFormat?: string; trustProxy?: string }) => {
+    .action(async (opts: { port?: string; host?: string; data?: string; database?: string; sync?: string; logFormat?: string; trustProxy?: string; storage?: string }) => {
       const { data: globalData, database: globalDatabase, json } = program.opts() as { data?: string; database?: string; json?: boolean };
       if (json) throw new UsageError("serve has no --json output (for a JSON request log use --log-format json)");
       const config = loadConfig({ ...opts, data: opts.data ?? globalData, database: opts.database ?? globalDatabase });
@@ -73,6 +74,9 @@ Examples:
       // starting is not worth compiling. Serving is what runs again and again: the normal policy from here on.
       Bun.unsafe.setJITPolicy(1);
       say(`baas listening on http://${config.host}:${running.server.port} (${storageLabel(config)})`);
+      // Several nodes share a PostgreSQL database; a folder of files is this machine's alone (CONTRACT §14).
+      if (config.database.engine === "postgres" && config.storage.kind === "local")
+        say(`warning: files are stored in ${config.storage.dir} on this machine; several nodes on one PostgreSQL database need shared storage: --storage s3://bucket/prefix`);
       let stopping = false;
       stop = (signal: string) => {
         if (stopping) {

@@ -3,6 +3,11 @@ import { storageOf } from "../../src/files/storage.ts";
 import { fileDeletionsSettled } from "../../src/files/values.ts";
 import { ADMIN_SECRET, createTestApp, registerUser, type TestApp } from "../helpers/app.ts";
 import { startS3rver, type S3Server } from "../helpers/s3.ts";
+import { Images } from "../../src/files/thumbs.ts";
+
+/** An image in `type` (WebP too: the codec the server uses). */
+const encodeImage = (img: InstanceType<typeof Images>, type: string) => img.getBuffer(type as "image/png");
+const Jimp = Images;
 
 // Files (CONTRACT §14) through HTTP on the configured engine, stored in the data directory's folder and in a
 // bucket of an S3-protocol server (s3rver): the same scenarios on each.
@@ -237,6 +242,37 @@ describe("upload and download", () => {
     const names = await storageFiles();
     expect(names).toContain(replaced.body.cover);
     expect(names).not.toContain(first.body.cover);
+  });
+
+  test("thumbnails of PNG, JPEG, GIF and WebP have exact sizes, are made once and kept; other types are served as they are", async () => {
+    await t.admin("POST", "/api/v1/admin/collections/docs/fields", { name: "pics", type: "file", max_count: 4, mime: ["image/*"] });
+    const source = new Jimp({ width: 300, height: 200, color: 0x3366ccff });
+    const files: [string, Blob, string][] = [];
+    for (const [type, ext] of [["image/png", "png"], ["image/jpeg", "jpg"], ["image/gif", "gif"], ["image/webp", "webp"]] as const)
+      files.push(["pics", new Blob([new Uint8Array(await encodeImage(source, type))]), `p.${ext}`]);
+    const r = await send("POST", "/api/v1/docs", files, alice.token);
+    expect(r.status).toBe(201);
+    const types = ["image/png", "image/jpeg", "image/gif", "image/webp"];
+    for (const [i, name] of (r.body.pics as string[]).entries()) {
+      const url = `/api/v1/files/docs/${r.body._id}/${name}`;
+      for (const [thumb, w, h] of [["100x100", 100, 100], ["0x50", 75, 50], ["150x0", 150, 100], ["40x120", 40, 120]] as const) {
+        // Two at once: made once, both answered.
+        const [a, b] = await Promise.all([get(`${url}?thumb=${thumb}`, alice.token), get(`${url}?thumb=${thumb}`, alice.token)]);
+        expect(a.status).toBe(200);
+        expect(a.headers.get("content-type")).toBe(types[i]);
+        expect(a.bytes.equals(b.bytes)).toBe(true);
+        const img = await Jimp.read(a.bytes);
+        expect([img.bitmap.width, img.bitmap.height]).toEqual([w, h]);
+      }
+    }
+    const kept = [];
+    for await (const f of storageOf(t.ctx).list("docs/thumbs/")) kept.push(f.key);
+    expect(kept).toHaveLength(16);
+    expect((await get(`/api/v1/files/docs/${r.body._id}/${r.body.pics[0]}?thumb=3000x10`, alice.token)).status).toBe(400);
+    expect((await get(`/api/v1/files/docs/${r.body._id}/${r.body.pics[0]}?thumb=0x0`, alice.token)).status).toBe(400);
+    const txt = await send("POST", "/api/v1/docs", [["attachments", new Blob(["plain"]), "a.txt"]], alice.token);
+    const plain = await get(`/api/v1/files/docs/${txt.body._id}/${txt.body.attachments[0]}?thumb=10x10`, alice.token);
+    expect(plain.bytes.toString()).toBe("plain");
   });
 
   test("soft delete hides the files until restore; hard delete removes them", async () => {
