@@ -26,7 +26,6 @@ export function registerServe(program: Command): void {
     .option("--database <url>", "a PostgreSQL database instead of the data directory's SQLite file (env DATABASE_URL)")
     .option("--sync <mode>", "normal|full: full makes each commit power-loss durable (env SQLITE_SYNC)")
     .option("--log-format <format>", "text|json: format of the request log on stderr (env LOG_FORMAT, default text)")
-    .option("--storage <url>", "where uploaded files go: s3://bucket/prefix or a folder (env STORAGE_URL, default <data>/storage)")
     .option("--trust-proxy <list>", "addresses or CIDR ranges of your reverse proxies, comma-separated: their X-Forwarded-For names the client (env TRUST_PROXY)")
     // The program's --data is serve's own --data here, and its --json prints nothing for a server: not listed.
     .configureHelp({ showGlobalOptions: false })
@@ -43,10 +42,10 @@ Examples:
   $ LOG_LEVEL=warn baas serve --log-format json
   $ baas serve --trust-proxy 127.0.0.1,::1      # behind nginx on the same machine`,
     )
-    .action(async (opts: { port?: string; host?: string; data?: string; database?: string; sync?: string; logFormat?: string; trustProxy?: string; storage?: string }) => {
-      const { data: globalData, database: globalDatabase, json } = program.opts() as { data?: string; database?: string; json?: boolean };
+    .action(async (opts: { port?: string; host?: string; data?: string; database?: string; sync?: string; logFormat?: string; trustProxy?: string }) => {
+      const { data: globalData, database: globalDatabase, storage, json } = program.opts() as { data?: string; database?: string; storage?: string; json?: boolean };
       if (json) throw new UsageError("serve has no --json output (for a JSON request log use --log-format json)");
-      const config = loadConfig({ ...opts, data: opts.data ?? globalData, database: opts.database ?? globalDatabase });
+      const config = loadConfig({ ...opts, data: opts.data ?? globalData, database: opts.database ?? globalDatabase, storage });
       const { loadHooks } = await import("../../src/hooks/load.ts");
       const hooks = await loadHooks(config.hooksDir);
       // Signals are caught from before the port opens: a SIGTERM sent as soon as the server answers (or says it

@@ -53,6 +53,7 @@ export function openStorage(config: StorageConfig): FileStorage {
 export async function copyStorage(from: FileStorage, to: FileStorage): Promise<number> {
   let n = 0;
   for await (const { key } of from.list("")) {
+    if (key.endsWith(".partial")) continue;
     const st = await from.stat(key);
     if (!st) continue;
     await to.write(key, bodyChunks(from.read(key)), { type: st.type });
