@@ -21,6 +21,8 @@ export interface RouteDoc {
   media?: string;
   /** Error statuses beyond what the access and the body imply. */
   errors?: number[];
+  /** The body may also be multipart/form-data with files (CONTRACT §14). */
+  multipart?: boolean;
   /** A second path the route answers under its own documentation (`/_` also serves `/_/`). */
   also?: { path: string; doc: RouteDoc };
 }
@@ -52,6 +54,18 @@ export const ERROR_REF = { $ref: "#/components/schemas/ErrorBody" } as const;
 export const VALIDATION_REF = { $ref: "#/components/schemas/ValidationBody" } as const;
 
 type Content = NonNullable<OpenAPIV3.ResponseObject["content"]>;
+
+/** A record body with files (CONTRACT §14): plain fields as form fields, files under their field's name. */
+const MULTIPART = {
+  "multipart/form-data": {
+    schema: {
+      type: "object",
+      description:
+        "Fields as form fields (a text field's value as it is, any other as JSON); files as file parts under their field's name; on a field of several files `field+` appends and `field-` names a file to remove.",
+      additionalProperties: { oneOf: [{ type: "string" }, { type: "string", format: "binary" }] },
+    },
+  },
+};
 const media = (type: string, schema: unknown) => ({ [type]: { schema } }) as Content;
 const json = (schema: unknown) => media("application/json", schema);
 
@@ -117,7 +131,7 @@ function operation(d: RouteDoc): OpenAPIV3.OperationObject {
     ...(d.description ? { description: d.description } : {}),
     security: SECURITY[d.access],
     ...(parameters.length ? { parameters } : {}),
-    ...(d.body ? { requestBody: { required: true, content: json(d.body) as OpenAPIV3.RequestBodyObject["content"] } } : {}),
+    ...(d.body ? { requestBody: { required: true, content: { ...json(d.body), ...(d.multipart ? MULTIPART : {}) } as OpenAPIV3.RequestBodyObject["content"] } } : {}),
     responses,
   };
 }

@@ -4,6 +4,7 @@ import { fileDeletionsSettled } from "../../src/files/values.ts";
 import { ADMIN_SECRET, createTestApp, registerUser, type TestApp } from "../helpers/app.ts";
 import { startS3rver, type S3Server } from "../helpers/s3.ts";
 import { Images } from "../../src/files/thumbs.ts";
+import { createClient } from "../../client/src/index.ts";
 
 /** An image in `type` (WebP too: the codec the server uses). */
 const encodeImage = (img: InstanceType<typeof Images>, type: string) => img.getBuffer(type as "image/png");
@@ -273,6 +274,27 @@ describe("upload and download", () => {
     const txt = await send("POST", "/api/v1/docs", [["attachments", new Blob(["plain"]), "a.txt"]], alice.token);
     const plain = await get(`/api/v1/files/docs/${txt.body._id}/${txt.body.attachments[0]}?thumb=10x10`, alice.token);
     expect(plain.bytes.toString()).toBe("plain");
+  });
+
+  test("the typed client uploads with create(data, { files }) and update(…, { files }), and builds file URLs with a token and a thumb", async () => {
+    await t.ready;
+    const client = createClient("http://localhost", { fetch: (u, init) => t.app.handle(new Request(u, init)) });
+    await client.auth.login("alice@example.com", "password123");
+    const rec = await client.collection<{ _id: string; title: string | null; cover: string | null; attachments: string[] | null }>("docs").create(
+      { title: "from the client" },
+      { files: { cover: new File([PNG_1x1], "c.png"), attachments: [new Blob(["x"]), new Blob(["y"])] } },
+    );
+    expect(rec.title).toBe("from the client");
+    expect(rec.attachments).toHaveLength(2);
+    const docs = client.collection<typeof rec>("docs");
+    const updated = await docs.update(rec._id, {}, { files: { "attachments-": rec.attachments![0]!, "attachments+": new Blob(["z"]) } });
+    expect(updated.attachments).toEqual([rec.attachments![1]!, expect.stringMatching(/_file$/)]);
+    const token = await client.fileToken();
+    const url = docs.fileUrl(updated, "cover", { token, thumb: "0x1" })!;
+    expect(url).toBe(`http://localhost/api/v1/files/docs/${rec._id}/${rec.cover}?thumb=0x1&token=${token}`);
+    const res = await t.app.handle(new Request(url));
+    expect(res.status).toBe(200);
+    expect(docs.fileUrl({ ...updated, cover: null }, "cover")).toBeNull();
   });
 
   test("soft delete hides the files until restore; hard delete removes them", async () => {

@@ -54,7 +54,7 @@ export function recordRoutes(ctx: AppContext) {
         const body = recordData.defer(await readJson(request, max, "record"));
         return createRecord(ctx, params.collection, body, p);
       },
-      doc({ summary: "Create a record", tag, access: "data", body: RecordData, ok: RecordBody, status: 201, errors: [409, 422] }),
+      doc({ summary: "Create a record (JSON, or multipart/form-data with files)", tag, access: "data", body: RecordData, multipart: true, ok: RecordBody, status: 201, errors: [409, 422] }),
     )
     .get(
       "/:collection/:id",
@@ -75,7 +75,7 @@ export function recordRoutes(ctx: AppContext) {
         if (isMultipart(request)) return updateWithFiles(ctx, params.collection, params.id, request, p);
         return updateRecord(ctx, params.collection, params.id, recordData.defer(await readJson(request, max, "record")), p);
       },
-      doc({ summary: "Update a record (the fields given)", tag, access: "data", body: RecordData, ok: RecordBody, errors: [409, 422] }),
+      doc({ summary: "Update a record (the fields given; JSON, or multipart/form-data with files)", tag, access: "data", body: RecordData, multipart: true, ok: RecordBody, errors: [409, 422] }),
     )
     .delete(
       "/:collection/:id",
