@@ -1,4 +1,4 @@
-import { mkdir, open, readdir, rename, rm, stat } from "node:fs/promises";
+import { mkdir, readdir, rename, rm, stat } from "node:fs/promises";
 import { dirname, join, relative, sep } from "node:path";
 import { randomBytes } from "node:crypto";
 import type { FileStorage, StoredFile } from "./storage.ts";
@@ -15,6 +15,8 @@ const types = new Map<string, { mtime: number; type: string }>();
 const MAX_TYPES = 10_000;
 
 export function localStorage(root: string): FileStorage & { root: string } {
+  // Folders known to exist (forgotten after a failed write, so one removed meanwhile is made again).
+  const made = new Set<string>();
   // IMPORTANT: keys come from validated names (names.ts), but a key that would leave the root is refused
   // here too, so no caller mistake can read or write outside it.
   const path = (key: string) => {
@@ -27,22 +29,29 @@ export function localStorage(root: string): FileStorage & { root: string } {
     root,
     async write(key, body, _opts) {
       const final = path(key);
-      await mkdir(dirname(final), { recursive: true });
+      const folder = dirname(final);
+      if (!made.has(folder)) {
+        await mkdir(folder, { recursive: true });
+        made.add(folder);
+      }
       const tmp = `${final}.${randomBytes(6).toString("hex")}${PARTIAL}`;
-      const fh = await open(tmp, "wx");
+      // Bun's file writer: buffered, written as its buffer fills. (Measured: writes through the thread pool, a
+      // piece or a MiB at a time, gave a third of its throughput with 32 uploads at once, and more memory.)
+      const sink = Bun.file(tmp).writer({ highWaterMark: 1 << 20 });
       let size = 0;
       try {
         for await (const chunk of body) {
           size += chunk.byteLength;
-          let off = 0;
-          while (off < chunk.byteLength) off += (await fh.write(chunk, off)).bytesWritten;
+          const pending = sink.write(chunk);
+          if (pending instanceof Promise) await pending;
         }
-        await fh.close();
+        await sink.end();
         await rename(tmp, final);
         return size;
       } catch (err) {
-        await fh.close().catch(() => {});
+        await Promise.resolve(sink.end()).catch(() => {});
         await rm(tmp, { force: true });
+        made.delete(folder);
         throw err;
       }
     },

@@ -67,26 +67,27 @@ export class MultipartReader {
     void this.reader.cancel().catch(() => {});
   }
 
-  /** Reads more of the body into the buffer; false at its end. */
-  private async fill(): Promise<boolean> {
-    if (this.ended) return false;
+  /** The next chunk of the body (counted against the limit), or null at its end. */
+  private async chunk(): Promise<Uint8Array | null> {
+    if (this.ended) return null;
     const { done, value } = await this.reader.read();
     if (done) {
       this.ended = true;
-      return false;
+      return null;
     }
     this.total += value.byteLength;
     if (this.total > this.maxBytes) {
       this.cancel();
       throw tooLarge(this.maxBytes);
     }
-    if (!this.buf.length) this.buf = value;
-    else {
-      const next = new Uint8Array(this.buf.length + value.byteLength);
-      next.set(this.buf);
-      next.set(value, this.buf.length);
-      this.buf = next;
-    }
+    return value;
+  }
+
+  /** Reads more of the body into the buffer; false at its end. */
+  private async fill(): Promise<boolean> {
+    const value = await this.chunk();
+    if (!value) return false;
+    this.buf = this.buf.length ? Buffer.concat([this.buf, value]) : value;
     return true;
   }
 
@@ -162,27 +163,40 @@ export class MultipartReader {
     };
   }
 
-  /** The content of the current part up to the next delimiter, as it arrives. */
+  /**
+   * The content of the current part up to the next delimiter, as it arrives. The pieces handed on are views of
+   * the body's own chunks (no copy), but for the few bytes at a chunk's end that might begin a delimiter.
+   */
   private async *content(): AsyncIterable<Uint8Array> {
     const d = this.delimiter;
     for (;;) {
-      const view = Buffer.from(this.buf.buffer, this.buf.byteOffset, this.buf.length);
-      const i = view.indexOf(d);
+      const buf = this.buf;
+      const i = Buffer.from(buf.buffer, buf.byteOffset, buf.length).indexOf(d);
       if (i >= 0) {
-        const piece = this.buf.subarray(0, i);
-        this.buf = this.buf.subarray(i + d.length);
+        this.buf = buf.subarray(i + d.length);
         this.open = false;
-        if (piece.length) yield piece;
+        if (i > 0) yield buf.subarray(0, i);
         return;
       }
-      // All but what could be the start of a delimiter is passed on.
-      const keep = Math.min(this.buf.length, d.length - 1);
-      if (this.buf.length > keep) {
-        const piece = this.buf.slice(0, this.buf.length - keep);
-        this.buf = this.buf.slice(this.buf.length - keep);
-        yield piece;
+      // All but what could be the start of a delimiter is passed on; the rest waits for the next chunk.
+      const keep = Math.min(buf.length, d.length - 1);
+      const tail = buf.subarray(buf.length - keep);
+      if (buf.length > keep) yield buf.subarray(0, buf.length - keep);
+      const next = await this.chunk();
+      if (!next) throw malformed("cut short in a part");
+      if (tail.length) {
+        // A delimiter that begins in the tail ends in the first bytes of the next chunk: only those are copied.
+        const probe = Buffer.concat([tail, next.subarray(0, d.length)]);
+        const j = probe.indexOf(d);
+        if (j >= 0 && j < tail.length) {
+          this.buf = next.subarray(j + d.length - tail.length);
+          this.open = false;
+          if (j > 0) yield tail.subarray(0, j);
+          return;
+        }
+        yield tail;
       }
-      if (!(await this.fill())) throw malformed("cut short in a part");
+      this.buf = next;
     }
   }
 }
