@@ -184,6 +184,11 @@ export class MultipartReader {
       if (buf.length > keep) yield buf.subarray(0, buf.length - keep);
       const next = await this.chunk();
       if (!next) throw malformed("cut short in a part");
+      if (tail.length && next.length < d.length) {
+        // A chunk too short to end a delimiter begun in the tail: joined, and searched again.
+        this.buf = Buffer.concat([tail, next]);
+        continue;
+      }
       if (tail.length) {
         // A delimiter that begins in the tail ends in the first bytes of the next chunk: only those are copied.
         const probe = Buffer.concat([tail, next.subarray(0, d.length)]);
