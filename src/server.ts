@@ -2,15 +2,20 @@ import type { Server } from "bun";
 import { ensureAdminSecret, MIN_ADMIN_SECRET_LENGTH, type AdminSecretState } from "./auth/admin.ts";
 import { ensureJwtKey } from "./auth/keys.ts";
 import { normalizeStoredEmails } from "./users/stored-emails.ts";
-import { closeContext, openContext, type AppContext, type ContextOptions } from "./context.ts";
+import { closeContext, openContext } from "./app-context.ts";
+import { type AppContext, type ContextOptions } from "./context.ts";
 import type { Config } from "./config.ts";
 import { startCheckpointer } from "./db/checkpointer.ts";
 import { PUBLIC_URL_META, setMeta } from "./db/meta.ts";
+import { untilReachable } from "./db/wait.ts";
+import { setPhase } from "./ops/readiness.ts";
 import { createApp } from "./http/app.ts";
 import { createLogger } from "./log.ts";
 import { resumeFtsBuilds } from "./search/fts.ts";
 import { closeRealtime } from "./realtime/hub.ts";
 import { listenForChanges } from "./realtime/relay.ts";
+import { startWebhookWorker, type WebhookWorker } from "./webhooks/worker.ts";
+import { watchHooks } from "./ops/hook-files.ts";
 
 export interface Running {
   ctx: AppContext;
@@ -18,6 +23,8 @@ export interface Running {
   url: string;
   /** Where the admin secret comes from, and the secret itself when it was generated at this (first) start. */
   secret: AdminSecretState;
+  /** The webhook delivery worker of this process (CONTRACT §15). */
+  webhooks: WebhookWorker;
   /**
    * Stops accepting, waits for in-flight requests (at most `graceMs`, default 10 s, so a client that
    * never finishes its request cannot hold the process), then closes the database.
@@ -27,9 +34,9 @@ export interface Running {
   forceClose(): void;
 }
 
-/** The answer to a request that comes before the server has finished starting. */
+/** The answer to a request that comes before the server has finished starting: GET /ready's own (readiness.ts). */
 function startingUp(): Response {
-  return Response.json({ error: "the server is starting", code: "unavailable" }, { status: 503, headers: { "retry-after": "1" } });
+  return Response.json({ error: "the server is starting", code: "unavailable", reason: "starting" }, { status: 503, headers: { "retry-after": "1" } });
 }
 
 /** A server already listens on the port asked for. */
@@ -39,8 +46,13 @@ export class PortInUseError extends Error {
   }
 }
 
+export interface StartOptions extends ContextOptions {
+  /** How long to keep trying a database that cannot be reached yet before giving up (`--wait-for-database`); 0: at once. */
+  waitForDatabaseMs?: number;
+}
+
 /** Opens the data dir, prepares keys and the admin secret, and listens. */
-export async function startServer(config: Config, opts: ContextOptions = {}): Promise<Running> {
+export async function startServer(config: Config, opts: StartOptions = {}): Promise<Running> {
   // IMPORTANT: a short secret can be guessed (even at 10 tries a minute), and it opens everything.
   if (config.adminSecret !== null && config.adminSecret.length < MIN_ADMIN_SECRET_LENGTH)
     throw new Error(
@@ -49,7 +61,11 @@ export async function startServer(config: Config, opts: ContextOptions = {}): Pr
     );
   // The request log writes a line per request: buffered, flushed on a short timer and at exit.
   const log = opts.log ?? createLogger({ format: config.logFormat, level: config.logLevel, buffered: true });
-  const ctx = await openContext(config, { ...opts, log });
+  const { waitForDatabaseMs = 0, ...contextOptions } = opts;
+  const url = config.database.engine === "postgres" ? config.database.url : undefined;
+  const ctx = await untilReachable(() => openContext(config, { ...contextOptions, log }), { waitMs: waitForDatabaseMs, log, url });
+  // Until the start-up below ends, every request, GET /ready included, is answered 503 `starting` (below).
+  setPhase(ctx, "starting");
   await ensureJwtKey(ctx);
   await normalizeStoredEmails(ctx);
   const app = createApp(ctx);
@@ -94,6 +110,11 @@ export async function startServer(config: Config, opts: ContextOptions = {}): Pr
   // On PostgreSQL, the changes other nodes commit reach this node's realtime subscribers.
   const stopListening = await listenForChanges(ctx);
   const checkpointer = startCheckpointer(ctx.db, config.dbPath);
+  // Webhooks are delivered by the serving processes only: the CLI writes to the outbox and leaves the sending to them.
+  const webhooks = startWebhookWorker(ctx);
+  // Hook files that change on disk are loaded again (CONTRACT §15).
+  const stopWatchingHooks = watchHooks(ctx);
+  setPhase(ctx, "serving");
   starting = false;
   let stopped = false;
   return {
@@ -101,17 +122,22 @@ export async function startServer(config: Config, opts: ContextOptions = {}): Pr
     server,
     url: `http://${config.host === "0.0.0.0" ? "127.0.0.1" : config.host}:${server.port}`,
     secret,
+    webhooks,
     async stop({ graceMs = 10_000 } = {}) {
       if (stopped) return;
       stopped = true;
+      setPhase(ctx, "stopping");
       // Event streams never end by themselves: they are closed first, so the wait below is for real requests.
       closeRealtime(ctx);
+      stopWatchingHooks();
       const force = setTimeout(() => void server.stop(true), graceMs);
       await server.stop(false);
       clearTimeout(force);
       let giveUp: ReturnType<typeof setTimeout> | undefined;
       await Promise.race([ctx.mailer.flush().catch(() => {}), new Promise((r) => (giveUp = setTimeout(r, graceMs)))]);
       clearTimeout(giveUp);
+      // Attempts in flight get a moment to end; the rest are due again at the next start (or on another node).
+      await webhooks.stop({ graceMs: Math.min(graceMs, 2_000) });
       await checkpointer?.stop();
       // Bounded: with the database gone, the stop must not wait for it.
       let listenTimer: ReturnType<typeof setTimeout> | undefined;

@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import { existsSync } from "node:fs";
 import { loadConfig, storageFrom } from "../../src/config.ts";
 import { copyFilesTo } from "../../src/files/copy.ts";
-import { closeContext, createContext, openContext } from "../../src/context.ts";
+import { closeContext, createContext, openContext } from "../../src/app-context.ts";
 import { assertTargetEmpty, copyDatabase } from "../../src/ops/copy.ts";
 import { openPostgres } from "../../src/db/postgres.ts";
 import { AppError } from "../../src/errors.ts";

@@ -1,5 +1,5 @@
 import type { AppContext } from "../context.ts";
-import { listCollections } from "../collections/catalog.ts";
+import { listCollections } from "../catalog/catalog.ts";
 import { q } from "../db/ident.ts";
 import { NAME_RE } from "./names.ts";
 import { storageOf, type FileStorage } from "./storage.ts";

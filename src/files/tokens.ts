@@ -1,7 +1,9 @@
-import { ADMIN, type Principal } from "../auth/principal.ts";
+import { ADMIN, type Principal } from "../principal.ts";
+import { userPrincipal } from "../auth/principal.ts";
+import { userAccessRow } from "../tables/users.ts";
 import { signJwt } from "../auth/jwt.ts";
 import { jwtKey } from "../auth/keys.ts";
-import { isSessionActive } from "../auth/sessions.ts";
+import { activeSession } from "../auth/sessions.ts";
 import type { AppContext } from "../context.ts";
 import { hmacSha256, safeEqual } from "../crypto.ts";
 import { AppError, unauthorized } from "../errors.ts";
@@ -22,7 +24,7 @@ export async function issueFileToken(ctx: AppContext, p: Principal): Promise<{ t
   if (p.kind === "anonymous") throw unauthorized("a file token needs a signed-in caller");
   const exp = Math.floor(ctx.clock.now() / 1000) + FILE_TOKEN_TTL_S;
   const claims =
-    p.kind === "admin" ? { typ: "file", adm: true, exp } : { typ: "file", sub: p.userId, sid: p.sessionId, roles: p.roles, ...(p.apiKeyId ? { kid: p.apiKeyId } : {}), exp };
+    p.kind === "admin" ? { typ: "file", adm: true, exp } : { typ: "file", sub: p.userId, sid: p.sessionId, exp };
   return { token: signJwt(await fileKeyOf(ctx), claims) };
 }
 
@@ -35,9 +37,11 @@ export async function principalOfFileToken(ctx: AppContext, token: string): Prom
   if (!c || c.typ !== "file" || typeof c.exp !== "number" || c.exp * 1000 <= ctx.clock.now()) throw invalid();
   if (c.adm === true) return ADMIN;
   if (typeof c.sub !== "string") throw invalid();
-  if (typeof c.sid === "string" && !(await isSessionActive(ctx, c.sid, c.sub))) throw invalid();
-  const roles = Array.isArray(c.roles) ? c.roles.filter((r): r is string => typeof r === "string") : [];
-  return { kind: "user", userId: c.sub, roles, sessionId: typeof c.sid === "string" ? c.sid : null, via: "token" };
+  // The user as stored now (roles, metadata: CONTRACT §12), and its session still active when the token names one.
+  const sid = typeof c.sid === "string" ? c.sid : null;
+  const user = sid ? await activeSession(ctx, sid, c.sub) : await userAccessRow(ctx.db, c.sub);
+  if (!user) throw invalid();
+  return userPrincipal(c.sub, user, sid, "token");
 }
 
 /**

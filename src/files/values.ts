@@ -1,5 +1,5 @@
 import type { AppContext } from "../context.ts";
-import { fileOptions, type Collection, type FieldDef } from "../collections/types.ts";
+import { fileOptions, type Collection, type FieldDef } from "../catalog/types.ts";
 import type { FieldError } from "../errors.ts";
 import { fetchRecord, type RecordJson } from "../query/rows.ts";
 import { NAME_RE, fileKey, thumbKey } from "./names.ts";

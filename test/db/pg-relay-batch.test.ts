@@ -2,10 +2,11 @@ import { afterAll, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ADMIN } from "../../src/auth/principal.ts";
+import { ADMIN } from "../../src/principal.ts";
 import { createCollection } from "../../src/collections/admin.ts";
 import { loadConfig } from "../../src/config.ts";
-import { closeContext, createContext, type AppContext } from "../../src/context.ts";
+import { closeContext, createContext } from "../../src/app-context.ts";
+import { type AppContext } from "../../src/context.ts";
 import type { SqlValue } from "../../src/db/engine.ts";
 import { openPostgres, type PostgresEngine } from "../../src/db/postgres.ts";
 import { memoryLogger } from "../../src/log.ts";
@@ -28,14 +29,14 @@ test.skipIf(!postgresAvailable)("commits made while a notice is being sent go ou
   const url = await freshDatabaseUrl();
   const engine = openPostgres({ url, poolSize: 4 });
   // Holds the first NOTIFY statement until released, so the next commits queue behind it.
-  const run = engine.run.bind(engine);
+  const all = engine.all.bind(engine);
   let release!: () => void;
   const gate = new Promise<void>((r) => (release = r));
   let held = 0;
-  engine.run = async (sql: string, params?: readonly SqlValue[]) => {
-    if (sql.startsWith("SELECT pg_notify") && held++ === 0) await gate;
-    return run(sql, params);
-  };
+  engine.all = (async (sql: string, params?: readonly SqlValue[]) => {
+    if (sql.includes("pg_notify(") && held++ === 0) await gate;
+    return all(sql, params);
+  }) as typeof engine.all;
   const dir = mkdtempSync(join(tmpdir(), "baas-relay-"));
   const ctx: AppContext = createContext(loadConfig({ data: dir, port: 0 }, {}), { engine, log: memoryLogger() });
   cleanup.push(async () => {

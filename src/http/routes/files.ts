@@ -1,6 +1,6 @@
 import { Elysia, t } from "elysia";
 import type { AppContext } from "../../context.ts";
-import { serveFile } from "../../files/serve.ts";
+import { serveFile } from "../../records/download.ts";
 import { issueFileToken, principalOfFileToken } from "../../files/tokens.ts";
 import { doc } from "../doc.ts";
 import { principalOf } from "../request.ts";

@@ -7,11 +7,12 @@ import { listRecords } from "../../records/list.ts";
 import { getRecord } from "../../records/read.ts";
 import { restoreRecord } from "../../records/restore.ts";
 import { updateRecord } from "../../records/update.ts";
-import { createWithFiles, isMultipart, updateWithFiles } from "../../files/upload.ts";
+import { createWithFiles, isMultipart, updateWithFiles } from "../../records/upload.ts";
 import { readJson } from "../body.ts";
 import { bodyChecker, queryChecker } from "../check.ts";
 import { doc } from "../doc.ts";
 import { principalOf } from "../request.ts";
+import { idempotent } from "../idempotency.ts";
 import { GetQuery, ListQuery, RecordBody, RecordData, RecordList, RecordRead } from "../schemas.ts";
 
 const NO_PARAMS = new URLSearchParams();
@@ -48,13 +49,16 @@ export function recordRoutes(ctx: AppContext) {
       "/:collection",
       async ({ request, params, set }) => {
         const p = await principalOf(ctx, request);
-        set.status = 201;
-        // Files (CONTRACT §14): a multipart body streams its files to storage (files/upload.ts).
-        if (isMultipart(request)) return createWithFiles(ctx, params.collection, request, p);
-        const body = recordData.defer(await readJson(request, max, "record"));
-        return createRecord(ctx, params.collection, body, p);
+        // Files (CONTRACT §14): a multipart body streams its files to storage (files/upload.ts); not idempotent-keyed.
+        if (isMultipart(request)) {
+          set.status = 201;
+          return createWithFiles(ctx, params.collection, request, p);
+        }
+        const raw = await readJson(request, max, "record");
+        const body = recordData.defer(raw);
+        return idempotent(ctx, { request, set }, p, raw, { status: 201, transaction: true }, () => createRecord(ctx, params.collection, body, p));
       },
-      doc({ summary: "Create a record (JSON, or multipart/form-data with files)", tag, access: "data", body: RecordData, multipart: true, ok: RecordBody, status: 201, errors: [409, 422] }),
+      doc({ idempotent: true, multipart: true, summary: "Create a record (JSON, or multipart/form-data with files)", tag, access: "data", body: RecordData, ok: RecordBody, status: 201, errors: [409, 422] }),
     )
     .get(
       "/:collection/:id",

@@ -1,13 +1,13 @@
-import type { Principal } from "../auth/principal.ts";
+import type { Principal } from "../principal.ts";
 import type { AppContext } from "../context.ts";
-import { requireCollection } from "../collections/catalog.ts";
+import { requireCollection } from "../catalog/catalog.ts";
 import { AppError, badRequest, notFound } from "../errors.ts";
-import { getRecord } from "../records/read.ts";
-import { fileKey, NAME_RE } from "./names.ts";
-import { servedInline } from "./sniff.ts";
-import { storageOf, type StoredFile } from "./storage.ts";
-import { parseThumbSize, thumbnail } from "./thumbs.ts";
-import { fileFields, namesOf } from "./values.ts";
+import { getRecord } from "./read.ts";
+import { fileKey, NAME_RE } from "../files/names.ts";
+import { servedInline } from "../files/sniff.ts";
+import { storageOf, type StoredFile } from "../files/storage.ts";
+import { parseThumbSize, thumbnail } from "../files/thumbs.ts";
+import { fileFields, namesOf } from "../files/values.ts";
 
 // Downloads (CONTRACT §14): a file is served only through a record the caller may read (404 otherwise, a
 // soft-deleted record's too), with headers that keep a browser from running anything it holds: the stored

@@ -1,18 +1,18 @@
-import type { Principal } from "../auth/principal.ts";
+import type { Principal } from "../principal.ts";
 import type { AppContext } from "../context.ts";
-import { requireCollection } from "../collections/catalog.ts";
-import { fileOptions, type Collection, type FieldDef } from "../collections/types.ts";
+import { requireCollection } from "../catalog/catalog.ts";
+import { fileOptions, type Collection, type FieldDef } from "../catalog/types.ts";
 import { AppError, ValidationError, badRequest } from "../errors.ts";
 import { fetchRecord, type RecordJson } from "../query/rows.ts";
-import { checkRecordAccess } from "../records/access.ts";
-import { createRecord } from "../records/create.ts";
-import { updateRecord } from "../records/update.ts";
+import { checkRecordAccess } from "./access.ts";
+import { createRecord } from "./create.ts";
+import { updateRecord } from "./update.ts";
 import { checkAccess, recordNotFound } from "../rules/access.ts";
-import { MultipartReader, multipartBoundary, tooLarge, type Part } from "./multipart.ts";
-import { fileKey, fileName, NAME_RE } from "./names.ts";
-import { SNIFF_BYTES, sniffType, typeAllowed } from "./sniff.ts";
-import { storageOf } from "./storage.ts";
-import { fileFields, holdNames, namesOf, releaseNames } from "./values.ts";
+import { MultipartReader, multipartBoundary, tooLarge, type Part } from "../files/multipart.ts";
+import { fileKey, fileName, NAME_RE } from "../files/names.ts";
+import { SNIFF_BYTES, sniffType, typeAllowed } from "../files/sniff.ts";
+import { storageOf } from "../files/storage.ts";
+import { fileFields, holdNames, namesOf, releaseNames } from "../files/values.ts";
 
 // Creates and updates sent as multipart/form-data (CONTRACT §14): plain fields as form fields (JSON values as
 // strings of JSON), files under their field's name, `field+` to append to a field of several files, `field-` to
