@@ -205,15 +205,15 @@ async function storeFile(ctx: AppContext, col: Collection, def: FieldDef, part: 
     reader.cancel();
     throw refuse(def.name, "max", opts.max_count === 1 ? `"${def.name}" takes one file.` : `"${def.name}" holds at most ${opts.max_count} files.`);
   }
-  if (headSize > opts.max_size) {
-    reader.cancel();
-    throw fileTooLarge(def, opts.max_size);
-  }
   const first = Buffer.concat(head);
   const type = sniffType(first.subarray(0, SNIFF_BYTES));
   if (!typeAllowed(type, opts.mime)) {
     reader.cancel();
     throw refuse(def.name, "mime", `"${def.name}" does not take ${type} files (allowed: ${opts.mime.join(", ")}).`);
+  }
+  if (headSize > opts.max_size) {
+    reader.cancel();
+    throw fileTooLarge(def, opts.max_size);
   }
   const name = fileName(part.filename);
   if (!NAME_RE.test(name)) throw new Error("made an invalid file name");

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { storageOf } from "../../src/files/storage.ts";
 import { fileDeletionsSettled } from "../../src/files/values.ts";
 import { ADMIN_SECRET, createTestApp, registerUser, type TestApp } from "../helpers/app.ts";
@@ -17,6 +17,9 @@ const PNG_1x1 = Buffer.from(
   "89504e470d0a1a0a0000000d4948445200000001000000010806000000" + "1f15c4890000000d49444154789c6360f8cfc0f01f0005000201" + "f5e2d5d60000000049454e44ae426082",
   "hex",
 );
+
+// Thumbnails decode and encode images on the test's own CPU: a busy machine takes seconds, not a failure.
+setDefaultTimeout(60_000);
 
 for (const kind of ["local", "s3"] as const) describe(`files stored ${kind === "local" ? "in the data folder" : "in S3"}`, () => {
 let t: TestApp;
@@ -192,6 +195,32 @@ describe("upload and download", () => {
     expect(pulled).toBeLessThan(5);
   });
 
+  test("a file over its field's size or of a type not allowed is refused without reading the rest of the body", async () => {
+    await t.ready;
+    for (const [head, status] of [[PNG_1x1, 413], [Buffer.from("<html><script>x</script>"), 422]] as const) {
+      let pulled = 0;
+      const boundary = "refusalboundary";
+      const start = Buffer.concat([Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="cover"; filename="a.png"\r\n\r\n`), head]);
+      const body = new ReadableStream<Uint8Array>({
+        start(c) {
+          c.enqueue(new Uint8Array(start));
+        },
+        pull(c) {
+          pulled += 64 * 1024;
+          // 100 MiB in all if it were read to its end.
+          if (pulled > 100 * 1024 * 1024) return c.close();
+          c.enqueue(new Uint8Array(64 * 1024));
+        },
+      });
+      const res = await t.app.handle(
+        new Request("http://localhost/api/v1/docs", { method: "POST", body, headers: { authorization: `Bearer ${alice.token}`, "content-type": `multipart/form-data; boundary=${boundary}` } }),
+      );
+      expect(res.status).toBe(status);
+      // The cap is 64 KiB: a few pieces past it at most.
+      expect(pulled).toBeLessThan(1024 * 1024);
+    }
+  });
+
   test("multi-file fields: append with field+, remove with field-; a replaced or removed file is deleted after commit", async () => {
     const f = (s: string, n: string): [string, Blob, string] => ["attachments", new Blob([s]), n];
     let r = await send("POST", "/api/v1/docs", [f("one", "1.txt"), f("two", "2.txt")], alice.token);
@@ -256,7 +285,7 @@ describe("upload and download", () => {
     const types = ["image/png", "image/jpeg", "image/gif", "image/webp"];
     for (const [i, name] of (r.body.pics as string[]).entries()) {
       const url = `/api/v1/files/docs/${r.body._id}/${name}`;
-      for (const [thumb, w, h] of [["100x100", 100, 100], ["0x50", 75, 50], ["150x0", 150, 100], ["40x120", 40, 120]] as const) {
+      for (const [thumb, w, h] of [["40x120", 40, 120], ["0x50", 75, 50], ["150x0", 150, 100]] as const) {
         // Two at once: made once, both answered.
         const [a, b] = await Promise.all([get(`${url}?thumb=${thumb}`, alice.token), get(`${url}?thumb=${thumb}`, alice.token)]);
         expect(a.status).toBe(200);
@@ -268,7 +297,7 @@ describe("upload and download", () => {
     }
     const kept = [];
     for await (const f of storageOf(t.ctx).list("docs/thumbs/")) kept.push(f.key);
-    expect(kept).toHaveLength(16);
+    expect(kept).toHaveLength(12);
     expect((await get(`/api/v1/files/docs/${r.body._id}/${r.body.pics[0]}?thumb=3000x10`, alice.token)).status).toBe(400);
     expect((await get(`/api/v1/files/docs/${r.body._id}/${r.body.pics[0]}?thumb=0x0`, alice.token)).status).toBe(400);
     const txt = await send("POST", "/api/v1/docs", [["attachments", new Blob(["plain"]), "a.txt"]], alice.token);

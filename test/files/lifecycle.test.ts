@@ -45,6 +45,11 @@ beforeAll(async () => {
 });
 afterAll(() => srv.cleanup());
 
+test("serve warns at start when it runs on PostgreSQL with files in a local folder", () => {
+  const warned = srv.stderr().includes("several nodes on one PostgreSQL database need shared storage");
+  expect(warned).toBe(onPostgres);
+});
+
 test("kill -9 in the middle of an upload leaves no record naming a missing file; gc removes what it left", async () => {
   const done = await upload(srv.url, { doc: new Blob(["a complete file"]) });
   expect(done.status).toBe(201);
