@@ -97,8 +97,14 @@ describe("file fields", () => {
 
 describe("upload and download", () => {
   test("a multipart create stores the file and the record names it; the owner downloads it with the safety headers", async () => {
+    const events: { record: Record<string, unknown> }[] = [];
+    const stop = t.ctx.events.subscribe((e) => void events.push(e as { record: Record<string, unknown> }));
     const r = await send("POST", "/api/v1/docs", [["title", "hello"], ["n", "12"], ["cover", new Blob([PNG_1x1], { type: "text/html" }), "My Photo!.png"]], alice.token);
     expect(r.status).toBe(201);
+    // The change event carries the record as read: the file's name, never its bytes.
+    await fileDeletionsSettled(t.ctx);
+    expect(events.find((e) => e.record._id === r.body._id)?.record.cover).toBe(r.body.cover);
+    stop();
     expect(r.body.title).toBe("hello");
     expect(r.body.n).toBe(12);
     expect(r.body.cover).toMatch(/^[a-z0-9]{10}_My_Photo\.png$/);
