@@ -1,6 +1,7 @@
 import { existsSync, readdirSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
+import { checkRouteConflicts, checkRoutes, type FnRoute } from "./routes.ts";
 import { HOOK_NAMES, type HookModule, type HookSet } from "./types.ts";
 
 const HOOK_FILE = /\.(ts|js|mjs)$/;
@@ -34,27 +35,33 @@ function checkHook(value: unknown, file: string): HookModule {
  * Loads every `*.ts` / `*.js` / `*.mjs` file of the hooks directory (CONTRACT §5), sorted by
  * name; files starting with `_` or `.` are helpers they may import, not hooks. Each default-
  * exports one hook object or an array of them. A missing directory means no hooks; a file that
- * fails to load is a HookLoadError naming it. Works in the compiled binary too: Bun transpiles
+ * fails to load is a HookLoadError naming it. A file may also export `routes` (CONTRACT §15, see routes.ts),
+ * with or without a default export; two routes of one method and path are a HookLoadError naming both files. Works in the compiled binary too: Bun transpiles
  * an imported `.ts` file at run time.
  */
 export async function loadHooks(dir: string): Promise<HookSet> {
   const root = resolve(dir);
-  if (!existsSync(root)) return { list: [] };
+  if (!existsSync(root)) return { list: [], routes: [] };
   if (!statSync(root).isDirectory()) throw new HookLoadError(`HOOKS_DIR ${root} is not a directory`);
   const files = readdirSync(root)
     .filter((f) => HOOK_FILE.test(f) && !f.endsWith(".d.ts") && !f.startsWith("_") && !f.startsWith("."))
     .sort();
   const list: HookModule[] = [];
+  const routes: FnRoute[] = [];
+  const fail = (message: string) => new HookLoadError(message);
   for (const f of files) {
     const file = join(root, f);
-    let mod: { default?: unknown };
+    let mod: { default?: unknown; routes?: unknown };
     try {
-      mod = (await import(pathToFileURL(file).href)) as { default?: unknown };
+      mod = (await import(pathToFileURL(file).href)) as { default?: unknown; routes?: unknown };
     } catch (err) {
       throw new HookLoadError(`hook file ${file} failed to load: ${(err as Error)?.message ?? String(err)}`);
     }
+    if (mod.routes !== undefined) routes.push(...checkRoutes(mod.routes, file, fail));
     const exported = mod.default;
+    if (exported === undefined && mod.routes !== undefined) continue;
     for (const h of Array.isArray(exported) ? exported : [exported]) list.push(checkHook(h, file));
   }
-  return { list };
+  checkRouteConflicts(routes, fail);
+  return { list, routes };
 }

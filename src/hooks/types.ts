@@ -1,5 +1,6 @@
 import type { Principal } from "../auth/principal.ts";
 import type { ChangeEvent } from "../events/bus.ts";
+import type { FnRoute } from "./routes.ts";
 
 /** What `onCommit` receives: the change event of CONTRACT §10 (a hard delete is a `delete` of `{ _id }`, `hard: true`). */
 export type CommitEvent = Omit<ChangeEvent, "action"> & { action: "create" | "update" | "delete" | "restore"; hard?: true };
@@ -44,4 +45,6 @@ export interface HookModule {
 
 export interface HookSet {
   list: HookModule[];
+  /** Routes of the hook files, served under /api/v1/fn/ (CONTRACT §15). */
+  routes?: FnRoute[];
 }

@@ -22,6 +22,7 @@ import { consoleRoutes } from "./routes/console.ts";
 import { recordWriteRoutes } from "./routes/records-write.ts";
 import { realtimeRoutes } from "./routes/realtime.ts";
 import { openApiRoutes } from "./routes/openapi.ts";
+import { fnRoutes } from "./routes/fn.ts";
 
 /**
  * Builds the HTTP app over a context. It never listens; `cli/commands/serve.ts` does. `requestLog: false`
@@ -56,6 +57,7 @@ export function createApp(ctx: AppContext, opts: { requestLog?: boolean } = {}) 
     .use(adminUserRoutes(ctx))
     .use(oauthRoutes(ctx))
     .use(realtimeRoutes(ctx))
+    .use(fnRoutes(ctx))
     .use(queryRoutes(ctx))
     .use(recordWriteRoutes(ctx))
     .use(recordRoutes(ctx));
