@@ -68,7 +68,7 @@ beforeAll(async () => {
   await createCollection(t, "orders");
   await createCollection(t, "payments");
   t.ctx.events.subscribe((e) => events.push(e));
-});
+}, 60_000); // a throwaway PostgreSQL cluster may take a while to start on a busy machine
 afterAll(() => t.close());
 
 describe("serving routes", () => {
