@@ -41,7 +41,7 @@ function checkHook(value: unknown, file: string): HookModule {
  */
 export async function loadHooks(dir: string): Promise<HookSet> {
   const root = resolve(dir);
-  if (!existsSync(root)) return { list: [], routes: [] };
+  if (!existsSync(root)) return { list: [] };
   if (!statSync(root).isDirectory()) throw new HookLoadError(`HOOKS_DIR ${root} is not a directory`);
   const files = readdirSync(root)
     .filter((f) => HOOK_FILE.test(f) && !f.endsWith(".d.ts") && !f.startsWith("_") && !f.startsWith("."))
