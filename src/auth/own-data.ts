@@ -38,7 +38,8 @@ function exportedRecord(_col: Collection, record: RecordJson): RecordJson {
 /** One page of the caller's active records of a collection, after `after` (by `_id`); null when the collection is gone. */
 async function ownedPage(ctx: AppContext, col: Collection, userId: string, after: string | null): Promise<RecordJson[] | null> {
   const params = new URLSearchParams({ filter: `_owner_id:eq:${userId}`, sort: "_id" });
-  if (after) params.set("after", after);
+  // A filter, not a cursor: a cursor naming a record deleted meanwhile would be refused (400).
+  if (after) params.append("filter", `_id:gt:${after}`);
   try {
     return (await listRecords(ctx, col.name, params, ADMIN, { limit: EXPORT_PAGE, total: false })).items;
   } catch (err) {
