@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from "node:async_hooks";
 import { ADMIN } from "../auth/principal.ts";
 import type { AppContext } from "../context.ts";
 import { AppError, badRequest } from "../errors.ts";
@@ -90,7 +91,8 @@ function listParams(opts: TxListOptions | undefined): { params: URLSearchParams;
 export function createTx(ctx: AppContext, depth = 0): Tx {
   const call = <T>(fn: () => Promise<T>): Promise<T> => {
     if (depth > MAX_TX_DEPTH) return Promise.reject(tooDeep());
-    return inTransaction(ctx, fn);
+    // The hooks this call runs learn its depth (hookTx), however deep in the services they run.
+    return callDepth.run(depth, () => inTransaction(ctx, fn));
   };
   return {
     depth,
@@ -126,6 +128,17 @@ export function createTx(ctx: AppContext, depth = 0): Tx {
 /** The handle a hook run by a write of `parent` gets: one level deeper. */
 export function nestedTx(ctx: AppContext, parent: Tx): Tx {
   return createTx(ctx, parent.depth + 1);
+}
+
+/** The depth of the tx call running in this async context (none outside one). Not read on any path without tx. */
+const callDepth = new AsyncLocalStorage<number>();
+
+/**
+ * The handle a hook that runs now gets: one level below the tx call whose write runs it, or depth 1 for a hook run
+ * by a client's request. (Lifecycle hooks are synchronous and do not get it yet; this is where they will.)
+ */
+export function hookTx(ctx: AppContext): Tx {
+  return createTx(ctx, (callDepth.getStore() ?? 0) + 1);
 }
 
 /**

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadHooks } from "../../src/hooks/load.ts";
-import { MAX_TX_DEPTH, createTx, nestedTx, withTx } from "../../src/hooks/tx.ts";
+import { MAX_TX_DEPTH, createTx, hookTx, nestedTx, withTx } from "../../src/hooks/tx.ts";
 import type { ChangeEvent } from "../../src/events/bus.ts";
 import { createCollection, createTestApp, registerUser, type TestApp } from "../helpers/app.ts";
 
@@ -18,7 +18,11 @@ const bump = () => { globalThis.__txSeen = (globalThis.__txSeen ?? 0) + 1; };
 export default [
   {
     collection: "products",
-    beforeCreate(e) { if (typeof e.data.name === "string") e.data.slug = e.data.name.toLowerCase(); if (e.data.name === "forbidden") throw new Error("no forbidden products"); },
+    beforeCreate(e) {
+      if (typeof e.data.name === "string") e.data.slug = e.data.name.toLowerCase();
+      if (e.data.name === "forbidden") throw new Error("no forbidden products");
+      if (e.data.name === "depth") e.data.depth = globalThis.__hookDepth?.() ?? null;
+    },
   },
 ];
 export const routes = [
@@ -193,6 +197,12 @@ describe("depth", () => {
       expect(tx.depth).toBe(d);
       expect((await tx.get("products", id))?.name).toBe("Deep");
     }
+    // A hook learns the depth of the tx call whose write runs it: 1 below a route handler's, 1 for a client's request.
+    (globalThis as { __hookDepth?: () => number }).__hookDepth = () => hookTx(t.ctx).depth;
+    const depths: number[] = [];
+    for (const handle of [createTx(t.ctx), nestedTx(t.ctx, createTx(t.ctx))]) depths.push((await handle.create("products", { name: "depth", stock: 1 })).depth as number);
+    depths.push((await t.admin("POST", "/api/v1/products", { name: "depth", stock: 1 })).body.depth);
+    expect(depths).toEqual([1, 2, 1]);
     const tooDeep = nestedTx(t.ctx, tx);
     const err = (await tooDeep.get("products", id).catch((e: unknown) => e)) as { status: number; code: string; message: string };
     expect([err.status, err.code]).toEqual([400, "hook_rejected"]);
