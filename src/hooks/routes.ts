@@ -1,4 +1,4 @@
-import type { Tx } from "./tx.ts";
+import type { Tx } from "./types.ts";
 
 // Routes from hook files (CONTRACT §15): `export const routes = [{ method, path, handler }]`, served under
 // /api/v1/fn/<path>. Checked when the file loads; matched per request against what is loaded then.

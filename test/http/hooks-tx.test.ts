@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadHooks } from "../../src/hooks/load.ts";
-import { MAX_TX_DEPTH, createTx, hookTx, nestedTx, withTx } from "../../src/hooks/tx.ts";
+import { MAX_TX_DEPTH, createTx, hookTx, nestedTx, withTx } from "../../src/records/tx.ts";
 import type { ChangeEvent } from "../../src/events/bus.ts";
 import { createCollection, createTestApp, registerUser, type TestApp } from "../helpers/app.ts";
 

@@ -4,7 +4,7 @@ import type { Principal } from "../../auth/principal.ts";
 import type { AppContext } from "../../context.ts";
 import { AppError, ValidationError, badRequest, unauthorized, type FieldError } from "../../errors.ts";
 import { matchRoute, type FnRoute, type RouteAuth } from "../../hooks/routes.ts";
-import { withTx } from "../../hooks/tx.ts";
+import { withTx } from "../../records/tx.ts";
 import { findUserById } from "../../users/users.ts";
 import { readJson } from "../body.ts";
 import { doc } from "../doc.ts";

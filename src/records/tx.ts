@@ -2,49 +2,22 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import { ADMIN } from "../auth/principal.ts";
 import type { AppContext } from "../context.ts";
 import { AppError, badRequest } from "../errors.ts";
-import type { RecordJson } from "../query/rows.ts";
-import { createRecord } from "../records/create.ts";
-import { deleteRecord, hardDeleteRecord } from "../records/delete.ts";
-import { listRecords } from "../records/list.ts";
-import { getRecord } from "../records/read.ts";
-import { updateRecord } from "../records/update.ts";
+import { createRecord } from "./create.ts";
+import { deleteRecord, hardDeleteRecord } from "./delete.ts";
+import { listRecords } from "./list.ts";
+import { getRecord } from "./read.ts";
+import { updateRecord } from "./update.ts";
 import { recordNotFound } from "../rules/access.ts";
 import { inTransaction } from "../transaction.ts";
+import type { Tx, TxListOptions } from "../hooks/types.ts";
+
+export type { Tx, TxListOptions };
 
 // The handle on the caller's transaction that route handlers (and, later, hooks) get as `tx` (CONTRACT §15).
 // Each call is the data API's own service with admin rights: validation, relations, hooks and change events
 // are theirs. Called inside the caller's `inTransaction`, each write is a savepoint of it: a failed call
 // leaves nothing behind and can be caught; a throw out of the caller rolls back every call, and the change
 // events go out only when the caller's transaction commits.
-
-/** What `tx.list` takes: the data API's query language, as values instead of a query string. */
-export interface TxListOptions {
-  /** `field:op:value`, one or several (ANDed), as the `filter` parameter. */
-  filter?: string | string[];
-  /** `field`, `-field` or `field:desc`, one or several, as the `sort` parameter. */
-  sort?: string | string[];
-  /** 1..500, default 50. */
-  limit?: number;
-  /** The `_id` of the last record of the previous page (cursor paging). */
-  after?: string;
-  /** Soft-deleted records too. */
-  include_deleted?: boolean;
-}
-
-/** The handle on the current transaction (CONTRACT §15). Every method acts with admin rights. */
-export interface Tx {
-  /** The record, or null when there is none (or it is soft-deleted). */
-  get(collection: string, id: string): Promise<RecordJson | null>;
-  /** A page of records (at most `limit`), as `GET /:collection` with these parameters answers its `items`. */
-  list(collection: string, opts?: TxListOptions): Promise<RecordJson[]>;
-  create(collection: string, data: Record<string, unknown>): Promise<RecordJson>;
-  /** Only the given fields change; a missing record is 404. */
-  update(collection: string, id: string, data: Record<string, unknown>): Promise<RecordJson>;
-  /** Soft delete (as `DELETE /:collection/:id`); `{ hard: true }` removes the row (as the admin's hard delete). */
-  delete(collection: string, id: string, opts?: { hard?: boolean }): Promise<RecordJson | { ok: true; id: string }>;
-  /** How deep this handle is: 0 for a route handler's, n for a hook run by a write of a depth n-1 handle. */
-  readonly depth: number;
-}
 
 /** The deepest hooks may nest: a hook run by a write of a handle of this depth gets a handle that refuses every call. */
 export const MAX_TX_DEPTH = 3;
