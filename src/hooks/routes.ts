@@ -84,16 +84,23 @@ export function checkRoutes(value: unknown, file: string, fail: (message: string
 /** A route's shape: two routes of one method and shape would answer the same requests. */
 const shapeOf = (r: FnRoute) => `${r.method} /${r.segments.map((s) => (typeof s === "string" ? s : ":")).join("/")}`;
 
-/** Throws `fail(message)` naming both files when two routes answer the same method and path. */
-export function checkRouteConflicts(routes: readonly FnRoute[], fail: (message: string) => Error): void {
-  const seen = new Map<string, FnRoute>();
+/** Why `routes` cannot join `accepted`: the first route of theirs that answers the same requests as one already there (or as another of theirs), or null. */
+export function routeConflict(accepted: readonly FnRoute[], routes: readonly FnRoute[]): string | null {
+  const seen = new Map<string, FnRoute>(accepted.map((r) => [shapeOf(r), r]));
   for (const r of routes) {
     const key = shapeOf(r);
     const other = seen.get(key);
     if (other)
-      throw fail(`routes conflict: ${r.method} ${r.path} of hook file ${r.file} and ${other.method} ${other.path} of hook file ${other.file} answer the same requests`);
+      return `routes conflict: ${r.method} ${r.path} of hook file ${r.file} and ${other.method} ${other.path} of hook file ${other.file} answer the same requests`;
     seen.set(key, r);
   }
+  return null;
+}
+
+/** Throws `fail(message)` naming both files when two routes answer the same method and path. */
+export function checkRouteConflicts(routes: readonly FnRoute[], fail: (message: string) => Error): void {
+  const conflict = routeConflict([], routes);
+  if (conflict) throw fail(conflict);
 }
 
 /** What a request path under /api/v1/fn/ finds: the route and its parameters, or which methods the path has. */

@@ -243,3 +243,36 @@ describe("loading", () => {
     expect(both.routes!.length).toBe(2);
   });
 });
+
+describe("reload", () => {
+  test("routes follow a reload; a broken file, or one whose routes clash with an earlier file's, keeps its previous routes", async () => {
+    const { reloadHooks } = await import("../../src/hooks/reload.ts");
+    const rdir = hooksDir({ "a.js": `export const routes = [{ method: "GET", path: "/v", handler: () => "v1" }];\n` });
+    const app = createTestApp({ env: { HOOKS_DIR: rdir }, context: { hooks: await loadHooks(rdir) } });
+    try {
+      const v = async () => (await app.req("GET", "/api/v1/fn/v")).body;
+      expect(await v()).toBe("v1");
+      writeFileSync(join(rdir, "a.js"), `export const routes = [{ method: "GET", path: "/v", handler: () => "v2" }, { method: "GET", path: "/w", handler: () => "w" }];\n`);
+      await reloadHooks(app.ctx);
+      expect([await v(), (await app.req("GET", "/api/v1/fn/w")).body]).toEqual(["v2", "w"]);
+
+      writeFileSync(join(rdir, "a.js"), `export const routes = [{ method: "NOPE", path: "/v", handler: () => "v3" }];\n`);
+      const broken = await reloadHooks(app.ctx);
+      expect(broken.items.find((i) => i.file === "a.js")?.error).toMatch(/method must be one of/);
+      expect(await v()).toBe("v2");
+
+      writeFileSync(join(rdir, "b.js"), `export const routes = [{ method: "GET", path: "/:x", handler: () => "b" }, { method: "POST", path: "/b", handler: () => "b" }];\n`);
+      writeFileSync(join(rdir, "c.js"), `export const routes = [{ method: "GET", path: "/w/", handler: () => "c" }];\n`);
+      const clash = await reloadHooks(app.ctx);
+      expect(clash.items.map((i) => [i.file, i.error === null ? null : i.error.replace(/hook file \S+\//g, "")])).toEqual([
+        ["a.js", expect.stringMatching(/method must be one of/)],
+        ["b.js", null],
+        ["c.js", "routes conflict: GET /w/ of c.js and GET /w of a.js answer the same requests"],
+      ]);
+      // a's previous routes stay; b's new ones join (a literal wins over b's parameter); c never loaded.
+      expect([await v(), (await app.req("GET", "/api/v1/fn/w")).body, (await app.req("GET", "/api/v1/fn/zz")).body]).toEqual(["v2", "w", "b"]);
+    } finally {
+      await app.close();
+    }
+  });
+});
