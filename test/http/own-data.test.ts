@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -9,6 +9,9 @@ import { loadHooks } from "../../src/hooks/load.ts";
 import { createCollection, createTestApp, registerUser, type TestApp } from "../helpers/app.ts";
 
 // A user's own data (CONTRACT §16): the export, and the deletion of the account through the write path.
+// Each scenario signs up users (a slow password hash each) and makes dozens of requests: on PostgreSQL on a busy
+// machine that passes 5 s.
+setDefaultTimeout(30_000);
 const dir = mkdtempSync(join(tmpdir(), "baas-own-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 writeFileSync(
