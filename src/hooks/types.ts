@@ -1,4 +1,4 @@
-import type { Principal } from "../auth/principal.ts";
+import type { Principal } from "../principal.ts";
 import type { ChangeEvent } from "../events/bus.ts";
 import type { FnRoute } from "./routes.ts";
 

@@ -1,6 +1,6 @@
-import type { Principal } from "../auth/principal.ts";
+import type { Principal } from "../principal.ts";
 import type { AppContext } from "../context.ts";
-import { requireCollection } from "../collections/catalog.ts";
+import { openCollection } from "../catalog/catalog.ts";
 import { attachRelationFields, expandRecords, parseExpand } from "../relations/expand.ts";
 import { badRequest } from "../errors.ts";
 import { fetchRecord, type RecordJson } from "../query/rows.ts";
@@ -14,15 +14,15 @@ export async function getRecord(
   p: Principal,
   opts: { includeDeleted?: boolean; expand?: string[]; fields?: string[] | null } = {},
 ): Promise<RecordJson> {
-  const col = await requireCollection(ctx, name);
-  const access = checkAccess(col, "read", p);
-  const expand = await parseExpand(ctx, col, opts.expand);
-  const record = await fetchRecord(ctx, col, id, true);
+  const h = await openCollection(ctx, name);
+  const access = checkAccess(h.col, "read", p);
+  const expand = parseExpand(h, opts.expand);
+  const record = await fetchRecord(ctx, h.col, id, true);
   if (!record || (record._deleted_at !== null && !opts.includeDeleted)) throw recordNotFound();
   if (access === "own" && !ownsRecord(p, record)) throw recordNotFound();
-  await attachRelationFields(ctx, col, [record], p);
-  await expandRecords(ctx, col, [record], expand, p);
-  return opts.fields ? pickFields(col.name, record, opts.fields) : record;
+  if (h.from.length) await attachRelationFields(ctx, h, [record], p);
+  if (expand.length) await expandRecords(ctx, h, [record], expand, p);
+  return opts.fields ? pickFields(h.name, record, opts.fields) : record;
 }
 
 /**

@@ -1,5 +1,5 @@
 import { AsyncLocalStorage } from "node:async_hooks";
-import { ADMIN } from "../auth/principal.ts";
+import { ADMIN } from "../principal.ts";
 import type { AppContext } from "../context.ts";
 import { AppError, badRequest } from "../errors.ts";
 import { createRecord } from "./create.ts";

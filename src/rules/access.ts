@@ -1,5 +1,5 @@
-import type { Principal } from "../auth/principal.ts";
-import type { Collection, Operation } from "../collections/types.ts";
+import type { Principal } from "../principal.ts";
+import type { Collection, Operation } from "../catalog/types.ts";
 import { AppError, forbidden, unauthorized } from "../errors.ts";
 import { isExpressionRule } from "./expr/rule.ts";
 

@@ -246,7 +246,7 @@ describe("loading", () => {
 
 describe("reload", () => {
   test("routes follow a reload; a broken file, or one whose routes clash with an earlier file's, keeps its previous routes", async () => {
-    const { reloadHooks } = await import("../../src/hooks/reload.ts");
+    const { reloadHooks } = await import("../../src/ops/hook-files.ts");
     const rdir = hooksDir({ "a.js": `export const routes = [{ method: "GET", path: "/v", handler: () => "v1" }];\n` });
     const app = createTestApp({ env: { HOOKS_DIR: rdir }, context: { hooks: await loadHooks(rdir) } });
     try {

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { TOTP, URI } from "otpauth";
-import { EXPORT_PAGE, FRESH_SESSION_MS } from "../../src/auth/own-data.ts";
+import { EXPORT_PAGE, FRESH_SESSION_MS } from "../../src/ops/own-data.ts";
 import type { ChangeEvent } from "../../src/events/bus.ts";
 import { loadHooks } from "../../src/hooks/load.ts";
 import { createCollection, createTestApp, registerUser, type TestApp } from "../helpers/app.ts";

@@ -1,6 +1,6 @@
 import { Elysia } from "elysia";
 import { login, logout, logoutAll, me, register, updateMe } from "../../auth/account.ts";
-import { deleteOwnAccount, exportOwnData } from "../../auth/own-data.ts";
+import { deleteOwnAccount, exportOwnData } from "../../ops/own-data.ts";
 import { refreshSession } from "../../auth/sessions.ts";
 import type { AppContext } from "../../context.ts";
 import { readJson } from "../body.ts";

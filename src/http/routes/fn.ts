@@ -1,11 +1,10 @@
 import { basename } from "node:path";
 import { Elysia } from "elysia";
-import type { Principal } from "../../auth/principal.ts";
+import type { Principal } from "../../principal.ts";
 import type { AppContext } from "../../context.ts";
-import { AppError, ValidationError, badRequest, unauthorized, type FieldError } from "../../errors.ts";
+import { AppError, ValidationError, badRequest, type FieldError } from "../../errors.ts";
 import { matchRoute, type FnRoute, type RouteAuth } from "../../hooks/routes.ts";
 import { withTx } from "../../records/tx.ts";
-import { findUserById } from "../../users/users.ts";
 import { readJson } from "../body.ts";
 import { doc } from "../doc.ts";
 import { errorResponse } from "../plugins/errors.ts";
@@ -59,13 +58,11 @@ async function parseBody(raw: Uint8Array, text: string, type: string, max: numbe
   return await readJson(new Request("http://body/", { method: "POST", body: text }), max);
 }
 
-/** The caller as a handler sees it: null when anonymous; a user's email, roles and verification as they are now. */
-async function routeAuth(ctx: AppContext, p: Principal): Promise<RouteAuth> {
+/** The caller as a handler sees it: null when anonymous; a user's address, roles and verification as stored at the request. */
+function routeAuth(p: Principal): RouteAuth {
   if (p.kind === "anonymous") return null;
   if (p.kind === "admin") return { kind: "admin", id: null, email: null, roles: [], verified: true, api_key: false };
-  const user = await findUserById(ctx, p.userId);
-  if (!user) throw unauthorized("user no longer exists");
-  return { kind: "user", id: user.id, email: user.email, roles: JSON.parse(user.roles), verified: !!user.is_verified, api_key: p.via === "api_key" };
+  return { kind: "user", id: p.userId, email: p.email, roles: [...p.roles], verified: p.verified, api_key: p.via === "api_key" };
 }
 
 /** The request path's segments below /api/v1/fn/, decoded (one trailing slash ignored); 400 for a bad escape. */
@@ -145,7 +142,7 @@ async function serve(ctx: AppContext, request: Request): Promise<Response> {
   }
   const route: FnRoute = found.route;
   const p = await principalOf(ctx, request);
-  const auth = await routeAuth(ctx, p);
+  const auth = routeAuth(p);
   const max = ctx.config.maxBodyBytes;
   const raw = await readRaw(request, max);
   const rawBody = new TextDecoder().decode(raw);

@@ -1,17 +1,18 @@
 import type { AppContext } from "../context.ts";
-import { listCollections } from "../collections/catalog.ts";
-import type { Collection } from "../collections/types.ts";
-import { q } from "../db/ident.ts";
+import { listCollections } from "../catalog/catalog.ts";
+import type { Collection } from "../catalog/types.ts";
 import { AppError, badRequest, bodyOf, type Checked } from "../errors.ts";
 import type { RecordJson } from "../query/rows.ts";
 import { hardDeleteRecord } from "../records/delete.ts";
 import { listRecords } from "../records/list.ts";
 import { inTransaction } from "../transaction.ts";
 import { findUserById, userToJson, type UserRow } from "../users/users.ts";
-import { ADMIN, type Principal } from "./principal.ts";
-import { clearLoginAttempts, takeLoginAttempt } from "./lockout.ts";
-import { verifyPassword } from "./passwords.ts";
-import { useCode } from "./totp.ts";
+import { ADMIN, type Principal } from "../principal.ts";
+import { clearLoginAttempts, takeLoginAttempt } from "../auth/lockout.ts";
+import { verifyPassword } from "../users/passwords.ts";
+import { useCode } from "../auth/totp.ts";
+import { sessionById } from "../tables/sessions.ts";
+import { deleteUserRow } from "../tables/users.ts";
 
 // A user's own data (CONTRACT §16): everything they own, as one download, and the erasure of the account.
 
@@ -46,6 +47,18 @@ async function ownedPage(ctx: AppContext, col: Collection, userId: string, after
     // Dropped while the export ran: it has nothing of the user any more.
     if (err instanceof AppError && err.status === 404) return null;
     throw err;
+  }
+}
+
+/** The ids of every record of a collection the user owns, soft-deleted ones included, read through the query layer. */
+async function ownedIds(ctx: AppContext, col: Collection, userId: string): Promise<string[]> {
+  const ids: string[] = [];
+  for (;;) {
+    const params = new URLSearchParams({ filter: `_owner_id:eq:${userId}`, sort: "_id", fields: "_id" });
+    if (ids.length) params.append("filter", `_id:gt:${ids[ids.length - 1]}`);
+    const page = await listRecords(ctx, col.name, params, ADMIN, { limit: EXPORT_PAGE, total: false, include_deleted: true });
+    for (const r of page.items) ids.push(r._id as string);
+    if (page.items.length < EXPORT_PAGE) return ids;
   }
 }
 
@@ -143,7 +156,7 @@ async function proveHolder(ctx: AppContext, user: UserRow, sessionId: string | n
   } else if (hasPassword || hasTotp) {
     throw badRequest(hasPassword ? "password is required to delete the account" : "code is required to delete the account (2FA is on)");
   } else {
-    const s = sessionId ? await ctx.db.get<{ created_at: number }>("SELECT created_at FROM _sessions WHERE id = ?", [sessionId]) : null;
+    const s = sessionId ? await sessionById(ctx.db, sessionId) : null;
     if (!s || ctx.clock.now() - s.created_at > FRESH_SESSION_MS)
       throw new AppError(403, "reauthentication_required", `sign in again: an account without a password is deleted from a session at most ${FRESH_SESSION_MS / 60000} minutes old`);
     return;
@@ -169,9 +182,9 @@ export async function deleteOwnAccount(ctx: AppContext, p: Principal, input: Che
     const counts: Record<string, number> = {};
     let pending: { col: string; id: string }[] = [];
     for (const col of await listCollections(ctx)) {
-      const rows = await ctx.db.all<{ _id: string }>(`SELECT "_id" FROM ${q(col.name)} WHERE "_owner_id" = ? ORDER BY "_id"`, [user.id]);
-      if (rows.length) counts[col.name] = rows.length;
-      for (const r of rows) pending.push({ col: col.name, id: r._id });
+      const ids = await ownedIds(ctx, col, user.id);
+      if (ids.length) counts[col.name] = ids.length;
+      for (const id of ids) pending.push({ col: col.name, id });
     }
     // Passes until every owned record is gone: one restricted only by another owned record waits for it.
     while (pending.length) {
@@ -192,7 +205,7 @@ export async function deleteOwnAccount(ctx: AppContext, p: Principal, input: Che
       if (kept.length === pending.length) throw refusal;
       pending = kept;
     }
-    await ctx.db.run("DELETE FROM _users WHERE id = ?", [user.id]);
+    await deleteUserRow(ctx.db, user.id);
     return counts;
   });
   ctx.log.info("account deleted by its user", { user: user.id, records: Object.values(deleted).reduce((a, n) => a + n, 0) });
