@@ -27,6 +27,11 @@ export interface BaasClient {
   subscribe: RealtimeApi["subscribe"];
   /** A file token (valid 2 minutes) for `fileUrl(…, { token })`: lets `<img src>` pass a read rule that needs a user. */
   fileToken(): Promise<string>;
+  /**
+   * Calls a route of the server's hook files, `/api/v1/fn/<path>`: `fn("POST", "orders/o1/pay", { body })`.
+   * Answers the route's JSON (undefined for an empty answer); a failure rejects with a BaasError as any call.
+   */
+  fn<R = unknown>(method: string, path: string, opts?: { body?: unknown; query?: URLSearchParams | Record<string, string> }): Promise<R>;
   /** Any other call of the API, with the session's token and automatic refresh: `request("GET", "/auth/api-keys")`. */
   request<R = unknown>(method: string, path: string, opts?: RequestOptions): Promise<R>;
 }
@@ -46,6 +51,11 @@ export function createClient(url: string, options: ClientOptions = {}): BaasClie
     collection: <T extends object = BaasRecord>(name: string) => createCollectionApi<T>(t, name),
     realtime,
     subscribe: (topic, handler) => realtime.subscribe(topic, handler),
+    fn: (method, path, opts = {}) =>
+      t.request(method, `/fn/${path.replace(/^\/+/, "")}`, {
+        body: opts.body,
+        query: opts.query === undefined || opts.query instanceof URLSearchParams ? opts.query : new URLSearchParams(opts.query),
+      }),
     request: (method, path, opts) => t.request(method, path, opts),
     fileToken: async () => (await t.request<{ token: string }>("POST", "/files/token")).token,
   };

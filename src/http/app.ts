@@ -25,6 +25,7 @@ import { recordWriteRoutes } from "./routes/records-write.ts";
 import { realtimeRoutes } from "./routes/realtime.ts";
 import { openApiRoutes } from "./routes/openapi.ts";
 import { fileRoutes } from "./routes/files.ts";
+import { fnRoutes } from "./routes/fn.ts";
 
 /**
  * Builds the HTTP app over a context. It never listens; `cli/commands/serve.ts` does. `requestLog: false`
@@ -62,6 +63,7 @@ export function createApp(ctx: AppContext, opts: { requestLog?: boolean } = {}) 
     .use(oauthRoutes(ctx))
     .use(realtimeRoutes(ctx))
     .use(fileRoutes(ctx))
+    .use(fnRoutes(ctx))
     .use(queryRoutes(ctx))
     .use(recordWriteRoutes(ctx))
     .use(recordRoutes(ctx));
