@@ -3,12 +3,20 @@ import type { AppContext } from "../context.ts";
 import { findCollection } from "../collections/catalog.ts";
 import type { Collection } from "../collections/types.ts";
 import type { ChangeEvent } from "../events/bus.ts";
-import { canRead } from "../records/access.ts";
+import { readDecision } from "../records/access.ts";
+import { and, col as col_, exists, reservedAlias, val, type Cond } from "../db/condition.ts";
+import { q } from "../db/ident.ts";
+import { setRuleUser } from "../rules/access.ts";
+import { compileRule, decideRule } from "../rules/expr/compile.ts";
+import { isExpressionRule } from "../rules/expr/rule.ts";
+import { prepareRules } from "../rules/scope.ts";
+import { ANONYMOUS } from "../auth/principal.ts";
+import { settleDecisions } from "../rules/expr/settle.ts";
+import { readRuleUsers } from "../users/rule-users.ts";
 import type { RecordJson } from "../query/rows.ts";
 import { relationsFrom } from "../relations/catalog.ts";
 import { attachRelationFields } from "../relations/expand.ts";
 import { FilterAsks } from "./filter-queries.ts";
-import { currentRoles } from "./identity.ts";
 import { filterFor, meetsMemoryTests } from "./match.ts";
 import { REF_RECORD_BYTES, type HeldEvent } from "./replay.ts";
 import { sseFrame } from "./sse.ts";
@@ -44,7 +52,9 @@ const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
 /**
  * The principal each stream's user reads as now, for the streams of users among `streams`: their
  * roles as stored (one query for all users), not as they were when the stream was opened (CONTRACT
- * §10: "may read the record at that moment"). Streams of admin and anonymous callers are not listed.
+ * §10: "may read the record at that moment"), and for expression rules their e-mail, roles and
+ * metadata as stored (CONTRACT §12). One principal per user per batch, shared by that user's streams.
+ * Streams of admin and anonymous callers are not listed.
  */
 export async function readersOf(ctx: AppContext, streams: Iterable<Stream>): Promise<Map<Stream, Principal>> {
   const byUser = new Map<string, Stream[]>();
@@ -54,14 +64,15 @@ export async function readersOf(ctx: AppContext, streams: Iterable<Stream>): Pro
   }
   const readers = new Map<Stream, Principal>();
   if (!byUser.size) return readers;
-  const roles = await currentRoles(ctx, [...byUser.keys()]);
+  const users = await readRuleUsers(ctx, [...byUser.keys()]);
   for (const [userId, list] of byUser) {
-    const now = roles.get(userId) ?? [];
-    for (const s of list) {
-      const p = s.identity.principal as Extract<Principal, { kind: "user" }>;
-      const same = p.roles.length === now.length && p.roles.every((r, i) => r === now[i]);
-      readers.set(s, same ? p : { ...p, roles: now });
-    }
+    const stored = users.get(userId);
+    const now = stored ? [...stored.roles] : [];
+    // The streams of one user on several sessions or keys differ only in those: one reader for all of them.
+    const first = list[0]!.identity.principal as Extract<Principal, { kind: "user" }>;
+    const reader: Principal = { ...first, roles: now };
+    setRuleUser(reader, stored ?? { id: userId, email: null, verified: false, roles: [], metadata: {} });
+    for (const s of list) readers.set(s, reader);
   }
   return readers;
 }
@@ -102,6 +113,8 @@ export async function deliverEvent(ctx: AppContext, d: Delivery, targets: Iterab
   // node or the CLI changed holds for the next event.
   const col = await findCollection(ctx, e.collection);
   if (!col) return;
+  // Its expression read rule checked against the catalog of now (readDecision reads it without a catalog).
+  if (isExpressionRule(col.rules.read)) await prepareRules(ctx, ANONYMOUS, col);
   // The collection a resume will compare with (see replayable), where it was not known at commit.
   held.generation ??= col.createdAt;
   const frames = await FrameSet.of(ctx, col, d, () => fan.idOf(held));
@@ -115,6 +128,7 @@ export async function deliverEvent(ctx: AppContext, d: Delivery, targets: Iterab
   };
   const asks = new FilterAsks();
   const pending: [Stream, Principal, string[]][] = [];
+  let ruled: Map<Principal, boolean> | undefined;
   let looked = 0;
   // Very many streams, or topics heavy to match, do not hold the event loop for longer than SLICE_MS at a time.
   let since = performance.now();
@@ -129,7 +143,9 @@ export async function deliverEvent(ctx: AppContext, d: Delivery, targets: Iterab
     const reader = readers?.get(s) ?? s.identity.principal;
     // SECURITY: the read rule before anything else: a stream that may not read the record gets nothing
     // and costs nothing more (no filter is matched, no query asked for it).
-    if (!canRead(col, reader, e.record)) continue;
+    let may = readDecision(col, reader, e.record);
+    if (typeof may === "object") may = (ruled ??= await ruleDecisions(ctx, col, e.record, d.stub || !!held.ref, targets, readers)).get(reader) === true;
+    if (!may) continue;
     const taken = topicsTake(topics, col, d, s, reader, asks);
     if (taken === true) sendTo(s, made(s, reader) ?? (await frames.forReader(readerKey(s, reader), reader)));
     else if (taken) pending.push([s, reader, taken]);
@@ -138,6 +154,41 @@ export async function deliverEvent(ctx: AppContext, d: Delivery, targets: Iterab
   const answers = await asks.answer(ctx, col, String(e.record._id));
   for (const [s, reader, keys] of pending)
     if (keys.some((k) => answers.get(k))) sendTo(s, made(s, reader) ?? (await frames.forReader(readerKey(s, reader), reader)));
+}
+
+/** The alias of the stored row an expression rule is asked of, for a record held by reference. */
+const STORED = reservedAlias("s", 0);
+
+/**
+ * An expression read rule on one event's record for every distinct reader among `targets` (one principal per
+ * user per batch, see readersOf): decided in memory where it can be, the rest (relation paths, `@exists`) in one
+ * statement for all readers, so a thousand members of one room cost one query per event, not one per stream.
+ */
+async function ruleDecisions(
+  ctx: AppContext,
+  col: Collection,
+  record: RecordJson,
+  stub: boolean,
+  targets: Iterable<Stream>,
+  readers: Map<Stream, Principal> | null,
+): Promise<Map<Principal, boolean>> {
+  const order: Principal[] = [];
+  const decisions: (boolean | Cond)[] = [];
+  const seen = new Set<Principal>();
+  for (const s of targets) {
+    if (!s.byCollection.has(col.name)) continue;
+    const reader = readers?.get(s) ?? s.identity.principal;
+    if (seen.has(reader)) continue;
+    seen.add(reader);
+    const d = readDecision(col, reader, record);
+    order.push(reader);
+    if (typeof d !== "object") decisions.push(d);
+    // A record held by reference carries its id only: the rule is asked of the stored row.
+    else if (stub) decisions.push(exists(q(col.name), STORED, and([{ k: "cmp", op: "=", a: col_(STORED, "_id", "text"), b: val(String(record._id)) }, compileRule(d.rule, d.env, { table: STORED })])));
+    else decisions.push(decideRule(d.rule, record, d.env));
+  }
+  const answers = await settleDecisions(ctx.db, decisions);
+  return new Map(order.map((p, i) => [p, answers[i]!]));
 }
 
 /**

@@ -6,7 +6,8 @@ import { inTransaction } from "../transaction.ts";
 import { AppError, ValidationError, badRequest, bodyOf, type Checked } from "../errors.ts";
 import { fetchRecord, type RecordJson } from "../query/rows.ts";
 import { checkAccess, recordNotFound } from "../rules/access.ts";
-import { checkRecordAccess } from "./access.ts";
+import { checkCreates, checkRecordAccess } from "./access.ts";
+import { prepareRules } from "../rules/scope.ts";
 import { currentCollection } from "./bulk.ts";
 import { relationEffects } from "./cascade.ts";
 import { insertRecord, softDeleteRecord, updateRecordRow } from "./store.ts";
@@ -45,20 +46,29 @@ function readOperation(raw: unknown, check: CheckOperation): { op: BatchOperatio
 }
 
 /** Fetches an active record for update/delete and applies the operation's rule to it. */
-async function loadForWrite(ctx: AppContext, col: Collection, op: "update" | "delete", id: string, p: Principal): Promise<RecordJson> {
-  const access = checkAccess(col, op, p);
+async function loadForWrite(
+  ctx: AppContext,
+  col: Collection,
+  op: "update" | "delete",
+  id: string,
+  p: Principal,
+  body?: Record<string, unknown>,
+): Promise<RecordJson> {
+  const access = checkAccess(col, op, p, body);
   const previous = await fetchRecord(ctx, col, id);
   if (!previous || previous._deleted_at !== null) throw recordNotFound();
-  checkRecordAccess(col, op, p, access, previous);
+  await checkRecordAccess(ctx, col, op, p, access, previous);
   return previous;
 }
 
 async function runOperation(ctx: AppContext, col: Collection, o: ReturnType<typeof readOperation>, p: Principal): Promise<BatchResult> {
+  await prepareRules(ctx, p, col);
   if (o.op === "create") {
-    checkAccess(col, "create", p);
+    await checkCreates(ctx, col, p, [o.data!]);
     return { op: "create", record: await insertRecord(ctx, col, o.data!, p) };
   }
-  if (o.op === "update") return { op: "update", record: await updateRecordRow(ctx, col, await loadForWrite(ctx, col, "update", o.id!, p), o.data!, p) };
+  if (o.op === "update")
+    return { op: "update", record: await updateRecordRow(ctx, col, await loadForWrite(ctx, col, "update", o.id!, p, o.data!), o.data!, p) };
   await softDeleteRecord(ctx, col, await loadForWrite(ctx, col, "delete", o.id!, p), p, relationEffects);
   return { op: "delete", id: o.id! };
 }

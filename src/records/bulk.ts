@@ -6,6 +6,8 @@ import { inTransaction } from "../transaction.ts";
 import { AppError, ValidationError, bodyOf, type Checked } from "../errors.ts";
 import type { RecordJson } from "../query/rows.ts";
 import { checkAccess } from "../rules/access.ts";
+import { prepareRules } from "../rules/scope.ts";
+import { checkCreates } from "./access.ts";
 import { relationsFrom } from "../relations/catalog.ts";
 import { flushRows, insertPlain, insertPlainRun, insertRecord, type PendingRow } from "./store.ts";
 
@@ -50,10 +52,13 @@ function withEveryField(ctx: AppContext, out: RecordJson[], col: Collection, mar
  */
 export async function bulkCreate(ctx: AppContext, name: string, body: Checked<Record<string, unknown>[]>, p: Principal): Promise<RecordJson[]> {
   let col = await requireCollection(ctx, name);
+  await prepareRules(ctx, p, col);
   checkAccess(col, "create", p);
   const items = bodyOf(body);
   const fieldsBefore = col.fields;
   return await inTransaction(ctx, async () => {
+    // The create rule on every record as it would be stored (in the transaction: relation paths and `@exists` see its view).
+    await checkCreates(ctx, col, p, items);
     const out: RecordJson[] = [];
     const mark = ctx.events.mark();
     // Rows are written together at the end: on a database server in one round trip, not one per record; on

@@ -9,6 +9,9 @@ import { bodyOf, type Checked } from "../errors.ts";
 import { hasHooks } from "../hooks/run.ts";
 import type { RecordJson } from "../query/rows.ts";
 import { checkAccess } from "../rules/access.ts";
+import { isExpressionRule } from "../rules/expr/rule.ts";
+import { prepareRules } from "../rules/scope.ts";
+import { checkCreates } from "./access.ts";
 import { insertRecord } from "./store.ts";
 
 /**
@@ -36,7 +39,8 @@ function groupOptions(ctx: AppContext, col: Collection, data: Record<string, unk
  */
 function groupedCreate(ctx: AppContext, name: string, body: Checked<Record<string, unknown>>, p: Principal): Promise<RecordJson> | null {
   const known = lastKnownCollection(ctx, name);
-  if (!known) return null;
+  // An expression create rule is decided on the record in its own transaction (createRecord).
+  if (!known || isExpressionRule(known.rules.create)) return null;
   let data: Record<string, unknown>;
   try {
     checkAccess(known, "create", p);
@@ -64,7 +68,14 @@ export async function createRecord(ctx: AppContext, name: string, body: Checked<
     if (grouped) return await grouped;
   }
   const col = await requireCollection(ctx, name);
+  const ready = prepareRules(ctx, p, col);
+  if (ready) await ready;
   checkAccess(col, "create", p);
   const data = bodyOf(body);
+  if (isExpressionRule(col.rules.create))
+    return await inTransaction(ctx, async () => {
+      await checkCreates(ctx, col, p, [data]);
+      return await insertRecord(ctx, col, data, p);
+    });
   return await inTransaction(ctx, async () => insertRecord(ctx, col, data, p), groupOptions(ctx, col, data));
 }

@@ -10,6 +10,7 @@ import { keysetPhases, orderBySql, orderTerms, planRead, runRead, type Where } f
 import { finishRelations, parseExpand, relationProjection } from "../relations/expand.ts";
 import { relationFilter } from "../relations/filter.ts";
 import { checkAccess } from "../rules/access.ts";
+import { prepareRules } from "../rules/scope.ts";
 import { countPlan } from "./count.ts";
 
 export interface Page {
@@ -52,6 +53,8 @@ export async function runListQuery(ctx: AppContext, col: Collection, lq: ListQue
  */
 export async function listRecords(ctx: AppContext, name: string, params: URLSearchParams, p: Principal, opts: Checked<ListOptions>): Promise<Page> {
   const col = await requireCollection(ctx, name);
+  const ready = prepareRules(ctx, p, col);
+  if (ready) await ready;
   const access = checkAccess(col, "read", p);
   const lq = parseListQuery(params, bodyOf(opts));
   const expand = await parseExpand(ctx, col, params.getAll("expand"));

@@ -4,7 +4,9 @@ import { requireCollection } from "../collections/catalog.ts";
 import { attachRelationFields, expandRecords, parseExpand } from "../relations/expand.ts";
 import { badRequest } from "../errors.ts";
 import { fetchRecord, type RecordJson } from "../query/rows.ts";
-import { checkAccess, ownsRecord, recordNotFound } from "../rules/access.ts";
+import { accessOf, checkAccess, recordNotFound } from "../rules/access.ts";
+import { prepareRules } from "../rules/scope.ts";
+import { accessPasses } from "./access.ts";
 
 /** `GET /:collection/:id`: 404 for a missing, soft-deleted (unless asked for) or hidden record. */
 export async function getRecord(
@@ -15,11 +17,18 @@ export async function getRecord(
   opts: { includeDeleted?: boolean; expand?: string[]; fields?: string[] | null } = {},
 ): Promise<RecordJson> {
   const col = await requireCollection(ctx, name);
+  const ready = prepareRules(ctx, p, col);
+  if (ready) await ready;
   const access = checkAccess(col, "read", p);
   const expand = await parseExpand(ctx, col, opts.expand);
   const record = await fetchRecord(ctx, col, id, true);
   if (!record || (record._deleted_at !== null && !opts.includeDeleted)) throw recordNotFound();
-  if (access === "own" && !ownsRecord(p, record)) throw recordNotFound();
+  if (access !== "all" && !(await accessPasses(ctx, access, p, record))) throw recordNotFound();
+  // SECURITY: a soft-deleted record shows only to a caller whose delete rule holds for it (CONTRACT §12).
+  if (record._deleted_at !== null) {
+    const del = accessOf(col, "delete", p);
+    if (!del || !(await accessPasses(ctx, del, p, record))) throw recordNotFound();
+  }
   await attachRelationFields(ctx, col, [record], p);
   await expandRecords(ctx, col, [record], expand, p);
   return opts.fields ? pickFields(col.name, record, opts.fields) : record;

@@ -4,6 +4,7 @@ import { findCollection } from "../collections/catalog.ts";
 import type { Collection } from "../collections/types.ts";
 import type { FieldError } from "../errors.ts";
 import { idsMeeting, readFilter } from "../query/relations.ts";
+import { prepareRules } from "../rules/scope.ts";
 import { relationsFrom, type Relation } from "./catalog.ts";
 
 /** What a create or update body means for the relations of its collection. */
@@ -94,6 +95,7 @@ async function checkRelations(
 async function missingIds(ctx: AppContext, rel: Relation, ids: string[], p: Principal): Promise<string[]> {
   if (!ids.length) return [];
   const target = await findCollection(ctx, rel.to_col);
+  if (target) await prepareRules(ctx, p, target);
   const visible = target && readFilter(target, p);
   if (!target || !visible) return ids;
   const found = await idsMeeting(ctx, target, ids, visible);

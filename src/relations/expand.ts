@@ -5,6 +5,7 @@ import type { Collection } from "../collections/types.ts";
 import { badRequest } from "../errors.ts";
 import { linkedRows, linksFromAll } from "../query/junction.ts";
 import { pointingRows, readFilter, rowsWithIds, type TargetFilter } from "../query/relations.ts";
+import { prepareRules } from "../rules/scope.ts";
 import { decodeRow, type RecordJson } from "../query/rows.ts";
 import { junctionTable, relationsFrom, type Relation } from "./catalog.ts";
 
@@ -76,6 +77,7 @@ async function attachWith(
         for (const rec of records) rec[rel.from_field] = [];
         continue;
       }
+      await prepareRules(ctx, p, target);
       const filter = readFilter(target, p);
       if (!filter) {
         for (const rec of records) rec[rel.from_field] = null;
@@ -143,6 +145,7 @@ async function expandWith(ctx: AppContext, records: RecordJson[], rels: Relation
   const out = records.map(() => ({}) as Record<string, unknown>);
   for (const rel of rels) {
     const target = await findCollection(ctx, rel.to_col);
+    if (target) await prepareRules(ctx, p, target);
     const filter = target ? readFilter(target, p) : null;
     const empty = rel.type === "one" || !target || filter === null ? null : [];
     if (!target || !filter) {
