@@ -54,10 +54,8 @@ export async function checkRecordAccess(ctx: AppContext, col: Collection, op: Op
 /** A record as a create would store it, for the create rule: its fields under their stored names, owned by the caller. */
 function asStored(col: Collection, p: Principal, data: Readonly<Record<string, unknown>>, now: number): RecordJson {
   const record: RecordJson = { _id: null, _owner_id: p.kind === "user" ? p.userId : null, _created_at: now, _updated_at: now, _deleted_at: null };
-  for (const k in data) {
-    const name = col.fieldMap.get(k.toLowerCase())?.name;
-    if (name !== undefined) record[name] = data[k];
-  }
+  // A field the collection does not know yet is added by the write under the name given.
+  for (const k in data) if (!k.startsWith("_")) record[col.fieldMap.get(k.toLowerCase())?.name ?? k] = data[k];
   return record;
 }
 

@@ -70,8 +70,8 @@ export async function createRecord(ctx: AppContext, name: string, body: Checked<
   const col = await requireCollection(ctx, name);
   const ready = prepareRules(ctx, p, col);
   if (ready) await ready;
-  checkAccess(col, "create", p);
   const data = bodyOf(body);
+  checkAccess(col, "create", p, data);
   if (isExpressionRule(col.rules.create))
     return await inTransaction(ctx, async () => {
       await checkCreates(ctx, col, p, [data]);
