@@ -66,7 +66,8 @@ export function accessOf(col: Collection, op: Operation, p: Principal, body?: Re
   if (rule === "disabled" || p.kind !== "user") return null;
   if (rule === "authenticated") return "all";
   if (rule === "owner") return "own";
-  return typeof rule === "object" && p.roles.includes(rule.role) ? "all" : null;
+  // The roles as stored at this request where they were read (prepareRules), else those the principal carries.
+  return typeof rule === "object" && (ruleUsers.get(p)?.roles ?? p.roles).includes(rule.role) ? "all" : null;
 }
 
 /** An expression rule for a caller: "all" where it holds for every record, null where for none. */
