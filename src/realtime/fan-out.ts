@@ -128,7 +128,7 @@ export async function deliverEvent(ctx: AppContext, d: Delivery, targets: Iterab
   };
   const asks = new FilterAsks();
   const pending: [Stream, Principal, string[]][] = [];
-  let ruled: Map<Principal, boolean> | undefined;
+  let ruled: Map<string, boolean> | undefined;
   let looked = 0;
   // Very many streams, or topics heavy to match, do not hold the event loop for longer than SLICE_MS at a time.
   let since = performance.now();
@@ -144,7 +144,7 @@ export async function deliverEvent(ctx: AppContext, d: Delivery, targets: Iterab
     // SECURITY: the read rule before anything else: a stream that may not read the record gets nothing
     // and costs nothing more (no filter is matched, no query asked for it).
     let may = readDecision(col, reader, e.record);
-    if (typeof may === "object") may = (ruled ??= await ruleDecisions(ctx, col, e.record, d.stub || !!held.ref, targets, readers)).get(reader) === true;
+    if (typeof may === "object") may = (ruled ??= await ruleDecisions(ctx, col, e.record, d.stub || !!held.ref, targets, readers)).get(ruleReaderKey(reader)) === true;
     if (!may) continue;
     const taken = topicsTake(topics, col, d, s, reader, asks);
     if (taken === true) sendTo(s, made(s, reader) ?? (await frames.forReader(readerKey(s, reader), reader)));
@@ -155,6 +155,9 @@ export async function deliverEvent(ctx: AppContext, d: Delivery, targets: Iterab
   for (const [s, reader, keys] of pending)
     if (keys.some((k) => answers.get(k))) sendTo(s, made(s, reader) ?? (await frames.forReader(readerKey(s, reader), reader)));
 }
+
+/** Readers a rule answers alike: one user (their roles and metadata are read once per batch), or one kind of caller. */
+const ruleReaderKey = (p: Principal) => (p.kind === "user" ? `u\u0000${p.userId}` : p.kind);
 
 /** The alias of the stored row an expression rule is asked of, for a record held by reference. */
 const STORED = reservedAlias("s", 0);
@@ -171,24 +174,25 @@ async function ruleDecisions(
   stub: boolean,
   targets: Iterable<Stream>,
   readers: Map<Stream, Principal> | null,
-): Promise<Map<Principal, boolean>> {
-  const order: Principal[] = [];
+): Promise<Map<string, boolean>> {
+  const order: string[] = [];
   const decisions: (boolean | Cond)[] = [];
-  const seen = new Set<Principal>();
+  const seen = new Set<string>();
   for (const s of targets) {
     if (!s.byCollection.has(col.name)) continue;
     const reader = readers?.get(s) ?? s.identity.principal;
-    if (seen.has(reader)) continue;
-    seen.add(reader);
+    const key = ruleReaderKey(reader);
+    if (seen.has(key)) continue;
+    seen.add(key);
     const d = readDecision(col, reader, record);
-    order.push(reader);
+    order.push(key);
     if (typeof d !== "object") decisions.push(d);
     // A record held by reference carries its id only: the rule is asked of the stored row.
     else if (stub) decisions.push(exists(q(col.name), STORED, and([{ k: "cmp", op: "=", a: col_(STORED, "_id", "text"), b: val(String(record._id)) }, compileRule(d.rule, d.env, { table: STORED })])));
     else decisions.push(decideRule(d.rule, record, d.env));
   }
   const answers = await settleDecisions(ctx.db, decisions);
-  return new Map(order.map((p, i) => [p, answers[i]!]));
+  return new Map(order.map((k, i) => [k, answers[i]!]));
 }
 
 /**
