@@ -60,6 +60,7 @@ if (process.argv[commandIndex(process.argv)] !== "serve") {
     import("./commands/collections.ts").then((m) => m.registerCollections),
     import("./commands/indexes.ts").then((m) => m.registerIndexes),
     import("./commands/relations.ts").then((m) => m.registerRelations),
+    import("./commands/webhooks.ts").then((m) => m.registerWebhooks),
     import("./commands/users.ts").then((m) => m.registerUsers),
     import("./commands/settings.ts").then((m) => m.registerSettings),
     import("./commands/admin.ts").then((m) => m.registerAdmin),

@@ -11,6 +11,8 @@ import { createLogger } from "./log.ts";
 import { resumeFtsBuilds } from "./search/fts.ts";
 import { closeRealtime } from "./realtime/hub.ts";
 import { listenForChanges } from "./realtime/relay.ts";
+import { startWebhookWorker, type WebhookWorker } from "./webhooks/worker.ts";
+import { watchHooks } from "./hooks/reload.ts";
 
 export interface Running {
   ctx: AppContext;
@@ -18,6 +20,8 @@ export interface Running {
   url: string;
   /** Where the admin secret comes from, and the secret itself when it was generated at this (first) start. */
   secret: AdminSecretState;
+  /** The webhook delivery worker of this process (CONTRACT §15). */
+  webhooks: WebhookWorker;
   /**
    * Stops accepting, waits for in-flight requests (at most `graceMs`, default 10 s, so a client that
    * never finishes its request cannot hold the process), then closes the database.
@@ -94,6 +98,10 @@ export async function startServer(config: Config, opts: ContextOptions = {}): Pr
   // On PostgreSQL, the changes other nodes commit reach this node's realtime subscribers.
   const stopListening = await listenForChanges(ctx);
   const checkpointer = startCheckpointer(ctx.db, config.dbPath);
+  // Webhooks are delivered by the serving processes only: the CLI writes to the outbox and leaves the sending to them.
+  const webhooks = startWebhookWorker(ctx);
+  // Hook files that change on disk are loaded again (CONTRACT §15).
+  const stopWatchingHooks = watchHooks(ctx);
   starting = false;
   let stopped = false;
   return {
@@ -101,17 +109,21 @@ export async function startServer(config: Config, opts: ContextOptions = {}): Pr
     server,
     url: `http://${config.host === "0.0.0.0" ? "127.0.0.1" : config.host}:${server.port}`,
     secret,
+    webhooks,
     async stop({ graceMs = 10_000 } = {}) {
       if (stopped) return;
       stopped = true;
       // Event streams never end by themselves: they are closed first, so the wait below is for real requests.
       closeRealtime(ctx);
+      stopWatchingHooks();
       const force = setTimeout(() => void server.stop(true), graceMs);
       await server.stop(false);
       clearTimeout(force);
       let giveUp: ReturnType<typeof setTimeout> | undefined;
       await Promise.race([ctx.mailer.flush().catch(() => {}), new Promise((r) => (giveUp = setTimeout(r, graceMs)))]);
       clearTimeout(giveUp);
+      // Attempts in flight get a moment to end; the rest are due again at the next start (or on another node).
+      await webhooks.stop({ graceMs: Math.min(graceMs, 2_000) });
       await checkpointer?.stop();
       // Bounded: with the database gone, the stop must not wait for it.
       let listenTimer: ReturnType<typeof setTimeout> | undefined;

@@ -1,6 +1,7 @@
 import { markTxCatalogStale, noteCommit } from "./collections/catalog.ts";
 import type { AppContext } from "./context.ts";
 import type { TransactionOptions } from "./db/engine.ts";
+import { writeOutbox } from "./webhooks/outbox.ts";
 
 // Above the storage engine, below every service: a database transaction together with what this process
 // ties to it (the change events it stages, the catalog view it changes).
@@ -8,7 +9,8 @@ import type { TransactionOptions } from "./db/engine.ts";
 /**
  * Runs `fn` in one write transaction (a savepoint when already inside one).
  * Change events staged inside are published when the outermost transaction commits
- * and dropped with a rolled-back savepoint or transaction. Each outermost transaction stages its
+ * and dropped with a rolled-back savepoint or transaction; those a webhook subscribes to are written to
+ * its outbox by the transaction itself, before it commits. Each outermost transaction stages its
  * events in a queue of its own, so transactions that share one COMMIT (SQLite's group commit) or run
  * side by side (PostgreSQL) publish exactly their own events, and only once committed.
  * What a transaction changes of the catalog only its own lookups see (see catalogView) until it commits.
@@ -42,7 +44,12 @@ export async function inTransaction<T>(ctx: AppContext, fn: () => Promise<T>, op
           noteCommit(ctx);
           ctx.events.commit(queue);
         });
-        return await fn().catch(rolledBack);
+        const result = await fn().catch(rolledBack);
+        // The events webhooks subscribe to go to the outbox in this transaction, as its last writes (nothing
+        // to do, and nothing awaited, without a webhook).
+        const outbox = queue.length ? writeOutbox(ctx, queue) : undefined;
+        if (outbox) await outbox.catch(rolledBack);
+        return result;
       }),
     opts,
   );

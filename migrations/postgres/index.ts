@@ -5,6 +5,7 @@ import relations from "./0005_relations.sql" with { type: "text" };
 import loginAttempts from "./0006_login_attempts.sql" with { type: "text" };
 import realtimeStreams from "./0007_realtime_streams.sql" with { type: "text" };
 import realtimePayloads from "./0008_realtime_payloads.sql" with { type: "text" };
+import webhooks from "./0009_webhooks.sql" with { type: "text" };
 
 /** Migrations in the order they apply. */
 export const postgresMigrations: { name: string; sql: string }[] = [
@@ -13,4 +14,5 @@ export const postgresMigrations: { name: string; sql: string }[] = [
   { name: "0006_login_attempts", sql: loginAttempts },
   { name: "0007_realtime_streams", sql: realtimeStreams },
   { name: "0008_realtime_payloads", sql: realtimePayloads },
+  { name: "0009_webhooks", sql: webhooks },
 ];

@@ -42,6 +42,11 @@ export interface Dialect {
   readonly inList: string;
   /** The column that orders the rows of a system table by insertion, as a last tie-break (`rowid`). */
   readonly insertOrder: string;
+  /**
+   * What ends a SELECT of rows a worker is about to claim, so that workers of other processes claiming at the same
+   * time skip them instead of waiting (PostgreSQL `FOR UPDATE SKIP LOCKED`; nothing where one writer at a time runs).
+   */
+  readonly skipLocked: string;
   readonly ddl: DdlDialect;
   readonly fts: FtsDialect;
 }

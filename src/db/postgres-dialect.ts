@@ -154,6 +154,7 @@ export const postgresDialect: Dialect = {
   inList: spelling.oneOf,
   // An identity column of that name in the system tables listed this way (SQLite's implicit rowid).
   insertOrder: "rowid",
+  skipLocked: " FOR UPDATE SKIP LOCKED",
   ddl: {
     // A name over 63 bytes is cut and ends in a hash of the whole (the engine shortens every quoted identifier the same way).
     schemaName: pgIdentifier,

@@ -123,6 +123,49 @@ export const realtimePayloads = sqliteTable("_realtime_payloads", {
   at: integer("at").notNull(),
 });
 
+/** Webhooks (CONTRACT §15); `collections` and `actions` are JSON arrays (see webhooks/store.ts). */
+export const webhooks = sqliteTable("_webhooks", {
+  id: text("id").primaryKey(),
+  url: text("url").notNull(),
+  collections: text("collections").notNull(),
+  actions: text("actions").notNull(),
+  secret: text("secret").notNull(),
+  enabled: integer("enabled", { mode: "boolean" }).notNull().default(true),
+  createdAt: integer("created_at").notNull(),
+  updatedAt: integer("updated_at").notNull(),
+});
+
+/** The webhook outbox: one row per change event and webhook, written in the change's transaction (see webhooks/outbox.ts). */
+export const webhookDeliveries = sqliteTable("_webhook_deliveries", {
+  id: text("id").primaryKey(),
+  webhookId: text("webhook_id").notNull(),
+  eventId: text("event_id").notNull(),
+  collection: text("collection").notNull(),
+  action: text("action").notNull(),
+  recordId: text("record_id").notNull(),
+  body: text("body").notNull(),
+  status: text("status").notNull(),
+  attempts: integer("attempts").notNull().default(0),
+  nextAt: integer("next_at").notNull(),
+  claim: text("claim"),
+  expiresAt: integer("expires_at").notNull(),
+  createdAt: integer("created_at").notNull(),
+  updatedAt: integer("updated_at").notNull(),
+});
+
+/** Each attempt to deliver, the last 100 per webhook (see webhooks/worker.ts). */
+export const webhookAttempts = sqliteTable("_webhook_attempts", {
+  id: text("id").primaryKey(),
+  deliveryId: text("delivery_id").notNull(),
+  webhookId: text("webhook_id").notNull(),
+  attempt: integer("attempt").notNull(),
+  at: integer("at").notNull(),
+  durationMs: integer("duration_ms").notNull(),
+  responseStatus: integer("response_status"),
+  error: text("error"),
+  ok: integer("ok", { mode: "boolean" }).notNull(),
+});
+
 export const relations = sqliteTable("_relations", {
   id: text("id").primaryKey(),
   fromCol: text("from_col").notNull(),

@@ -141,6 +141,8 @@ export const sqliteDialect: Dialect = {
   escapedLike: (column) => `${column} LIKE ? ESCAPE '\\'`,
   inList: spelling.oneOf,
   insertOrder: "rowid",
+  // One writer at a time: a claim's SELECT and UPDATE run as one, and no other writer can take the same rows.
+  skipLocked: "",
   ddl: {
     schemaName: (name) => name,
     createTable: (name) => [

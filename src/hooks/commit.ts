@@ -13,13 +13,19 @@ function commitEvent(event: ChangeEvent): CommitEvent {
   return { ...copy, action: "delete", record: { _id: copy.record._id }, hard: true };
 }
 
+/** The subscription of each context's onCommit handlers, replaced when its hooks are reloaded. */
+const subscriptions = new WeakMap<AppContext, () => void>();
+
 /**
  * Subscribes the hook files' `onCommit` handlers to the change-event bus (CONTRACT §5): each
  * runs after the commit, once per changed record of its collection (or "*"), with its own copy
  * of the event. A throw or a rejected promise is logged and never reaches the client, whose
- * operation has already committed. Returns the function that unsubscribes them.
+ * operation has already committed. Called again after the hooks were reloaded (reload.ts), it
+ * replaces the handlers subscribed before. Returns the function that unsubscribes them.
  */
 export function subscribeCommitHooks(ctx: AppContext): () => void {
+  subscriptions.get(ctx)?.();
+  subscriptions.delete(ctx);
   const hooks = ctx.hooks.list.filter((h) => typeof h.onCommit === "function");
   if (!hooks.length) return () => {};
   const failed = (file: string | undefined, event: ChangeEvent, err: unknown) =>
@@ -30,7 +36,7 @@ export function subscribeCommitHooks(ctx: AppContext): () => void {
       id: event.record._id ?? null,
       error: err instanceof Error ? err.message : String(err),
     });
-  return ctx.events.subscribe((event) => {
+  const unsubscribe = ctx.events.subscribe((event) => {
     const lower = event.collection.toLowerCase();
     for (const h of hooks) {
       if (h.collection !== "*" && h.collection.toLowerCase() !== lower) continue;
@@ -43,4 +49,10 @@ export function subscribeCommitHooks(ctx: AppContext): () => void {
       }
     }
   });
+  const off = () => {
+    unsubscribe();
+    if (subscriptions.get(ctx) === off) subscriptions.delete(ctx);
+  };
+  subscriptions.set(ctx, off);
+  return off;
 }

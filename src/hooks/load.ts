@@ -6,7 +6,7 @@ import { HOOK_NAMES, type HookModule, type HookSet } from "./types.ts";
 const HOOK_FILE = /\.(ts|js|mjs)$/;
 
 /** The functions a hook object may carry: the in-transaction handlers and `onCommit`. */
-const HOOK_KEYS = [...HOOK_NAMES, "onCommit"] as const;
+export const HOOK_KEYS = [...HOOK_NAMES, "onCommit"] as const;
 
 /** A hooks directory that cannot be loaded: the server refuses to start rather than run without its hooks. */
 export class HookLoadError extends Error {
@@ -30,31 +30,37 @@ function checkHook(value: unknown, file: string): HookModule {
   return { ...(h as unknown as HookModule), file };
 }
 
+/** The hook files of a hooks directory, sorted by name: `*.ts` / `*.js` / `*.mjs`, not `_*` or `.*` (helpers they may import). */
+export function hookFiles(root: string): string[] {
+  return readdirSync(root)
+    .filter((f) => HOOK_FILE.test(f) && !f.endsWith(".d.ts") && !f.startsWith("_") && !f.startsWith("."))
+    .sort()
+    .map((f) => join(root, f));
+}
+
+/** Imports one hook file and checks its default export (one hook object or an array of them); throws a HookLoadError naming it. */
+export async function loadHookFile(file: string): Promise<HookModule[]> {
+  let mod: { default?: unknown };
+  try {
+    mod = (await import(pathToFileURL(file).href)) as { default?: unknown };
+  } catch (err) {
+    throw new HookLoadError(`hook file ${file} failed to load: ${(err as Error)?.message ?? String(err)}`);
+  }
+  const exported = mod.default;
+  return (Array.isArray(exported) ? exported : [exported]).map((h) => checkHook(h, file));
+}
+
 /**
- * Loads every `*.ts` / `*.js` / `*.mjs` file of the hooks directory (CONTRACT §5), sorted by
- * name; files starting with `_` or `.` are helpers they may import, not hooks. Each default-
- * exports one hook object or an array of them. A missing directory means no hooks; a file that
- * fails to load is a HookLoadError naming it. Works in the compiled binary too: Bun transpiles
- * an imported `.ts` file at run time.
+ * Loads every hook file of the hooks directory (CONTRACT §5), sorted by name (see hookFiles). A missing
+ * directory means no hooks; a file that fails to load is a HookLoadError naming it. Works in the compiled
+ * binary too: Bun transpiles an imported `.ts` file at run time. (`baas serve` loads them again when they
+ * change: reload.ts.)
  */
 export async function loadHooks(dir: string): Promise<HookSet> {
   const root = resolve(dir);
   if (!existsSync(root)) return { list: [] };
   if (!statSync(root).isDirectory()) throw new HookLoadError(`HOOKS_DIR ${root} is not a directory`);
-  const files = readdirSync(root)
-    .filter((f) => HOOK_FILE.test(f) && !f.endsWith(".d.ts") && !f.startsWith("_") && !f.startsWith("."))
-    .sort();
   const list: HookModule[] = [];
-  for (const f of files) {
-    const file = join(root, f);
-    let mod: { default?: unknown };
-    try {
-      mod = (await import(pathToFileURL(file).href)) as { default?: unknown };
-    } catch (err) {
-      throw new HookLoadError(`hook file ${file} failed to load: ${(err as Error)?.message ?? String(err)}`);
-    }
-    const exported = mod.default;
-    for (const h of Array.isArray(exported) ? exported : [exported]) list.push(checkHook(h, file));
-  }
+  for (const file of hookFiles(root)) list.push(...(await loadHookFile(file)));
   return { list };
 }

@@ -9,6 +9,8 @@ import { adminOpsRoutes } from "./routes/admin-ops.ts";
 import { adminSearchRoutes } from "./routes/admin-search.ts";
 import { adminRoutes } from "./routes/admin.ts";
 import { adminRelationRoutes } from "./routes/admin-relations.ts";
+import { adminWebhookRoutes } from "./routes/admin-webhooks.ts";
+import { adminHookRoutes } from "./routes/admin-hooks.ts";
 import { adminSchemaRoutes } from "./routes/admin-schema.ts";
 import { authRoutes } from "./routes/auth.ts";
 import { authExtraRoutes } from "./routes/auth-extra.ts";
@@ -50,6 +52,8 @@ export function createApp(ctx: AppContext, opts: { requestLog?: boolean } = {}) 
     .use(adminSearchRoutes(ctx))
     .use(adminOpsRoutes(ctx))
     .use(adminRelationRoutes(ctx))
+    .use(adminWebhookRoutes(ctx))
+    .use(adminHookRoutes(ctx))
     .use(adminSchemaRoutes(ctx))
     .use(authRoutes(ctx))
     .use(authExtraRoutes(ctx))

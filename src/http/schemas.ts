@@ -6,6 +6,7 @@ import { MAX_BATCH } from "../records/batch.ts";
 import { MAX_BULK } from "../records/bulk.ts";
 import { ON_DELETE, RELATION_TYPES } from "../relations/catalog.ts";
 import { OAUTH_REDIRECT_URLS, SETTING_DEFS } from "../settings/settings.ts";
+import { MAX_WEBHOOK_COLLECTIONS, WEBHOOK_ACTIONS } from "../webhooks/rows.ts";
 import { byService } from "./check.ts";
 
 /**
@@ -306,6 +307,81 @@ export const UserSecurityBody = t.Object({
   oauth_accounts: t.Array(LinkedAccount),
   api_keys: t.Array(ApiKeyBody),
 });
+
+// ---- Webhooks and hooks (CONTRACT §15)
+
+const webhookAction = t.Union(WEBHOOK_ACTIONS.map((a) => t.Literal(a)));
+const webhookUrl = t.String({ description: "the http:// or https:// address the events are POSTed to (at most 2048 characters)" });
+const webhookCollections = t.Array(t.String(), {
+  minItems: 1,
+  maxItems: MAX_WEBHOOK_COLLECTIONS,
+  description: '"*" for every collection, or the names of existing collections',
+});
+const webhookActions = t.Array(webhookAction, { minItems: 1, description: "default: all four (a hard delete is a delete)" });
+const webhookSecret = t.String({ description: "16 to 256 characters; default: one is made (`whsec_…`). Shown only in the answer that sets it" });
+export const WebhookCreateBody = t.Object(
+  { url: webhookUrl, collections: webhookCollections, actions: t.Optional(webhookActions), secret: t.Optional(webhookSecret), enabled: t.Optional(t.Boolean()) },
+  { additionalProperties: false },
+);
+export const WebhookPatchBody = t.Object(
+  {
+    url: t.Optional(webhookUrl),
+    collections: t.Optional(webhookCollections),
+    actions: t.Optional(webhookActions),
+    secret: t.Optional(t.Union([webhookSecret, t.Null()], { description: 'a new secret, null to make one, or "********" to keep it' })),
+    enabled: t.Optional(t.Boolean()),
+  },
+  { additionalProperties: false },
+);
+export const WebhookBody = open({
+  id: t.String(),
+  url: t.String(),
+  collections: t.Array(t.String()),
+  actions: t.Array(webhookAction),
+  secret: t.String({ description: 'the secret in the answer that set it, else "********"' }),
+  enabled: t.Boolean(),
+  pending: Type.Integer({ description: "deliveries waiting to be sent or retried" }),
+  created_at: t.Number(),
+  updated_at: t.Number(),
+});
+const deliveryStatus = t.Union([t.Literal("pending"), t.Literal("delivered"), t.Literal("failed")]);
+export const WebhookAttemptBody = open({
+  id: t.String(),
+  delivery_id: t.String({ description: "retry it with POST …/deliveries/:delivery_id/retry" }),
+  event_id: t.String({ description: "the X-Baas-Event-Id sent" }),
+  collection: t.String(),
+  action: webhookAction,
+  record_id: t.String(),
+  attempt: Type.Integer({ description: "the X-Baas-Attempt sent (1 for the first)" }),
+  at: millis("when it was sent"),
+  duration_ms: Type.Integer(),
+  ok: t.Boolean({ description: "answered 2xx" }),
+  response_status: nullable(Type.Integer()),
+  error: nullable(t.String({ description: "why it failed: the status and the start of the answer, a timeout, a refused connection" })),
+  status: deliveryStatus,
+  next_attempt_at: nullable(t.Number({ description: "when a pending delivery is tried next (Unix milliseconds)" })),
+});
+export const WebhookDeliveryBody = open({
+  id: t.String(),
+  webhook_id: t.String(),
+  event_id: t.String(),
+  collection: t.String(),
+  action: webhookAction,
+  record_id: t.String(),
+  status: deliveryStatus,
+  attempts: Type.Integer(),
+  next_attempt_at: nullable(t.Number()),
+  expires_at: millis("when it stops being retried"),
+  created_at: t.Number(),
+  updated_at: t.Number(),
+});
+const hookFile = open({
+  file: t.String({ description: "the file's name in HOOKS_DIR" }),
+  hooks: t.Array(open({ collection: t.String(), handlers: t.Array(t.String()) }), { description: "what the file's loaded version registers" }),
+  error: nullable(t.String({ description: "why the file's last load failed (its previous version, if any, stays loaded)" })),
+  loaded_at: nullable(millis("when the version in use was loaded")),
+});
+export const HooksBody = open({ dir: t.String({ description: "HOOKS_DIR" }), items: t.Array(hookFile) });
 
 // ---- Realtime (CONTRACT §10)
 

@@ -2,7 +2,8 @@ import { MAX_INDEX_FIELDS } from "../collections/indexes.ts";
 import { ON_DELETE, RELATION_TYPES } from "../relations/catalog.ts";
 import { SETTING_DEFS } from "../settings/settings.ts";
 import { bodyChecker, type BodyIssue, type BodyMessages } from "./check.ts";
-import { IndexCreateBody, RelationCreateBody, SettingsPatch } from "./schemas.ts";
+import { MAX_WEBHOOK_COLLECTIONS, WEBHOOK_ACTIONS } from "../webhooks/rows.ts";
+import { IndexCreateBody, RelationCreateBody, SettingsPatch, WebhookCreateBody, WebhookPatchBody } from "./schemas.ts";
 
 /** Body checkers the CLI runs too, on the bodies it builds from its arguments, for the same answers. */
 
@@ -46,3 +47,15 @@ export const indexCreate = bodyChecker(IndexCreateBody, {
   fields: ({ path }) => (path.length ? "fields must be an array of field names" : `fields must be an array of 1 to ${MAX_INDEX_FIELDS} field names`),
   unique: "unique must be true or false",
 });
+
+const webhookMessages: BodyMessages = {
+  "": "the request body must be a JSON object",
+  collections: `collections must list 1 to ${MAX_WEBHOOK_COLLECTIONS} collection names, or "*"`,
+  actions: `actions must list one or more of: ${WEBHOOK_ACTIONS.join(", ")}`,
+};
+
+/** Checks a new webhook (POST /admin/webhooks, `baas webhooks add`); the service checks what the values mean. */
+export const webhookCreate = bodyChecker(WebhookCreateBody, webhookMessages);
+
+/** Checks a change of a webhook (PATCH /admin/webhooks/:id). */
+export const webhookPatch = bodyChecker(WebhookPatchBody, { ...webhookMessages, secret: "secret must be a string, or null to make a new one" });

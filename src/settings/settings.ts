@@ -32,6 +32,8 @@ export const SETTING_DEFS = {
   oauth_oidc_scopes: { kind: "string", default: "openid email profile" },
   realtime_max_streams_per_ip: { kind: "integer", default: 100, min: 1, max: 1_000_000 },
   realtime_max_topics_per_ip: { kind: "integer", default: 1000, min: 1, max: 10_000_000 },
+  // Webhooks may POST to loopback, private and link-local addresses (receivers beside the server); false refuses them.
+  webhooks_allow_private_addresses: { kind: "boolean", default: true },
 } satisfies Record<string, Def>;
 
 export type SettingKey = keyof typeof SETTING_DEFS;

@@ -6,7 +6,7 @@ import type { Browser, Page } from "playwright-core";
 import { loadConfig } from "../../src/config.ts";
 import { memoryLogger } from "../../src/log.ts";
 import { startServer, type Running } from "../../src/server.ts";
-import { launchBrowser, STEP_MS, TEST_MS } from "../helpers/browser.ts";
+import { adminApiOf, launchBrowser, STEP_MS, TEST_MS, openConsolePage } from "../helpers/browser.ts";
 
 // The console at 1280 px in chromium, where a newcomer found it lacking: relation fields shown by the
 // related record's title and linked to it, picked from a search (one) or several at once (many_via);
@@ -22,30 +22,10 @@ let shots: string;
 let running: Running;
 let browser: Browser;
 
-async function adminApi(method: string, path: string, body?: unknown): Promise<any> {
-  const res = await fetch(`${running.url}/api/v1${path}`, {
-    method,
-    headers: { authorization: `Bearer ${SECRET}`, "content-type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
-  return text ? JSON.parse(text) : null;
-}
+const adminApi = adminApiOf(() => running.url, SECRET);
 
 /** A fresh 1280 px page logged in to the console at `hash`; script errors are collected. */
-async function consolePage(hash: string): Promise<{ page: Page; errors: string[] }> {
-  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
-  page.setDefaultTimeout(STEP_MS);
-  const errors: string[] = [];
-  page.on("pageerror", (e) => errors.push(e.message));
-  page.on("console", (m) => m.type() === "error" && !/Failed to load resource/.test(m.text()) && errors.push(m.text()));
-  await page.goto(`${running.url}/_/${hash}`);
-  await page.getByLabel("Admin secret").fill(SECRET);
-  await page.getByRole("button", { name: "Log in" }).click();
-  await page.locator("main#main").waitFor();
-  return { page, errors };
-}
+const consolePage = (hash: string) => openConsolePage(browser, running.url, SECRET, hash);
 
 const okNotice = (page: Page, text: string) => page.locator(".flash .alert.ok", { hasText: text }).waitFor();
 const shot = (page: Page, name: string, fullPage = true) => page.screenshot({ path: join(shots, `relations-${name}.png`), fullPage });

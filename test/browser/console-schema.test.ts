@@ -6,7 +6,7 @@ import type { Browser, Page } from "playwright-core";
 import { loadConfig } from "../../src/config.ts";
 import { memoryLogger } from "../../src/log.ts";
 import { startServer, type Running } from "../../src/server.ts";
-import { launchBrowser } from "../helpers/browser.ts";
+import { adminApiOf, launchBrowser, openConsolePage } from "../helpers/browser.ts";
 
 // The console's field editor (add, rename, change of type with the 409's count, drop naming the data lost) and
 // its schema page (export as a file, import with a previewed plan) in chromium.
@@ -18,29 +18,9 @@ let dir: string;
 let running: Running;
 let browser: Browser;
 
-async function adminApi(method: string, path: string, body?: unknown): Promise<any> {
-  const res = await fetch(`${running.url}/api/v1${path}`, {
-    method,
-    headers: { authorization: `Bearer ${SECRET}`, "content-type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
-  return text ? JSON.parse(text) : null;
-}
+const adminApi = adminApiOf(() => running.url, SECRET);
 
-async function consolePage(hash: string): Promise<{ page: Page; errors: string[] }> {
-  const page = await browser.newPage({ viewport: { width: 1280, height: 860 }, acceptDownloads: true });
-  page.setDefaultTimeout(8_000);
-  const errors: string[] = [];
-  page.on("pageerror", (e) => errors.push(e.message));
-  page.on("console", (m) => m.type() === "error" && !/Failed to load resource/.test(m.text()) && errors.push(m.text()));
-  await page.goto(`${running.url}/_/${hash}`);
-  await page.getByLabel("Admin secret").fill(SECRET);
-  await page.getByRole("button", { name: "Log in" }).click();
-  await page.locator("main#main").waitFor();
-  return { page, errors };
-}
+const consolePage = (hash: string) => openConsolePage(browser, running.url, SECRET, hash, { height: 860, acceptDownloads: true });
 
 const okNotice = (page: Page, text: string) => page.locator(".flash .alert.ok", { hasText: text }).waitFor();
 const fieldNames = async () => (await adminApi("GET", "/admin/collections/shop")).fields.map((f: { name: string; type: string }) => `${f.name}:${f.type}`);

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { loadConfig } from "../../src/config.ts";
 import { memoryLogger } from "../../src/log.ts";
-import { launchBrowser, STEP_MS, TEST_MS } from "../helpers/browser.ts";
+import { adminApiOf, launchBrowser, STEP_MS, TEST_MS } from "../helpers/browser.ts";
 import { startServer, type Running } from "../../src/server.ts";
 
 // The console is tested in a real browser: Debian's chromium, driven by playwright-core.
@@ -23,16 +23,7 @@ let page: Page;
 let pageErrors: string[] = [];
 
 /** Calls the admin API directly, to check what the console did. */
-async function adminApi(method: string, path: string, body?: unknown): Promise<any> {
-  const res = await fetch(`${running.url}/api/v1${path}`, {
-    method,
-    headers: { authorization: `Bearer ${SECRET}`, "content-type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
-  return text ? JSON.parse(text) : null;
-}
+const adminApi = adminApiOf(() => running.url, SECRET);
 
 async function shot(name: string): Promise<void> {
   await page.screenshot({ path: join(shots, `${name}.png`), fullPage: true });

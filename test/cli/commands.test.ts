@@ -1,15 +1,14 @@
 import { afterEach, beforeAll, beforeEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { Database } from "bun:sqlite";
-import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import pkg from "../../package.json" with { type: "json" };
 import { ADMIN } from "../../src/auth/principal.ts";
 import { closeContext } from "../../src/context.ts";
 import { createRecord } from "../../src/records/create.ts";
 import { schemaNameTaken } from "../../src/collections/ddl.ts";
-import { buildBinary, databaseEnv, openDataDir, runCli, tempDataDir, withDataDir, type CliResult } from "../helpers/cli.ts";
+import { buildBinary, openDataDir, runCli, runOnTty, tempDataDir, withDataDir, type CliResult } from "../helpers/cli.ts";
 import { onPostgres } from "../helpers/engine.ts";
-import { waitFor } from "../helpers/wait.ts";
 
 setDefaultTimeout(60_000);
 
@@ -647,61 +646,7 @@ describe("indexes and fts", () => {
 // On a terminal the CLI asks instead of refusing. `script` gives the binary a pseudo-terminal.
 const scriptBin = Bun.which("script");
 describe.skipIf(!scriptBin)("prompts on a terminal", () => {
-  const clean = (s: string) => s.replace(/[\r\n]/g, "").replace(/\x1b\[[0-9;?]*[A-Za-z]/g, "");
-
-  /**
-   * Runs the binary on a pseudo-terminal and types each input once the screen shows its prompt
-   * text and the program has put the terminal in raw mode to read keys (as a person would), so a
-   * slow start never makes the keys arrive before the question, nor echoed by the terminal.
-   */
-  const onTty = async (args: string[], steps: [waitFor: string, input: string][]) => {
-    // The shell records which terminal it got, so the test can read that terminal's mode.
-    const ttyFile = join(dir, "tty-name");
-    const command = `stty cols 200 rows 50; tty > '${ttyFile}'; exec ${[bin, "--data", dir, ...args].map((a) => `'${a}'`).join(" ")}`;
-    const proc = Bun.spawn([scriptBin!, "-q", "-e", "-c", command, "/dev/null"], {
-      stdin: "pipe",
-      stdout: "pipe",
-      stderr: "pipe",
-      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? "/tmp", TERM: "xterm", ...(await databaseEnv(["--data", dir], dir)) },
-    });
-    let out = "";
-    const reading = (async () => {
-      const decoder = new TextDecoder();
-      const reader = proc.stdout.getReader();
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) break;
-        out += decoder.decode(value);
-      }
-    })();
-    /** The terminal is in raw mode (no line editing, no echo): the prompt library reads single keys now. */
-    const rawMode = () => {
-      const tty = existsSync(ttyFile) ? readFileSync(ttyFile, "utf8").trim() : "";
-      if (!tty.startsWith("/dev/")) return false;
-      const mode = Bun.spawnSync(["stty", "-F", tty, "-a"]).stdout.toString();
-      return / -icanon\b/.test(mode) && / -echo\b/.test(mode);
-    };
-    for (const [prompt, input] of steps) {
-      await waitFor(() => clean(out).includes(prompt) && rawMode(), { what: `the prompt "${prompt}" in raw mode` });
-      for (const key of input) {
-        try {
-          proc.stdin.write(key);
-          proc.stdin.flush();
-        } catch (err) {
-          // The command stopped reading (a y/n key answers a confirm at once, and it may exit before the
-          // next key): the keys left cannot change anything; its exit code and output are checked below.
-          if ((err as { code?: string }).code === "EPIPE") break;
-          throw err;
-        }
-        // Keystroke pacing: one key at a time, as typed.
-        await Bun.sleep(10);
-      }
-    }
-    const code = await proc.exited;
-    proc.stdin.end();
-    await reading;
-    return { code, out: clean(out) };
-  };
+  const onTty = (args: string[], steps: [waitFor: string, input: string][]) => runOnTty(scriptBin!, bin, dir, args, steps);
 
   test("collections delete asks to confirm; no keeps the collection, yes deletes it", async () => {
     await cli(["collections", "create", "ttyposts"]);

@@ -1,10 +1,9 @@
 import { afterEach, beforeAll, beforeEach, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ADMIN_SECRET } from "../helpers/app.ts";
-import { buildBinary, databaseEnv, runCli, tempDataDir, type CliResult } from "../helpers/cli.ts";
+import { buildBinary, runCli, runOnTty, tempDataDir, type CliResult } from "../helpers/cli.ts";
 import { spawnServer, type ServerProcess } from "../helpers/server.ts";
-import { waitFor } from "../helpers/wait.ts";
 
 // `baas schema export|apply` and `baas fields …` (CONTRACT §13) as the compiled binary runs them: on a fresh
 // data directory, and on a running server, through its data directory and through its admin API (--url).
@@ -164,46 +163,7 @@ describe("on a running server", () => {
 // On a terminal, apply shows the plan and asks. `script` gives the binary a pseudo-terminal.
 const scriptBin = Bun.which("script");
 describe.skipIf(!scriptBin)("on a terminal", () => {
-  const clean = (s: string) => s.replace(/[\r\n]/g, "").replace(/\x1b\[[0-9;?]*[A-Za-z]/g, "");
-
-  /** Runs the binary on a pseudo-terminal and answers `input` once `prompt` shows with the terminal in raw mode. */
-  const onTty = async (args: string[], prompt: string, input: string) => {
-    const ttyFile = join(dir, "tty-name");
-    const command = `stty cols 200 rows 50; tty > '${ttyFile}'; exec ${[bin, "--data", dir, ...args].map((a) => `'${a}'`).join(" ")}`;
-    const proc = Bun.spawn([scriptBin!, "-q", "-e", "-c", command, "/dev/null"], {
-      stdin: "pipe",
-      stdout: "pipe",
-      stderr: "pipe",
-      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? "/tmp", TERM: "xterm", ...(await databaseEnv(["--data", dir], dir)) },
-    });
-    let out = "";
-    const reading = (async () => {
-      const decoder = new TextDecoder();
-      const reader = proc.stdout.getReader();
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) break;
-        out += decoder.decode(value);
-      }
-    })();
-    const rawMode = () => {
-      const tty = existsSync(ttyFile) ? readFileSync(ttyFile, "utf8").trim() : "";
-      if (!tty.startsWith("/dev/")) return false;
-      const mode = Bun.spawnSync(["stty", "-F", tty, "-a"]).stdout.toString();
-      return / -icanon\b/.test(mode) && / -echo\b/.test(mode);
-    };
-    await waitFor(() => clean(out).includes(prompt) && rawMode(), { timeoutMs: 20_000, what: `the prompt "${prompt}" in raw mode` });
-    try {
-      proc.stdin.write(input);
-      proc.stdin.flush();
-    } catch (err) {
-      if ((err as { code?: string }).code !== "EPIPE") throw err;
-    }
-    const code = await proc.exited;
-    proc.stdin.end();
-    await reading;
-    return { code, out: clean(out) };
-  };
+  const onTty = (args: string[], prompt: string, input: string) => runOnTty(scriptBin!, bin, dir, args, [[prompt, input]]);
 
   test("schema apply prints the plan and asks: no changes nothing, yes applies", async () => {
     const file = schemaFile(SCHEMA);

@@ -45,3 +45,40 @@ export async function openRecordingPage(browser: Browser): Promise<{ page: Page;
   page.on("console", (m) => m.type() === "error" && !m.text().startsWith("Failed to load resource") && errors.push(m.text()));
   return { page, requests, errors };
 }
+
+/** Calls the admin API of the server at `url()` with `secret`: the JSON answer, or throws naming the status and body. */
+export function adminApiOf(url: () => string, secret: string): (method: string, path: string, body?: unknown) => Promise<any> {
+  return async (method, path, body) => {
+    const res = await fetch(`${url()}/api/v1${path}`, {
+      method,
+      headers: { authorization: `Bearer ${secret}`, "content-type": "application/json" },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.text();
+    if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
+    return text ? JSON.parse(text) : null;
+  };
+}
+
+/**
+ * A fresh page (1280 px wide) logged in to the console of the server at `url` with `secret`, at `hash`; script
+ * errors are collected (a 4xx the console handles is logged by the browser as a failed resource: not one).
+ */
+export async function openConsolePage(
+  browser: Browser,
+  url: string,
+  secret: string,
+  hash: string,
+  opts: { height?: number; acceptDownloads?: boolean } = {},
+): Promise<{ page: Page; errors: string[] }> {
+  const page = await browser.newPage({ viewport: { width: 1280, height: opts.height ?? 800 }, acceptDownloads: opts.acceptDownloads });
+  page.setDefaultTimeout(STEP_MS);
+  const errors: string[] = [];
+  page.on("pageerror", (e) => errors.push(e.message));
+  page.on("console", (m) => m.type() === "error" && !/Failed to load resource/.test(m.text()) && errors.push(m.text()));
+  await page.goto(`${url}/_/${hash}`);
+  await page.getByLabel("Admin secret").fill(secret);
+  await page.getByRole("button", { name: "Log in" }).click();
+  await page.locator("main#main").waitFor();
+  return { page, errors };
+}

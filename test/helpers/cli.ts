@@ -1,9 +1,10 @@
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { loadConfig } from "../../src/config.ts";
 import { closeContext, openContext, type AppContext } from "../../src/context.ts";
 import { databaseUrlForDir, onPostgres } from "./engine.ts";
+import { waitFor } from "./wait.ts";
 
 const ROOT = resolve(import.meta.dir, "../..");
 let built: Promise<string> | null = null;
@@ -110,4 +111,67 @@ export async function withDataDir<T>(dir: string, fn: (ctx: AppContext) => Promi
   } finally {
     await closeContext(ctx);
   }
+}
+
+/** A program's output without line ends and terminal escapes, as a person reads the screen. */
+export const screenText = (s: string) => s.replace(/[\r\n]/g, "").replace(/\x1b\[[0-9;?]*[A-Za-z]/g, "");
+
+/**
+ * Runs `bin --data dir …args` on a pseudo-terminal (`script`) and types each input once the screen shows its
+ * prompt text and the program has put the terminal in raw mode to read keys (as a person would), so a slow
+ * start never makes the keys arrive before the question, nor echoed by the terminal. Keys go one at a time.
+ */
+export async function runOnTty(
+  script: string,
+  bin: string,
+  dir: string,
+  args: string[],
+  steps: [waitFor: string, input: string][],
+): Promise<{ code: number; out: string }> {
+  // The shell records which terminal it got, so the test can read that terminal's mode.
+  const ttyFile = join(dir, "tty-name");
+  const command = `stty cols 200 rows 50; tty > '${ttyFile}'; exec ${[bin, "--data", dir, ...args].map((a) => `'${a}'`).join(" ")}`;
+  const proc = Bun.spawn([script, "-q", "-e", "-c", command, "/dev/null"], {
+    stdin: "pipe",
+    stdout: "pipe",
+    stderr: "pipe",
+    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? "/tmp", TERM: "xterm", ...(await databaseEnv(["--data", dir], dir)) },
+  });
+  let out = "";
+  const reading = (async () => {
+    const decoder = new TextDecoder();
+    const reader = proc.stdout.getReader();
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      out += decoder.decode(value);
+    }
+  })();
+  /** The terminal is in raw mode (no line editing, no echo): the prompt library reads single keys now. */
+  const rawMode = () => {
+    const tty = existsSync(ttyFile) ? readFileSync(ttyFile, "utf8").trim() : "";
+    if (!tty.startsWith("/dev/")) return false;
+    const mode = Bun.spawnSync(["stty", "-F", tty, "-a"]).stdout.toString();
+    return / -icanon\b/.test(mode) && / -echo\b/.test(mode);
+  };
+  steps: for (const [prompt, input] of steps) {
+    await waitFor(() => screenText(out).includes(prompt) && rawMode(), { what: `the prompt "${prompt}" in raw mode` });
+    for (const key of input) {
+      try {
+        proc.stdin.write(key);
+        proc.stdin.flush();
+      } catch (err) {
+        // The command stopped reading (a y/n key answers a confirm at once, and it may exit before the
+        // next key): the keys left cannot change anything; its exit code and output are checked by the caller.
+        if ((err as { code?: string }).code === "EPIPE") break steps;
+        throw err;
+      }
+      // Keystroke pacing: one key at a time, as typed.
+      await Bun.sleep(10);
+    }
+  }
+  const code = await proc.exited;
+  proc.stdin.end();
+  await reading;
+  return { code, out: screenText(out) };
 }

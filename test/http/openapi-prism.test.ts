@@ -196,6 +196,20 @@ describe("Prism (proxy mode) over a run covering every operation", () => {
     await call("PUT", "/api/v1/admin/collections/notes/rules", { ...admin, body: { rules: { read: "public" } } });
     await call("PUT", "/api/v1/admin/collections/nope/rules", { ...admin, body: { rules: { read: "public" } } });
     await call("GET", "/api/v1/admin/collections/posts/stats", admin);
+    await call("POST", "/api/v1/admin/collections/notes/rules/check", { ...admin, body: { op: "read", rule: "title = 'a' || @auth.id != null" } });
+    await call("POST", "/api/v1/admin/collections/notes/rules/check", { ...admin, body: { op: "read", rule: "title = (" } });
+    await call("POST", "/api/v1/admin/collections/nope/rules/check", { ...admin, body: { op: "read", rule: "public" } });
+    await call("POST", "/api/v1/admin/collections/notes/fields", { ...admin, body: { name: "summary", type: "text" } });
+    await call("POST", "/api/v1/admin/collections/notes/fields", { ...admin, body: { name: "summary", type: "text" } });
+    await call("POST", "/api/v1/admin/collections/notes/fields", { ...admin, ...bad, body: { name: "x", type: "date" } });
+    await call("PATCH", "/api/v1/admin/collections/notes/fields/summary", { ...admin, body: { name: "abstract" } });
+    await call("PATCH", "/api/v1/admin/collections/notes/fields/nope", { ...admin, body: { name: "other" } });
+    await call("DELETE", "/api/v1/admin/collections/notes/fields/abstract", admin);
+    await call("DELETE", "/api/v1/admin/collections/notes/fields/abstract", admin);
+    const schema = await call("GET", "/api/v1/admin/schema", admin);
+    await call("POST", "/api/v1/admin/schema/apply", { ...admin, body: { schema: schema.body, dry_run: true } });
+    await call("POST", "/api/v1/admin/schema/apply", { ...admin, body: { schema: schema.body } });
+    await call("POST", "/api/v1/admin/schema/apply", { ...admin, body: { schema: { collections: [{ name: "1bad" }] } } });
     await call("GET", "/api/v1/admin/settings", admin);
     await call("PATCH", "/api/v1/admin/settings", { ...admin, body: { app_name: "Prism" } });
     await call("PATCH", "/api/v1/admin/settings", { ...admin, ...bad, body: { nope: 1 } });
@@ -357,6 +371,26 @@ describe("Prism (proxy mode) over a run covering every operation", () => {
     await call("POST", "/api/v1/admin/relations", { ...admin, ...bad, body: { from_col: "notes" } });
     await call("DELETE", `/api/v1/admin/relations/${rel.body.id}`, admin);
     await call("DELETE", "/api/v1/admin/relations/nope", admin);
+
+    // ---- Admin: webhooks (no worker runs here: the delivery stays pending) and hook files
+    await call("GET", "/api/v1/admin/webhooks", admin);
+    const hook = await call("POST", "/api/v1/admin/webhooks", { ...admin, body: { url: "http://127.0.0.1:9/hook", collections: ["notes"], actions: ["create"] } });
+    await call("POST", "/api/v1/admin/webhooks", { ...admin, body: { url: "ftp://example.com/hook", collections: ["notes"] } });
+    await call("POST", "/api/v1/admin/webhooks", { ...admin, ...bad, body: { url: "http://127.0.0.1:9/hook" } });
+    await call("GET", `/api/v1/admin/webhooks/${hook.body.id}`, admin);
+    await call("GET", "/api/v1/admin/webhooks/nope", admin);
+    await call("PATCH", `/api/v1/admin/webhooks/${hook.body.id}`, { ...admin, body: { secret: null, actions: ["create", "delete"] } });
+    await call("PATCH", "/api/v1/admin/webhooks/nope", { ...admin, body: { enabled: false } });
+    await call("POST", "/api/v1/notes", { body: { title: "to a webhook" } });
+    const delivery = await t.ctx.db.get<{ id: string }>("SELECT id FROM _webhook_deliveries WHERE webhook_id = ?", [hook.body.id]);
+    await call("GET", `/api/v1/admin/webhooks/${hook.body.id}/deliveries`, admin);
+    await call("GET", "/api/v1/admin/webhooks/nope/deliveries", admin);
+    await call("POST", `/api/v1/admin/webhooks/${hook.body.id}/deliveries/${delivery!.id}/retry`, admin);
+    await call("POST", `/api/v1/admin/webhooks/${hook.body.id}/deliveries/nope/retry`, admin);
+    await call("DELETE", `/api/v1/admin/webhooks/${hook.body.id}`, admin);
+    await call("DELETE", "/api/v1/admin/webhooks/nope", admin);
+    await call("GET", "/api/v1/admin/hooks", admin);
+    await call("POST", "/api/v1/admin/hooks/reload", admin);
     const note = await call("POST", "/api/v1/notes", { body: { title: "n" } });
     await call("DELETE", `/api/v1/admin/collections/notes/records/${note.body._id}`, admin);
     await call("DELETE", "/api/v1/admin/collections/notes/records/missing", admin);

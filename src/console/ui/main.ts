@@ -5,10 +5,12 @@ import { busy, clearFlash, field, loading, setFlashElement, showError } from "./
 import { renderApiReference } from "./views/api-reference.ts";
 import { renderCollections } from "./views/collections.ts";
 import { renderCollection } from "./views/collection.ts";
+import { renderHooks } from "./views/hooks.ts";
 import { renderRelations } from "./views/relations.ts";
 import { renderSchemaPage } from "./views/schema.ts";
 import { renderSettings } from "./views/settings.ts";
 import { renderUser, renderUsers } from "./views/users.ts";
+import { renderWebhook, renderWebhooks } from "./views/webhooks.ts";
 
 const root = document.getElementById("app")!;
 let loginNotice = "";
@@ -18,6 +20,8 @@ const NAV: [string, string][] = [
   ["#/relations", "Relations"],
   ["#/schema", "Schema"],
   ["#/users", "Users"],
+  ["#/webhooks", "Webhooks"],
+  ["#/hooks", "Hooks"],
   ["#/settings", "Settings"],
   ["#/api", "API"],
 ];
@@ -124,6 +128,8 @@ export function render(): void {
     relations: () => renderRelations(main, stale),
     schema: () => renderSchemaPage(main, stale),
     users: () => (rest[0] ? renderUser(main, rest[0], stale) : renderUsers(main, stale)),
+    webhooks: () => (rest[0] ? renderWebhook(main, rest[0], stale) : renderWebhooks(main, stale)),
+    hooks: () => renderHooks(main, stale),
     settings: () => renderSettings(main, stale),
     api: () => renderApiReference(main, stale),
   };

@@ -1,0 +1,153 @@
+import { existsSync, realpathSync, statSync, watch, type FSWatcher } from "node:fs";
+import { basename, resolve, sep } from "node:path";
+import type { AppContext } from "../context.ts";
+import { subscribeCommitHooks } from "./commit.ts";
+import { HOOK_KEYS, hookFiles, loadHookFile } from "./load.ts";
+import type { HookModule } from "./types.ts";
+
+/**
+ * Hooks reload (CONTRACT §15): `baas serve` loads the hook files again when they change (watchHooks) and on
+ * `POST /admin/hooks/reload`. Every file is imported afresh; one that fails to load keeps the version loaded
+ * before (if any), and the failure is logged and shown by `GET /admin/hooks`. The new list replaces
+ * `ctx.hooks.list` at once, and the onCommit handlers follow it.
+ */
+
+/** One hook file: the version in use and the last load's failure. */
+interface FileState {
+  /** What the version in use registers (none when the file never loaded). */
+  hooks: HookModule[];
+  error: string | null;
+  loadedAt: number | null;
+}
+
+interface Registry {
+  files: Map<string, FileState>;
+  /** The reload running: the next one waits for it. */
+  running: Promise<unknown>;
+}
+
+const registries = new WeakMap<AppContext, Registry>();
+
+/** The files as loaded at the start (`ctx.hooks`, each hook naming its file, loaded at `loadedAt`), until the first reload. */
+function registryOf(ctx: AppContext, loadedAt: number | null = null): Registry {
+  let reg = registries.get(ctx);
+  if (!reg) {
+    const files = new Map<string, FileState>();
+    for (const h of ctx.hooks.list) {
+      const file = h.file ?? "";
+      const state = files.get(file) ?? { hooks: [], error: null, loadedAt };
+      state.hooks.push(h);
+      files.set(file, state);
+    }
+    registries.set(ctx, (reg = { files, running: Promise.resolve() }));
+  }
+  return reg;
+}
+
+/** The hook files and what they register, as `GET /admin/hooks` answers. */
+export interface HooksStatus {
+  dir: string;
+  items: { file: string; hooks: { collection: string; handlers: string[] }[]; error: string | null; loaded_at: number | null }[];
+}
+
+/** `GET /admin/hooks`: the hook files in use, their handlers and their last load's failure. */
+export function hooksStatus(ctx: AppContext): HooksStatus {
+  const reg = registryOf(ctx);
+  return {
+    dir: resolve(ctx.config.hooksDir),
+    items: [...reg.files.entries()]
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([file, s]) => ({
+        file: basename(file),
+        hooks: s.hooks.map((h) => ({ collection: h.collection, handlers: HOOK_KEYS.filter((k) => typeof h[k] === "function") })),
+        error: s.error,
+        loaded_at: s.loadedAt,
+      })),
+  };
+}
+
+/**
+ * Bun keeps each imported module, and imports it again only once it is forgotten: every module of the hooks
+ * directory (hook files and the helpers they import, not packages) is forgotten before a reload.
+ */
+function forgetModules(root: string): void {
+  const cache = require.cache as Record<string, unknown>;
+  // Modules are kept under their real path: a HOOKS_DIR reached through a symbolic link is looked up by both.
+  const roots = [...new Set([root, existsSync(root) ? realpathSync(root) : root])].map((r) => r + sep);
+  for (const key of Object.keys(cache))
+    if (roots.some((r) => key.startsWith(r)) && !key.includes(`${sep}node_modules${sep}`)) delete cache[key];
+}
+
+/**
+ * Loads every hook file of HOOKS_DIR again, one reload at a time, and answers the new status. A file that fails
+ * keeps its previous version; a file that is gone is dropped with its hooks.
+ */
+export function reloadHooks(ctx: AppContext): Promise<HooksStatus> {
+  const reg = registryOf(ctx);
+  const run = reg.running.then(() => reloadNow(ctx, reg));
+  reg.running = run.catch(() => {});
+  return run;
+}
+
+async function reloadNow(ctx: AppContext, reg: Registry): Promise<HooksStatus> {
+  const root = resolve(ctx.config.hooksDir);
+  const present = existsSync(root) && statSync(root).isDirectory() ? hookFiles(root) : [];
+  forgetModules(root);
+  const files = new Map<string, FileState>();
+  for (const file of present) {
+    const before = reg.files.get(file);
+    try {
+      files.set(file, { hooks: await loadHookFile(file), error: null, loadedAt: ctx.clock.now() });
+    } catch (err) {
+      const error = err instanceof Error ? err.message : String(err);
+      ctx.log.error(before?.hooks.length ? "hook file failed to load; its previous version stays in use" : "hook file failed to load", {
+        file,
+        error,
+      });
+      files.set(file, { hooks: before?.hooks ?? [], error, loadedAt: before?.loadedAt ?? null });
+    }
+  }
+  reg.files = files;
+  ctx.hooks.list = [...files.values()].flatMap((s) => s.hooks);
+  subscribeCommitHooks(ctx);
+  const failed = [...files.values()].filter((s) => s.error).length;
+  ctx.log.info("hooks reloaded", { files: files.size, hooks: ctx.hooks.list.length, failed });
+  return hooksStatus(ctx);
+}
+
+/** What changes in the hooks directory are worth a reload: scripts and JSON they may import, not editor files. */
+const RELEVANT = /\.(ts|js|mjs|cjs|json)$/;
+
+/**
+ * Watches HOOKS_DIR (and the directories below it) and reloads the hooks once changes stop for `debounceMs`
+ * (an editor's save is several events). Nothing is watched when the directory does not exist at start.
+ * Returns the function that stops watching.
+ */
+export function watchHooks(ctx: AppContext, opts: { debounceMs?: number } = {}): () => void {
+  // The hooks in use now were loaded at this start.
+  registryOf(ctx, ctx.clock.now());
+  const root = resolve(ctx.config.hooksDir);
+  if (!existsSync(root) || !statSync(root).isDirectory()) return () => {};
+  const debounceMs = opts.debounceMs ?? 200;
+  let timer: ReturnType<typeof setTimeout> | null = null;
+  let watcher: FSWatcher;
+  try {
+    watcher = watch(root, { recursive: true }, (_event, name) => {
+      const file = name === null ? null : String(name);
+      if (file !== null && (!RELEVANT.test(file) || file.split(/[\\/]/).some((part) => part.startsWith(".") || part === "node_modules"))) return;
+      if (timer) clearTimeout(timer);
+      timer = setTimeout(() => {
+        timer = null;
+        reloadHooks(ctx).catch((err) => ctx.log.error("reloading hooks failed", { error: err instanceof Error ? err.message : String(err) }));
+      }, debounceMs);
+    });
+  } catch (err) {
+    ctx.log.warn("cannot watch the hooks directory; reload with POST /api/v1/admin/hooks/reload", { dir: root, error: String(err) });
+    return () => {};
+  }
+  watcher.on("error", (err) => ctx.log.warn("watching the hooks directory failed", { dir: root, error: String(err) }));
+  return () => {
+    if (timer) clearTimeout(timer);
+    watcher.close();
+  };
+}
