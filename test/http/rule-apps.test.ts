@@ -278,6 +278,19 @@ describe("a team chat: rooms and messages read by members (@exists, relation pat
     expect((await as("carol", "DELETE", `/api/v1/messages/${msg.g3}`)).status).toBe(404);
   });
 
+  test("a `many` field lists and filters only the messages the caller may read", async () => {
+    ok(await t.admin("POST", "/api/v1/admin/relations", { from_col: "rooms", from_field: "posts", to_col: "messages", type: "many", to_field: "room" }), 201);
+    // Alice reads both rooms (she owns them); the filter sees the secret room's message for her only.
+    const mine = await as("alice", "GET", `/api/v1/rooms?filter=posts:eq:${msg.s1}`);
+    expect(idsOf(mine.body.items)).toEqual([room.secret!]);
+    const bobs = await as("bob", "GET", `/api/v1/rooms?filter=posts:eq:${msg.s1}`);
+    expect(bobs.body).toEqual({ items: [], next_cursor: null, total: 0 });
+    // Carol reads no room at all; a filter cannot show her one through a message.
+    expect((await as("carol", "GET", `/api/v1/rooms?filter=posts:ne:null`)).body.total).toBe(0);
+    const general = await as("bob", "GET", `/api/v1/rooms/${room.general}`);
+    expect([...general.body.posts].sort()).toEqual([msg.g1!, msg.g2!, msg.g3!].sort());
+  });
+
   test("a member removed from a room stops reading and receiving at the next request", async () => {
     const bob = await followBare(t, ["messages", "markers"], u.bob!.token);
     const alice = await followBare(t, ["messages", "markers"], u.alice!.token);
