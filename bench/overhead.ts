@@ -18,7 +18,7 @@ import { join } from "node:path";
 import { ensureAdminSecret } from "../src/auth/admin.ts";
 import { ensureJwtKey } from "../src/auth/keys.ts";
 import { loadConfig } from "../src/config.ts";
-import { closeContext, openContext } from "../src/context.ts";
+import { closeContext, openContext } from "../src/app-context.ts";
 import { startCheckpointer } from "../src/db/checkpointer.ts";
 import { createApp } from "../src/http/app.ts";
 import { createLogger } from "../src/log.ts";

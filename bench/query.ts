@@ -5,11 +5,11 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ADMIN } from "../src/auth/principal.ts";
+import { ADMIN } from "../src/principal.ts";
 import { createCollection } from "../src/collections/admin.ts";
 import { createIndexDef } from "../src/collections/indexes.ts";
 import { loadConfig } from "../src/config.ts";
-import { closeContext, createContext } from "../src/context.ts";
+import { closeContext, createContext } from "../src/app-context.ts";
 import { memoryLogger } from "../src/log.ts";
 import { aggregateRecords } from "../src/records/aggregate.ts";
 import { countRecords } from "../src/records/count.ts";

@@ -1,12 +1,12 @@
 // CPU time of one realtime read check (readDecision: run per stream per event), allowed and refused:
 // `bun bench/read-check.ts`. A refusal used to throw and catch an AppError per check.
-import type { Principal } from "../src/auth/principal.ts";
-import type { Collection } from "../src/collections/types.ts";
+import type { Principal } from "../src/principal.ts";
+import type { Collection } from "../src/catalog/types.ts";
 import { readDecision } from "../src/records/access.ts";
 
 const col = (read: unknown) => ({ name: "chat", rules: { read, create: "authenticated", update: "owner", delete: "owner" } }) as unknown as Collection;
 const anonymous: Principal = { kind: "anonymous" };
-const user: Principal = { kind: "user", userId: "u1", roles: [], sessionId: "s", via: "token" };
+const user: Principal = { kind: "user", userId: "u1", roles: [], metadata: {}, email: "u1@example.com", verified: true, sessionId: "s", via: "token" };
 const record = { _id: "x", _owner_id: "u2" };
 const cases: [string, Collection, Principal][] = [
   ["anonymous stream, public rule (allowed)", col("public"), anonymous],

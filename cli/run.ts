@@ -1,7 +1,8 @@
 import { InvalidArgumentError, type Command } from "commander";
 import { existsSync, readFileSync } from "node:fs";
 import { loadConfig, type Config } from "../src/config.ts";
-import { closeContext, openContext, type AppContext } from "../src/context.ts";
+import { closeContext, openContext } from "../src/app-context.ts";
+import { type AppContext } from "../src/context.ts";
 import { normalizeStoredEmails } from "../src/users/stored-emails.ts";
 import { getMeta, PUBLIC_URL_META } from "../src/db/meta.ts";
 import { AppError } from "../src/errors.ts";

@@ -1,26 +1,22 @@
-import { systemClock, type Clock } from "./clock.ts";
-import { createCatalog, type Catalog } from "./collections/catalog.ts";
+import type { Catalog } from "./catalog/catalog.ts";
+import type { Clock } from "./clock.ts";
 import type { Config } from "./config.ts";
-import { openPostgres } from "./db/postgres.ts";
-import { migratePostgres } from "./db/migrate-postgres.ts";
-import { migrate } from "./db/migrate.ts";
-import { openDatabase } from "./db/open.ts";
-import { SqliteEngine } from "./db/sqlite.ts";
 import type { Engine } from "./db/engine.ts";
-import { createLogger, type Logger } from "./log.ts";
-import { createMailer, type Mailer } from "./mail/mailer.ts";
-import { getSetting } from "./settings/settings.ts";
+import type { ChangeEvent, EventBus } from "./events/bus.ts";
 import type { HookSet } from "./hooks/types.ts";
-import { createEventBus, type EventBus } from "./events/bus.ts";
-import { closeRealtime } from "./realtime/hub.ts";
-import { relayFlushed, startChangeRelay } from "./realtime/relay.ts";
-import { subscribeCommitHooks } from "./hooks/commit.ts";
+import type { Logger } from "./log.ts";
+import type { Mailer } from "./mail/mailer.ts";
 
-/** Everything a service needs, passed explicitly. Tests build their own. */
+// What every service is handed. Only its type lives here, low in the layers (it names what it holds and
+// imports nothing that runs); app-context.ts, beside server.ts at the top, builds one and wires realtime,
+// mail, the change relay and the commit hooks to it.
+
+/** Everything a service needs, passed explicitly. Tests build their own (app-context.ts). */
 export interface AppContext {
   config: Config;
   /** The storage interface (src/db/engine.ts): every statement and transaction goes through it. */
   db: Engine;
+  /** The collections and relations as this process knows them (catalog/catalog.ts). */
   catalog: Catalog;
   clock: Clock;
   log: Logger;
@@ -30,6 +26,11 @@ export interface AppContext {
   cache: Map<string, unknown>;
   /** Change events of committed record writes (CONTRACT §5, §10). */
   events: EventBus;
+  /**
+   * Writes that go with a transaction's change events, as its last writes before it commits (the webhook
+   * outbox, wired by app-context.ts): undefined when there is nothing to write, so inTransaction awaits nothing.
+   */
+  beforeCommit: ((ctx: AppContext, events: readonly ChangeEvent[]) => Promise<void> | undefined) | null;
 }
 
 export interface ContextOptions {
@@ -39,73 +40,4 @@ export interface ContextOptions {
   log?: Logger;
   mailer?: Mailer;
   hooks?: HookSet;
-}
-
-/**
- * Opens the configured database (the data directory's SQLite file, or PostgreSQL when `--database` /
- * DATABASE_URL names one), runs the migrations and builds the context.
- */
-export async function openContext(config: Config, opts: ContextOptions = {}): Promise<AppContext> {
-  if (opts.engine || config.database.engine !== "postgres") return createContext(config, opts);
-  const { url, poolSize, statementTimeoutMs } = config.database;
-  const log = opts.log ?? createLogger({ format: config.logFormat, level: config.logLevel });
-  const engine = openPostgres({
-    url,
-    poolSize,
-    statementTimeoutMs,
-    onCallbackError: (err) => log.error("after-commit callback failed", { error: err }),
-  });
-  try {
-    await migratePostgres(engine);
-  } catch (err) {
-    await engine.close().catch(() => {});
-    throw err;
-  }
-  return createContext(config, { ...opts, log, engine });
-}
-
-/**
- * Builds the context on `opts.engine`, else on the data directory's SQLite file (migrated here).
- * A PostgreSQL database is opened by openContext, which migrates it first.
- */
-export function createContext(config: Config, opts: ContextOptions = {}): AppContext {
-  // IMPORTANT: never fall back to the data directory's SQLite file when PostgreSQL was asked for: nodes
-  // meant to share one database would each write their own.
-  if (!opts.engine && config.database.engine === "postgres") throw new Error("createContext: open a PostgreSQL database with openContext");
-  const log = opts.log ?? createLogger({ format: config.logFormat, level: config.logLevel });
-  const ctx: AppContext = {
-    config,
-    db: opts.engine ?? openSqlite(config, log),
-    catalog: createCatalog(),
-    clock: opts.clock ?? systemClock,
-    log,
-    mailer: null as unknown as Mailer,
-    hooks: opts.hooks ?? { list: [] },
-    cache: new Map(),
-    events: createEventBus((err, event) =>
-      log.error("change listener failed", { collection: event.collection, action: event.action, error: err }),
-    ),
-  };
-  ctx.mailer =
-    opts.mailer ??
-    createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, fromName: () => getSetting(ctx, "app_name"), log });
-  // The catalog starts stale: the first request loads it.
-  subscribeCommitHooks(ctx);
-  // On PostgreSQL other nodes (and CLI commands) share the database: they learn of this one's changes.
-  startChangeRelay(ctx);
-  return ctx;
-}
-
-function openSqlite(config: Config, log: Logger): Engine {
-  const sqlite = openDatabase(config.dbPath, { sync: config.sync });
-  migrate(sqlite);
-  return new SqliteEngine(sqlite, (err) => log.error("after-commit callback failed", { error: err }));
-}
-
-/** Ends the realtime streams, closes the mailer and the database. */
-export async function closeContext(ctx: AppContext): Promise<void> {
-  closeRealtime(ctx);
-  ctx.mailer.close();
-  await relayFlushed(ctx);
-  await ctx.db.close();
 }

@@ -2,7 +2,8 @@ import type { Server } from "bun";
 import { ensureAdminSecret, MIN_ADMIN_SECRET_LENGTH, type AdminSecretState } from "./auth/admin.ts";
 import { ensureJwtKey } from "./auth/keys.ts";
 import { normalizeStoredEmails } from "./users/stored-emails.ts";
-import { closeContext, openContext, type AppContext, type ContextOptions } from "./context.ts";
+import { closeContext, openContext } from "./app-context.ts";
+import { type AppContext, type ContextOptions } from "./context.ts";
 import type { Config } from "./config.ts";
 import { startCheckpointer } from "./db/checkpointer.ts";
 import { PUBLIC_URL_META, setMeta } from "./db/meta.ts";
@@ -14,7 +15,7 @@ import { resumeFtsBuilds } from "./search/fts.ts";
 import { closeRealtime } from "./realtime/hub.ts";
 import { listenForChanges } from "./realtime/relay.ts";
 import { startWebhookWorker, type WebhookWorker } from "./webhooks/worker.ts";
-import { watchHooks } from "./hooks/reload.ts";
+import { watchHooks } from "./ops/hook-files.ts";
 
 export interface Running {
   ctx: AppContext;

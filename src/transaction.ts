@@ -1,7 +1,6 @@
-import { markTxCatalogStale, noteCommit } from "./collections/catalog.ts";
+import { markTxCatalogStale, noteCommit } from "./catalog/catalog.ts";
 import type { AppContext } from "./context.ts";
 import type { TransactionOptions } from "./db/engine.ts";
-import { writeOutbox } from "./webhooks/outbox.ts";
 
 // Above the storage engine, below every service: a database transaction together with what this process
 // ties to it (the change events it stages, the catalog view it changes).
@@ -47,7 +46,7 @@ export async function inTransaction<T>(ctx: AppContext, fn: () => Promise<T>, op
         const result = await fn().catch(rolledBack);
         // The events webhooks subscribe to go to the outbox in this transaction, as its last writes (nothing
         // to do, and nothing awaited, without a webhook).
-        const outbox = queue.length ? writeOutbox(ctx, queue) : undefined;
+        const outbox = queue.length && ctx.beforeCommit ? ctx.beforeCommit(ctx, queue) : undefined;
         if (outbox) await outbox.catch(rolledBack);
         return result;
       }),

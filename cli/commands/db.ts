@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { existsSync } from "node:fs";
 import { loadConfig } from "../../src/config.ts";
-import { closeContext, createContext, openContext } from "../../src/context.ts";
+import { closeContext, createContext, openContext } from "../../src/app-context.ts";
 import { assertTargetEmpty, copyDatabase } from "../../src/ops/copy.ts";
 import { openPostgres } from "../../src/db/postgres.ts";
 import { AppError } from "../../src/errors.ts";

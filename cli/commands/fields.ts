@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { getCollectionJson, type CollectionJson } from "../../src/collections/admin.ts";
-import { DECLARABLE_TYPES } from "../../src/collections/field-types.ts";
+import { DECLARABLE_TYPES } from "../../src/catalog/field-types.ts";
 import { addField, changeField, dropField } from "../../src/collections/fields.ts";
 import { addUrlOption, withTarget, type RemoteOptions, type Target } from "../remote.ts";
 import { confirmDestructive, output } from "../run.ts";

@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { createIndexDef, dropIndexDef, listIndexes } from "../../src/collections/indexes.ts";
 import { indexCreate } from "../../src/http/shared-checks.ts";
-import type { IndexDef } from "../../src/collections/types.ts";
+import type { IndexDef } from "../../src/catalog/types.ts";
 import { disableFts, enableFts, ftsStatus, type FtsStatus } from "../../src/search/fts.ts";
 import { isInteractive, withProgressBar } from "../prompts.ts";
 import { globalsOf, keyValues, output, serviceAction, table, withContext } from "../run.ts";

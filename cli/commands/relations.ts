@@ -1,5 +1,6 @@
 import { Option, type Command } from "commander";
-import { ON_DELETE, RELATION_TYPES, createRelation, deleteRelation, listRelations, type Relation } from "../../src/relations/catalog.ts";
+import { createRelation, deleteRelation, listRelations } from "../../src/collections/relations.ts";
+import { ON_DELETE, RELATION_TYPES, type Relation } from "../../src/catalog/types.ts";
 import { relationCreate } from "../../src/http/shared-checks.ts";
 import { UsageError, keyValues, output, serviceAction, table, when, withContext } from "../run.ts";
 

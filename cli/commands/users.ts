@@ -10,7 +10,7 @@ import {
   revokeSessionsOfUser,
   unlockUser,
   type UserSecurityJson,
-} from "../../src/users/admin-users.ts";
+} from "../../src/auth/admin-users.ts";
 import type { UserJson } from "../../src/users/users.ts";
 import { queryChecker } from "../../src/http/check.ts";
 import { UserListQuery } from "../../src/http/schemas.ts";

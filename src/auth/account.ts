@@ -3,8 +3,8 @@ import { AppError, ValidationError, bodyOf, methodDisabled, type Checked, type F
 import { getSettings } from "../settings/settings.ts";
 import { checkMetadata, createUser, findUserByEmail, findUserById, userToJson, type UserJson } from "../users/users.ts";
 import { releaseLoginAttempt, takeLoginAttempt } from "./lockout.ts";
-import { checkPassword, normalizeEmail, verifyPassword } from "./passwords.ts";
-import type { Principal } from "./principal.ts";
+import { checkPassword, normalizeEmail, verifyPassword } from "../users/passwords.ts";
+import type { Principal } from "../principal.ts";
 import { createSession, revokeSession, revokeUserApiKeys, revokeUserSessions, type ClientInfo, type SessionResponse } from "./sessions.ts";
 import { finishLogin, type LoginResult } from "./totp.ts";
 import { sendVerificationEmail } from "./verification.ts";

@@ -3,10 +3,10 @@ import type { AppContext } from "../context.ts";
 import { randomToken, sha256 } from "../crypto.ts";
 import { AppError, badRequest, bodyOf, methodDisabled, notFound, type Checked } from "../errors.ts";
 import { getSetting } from "../settings/settings.ts";
-import type { Principal } from "./principal.ts";
-import { INSERT_ORDER } from "../query/dialect.ts";
+import type { Principal } from "../principal.ts";
 import { findUserById } from "../users/users.ts";
 import { requireVerifiedEmail } from "./verified.ts";
+import { insertApiKey, revokeApiKeyRow, userApiKeyRows } from "../tables/api-keys.ts";
 
 export interface ApiKeyJson {
   id: string;
@@ -33,7 +33,7 @@ export async function createApiKey(ctx: AppContext, p: Principal, input: Checked
   const now = ctx.clock.now();
   const id = newUlid(now);
   const key = `baas_${randomToken(32)}`;
-  await ctx.db.run("INSERT INTO _api_keys (id, user_id, name, key_hash, created_at) VALUES (?, ?, ?, ?, ?)", [id, userId, name, sha256(key), now]);
+  await insertApiKey(ctx.db, { id, userId, name, hash: sha256(key), now });
   return { id, name, key, created_at: now };
 }
 
@@ -44,7 +44,7 @@ export async function listApiKeys(ctx: AppContext, p: Principal): Promise<{ item
 
 /** A user's active keys, oldest first, never their values (also what an admin sees). */
 export async function activeApiKeysOf(ctx: AppContext, userId: string): Promise<ApiKeyJson[]> {
-  return await ctx.db.all<ApiKeyJson>(`SELECT id, name, created_at, last_used_at FROM _api_keys WHERE user_id = ? AND revoked_at IS NULL ORDER BY created_at, ${INSERT_ORDER}`, [userId]);
+  return await userApiKeyRows(ctx.db, userId);
 }
 
 /** `DELETE /auth/api-keys/:id`: revokes one of the user's keys; another user's key is 404. */
@@ -55,6 +55,5 @@ export async function revokeApiKey(ctx: AppContext, p: Principal, id: string): P
 
 /** Revokes one active key of that user; 404 when the user has none of that id (another user's key included). */
 export async function revokeApiKeyOf(ctx: AppContext, userId: string, id: string): Promise<void> {
-  const r = await ctx.db.run("UPDATE _api_keys SET revoked_at = ? WHERE id = ? AND user_id = ? AND revoked_at IS NULL", [ctx.clock.now(), id, userId]);
-  if (r.changes === 0) throw notFound("API key not found");
+  if (!await revokeApiKeyRow(ctx.db, id, userId, ctx.clock.now())) throw notFound("API key not found");
 }

@@ -4,9 +4,9 @@ import { getMeta, setMeta } from "../db/meta.ts";
 
 /**
  * The JWT signing key: generated at first start, kept in the database, cached in memory (it never
- * changes). Once loaded it is answered without a promise (every request verifies a token with it).
+ * changes). Once loaded it is read from memory (every request verifies a token with it).
  */
-export async function jwtKey(ctx: AppContext): Promise<string | Promise<string>> {
+export async function jwtKey(ctx: AppContext): Promise<string> {
   return (ctx.cache.get("jwt_key") as string | undefined) ?? await loadJwtKey(ctx);
 }
 

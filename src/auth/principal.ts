@@ -1,28 +1,14 @@
 import type { AppContext } from "../context.ts";
+import { ADMIN, ANONYMOUS, type Principal } from "../principal.ts";
 import { sha256 } from "../crypto.ts";
 import { AppError } from "../errors.ts";
 import { checkAdminSecretGuess, invalidAdminCredentials, isAdminToken } from "./admin.ts";
 import { isSignedJwt, looksLikeJwt, unexpiredClaims, verifyJwt } from "./jwt.ts";
 import { jwtKey, loadedJwtKey } from "./keys.ts";
-import { isSessionActive } from "./sessions.ts";
+import { liveApiKeyByHash, touchApiKey } from "../tables/api-keys.ts";
+import { parseMetadata, parseRoles, userAccessRow, type UserAccessRow } from "../tables/users.ts";
+import { activeSession } from "./sessions.ts";
 import { requireVerifiedEmail } from "./verified.ts";
-
-/** Who is making a request. */
-export type Principal =
-  | { kind: "anonymous" }
-  | { kind: "admin" }
-  | {
-      kind: "user";
-      userId: string;
-      roles: string[];
-      /** null for admin impersonation tokens, which carry no `sid`. */
-      sessionId: string | null;
-      via: "token" | "api_key";
-      apiKeyId?: string;
-    };
-
-export const ANONYMOUS: Principal = { kind: "anonymous" };
-export const ADMIN: Principal = { kind: "admin" };
 
 export const invalidToken = (message = "invalid or expired token") => new AppError(401, "unauthorized", message);
 
@@ -78,20 +64,32 @@ async function fromSignedJwt(ctx: AppContext, token: string): Promise<Principal>
     throw invalidToken("invalid or expired admin token");
   }
   const sub = claims.sub;
-  const roles = Array.isArray(claims.roles) ? claims.roles.filter((r): r is string => typeof r === "string") : [];
   if (typeof sub !== "string") throw invalidToken();
+  // The token's `roles` claim is for clients to read; the principal takes the user's roles as stored now
+  // (CONTRACT §12), read with the session check in one query.
   if (typeof claims.sid === "string") {
     // Checked on every request, never cached: a revoked session must fail at once.
-    if (!await isSessionActive(ctx, claims.sid, sub)) throw invalidToken("session revoked or expired");
-    return { kind: "user", userId: sub, roles, sessionId: claims.sid, via: "token" };
+    const user = await activeSession(ctx, claims.sid, sub);
+    if (!user) throw invalidToken("session revoked or expired");
+    return userPrincipal(sub, user, claims.sid, "token");
   }
   if (claims.imp === true) {
     // Impersonation tokens have no session; they live only for their short lifetime, while the user exists.
-    const exists = await ctx.db.get("SELECT 1 FROM _users WHERE id = ?", [sub]);
-    if (!exists) throw invalidToken();
-    return { kind: "user", userId: sub, roles, sessionId: null, via: "token" };
+    const user = await userAccessRow(ctx.db, sub);
+    if (!user) throw invalidToken();
+    return userPrincipal(sub, user, null, "token");
   }
   throw invalidToken();
+}
+
+/** A user's principal, with the roles, metadata and address of the user's row as read for this request. */
+function userPrincipal(userId: string, row: UserAccessRow, sessionId: string | null, via: "token" | "api_key", apiKeyId?: string): Principal {
+  const roles = parseRoles(row.roles);
+  const metadata = parseMetadata(row.metadata);
+  const verified = !!row.is_verified;
+  return apiKeyId === undefined
+    ? { kind: "user", userId, roles, metadata, email: row.email, verified, sessionId, via }
+    : { kind: "user", userId, roles, metadata, email: row.email, verified, sessionId, via, apiKeyId };
 }
 
 /**
@@ -105,19 +103,10 @@ export function isImpersonationToken(ctx: AppContext, authorization: string | nu
   return claims?.imp === true;
 }
 
-interface ApiKeyRow {
-  id: string;
-  user_id: string;
-  roles: string;
-  is_verified: number | boolean;
-  last_used_at: number | null;
-}
-
-/** The live API key `key` with its user's roles, or null. */
-async function findApiKey(ctx: AppContext, key: string): Promise<ApiKeyRow | null> {
+/** The live API key `key` with its user's roles and metadata, or null. */
+async function findApiKey(ctx: AppContext, key: string) {
   if (!key.startsWith("baas_") || key.length > 200) return null;
-  return await ctx.db.get<ApiKeyRow>(`SELECT k.id, k.user_id, u.roles, u.is_verified, k.last_used_at FROM _api_keys k JOIN _users u ON u.id = k.user_id
-       WHERE k.key_hash = ? AND k.revoked_at IS NULL`, [sha256(key)]);
+  return await liveApiKeyByHash(ctx.db, sha256(key));
 }
 
 async function userFromApiKey(ctx: AppContext, key: string): Promise<Principal> {
@@ -126,7 +115,6 @@ async function userFromApiKey(ctx: AppContext, key: string): Promise<Principal> 
   // A key made before require_verified_email was turned on acts only once the address is confirmed.
   await requireVerifiedEmail(ctx, row);
   const now = ctx.clock.now();
-  if (!row.last_used_at || now - row.last_used_at > 60_000)
-    await ctx.db.run("UPDATE _api_keys SET last_used_at = ? WHERE id = ?", [now, row.id]);
-  return { kind: "user", userId: row.user_id, roles: JSON.parse(row.roles), sessionId: null, via: "api_key", apiKeyId: row.id };
+  if (!row.last_used_at || now - row.last_used_at > 60_000) await touchApiKey(ctx.db, row.id, now);
+  return userPrincipal(row.user_id, row, null, "api_key", row.id);
 }

@@ -2,7 +2,7 @@ import type { AppContext } from "../context.ts";
 import { AppError, bodyOf, methodDisabled, type Checked } from "../errors.ts";
 import { getSetting } from "../settings/settings.ts";
 import { consumeMailToken } from "./mail-tokens.ts";
-import { checkPassword, hashPassword } from "./passwords.ts";
+import { checkPassword, hashPassword } from "../users/passwords.ts";
 import { clearLoginAttempts } from "./lockout.ts";
 import { revokeUserApiKeys, revokeUserSessions } from "./sessions.ts";
 import { removeTotp } from "./totp.ts";

@@ -4,20 +4,23 @@ import { randomToken, sha256 } from "../crypto.ts";
 import { AppError } from "../errors.ts";
 import { getSetting } from "../settings/settings.ts";
 import { findUserById, userToJson, type UserJson, type UserRow } from "../users/users.ts";
+import { revokeUserApiKeyRows } from "../tables/api-keys.ts";
+import { insertRefreshToken, markRefreshTokenUsed, refreshTokenByHash } from "../tables/refresh-tokens.ts";
+import {
+  activeUserSessionRows,
+  insertSession,
+  revokeSessionRow,
+  revokeUserSessionRows,
+  sessionById,
+  sessionCheckRow,
+  touchSession,
+} from "../tables/sessions.ts";
+import type { UserAccessRow } from "../tables/users.ts";
 import { signJwt } from "./jwt.ts";
 import { requireVerifiedEmail } from "./verified.ts";
 import { jwtKey } from "./keys.ts";
 
-export interface SessionRow {
-  id: string;
-  user_id: string;
-  created_at: number;
-  last_used_at: number;
-  expires_at: number;
-  ip: string | null;
-  user_agent: string | null;
-  revoked_at: number | null;
-}
+export type { SessionRow } from "../tables/sessions.ts";
 
 /** The session response of CONTRACT §7. */
 export interface SessionResponse {
@@ -47,7 +50,7 @@ export async function signAccessToken(ctx: AppContext, user: UserRow, sid: strin
 
 async function issueRefreshToken(ctx: AppContext, sessionId: string, expiresAt: number): Promise<string> {
   const token = `${sessionId}.${randomToken(32)}`;
-  await ctx.db.run("INSERT INTO _refresh_tokens (hash, session_id, created_at, expires_at) VALUES (?, ?, ?, ?)", [sha256(token), sessionId, ctx.clock.now(), expiresAt]);
+  await insertRefreshToken(ctx.db, sha256(token), sessionId, ctx.clock.now(), expiresAt);
   return token;
 }
 
@@ -65,7 +68,7 @@ export async function createSession(ctx: AppContext, user: UserRow, client: Clie
     // In the session's own transaction: a change that revokes the user's sessions (a password reset) either
     // committed before, and this refuses, or commits after, and revokes this one too.
     await stillValid?.();
-    await ctx.db.run("INSERT INTO _sessions (id, user_id, created_at, last_used_at, expires_at, ip, user_agent) VALUES (?, ?, ?, ?, ?, ?, ?)", [id, user.id, now, now, expiresAt, client.ip ?? null, client.userAgent?.slice(0, 512) ?? null]);
+    await insertSession(ctx.db, { id, userId: user.id, now, expiresAt, ip: client.ip ?? null, userAgent: client.userAgent?.slice(0, 512) ?? null });
     return issueRefreshToken(ctx, id, expiresAt);
   });
   return sessionResponse(ctx, user, id, refresh);
@@ -79,20 +82,20 @@ export async function refreshSession(ctx: AppContext, refreshToken: unknown): Pr
   if (typeof refreshToken !== "string" || !refreshToken || refreshToken.length > 512) throw invalidRefresh();
   const now = ctx.clock.now();
   const result = await ctx.db.transaction(async () => {
-    const row = await ctx.db.get<{ session_id: string; expires_at: number; used_at: number | null }>("SELECT session_id, expires_at, used_at FROM _refresh_tokens WHERE hash = ?", [sha256(refreshToken)]);
+    const row = await refreshTokenByHash(ctx.db, sha256(refreshToken));
     if (!row) return null;
     if (row.used_at !== null) {
       await revokeSession(ctx, row.session_id);
       return null;
     }
-    const session = await ctx.db.get<SessionRow>("SELECT * FROM _sessions WHERE id = ?", [row.session_id]);
+    const session = await sessionById(ctx.db, row.session_id);
     if (!session || session.revoked_at !== null || row.expires_at <= now || session.expires_at <= now) return null;
     const user = await findUserById(ctx, session.user_id);
     if (!user) return null;
     // Before the token is used: refused now (require_verified_email), it works once the address is confirmed.
     await requireVerifiedEmail(ctx, user);
-    await ctx.db.run("UPDATE _refresh_tokens SET used_at = ? WHERE hash = ?", [now, sha256(refreshToken)]);
-    await ctx.db.run("UPDATE _sessions SET last_used_at = ? WHERE id = ?", [now, session.id]);
+    await markRefreshTokenUsed(ctx.db, sha256(refreshToken), now);
+    await touchSession(ctx.db, session.id, now);
     const next = await issueRefreshToken(ctx, session.id, session.expires_at);
     return { user, sessionId: session.id, next };
   });
@@ -102,35 +105,34 @@ export async function refreshSession(ctx: AppContext, refreshToken: unknown): Pr
 
 /** Revokes one session; returns true when it was active. */
 export async function revokeSession(ctx: AppContext, sessionId: string): Promise<boolean> {
-  const r = await ctx.db.run("UPDATE _sessions SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL", [ctx.clock.now(), sessionId]);
-  return r.changes > 0;
+  return await revokeSessionRow(ctx.db, sessionId, ctx.clock.now());
 }
 
 /** Revokes every active session of a user; returns how many. */
 export async function revokeUserSessions(ctx: AppContext, userId: string): Promise<number> {
-  return (await ctx.db.run("UPDATE _sessions SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL", [ctx.clock.now(), userId])).changes;
+  return await revokeUserSessionRows(ctx.db, userId, ctx.clock.now());
 }
 
 /** Revokes every active API key of a user; returns how many. */
 export async function revokeUserApiKeys(ctx: AppContext, userId: string): Promise<number> {
-  return (await ctx.db.run("UPDATE _api_keys SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL", [ctx.clock.now(), userId])).changes;
+  return await revokeUserApiKeyRows(ctx.db, userId, ctx.clock.now());
 }
 
-/** True when the session exists, is not revoked and not expired. Touches last_used_at at most once a minute. */
-export async function isSessionActive(ctx: AppContext, sessionId: string, userId: string): Promise<boolean> {
-  // A plain read of what was committed before the request asked (a revocation included): it may run with
-  // the other reads of this event-loop turn, in one read transaction (Engine.getBatched).
-  const sql = "SELECT user_id, revoked_at, expires_at, last_used_at FROM _sessions WHERE id = ?";
-  type Row = Pick<SessionRow, "user_id" | "revoked_at" | "expires_at" | "last_used_at">;
-  const s = await (ctx.db.getBatched ? ctx.db.getBatched<Row>(sql, [sessionId]) : ctx.db.get<Row>(sql, [sessionId]));
+/**
+ * The session's user's access columns (roles, metadata, address) when the session exists, is `userId`'s, is not
+ * revoked and not expired; else null. Touches last_used_at at most once a minute.
+ */
+export async function activeSession(ctx: AppContext, sessionId: string, userId: string): Promise<UserAccessRow | null> {
+  // A plain read of what was committed before the request asked (a revocation, a change of roles included).
+  const s = await sessionCheckRow(ctx.db, sessionId);
   const now = ctx.clock.now();
-  if (!s || s.user_id !== userId || s.revoked_at !== null || s.expires_at <= now) return false;
-  if (now - s.last_used_at > 60_000) await ctx.db.run("UPDATE _sessions SET last_used_at = ? WHERE id = ?", [now, sessionId]);
-  return true;
+  if (!s || s.user_id !== userId || s.revoked_at !== null || s.expires_at <= now) return null;
+  if (now - s.last_used_at > 60_000) await touchSession(ctx.db, sessionId, now);
+  return s;
 }
 
 /** A user's active sessions, newest first. */
 export async function listUserSessions(ctx: AppContext, userId: string) {
-  return (await ctx.db.all<SessionRow>("SELECT * FROM _sessions WHERE user_id = ? AND revoked_at IS NULL AND expires_at > ? ORDER BY created_at DESC", [userId, ctx.clock.now()]))
+  return (await activeUserSessionRows(ctx.db, userId, ctx.clock.now()))
     .map((s) => ({ id: s.id, created_at: s.created_at, last_used_at: s.last_used_at, expires_at: s.expires_at, ip: s.ip, user_agent: s.user_agent }));
 }

@@ -7,7 +7,7 @@ import { getSetting } from "../settings/settings.ts";
 import { findUserById, type UserRow } from "../users/users.ts";
 import { clearLoginAttempts, takeLoginAttempt } from "./lockout.ts";
 import { issueMailToken } from "./mail-tokens.ts";
-import type { Principal } from "./principal.ts";
+import type { Principal } from "../principal.ts";
 import { createSession, type ClientInfo, type SessionResponse } from "./sessions.ts";
 import { requireVerifiedEmail } from "./verified.ts";
 

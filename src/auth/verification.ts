@@ -5,8 +5,8 @@ import { getSetting } from "../settings/settings.ts";
 import { findUserByEmail, findUserById, userToJson, type UserJson, type UserRow } from "../users/users.ts";
 import { checkMailLimit } from "./mail-limit.ts";
 import { consumeMailToken, issueMailToken } from "./mail-tokens.ts";
-import { normalizeEmail } from "./passwords.ts";
-import type { Principal } from "./principal.ts";
+import { normalizeEmail } from "../users/passwords.ts";
+import type { Principal } from "../principal.ts";
 import { revokeUserApiKeys, revokeUserSessions } from "./sessions.ts";
 import { removeTotp } from "./totp.ts";
 

@@ -7,12 +7,12 @@ import { ruleCatalog, withCollection } from "../rules/expr/catalog.ts";
 import { checkRuleValue, invalidRule } from "../rules/expr/rule.ts";
 import { checkRules, mergeRules, parseRuleValue, rulesGiven } from "../rules/validate.ts";
 import { dropFtsBesideTable } from "../search/fts.ts";
-import { collectionToJson, findCollection, listCollections, requireCollection, saveCollectionRow, touchCatalog } from "./catalog.ts";
+import { collectionToJson, findCollection, listCollections, requireCollection, saveCollectionRow, touchCatalog } from "../catalog/catalog.ts";
 import { addColumn, createCollectionTable, dropCollectionTable } from "./ddl.ts";
 import { parseFieldList } from "./fields.ts";
-import { DEFAULT_RULES, isValidCollectionName, OPERATIONS, type Collection, type Operation } from "./types.ts";
+import { DEFAULT_RULES, isValidCollectionName, OPERATIONS, type Collection, type Operation } from "../catalog/types.ts";
 import { parseFieldRules } from "./validate.ts";
-import { dropRelationsOf } from "../relations/catalog.ts";
+import { dropRelationsOf } from "./relations.ts";
 
 export type CollectionJson = ReturnType<typeof collectionToJson>;
 

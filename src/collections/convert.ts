@@ -1,4 +1,4 @@
-import type { FieldType } from "./types.ts";
+import type { FieldType } from "../catalog/types.ts";
 
 // The conversion of a field's stored values when its type changes (CONTRACT §13): `"12"` → 12, 1 → `"1"`,
 // `"true"`/`"false"` ↔ boolean, any value → json. Done here, on the values as the API returns them, so that both

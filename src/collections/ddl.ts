@@ -1,14 +1,9 @@
-import type { Engine } from "../db/engine.ts";
+import { execAll, type Engine } from "../db/engine.ts";
 import { q } from "../db/ident.ts";
-import { NAME_RE, type FieldType } from "./types.ts";
+import { NAME_RE, type FieldType } from "../catalog/types.ts";
 
 // The schema changes of user collections, as the engine's dialect writes them (DdlDialect). Identifiers reach
 // SQL only after passing NAME_RE (or being one of our own `_`-prefixed system names), and are always quoted.
-
-/** Runs schema statements one after the other. */
-export async function execAll(db: Engine, statements: readonly string[]): Promise<void> {
-  for (const s of statements) await db.exec(s);
-}
 
 /** Creates the table of a new collection with its system columns. */
 export async function createCollectionTable(db: Engine, name: string): Promise<void> {

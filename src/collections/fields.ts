@@ -1,14 +1,14 @@
 import type { AppContext } from "../context.ts";
 import { AppError, badRequest, conflict, notFound } from "../errors.ts";
-import { allRelations, type Relation } from "../relations/catalog.ts";
 import { describeRules, rulesNaming } from "../rules/naming.ts";
 import { dropFtsObjects, ftsAfterNewFields } from "../search/fts.ts";
 import { inTransaction } from "../transaction.ts";
-import { collectionToJson, findCollection, listCollections, noteCatalogChange, requireCollection, saveCollectionRow } from "./catalog.ts";
+import { collectionToJson, currentCatalog, findCollection, listCollections, noteCatalogChange, requireCollection, saveCollectionRow } from "../catalog/catalog.ts";
 import { convertValue, storedToValue, valueToFill } from "./convert.ts";
-import { addColumn, beginColumnChange, columnFill, createIndex, dropColumn, dropIndex, execAll, readColumnPage, renameColumn } from "./ddl.ts";
-import { parseFieldDecl, parseFieldType } from "./field-types.ts";
-import { MAX_FIELDS, isValidFieldName, type Collection, type FieldDef, type FieldType, type IndexDef } from "./types.ts";
+import { addColumn, beginColumnChange, columnFill, createIndex, dropColumn, dropIndex, readColumnPage, renameColumn } from "./ddl.ts";
+import { execAll } from "../db/engine.ts";
+import { parseFieldDecl, parseFieldType } from "../catalog/field-types.ts";
+import { MAX_FIELDS, isValidFieldName, type Collection, type FieldDef, type FieldType, type IndexDef, type Relation } from "../catalog/types.ts";
 import type { CollectionJson } from "./admin.ts";
 
 // Declared fields and their changes (CONTRACT §13): add, rename, retype (every stored value converts, or nothing
@@ -135,7 +135,7 @@ async function refuseIfRulesName(ctx: AppContext, col: Collection, field: FieldD
 /** Adds declared fields to `col` inside the caller's transaction (their columns, the full-text index's text fields, the row). */
 export async function addFieldsIn(ctx: AppContext, col: Collection, defs: readonly FieldDef[]): Promise<void> {
   if (!defs.length) return;
-  const rels = await allRelations(ctx);
+  const rels = (await currentCatalog(ctx)).relations;
   for (const d of defs) {
     const taken = col.fieldMap.get(lower(d.name));
     if (taken) throw conflict(`collection "${col.name}" already has a field "${taken.name}"`);
@@ -158,7 +158,7 @@ export async function renameFieldIn(ctx: AppContext, col: Collection, def: Field
   if (to === def.name) return;
   const taken = col.fieldMap.get(lower(to));
   if (taken && taken !== def) throw conflict(`collection "${col.name}" already has a field "${taken.name}"`);
-  const rels = await allRelations(ctx);
+  const rels = (await currentCatalog(ctx)).relations;
   const rel = virtualField(rels, col, to);
   if (rel) throw conflict(`"${to}" is the field of ${describeRelation(rel)}`);
   await refuseIfRulesName(ctx, col, def, "renamed");
@@ -224,7 +224,7 @@ export async function unconvertibleCount(ctx: AppContext, col: Collection, def: 
  */
 export async function retypeFieldIn(ctx: AppContext, col: Collection, def: FieldDef, to: FieldType): Promise<void> {
   if (to === def.type) return;
-  const rels = relationsNaming(await allRelations(ctx), col, def.name);
+  const rels = relationsNaming((await currentCatalog(ctx)).relations, col, def.name);
   if (rels.length) throw conflict(`field "${def.name}" of "${col.name}" holds the ids of ${describeRelation(rels[0]!)}: its type cannot change`);
   const count = await unconvertibleCount(ctx, col, def, to);
   if (count > 0)
@@ -286,7 +286,7 @@ export async function fillFts(ctx: AppContext, table: string, fields: string[]):
 export async function dropFieldIn(ctx: AppContext, col: Collection, def: FieldDef): Promise<void> {
   const index = col.indexes.find((i) => i.fields.includes(def.name));
   if (index) throw conflict(`field "${def.name}" of "${col.name}" is in the index "${index.name}"; drop the index first`);
-  const rels = relationsNaming(await allRelations(ctx), col, def.name);
+  const rels = relationsNaming((await currentCatalog(ctx)).relations, col, def.name);
   if (rels.length) throw conflict(`field "${def.name}" of "${col.name}" is the field of ${describeRelation(rels[0]!)}; delete the relation first`);
   await refuseIfRulesName(ctx, col, def, "dropped");
   const fields = col.fields.filter((f) => f !== def);

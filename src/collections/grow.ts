@@ -1,7 +1,8 @@
 import type { AppContext } from "../context.ts";
-import { findCollection, requireCollection, saveCollectionRow } from "./catalog.ts";
+import { openCollection, saveCollectionRow } from "../catalog/catalog.ts";
+import type { CollectionHandle } from "../catalog/handle.ts";
 import { addColumn } from "./ddl.ts";
-import { MAX_FIELDS, isValidFieldName, shapeOf, typeOfValue, type Collection, type FieldDef } from "./types.ts";
+import { MAX_FIELDS, isValidFieldName, shapeOf, typeOfValue, type Collection, type FieldDef } from "../catalog/types.ts";
 import { ValidationError, type FieldError } from "../errors.ts";
 import { ftsAfterNewFields } from "../search/fts.ts";
 
@@ -17,26 +18,16 @@ const TYPE_WORD: Record<string, string> = {
   json: "an object or array",
 };
 
-/**
- * Checks field names and value types against the collection (CONTRACT §2). Unknown fields
- * with a non-null value become new columns (inside the caller's transaction); returns the
- * collection as it is after that. Throws 422 listing every problem. Without new fields (most
- * writes) and with the catalog current, it answers without a promise.
- */
-export function ensureFields(ctx: AppContext, col: Collection, data: Record<string, unknown>): Collection | Promise<Collection> {
-  // Re-read inside the write transaction: a change another process (the CLI) committed after the
-  // caller looked the collection up must be neither missed nor overwritten by the row saved below;
-  // a collection deleted meanwhile is 404.
-  const current = requireCollection(ctx, col.name);
-  if (current instanceof Promise) return current.then((c) => checkFields(ctx, c, data));
-  return checkFields(ctx, current, data);
-}
+const NO_FIELDS: readonly FieldDef[] = Object.freeze([]);
 
 /**
- * ensureFields against `col` as given, for a caller that has just looked it up inside its write transaction
- * (see insertPlainRun): `col` itself when every field exists, else the collection once the new ones are added.
+ * Checks field names and value types of a body against the collection (CONTRACT §2), and returns the
+ * fields it names that the collection does not have yet (unknown fields with a non-null value: empty for
+ * most writes). Throws 422 listing every problem. Call it with the collection as resolved in the write
+ * transaction (the caller's handle), so that a change another process committed is neither missed nor
+ * overwritten when the new fields are added (addFields).
  */
-export function checkFields(ctx: AppContext, col: Collection, data: Record<string, unknown>): Collection | Promise<Collection> {
+export function newFieldsOf(col: Collection, data: Record<string, unknown>): readonly FieldDef[] {
   const errors: FieldError[] = [];
   const fresh: FieldDef[] = [];
   const shape = shapeOf(col, data);
@@ -81,14 +72,18 @@ export function checkFields(ctx: AppContext, col: Collection, data: Record<strin
   if (!errors.length && fresh.length && col.fields.length + fresh.length > MAX_FIELDS)
     errors.push({ field: fresh[0].name, rule: "fields", message: `a collection has at most ${MAX_FIELDS} fields.` });
   if (errors.length) throw new ValidationError(errors);
-  if (!fresh.length) return col;
-  return addFields(ctx, col, fresh);
+  return fresh.length ? fresh : NO_FIELDS;
 }
 
-async function addFields(ctx: AppContext, col: Collection, fresh: FieldDef[]): Promise<Collection> {
+/**
+ * Adds fields newFieldsOf found as columns (with their full-text triggers and catalog row), inside the
+ * caller's write transaction; returns the collection's handle as it is after that.
+ */
+export async function addFields(ctx: AppContext, h: CollectionHandle, fresh: readonly FieldDef[]): Promise<CollectionHandle> {
+  const col = h.col;
   for (const f of fresh) await addColumn(ctx.db, col.name, f.name, f.type);
   const fields = [...col.fields, ...fresh];
   const fts = await ftsAfterNewFields(ctx, col, fields);
   await saveCollectionRow(ctx, { ...col, fields, fts, updatedAt: col.updatedAt }, { fields: "add" });
-  return (await findCollection(ctx, col.name))!;
+  return await openCollection(ctx, col.name);
 }

@@ -2,9 +2,9 @@ import type { AppContext } from "../context.ts";
 import { inTransaction } from "../transaction.ts";
 import { AppError, badRequest, bodyOf, conflict, notFound, type Checked } from "../errors.ts";
 import { resolveField } from "../query/sql.ts";
-import { requireCollection, saveCollectionRow } from "./catalog.ts";
+import { requireCollection, saveCollectionRow } from "../catalog/catalog.ts";
 import { createIndex, dropIndex, schemaNameTaken } from "./ddl.ts";
-import { NAME_RE, type IndexDef } from "./types.ts";
+import { NAME_RE, type IndexDef } from "../catalog/types.ts";
 
 export const MAX_INDEX_FIELDS = 16;
 const MAX_NAME = 120;

@@ -1,16 +1,16 @@
 import type { AppContext } from "../context.ts";
 import { AppError, badRequest, conflict } from "../errors.ts";
-import { allRelations, createRelation, deleteRelation, ON_DELETE, RELATION_TYPES, type OnDelete, type Relation, type RelationType } from "../relations/catalog.ts";
+import { createRelation, deleteRelation } from "./relations.ts";
 import { mergeRules } from "../rules/validate.ts";
 import { disableFts } from "../search/fts.ts";
 import { inTransaction } from "../transaction.ts";
 import { createCollection, deleteCollection, updateCollectionRules, type CollectionJson } from "./admin.ts";
-import { collectionToJson, listCollections, noteCatalogChange, requireCollection, saveCollectionRow, touchCatalog } from "./catalog.ts";
+import { collectionToJson, currentCatalog, listCollections, noteCatalogChange, requireCollection, saveCollectionRow, touchCatalog } from "../catalog/catalog.ts";
 import { beginColumnChange } from "./ddl.ts";
 import { addFieldsIn, dropFieldIn, fillFts, renameFieldIn, requireField, retypeFieldIn } from "./fields.ts";
-import { parseFieldDecl } from "./field-types.ts";
+import { parseFieldDecl } from "../catalog/field-types.ts";
 import { createIndexDef, dropIndexDef } from "./indexes.ts";
-import { DEFAULT_RULES, MAX_FIELDS, OPERATIONS, SYSTEM_FIELDS, isValidCollectionName, isValidFieldName, type Collection, type FieldDef, type FieldRule, type IndexDef, type Rules } from "./types.ts";
+import { DEFAULT_RULES, MAX_FIELDS, OPERATIONS, SYSTEM_FIELDS, isValidCollectionName, isValidFieldName, type Collection, type FieldDef, type FieldRule, type IndexDef, type Rules, ON_DELETE, RELATION_TYPES, type OnDelete, type Relation, type RelationType } from "../catalog/types.ts";
 import { parseFieldRules } from "./validate.ts";
 
 // The schema as one document (CONTRACT §13): `GET /admin/schema` exports the collections and relations;
@@ -34,7 +34,7 @@ export interface SchemaJson {
 /** `GET /admin/schema`: every collection object and every relation. */
 export async function exportSchema(ctx: AppContext): Promise<SchemaJson> {
   const collections = (await listCollections(ctx)).map(collectionToJson);
-  return { collections, relations: [...(await allRelations(ctx))] };
+  return { collections, relations: [...(await currentCatalog(ctx)).relations] };
 }
 
 // ---- The document, as read
@@ -212,7 +212,7 @@ function sameRelationShape(have: Relation, want: WantedRelation): boolean {
  * then what goes (relations, indexes, fields, collections: with `prune`, or to be made again); then new
  * relations, indexes and full-text indexes.
  */
-function planSteps(ctx: AppContext, cols: Collection[], rels: readonly Relation[], want: Wanted, prune: boolean): Step[] {
+function planSteps(ctx: AppContext, cols: readonly Collection[], rels: readonly Relation[], want: Wanted, prune: boolean): Step[] {
   const byName = new Map(cols.map((c) => [lower(c.name), c]));
   const wanted = new Map(want.collections.map((c) => [lower(c.name), c]));
   const creates: Step[] = [];
@@ -447,7 +447,7 @@ function dropRelationStep(ctx: AppContext, r: Relation, why: string): Step {
     detail: `${relationText(r)}: ${why}${r.type === "many_via" ? " (its links are dropped)" : ""}`,
     run: async () => {
       // Gone already when its collection was dropped.
-      if ((await allRelations(ctx)).some((x) => x.id === r.id)) await deleteRelation(ctx, r.id);
+      if (((await currentCatalog(ctx)).relations).some((x) => x.id === r.id)) await deleteRelation(ctx, r.id);
     },
   };
 }
@@ -500,12 +500,12 @@ export async function applySchema(ctx: AppContext, input: { schema: unknown; dry
   const dryRun = input.dry_run === true;
   // A first plan, outside the transaction, names the tables whose locks the transaction takes first.
   const before = await listCollections(ctx);
-  const lock = tablesChanged(planSteps(ctx, before, await allRelations(ctx), want, prune), before);
+  const lock = tablesChanged(planSteps(ctx, before, (await currentCatalog(ctx)).relations, want, prune), before);
   let changes: Change[];
   try {
     changes = await inTransaction(ctx, async () => {
       for (const t of lock) await beginColumnChange(ctx.db, t);
-      const steps = planSteps(ctx, await listCollections(ctx), await allRelations(ctx), want, prune);
+      const steps = planSteps(ctx, await listCollections(ctx), (await currentCatalog(ctx)).relations, want, prune);
       for (const s of steps) {
         try {
           await s.run();

@@ -1,8 +1,8 @@
 import { badRequest } from "../errors.ts";
 import { MAX_REGEX_VALUE_LENGTH, matchesPattern, patternError } from "./regex.ts";
-import { isValidFieldName, type FieldRule } from "./types.ts";
+import { isValidFieldName, type FieldRule } from "../catalog/types.ts";
 import type { FieldError } from "../errors.ts";
-import type { Collection } from "./types.ts";
+import type { Collection } from "../catalog/types.ts";
 
 /** Longest `regex` a field rule may carry (RE2's compile cost and memory grow with the pattern). */
 export const MAX_REGEX_LENGTH = 256;

@@ -19,9 +19,8 @@
  *   (migrate.ts, migrate-postgres.ts, migrations/), SQLite's WAL checkpointer (checkpointer.ts), and reading a
  *   SQLite database into an empty PostgreSQL one (transfer.ts).
  * Elsewhere, SQL uses only what SQLite and PostgreSQL share: `INSERT … ON CONFLICT … DO NOTHING / DO UPDATE SET
- * x = excluded.x`, `RETURNING`, window functions, identifiers quoted by `q` (ident.ts). Two exceptions remain:
- * realtime/relay.ts sends its notices with `pg_notify` (it runs only where `listen` exists), and
- * users/admin-users.ts's e-mail search still asks `dialect`.
+ * x = excluded.x`, `RETURNING`, window functions, identifiers quoted by `q` (ident.ts). One exception remains:
+ * realtime/relay.ts sends its notices with `pg_notify` (it runs only where `listen` exists).
  */
 
 /**
@@ -77,12 +76,6 @@ export interface ChangeMarks {
 export interface Engine {
   /** How this engine writes what differs between engines: conditions, DDL, full text (see dialect.ts). */
   readonly sql: Dialect;
-  /**
-   * @deprecated Which engine this is: code outside src/db says what it means through `sql` (and the engine's
-   * optional facilities) instead. Kept only until src/users/admin-users.ts's e-mail search stops asking
-   * (`sql.escapedLike` is its spelling).
-   */
-  readonly dialect: "sqlite" | "postgres";
   /** The first row, or null. */
   get<T = Record<string, unknown>>(sql: string, params?: readonly SqlValue[]): Promise<T | null>;
   /**
@@ -141,4 +134,9 @@ export interface Engine {
   backupTo?(file: string): Promise<void>;
   /** Closes the connection(s). */
   close(): Promise<void>;
+}
+
+/** Runs statements (a dialect's schema changes) one after the other. */
+export async function execAll(db: Engine, statements: readonly string[]): Promise<void> {
+  for (const s of statements) await db.exec(s);
 }

@@ -232,7 +232,6 @@ function rewrite(sql: string): Rewritten {
 
 export class PostgresEngine implements Engine {
   readonly sql = postgresDialect;
-  readonly dialect = "postgres" as const;
   readonly groupBeginsAfterJoin = true;
   private readonly client: SQL;
   /** For the listening connections, each a client of its own (see listen). */

@@ -88,7 +88,6 @@ function lockFor(sqlite: Database): FileLock {
  */
 export class SqliteEngine implements Engine {
   readonly sql = sqliteDialect;
-  readonly dialect = "sqlite" as const;
   readonly groupBeginsAfterJoin = false;
   /** The transaction of each async context (see group-commit.ts). */
   private readonly transactions: Transactions<TxState>;

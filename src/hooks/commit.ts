@@ -1,6 +1,6 @@
-import type { AppContext } from "../context.ts";
-import type { ChangeEvent } from "../events/bus.ts";
-import type { CommitEvent } from "./types.ts";
+import type { ChangeEvent, EventBus } from "../events/bus.ts";
+import type { Logger } from "../log.ts";
+import type { CommitEvent, HookSet } from "./types.ts";
 
 /**
  * The event as `onCommit` gets it: section 10's change event, where a hard delete is a `delete`
@@ -13,30 +13,30 @@ function commitEvent(event: ChangeEvent): CommitEvent {
   return { ...copy, action: "delete", record: { _id: copy.record._id }, hard: true };
 }
 
-/** The subscription of each context's onCommit handlers, replaced when its hooks are reloaded. */
-const subscriptions = new WeakMap<AppContext, () => void>();
+/** The subscription of the onCommit handlers on each event bus (one per context), replaced when the hooks are reloaded. */
+const subscriptions = new WeakMap<EventBus, () => void>();
 
 /**
  * Subscribes the hook files' `onCommit` handlers to the change-event bus (CONTRACT §5): each
  * runs after the commit, once per changed record of its collection (or "*"), with its own copy
  * of the event. A throw or a rejected promise is logged and never reaches the client, whose
- * operation has already committed. Called again after the hooks were reloaded (reload.ts), it
+ * operation has already committed. Called again after the hooks were reloaded (ops/hook-files.ts), it
  * replaces the handlers subscribed before. Returns the function that unsubscribes them.
  */
-export function subscribeCommitHooks(ctx: AppContext): () => void {
-  subscriptions.get(ctx)?.();
-  subscriptions.delete(ctx);
-  const hooks = ctx.hooks.list.filter((h) => typeof h.onCommit === "function");
+export function subscribeCommitHooks(set: HookSet, events: EventBus, log: Logger): () => void {
+  subscriptions.get(events)?.();
+  subscriptions.delete(events);
+  const hooks = set.list.filter((h) => typeof h.onCommit === "function");
   if (!hooks.length) return () => {};
   const failed = (file: string | undefined, event: ChangeEvent, err: unknown) =>
-    ctx.log.error("onCommit hook failed", {
+    log.error("onCommit hook failed", {
       hook: file ?? null,
       collection: event.collection,
       action: event.action,
       id: event.record._id ?? null,
       error: err instanceof Error ? err.message : String(err),
     });
-  const unsubscribe = ctx.events.subscribe((event) => {
+  const unsubscribe = events.subscribe((event) => {
     const lower = event.collection.toLowerCase();
     for (const h of hooks) {
       if (h.collection !== "*" && h.collection.toLowerCase() !== lower) continue;
@@ -51,8 +51,8 @@ export function subscribeCommitHooks(ctx: AppContext): () => void {
   });
   const off = () => {
     unsubscribe();
-    if (subscriptions.get(ctx) === off) subscriptions.delete(ctx);
+    if (subscriptions.get(events) === off) subscriptions.delete(events);
   };
-  subscriptions.set(ctx, off);
+  subscriptions.set(events, off);
   return off;
 }

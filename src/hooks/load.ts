@@ -54,7 +54,7 @@ export async function loadHookFile(file: string): Promise<HookModule[]> {
  * Loads every hook file of the hooks directory (CONTRACT §5), sorted by name (see hookFiles). A missing
  * directory means no hooks; a file that fails to load is a HookLoadError naming it. Works in the compiled
  * binary too: Bun transpiles an imported `.ts` file at run time. (`baas serve` loads them again when they
- * change: reload.ts.)
+ * change: ops/hook-files.ts.)
  */
 export async function loadHooks(dir: string): Promise<HookSet> {
   const root = resolve(dir);

@@ -1,33 +1,27 @@
 import { basename } from "node:path";
-import type { Principal } from "../auth/principal.ts";
-import type { AppContext } from "../context.ts";
-import type { Collection } from "../collections/types.ts";
+import type { Principal } from "../principal.ts";
 import { AppError } from "../errors.ts";
-import type { HookEvent, HookName } from "./types.ts";
+import type { HookEvent, HookModule, HookName } from "./types.ts";
 
 /** The `auth` part of a hook event. */
 export function hookAuth(p: Principal): HookEvent["auth"] {
   return { kind: p.kind, id: p.kind === "user" ? p.userId : null, roles: p.kind === "user" ? p.roles : [] };
 }
 
-/** True when a hook of one of `names` is registered for the collection (or "*"). */
-export function hasHooks(ctx: AppContext, col: Collection, ...names: HookName[]): boolean {
-  if (ctx.hooks.list.length === 0) return false;
-  const lower = col.name.toLowerCase();
-  return ctx.hooks.list.some((h) => (h.collection === "*" || h.collection.toLowerCase() === lower) && names.some((n) => h[n]));
+/** True when one of `hooks` (a collection's: CollectionHandle.hooks) has a handler of one of `names`. */
+export function hasHooks(hooks: readonly HookModule[], ...names: HookName[]): boolean {
+  return hooks.length > 0 && hooks.some((h) => names.some((n) => h[n]));
 }
 
 /**
- * Runs every hook of `name` registered for the collection (or "*"), in load order, inside the
- * caller's transaction. A throw becomes 400 `hook_rejected` (or the thrown object's `status`),
- * and the caller's transaction rolls back.
+ * Runs the handlers of `name` among `hooks` (a collection's, in load order: CollectionHandle.hooks) inside
+ * the caller's transaction. A throw becomes 400 `hook_rejected` (or the thrown object's `status`), and the
+ * caller's transaction rolls back.
  */
-export function runHooks(ctx: AppContext, col: Collection, name: HookName, event: HookEvent): void {
-  if (ctx.hooks.list.length === 0) return;
-  const lower = col.name.toLowerCase();
-  for (const h of ctx.hooks.list) {
+export function runHooks(hooks: readonly HookModule[], name: HookName, event: HookEvent): void {
+  for (const h of hooks) {
     const fn = h[name];
-    if (!fn || (h.collection !== "*" && h.collection.toLowerCase() !== lower)) continue;
+    if (!fn) continue;
     const data = event.data;
     try {
       const out = fn(event) as unknown;

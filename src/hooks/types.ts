@@ -1,4 +1,4 @@
-import type { Principal } from "../auth/principal.ts";
+import type { Principal } from "../principal.ts";
 import type { ChangeEvent } from "../events/bus.ts";
 
 /** What `onCommit` receives: the change event of CONTRACT §10 (a hard delete is a `delete` of `{ _id }`, `hard: true`). */

@@ -1,4 +1,4 @@
-import { MAX_FIELDS } from "../collections/types.ts";
+import { MAX_FIELDS } from "../catalog/types.ts";
 import { AppError, ValidationError, badRequest } from "../errors.ts";
 
 /** Deepest nesting of objects and arrays a JSON body may have (`{"a":{"b":1}}` is 2 levels). */

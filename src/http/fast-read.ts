@@ -1,5 +1,5 @@
-import { ANONYMOUS } from "../auth/principal.ts";
-import { noteRequest } from "../collections/catalog.ts";
+import { ANONYMOUS } from "../principal.ts";
+import { noteRequest } from "../catalog/catalog.ts";
 import type { AppContext } from "../context.ts";
 import { getRecord } from "../records/read.ts";
 
@@ -78,7 +78,7 @@ export function fastRecordReads(ctx: AppContext, routes: () => { method: string;
 
   const wrap = (fn: Handler): Handler => (request) => {
     // Every request, answered here or not: its lookups share the catalog check of its event-loop turn.
-    noteRequest();
+    noteRequest(ctx.catalog);
     if (cors.origin !== true || request.method !== "GET") return fn(request);
     const url = request.url;
     const start = url.indexOf("/", url.indexOf("//") + 2);

@@ -1,4 +1,4 @@
-import type { Principal } from "../auth/principal.ts";
+import type { Principal } from "../principal.ts";
 import type { AppContext } from "../context.ts";
 import { checkIdempotencyKey, runIdempotent, type Caller } from "../idempotency/store.ts";
 import { clientInfo } from "./request.ts";

@@ -1,7 +1,6 @@
 import { Kind } from "@sinclair/typebox";
 import type { OpenAPIV3 } from "openapi-types";
-import type { Collection, FieldType } from "../collections/types.ts";
-import type { Relation } from "../relations/catalog.ts";
+import type { Collection, FieldType, Relation } from "../catalog/types.ts";
 import { VERSION } from "../version.ts";
 import { alsoOf, operationOf } from "./doc.ts";
 import * as schemas from "./schemas.ts";

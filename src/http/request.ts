@@ -1,5 +1,6 @@
 import type { Server } from "bun";
-import { isImpersonationToken, resolvePrincipal, type Principal } from "../auth/principal.ts";
+import { isImpersonationToken, resolvePrincipal } from "../auth/principal.ts";
+import { type Principal } from "../principal.ts";
 import type { ClientInfo } from "../auth/sessions.ts";
 import type { AppContext } from "../context.ts";
 import { AppError, forbidden } from "../errors.ts";

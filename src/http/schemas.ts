@@ -1,10 +1,10 @@
 import { Type } from "@sinclair/typebox";
 import { t, type TSchema } from "elysia";
-import { DECLARABLE_TYPES } from "../collections/field-types.ts";
+import { DECLARABLE_TYPES } from "../catalog/field-types.ts";
 import { MAX_INDEX_FIELDS } from "../collections/indexes.ts";
 import { MAX_BATCH } from "../records/batch.ts";
 import { MAX_BULK } from "../records/bulk.ts";
-import { ON_DELETE, RELATION_TYPES } from "../relations/catalog.ts";
+import { ON_DELETE, RELATION_TYPES } from "../catalog/types.ts";
 import { OAUTH_REDIRECT_URLS, SETTING_DEFS } from "../settings/settings.ts";
 import { MAX_WEBHOOK_COLLECTIONS, WEBHOOK_ACTIONS } from "../webhooks/rows.ts";
 import { byService } from "./check.ts";

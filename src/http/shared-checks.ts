@@ -1,5 +1,5 @@
 import { MAX_INDEX_FIELDS } from "../collections/indexes.ts";
-import { ON_DELETE, RELATION_TYPES } from "../relations/catalog.ts";
+import { ON_DELETE, RELATION_TYPES } from "../catalog/types.ts";
 import { SETTING_DEFS } from "../settings/settings.ts";
 import { bodyChecker, type BodyIssue, type BodyMessages } from "./check.ts";
 import { MAX_WEBHOOK_COLLECTIONS, WEBHOOK_ACTIONS } from "../webhooks/rows.ts";

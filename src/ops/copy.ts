@@ -1,10 +1,10 @@
-import { collectionFromRow, reloadCatalog } from "../collections/catalog.ts";
+import { collectionFromRow, reloadCatalog } from "../catalog/catalog.ts";
 import { addColumn, createCollectionTable, createIndex, createJunctionTable } from "../collections/ddl.ts";
-import type { Collection } from "../collections/types.ts";
+import type { Collection } from "../catalog/types.ts";
 import type { AppContext } from "../context.ts";
 import type { SqlValue } from "../db/engine.ts";
 import { checkCopyEngines, copyRows, sourceHasTable, systemTablesInOrder, assertTargetEmpty, type CopiedTable, type CopyProgress } from "../db/transfer.ts";
-import { junctionTable } from "../relations/catalog.ts";
+import { junctionTable } from "../catalog/types.ts";
 import { enableFts } from "../search/fts.ts";
 
 // `baas db copy --to postgres://…` (CONTRACT §11): the whole SQLite database of a data directory into an

@@ -1,7 +1,7 @@
 import type { AppContext } from "../context.ts";
 import { listParam, type Bound } from "../db/condition.ts";
 import { q } from "../db/ident.ts";
-import type { Collection } from "../collections/types.ts";
+import type { Collection } from "../catalog/types.ts";
 import { columnsOf, type TargetFilter } from "./relations.ts";
 
 // The reads of many_via junction tables (`from_id`, `to_id`, `pos`: holder, linked record, position).

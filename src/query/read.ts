@@ -1,5 +1,5 @@
 import type { AppContext } from "../context.ts";
-import { SYSTEM_FIELDS, type Collection } from "../collections/types.ts";
+import { SYSTEM_FIELDS, type Collection } from "../catalog/types.ts";
 import { badRequest } from "../errors.ts";
 import type { AggregateFn } from "./parse.ts";
 import { column, resolveField, type FieldRef, type OrderTerm, type ReadPlan, type SqlValue, type Where } from "./sql.ts";

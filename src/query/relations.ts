@@ -1,8 +1,8 @@
-import type { Principal } from "../auth/principal.ts";
+import type { Principal } from "../principal.ts";
 import type { AppContext } from "../context.ts";
 import { and, col, exists, FALSE, listParam, or, TRUE, val, type Bound, type Cond } from "../db/condition.ts";
 import { q } from "../db/ident.ts";
-import { SYSTEM_FIELDS, type Collection } from "../collections/types.ts";
+import { SYSTEM_FIELDS, type Collection } from "../catalog/types.ts";
 import { badRequest } from "../errors.ts";
 import { checkAccess } from "../rules/access.ts";
 import { compileRule } from "../rules/expr/compile.ts";

@@ -1,7 +1,7 @@
 import type { AppContext } from "../context.ts";
 import { q } from "../db/ident.ts";
-import { SYSTEM_FIELDS, type Collection } from "../collections/types.ts";
-import { inList, listParam } from "./dialect.ts";
+import { SYSTEM_FIELDS, type Collection } from "../catalog/types.ts";
+import { listParam } from "../db/condition.ts";
 
 /** A record as the API returns it: system fields, user fields, and what relations add. */
 export type RecordJson = Record<string, unknown>;
@@ -51,7 +51,7 @@ export async function fetchRecord(ctx: AppContext, col: Collection, id: string, 
 /** Which of `ids` are records of `col` now (soft-deleted ones included), in one statement. */
 export async function presentIds(ctx: AppContext, col: Collection, ids: readonly string[]): Promise<Set<string>> {
   if (!ids.length) return new Set();
-  const rows = await ctx.db.all<{ id: string }>(`SELECT "_id" AS id FROM ${q(col.name)} WHERE "_id" ${inList(ctx.db)}`, [listParam(ids)]);
+  const rows = await ctx.db.all<{ id: string }>(`SELECT "_id" AS id FROM ${q(col.name)} WHERE "_id" ${ctx.db.sql.inList}`, [listParam(ids)]);
   return new Set(rows.map((r) => r.id));
 }
 

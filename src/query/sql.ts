@@ -1,8 +1,9 @@
-import type { Principal } from "../auth/principal.ts";
+import type { Principal } from "../principal.ts";
 import type { AppContext } from "../context.ts";
+import type { CollectionHandle } from "../catalog/handle.ts";
 import { and, col, FALSE, or, TRUE, val, type Column, type ColumnType, type Cond, type CompareOp } from "../db/condition.ts";
 import { q } from "../db/ident.ts";
-import { SYSTEM_FIELDS, SYSTEM_FIELD_TYPES, type Collection, type FieldType } from "../collections/types.ts";
+import { SYSTEM_FIELDS, SYSTEM_FIELD_TYPES, type Collection, type FieldType } from "../catalog/types.ts";
 import { badRequest } from "../errors.ts";
 import { accessOf, type Access } from "../rules/access.ts";
 import { ftsQuery, ftsQueryError } from "../search/fts.ts";
@@ -58,7 +59,7 @@ export interface ReadPlan {
  * `table` is the quoted name of the collection table for correlated subqueries; `p` the requester,
  * whose read rules apply to whatever other collection the condition looks at.
  */
-export type FilterExtension = (ctx: AppContext, col: Collection, cond: FilterCond, table: string, p: Principal) => Cond | undefined;
+export type FilterExtension = (h: CollectionHandle, cond: FilterCond, table: string, p: Principal) => Cond | undefined;
 
 /** Resolves a field name (system or user, case-insensitive) or answers 400. */
 export function resolveField(col: Collection, name: string): FieldRef {
@@ -190,12 +191,13 @@ function render(ctx: AppContext, cond: Cond): Where {
  */
 export function planRead(
   ctx: AppContext,
-  c: Collection,
+  h: CollectionHandle,
   rq: ReadQuery,
   access: Access,
   p: Principal,
   extension: FilterExtension,
 ): ReadPlan {
+  const c = h.col;
   const table = q(c.name);
   const conds: Cond[] = [];
   let from: Where = { sql: table, params: [] };
@@ -228,7 +230,7 @@ export function planRead(
   const visible = render(ctx, and(seen));
   conds.push(...seen);
   for (const cond of rq.filters) {
-    let w = extension(ctx, c, cond, table, p);
+    let w = extension(h, cond, table, p);
     if (w) external = true;
     else w = compileFilter(c, cond);
     conds.push(w);

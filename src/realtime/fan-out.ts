@@ -1,27 +1,25 @@
-import type { Principal } from "../auth/principal.ts";
+import type { Principal } from "../principal.ts";
 import type { AppContext } from "../context.ts";
-import { findCollection } from "../collections/catalog.ts";
-import type { Collection } from "../collections/types.ts";
+import { findHandle } from "../catalog/catalog.ts";
+import type { CollectionHandle } from "../catalog/handle.ts";
+import type { Collection } from "../catalog/types.ts";
 import type { ChangeEvent } from "../events/bus.ts";
 import { readDecision } from "../records/access.ts";
 import { and, col as col_, exists, reservedAlias, val, type Cond } from "../db/condition.ts";
 import { q } from "../db/ident.ts";
-import { setRuleUser } from "../rules/access.ts";
 import { compileRule, decideRule } from "../rules/expr/compile.ts";
-import { isExpressionRule } from "../rules/expr/rule.ts";
 import { prepareRules } from "../rules/scope.ts";
-import { ANONYMOUS } from "../auth/principal.ts";
 import { settleDecisions } from "../rules/expr/settle.ts";
-import { readRuleUsers } from "../users/rule-users.ts";
 import type { RecordJson } from "../query/rows.ts";
-import { relationsFrom } from "../relations/catalog.ts";
 import { attachRelationFields } from "../relations/expand.ts";
 import { FilterAsks } from "./filter-queries.ts";
+import { currentAccess } from "./identity.ts";
 import { filterFor, meetsMemoryTests } from "./match.ts";
 import { REF_RECORD_BYTES, type HeldEvent } from "./replay.ts";
 import { sseFrame } from "./sse.ts";
 import type { Stream } from "./streams.ts";
 import type { Topic } from "./topics.ts";
+import type { UserAccess } from "../tables/users.ts";
 
 /** How long the fan-out of one event holds the event loop before it lets other work (requests) run. */
 const SLICE_MS = 50;
@@ -51,10 +49,8 @@ const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
 
 /**
  * The principal each stream's user reads as now, for the streams of users among `streams`: their
- * roles as stored (one query for all users), not as they were when the stream was opened (CONTRACT
- * §10: "may read the record at that moment"), and for expression rules their e-mail, roles and
- * metadata as stored (CONTRACT §12). One principal per user per batch, shared by that user's streams.
- * Streams of admin and anonymous callers are not listed.
+ * roles and metadata as stored (one query for all users), not as they were when the stream was opened (CONTRACT
+ * §10: "may read the record at that moment"). Streams of admin and anonymous callers are not listed.
  */
 export async function readersOf(ctx: AppContext, streams: Iterable<Stream>): Promise<Map<Stream, Principal>> {
   const byUser = new Map<string, Stream[]>();
@@ -64,17 +60,25 @@ export async function readersOf(ctx: AppContext, streams: Iterable<Stream>): Pro
   }
   const readers = new Map<Stream, Principal>();
   if (!byUser.size) return readers;
-  const users = await readRuleUsers(ctx, [...byUser.keys()]);
+  const access = await currentAccess(ctx, [...byUser.keys()]);
   for (const [userId, list] of byUser) {
-    const stored = users.get(userId);
-    const now = stored ? [...stored.roles] : [];
-    // The streams of one user on several sessions or keys differ only in those: one reader for all of them.
-    const first = list[0]!.identity.principal as Extract<Principal, { kind: "user" }>;
-    const reader: Principal = { ...first, roles: now };
-    setRuleUser(reader, stored ?? { id: userId, email: null, verified: false, roles: [], metadata: {} });
-    for (const s of list) readers.set(s, reader);
+    const now = access.get(userId) ?? GONE;
+    for (const s of list) {
+      const p = s.identity.principal as Extract<Principal, { kind: "user" }>;
+      readers.set(s, sameAccess(p, now) ? p : { ...p, ...now });
+    }
   }
   return readers;
+}
+
+/** What a user who no longer exists reads with. */
+const GONE: UserAccess = { roles: [], metadata: {}, email: "", verified: false };
+
+/** Whether a principal already holds this access (metadata compared by object: both unchanged, or both empty). */
+function sameAccess(p: Extract<Principal, { kind: "user" }>, now: UserAccess): boolean {
+  if (p.email !== now.email || p.verified !== now.verified || p.roles.length !== now.roles.length) return false;
+  if (p.metadata !== now.metadata && (Object.keys(p.metadata).length || Object.keys(now.metadata).length)) return false;
+  return p.roles.every((r, i) => r === now.roles[i]);
 }
 
 /** A key equal for streams that read alike: the caller, and a user's roles. */
@@ -111,13 +115,14 @@ export async function deliverEvent(ctx: AppContext, d: Delivery, targets: Iterab
   // The collection as it is now (its read rule decides who gets the event): checked against the database at
   // most once per event-loop turn, so the events delivered together share one check, and a rule another
   // node or the CLI changed holds for the next event.
-  const col = await findCollection(ctx, e.collection);
-  if (!col) return;
-  // Its expression read rule checked against the catalog of now (readDecision reads it without a catalog).
-  if (isExpressionRule(col.rules.read)) await prepareRules(ctx, ANONYMOUS, col);
+  const h = await findHandle(ctx, e.collection);
+  if (!h) return;
+  const col = h.col;
+  // Its expression rules checked against this reading of the catalog (readDecision reads them without one).
+  prepareRules(h.catalog);
   // The collection a resume will compare with (see replayable), where it was not known at commit.
   held.generation ??= col.createdAt;
-  const frames = await FrameSet.of(ctx, col, d, () => fan.idOf(held));
+  const frames = FrameSet.of(ctx, h, d, () => fan.idOf(held));
   const readers = fan.readers.size ? fan.readers : null;
   let common: Uint8Array | undefined;
   // The frame made for this reader, if there is one yet (a reader's own is made, awaited, once).
@@ -151,7 +156,7 @@ export async function deliverEvent(ctx: AppContext, d: Delivery, targets: Iterab
     else if (taken) pending.push([s, reader, taken]);
   }
   if (!asks.size) return;
-  const answers = await asks.answer(ctx, col, String(e.record._id));
+  const answers = await asks.answer(ctx, h, String(e.record._id));
   for (const [s, reader, keys] of pending)
     if (keys.some((k) => answers.get(k))) sendTo(s, made(s, reader) ?? (await frames.forReader(readerKey(s, reader), reader)));
 }
@@ -163,8 +168,8 @@ const ruleReaderKey = (p: Principal) => (p.kind === "user" ? `u\u0000${p.userId}
 const STORED = reservedAlias("s", 0);
 
 /**
- * An expression read rule on one event's record for every distinct reader among `targets` (one principal per
- * user per batch, see readersOf): decided in memory where it can be, the rest (relation paths, `@exists`) in one
+ * An expression read rule on one event's record for every distinct reader among `targets` (the streams of one
+ * user read with the same roles and metadata in a batch, see readersOf): decided in memory where it can be, the rest (relation paths, `@exists`) in one
  * statement for all readers, so a thousand members of one room cost one query per event, not one per stream.
  */
 async function ruleDecisions(
@@ -206,7 +211,7 @@ class FrameSet {
 
   private constructor(
     private readonly ctx: AppContext,
-    private readonly col: Collection,
+    private readonly h: CollectionHandle,
     private readonly d: Delivery,
     private readonly idOf: () => string,
     /** True when the frame differs per reader (the collection has a `many` field, and the record is sent). */
@@ -215,10 +220,10 @@ class FrameSet {
     this.action = d.event.action === "hard_delete" ? "delete" : d.event.action;
   }
 
-  static async of(ctx: AppContext, col: Collection, d: Delivery, id: () => string): Promise<FrameSet> {
+  static of(ctx: AppContext, h: CollectionHandle, d: Delivery, id: () => string): FrameSet {
     const whole = d.event.action !== "hard_delete" && !d.held.ref && !d.stub;
-    const perReader = whole && (await relationsFrom(ctx, col.name)).some((r) => r.type === "many");
-    return new FrameSet(ctx, col, d, id, perReader);
+    const perReader = whole && h.from.some((r) => r.type === "many");
+    return new FrameSet(ctx, h, d, id, perReader);
   }
 
   /** The frame every reader gets (perReader false): the record, `{ _id }` of a hard delete, or a reference. */
@@ -240,19 +245,19 @@ class FrameSet {
   /** The frame of readers of `key`: the record with its `many` fields as `reader` may read them. */
   async forReader(key: string, reader: Principal): Promise<Uint8Array> {
     const copy = { ...this.d.event.record };
-    await attachRelationFields(this.ctx, this.col, [copy], reader);
+    await attachRelationFields(this.ctx, this.h, [copy], reader);
     const frame = this.encode(copy);
     this.frames.set(key, frame);
     return frame;
   }
 
   private encode(record: RecordJson): Uint8Array {
-    const frame = sseFrame(this.action, JSON.stringify({ collection: this.col.name, action: this.action, record }), this.idOf());
+    const frame = sseFrame(this.action, JSON.stringify({ collection: this.h.name, action: this.action, record }), this.idOf());
     return frame.byteLength > REF_RECORD_BYTES ? this.reference() : frame;
   }
 
   private reference(): Uint8Array {
-    const data = { collection: this.col.name, action: this.action, record: { _id: this.d.event.record._id }, ref: true };
+    const data = { collection: this.h.name, action: this.action, record: { _id: this.d.event.record._id }, ref: true };
     return sseFrame(this.action, JSON.stringify(data), this.idOf());
   }
 }

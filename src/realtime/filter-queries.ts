@@ -1,9 +1,9 @@
-import type { Principal } from "../auth/principal.ts";
+import type { Principal } from "../principal.ts";
 import type { AppContext } from "../context.ts";
-import type { Collection } from "../collections/types.ts";
+import type { CollectionHandle } from "../catalog/handle.ts";
 import { plansHoldRecord } from "../query/read.ts";
 import { planRead, type ReadPlan } from "../query/sql.ts";
-import { relationFilter } from "../relations/filter.ts";
+import { relationCondition } from "../relations/filter.ts";
 import type { FilterQuery } from "./match.ts";
 
 /** Conditions asked of one statement at most: the statement holds one column per different condition. */
@@ -28,13 +28,12 @@ export class FilterAsks {
   }
 
   /**
-   * Whether the record `id` of `col` meets each condition, by key: one statement for all of them (per
+   * Whether the record `id` of `h` meets each condition, by key: one statement for all of them (per
    * CONDITIONS_PER_STATEMENT), whatever the number of topics and streams; conditions that are spelled
    * the same for different readers are asked once. A condition whose field or relation has gone since
    * its topic was set matches nothing.
    */
-  async answer(ctx: AppContext, col: Collection, id: string): Promise<Map<string, boolean>> {
-    const extension = await relationFilter(ctx);
+  async answer(ctx: AppContext, h: CollectionHandle, id: string): Promise<Map<string, boolean>> {
     const answers = new Map<string, boolean>();
     const plans: ReadPlan[] = [];
     const planOf = new Map<string, number>();
@@ -42,7 +41,7 @@ export class FilterAsks {
     for (const [key, { query, reader }] of this.asks) {
       let plan: ReadPlan;
       try {
-        plan = planRead(ctx, col, { filters: query.filters, search: null, includeDeleted: true }, "all", reader, extension);
+        plan = planRead(ctx, h, { filters: query.filters, search: null, includeDeleted: true }, "all", reader, relationCondition);
       } catch {
         answers.set(key, false);
         continue;

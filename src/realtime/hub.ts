@@ -1,5 +1,5 @@
 import type { AppContext } from "../context.ts";
-import { lastKnownCollection } from "../collections/catalog.ts";
+import { lastKnownHandle } from "../catalog/catalog.ts";
 import { randomToken } from "../crypto.ts";
 import { AppError, badRequest, forbidden, notFound } from "../errors.ts";
 import type { ChangeEvent } from "../events/bus.ts";
@@ -214,7 +214,7 @@ function orderedFeed(h: Hub, ids: EventIds): OrderedFeed {
   };
 }
 
-const generationOf = (h: Hub, event: ChangeEvent) => lastKnownCollection(h.ctx, event.collection)?.createdAt ?? null;
+const generationOf = (h: Hub, event: ChangeEvent) => lastKnownHandle(h.ctx, event.collection)?.col.createdAt ?? null;
 
 /** Takes a committed change: holds it for resumes and queues it for the streams. */
 function accept(h: Hub, event: ChangeEvent): void {

@@ -1,11 +1,13 @@
 import { isAdminCredential } from "../auth/admin.ts";
 import { looksLikeJwt, verifyJwt } from "../auth/jwt.ts";
 import { jwtKey } from "../auth/keys.ts";
-import type { Principal } from "../auth/principal.ts";
+import type { Principal } from "../principal.ts";
 import type { AppContext } from "../context.ts";
 import { safeEqual, sha256 } from "../crypto.ts";
 import { getMeta } from "../db/meta.ts";
-import { inList, listParam } from "../query/dialect.ts";
+import { liveApiKeyRows } from "../tables/api-keys.ts";
+import { liveSessionRows } from "../tables/sessions.ts";
+import { accessOf, existingUserIds, usersAccessRows, type UserAccess } from "../tables/users.ts";
 
 /** Who a stream acts for, and what ends that. */
 export interface Identity {
@@ -40,12 +42,21 @@ export async function identityForNode(ctx: AppContext, i: Identity): Promise<Wir
     const claims = looksLikeJwt(i.adminCredential) ? verifyJwt(await jwtKey(ctx), i.adminCredential, ctx.clock.now()) : null;
     adminProof = claims?.typ === "admin" && typeof claims.epoch === "number" ? { epoch: claims.epoch } : { secretHash: sha256(i.adminCredential) };
   }
-  return { principal: i.principal, key: i.key, expiresAt: i.expiresAt, adminProof };
+  // A user's metadata stays behind (a notice holds 8000 bytes; metadata may take 64 KB): the node that
+  // holds the stream reads the user's row itself (identityFromNode).
+  const p = i.principal;
+  const principal: Principal = p.kind === "user" ? { ...p, metadata: {} } : p;
+  return { principal, key: i.key, expiresAt: i.expiresAt, adminProof };
 }
 
-/** The identity another node sent. */
-export function identityFromNode(w: WireIdentity): Identity {
-  return { principal: w.principal, key: w.key, expiresAt: w.expiresAt, adminCredential: null, ...(w.adminProof ? { adminProof: w.adminProof } : {}) };
+/** The identity another node sent, a user's roles and metadata read from the user's row as stored now. */
+export async function identityFromNode(ctx: AppContext, w: WireIdentity): Promise<Identity> {
+  let principal = w.principal;
+  if (principal.kind === "user") {
+    const now = (await currentAccess(ctx, [principal.userId])).get(principal.userId);
+    principal = { ...principal, ...(now ?? { roles: [], metadata: {} }) };
+  }
+  return { principal, key: w.key, expiresAt: w.expiresAt, adminCredential: null, ...(w.adminProof ? { adminProof: w.adminProof } : {}) };
 }
 
 async function adminProofHolds(ctx: AppContext, proof: AdminProof): Promise<boolean> {
@@ -97,41 +108,25 @@ export async function endedIdentities(ctx: AppContext, identities: Identity[]): 
       else add(users, p.userId, i);
     }
   }
-  const live = async (sql: string, ids: Map<string, Identity[]>, ...extra: number[]) => {
+  const live = async (ids: Map<string, Identity[]>, rows: (ids: string[]) => Promise<{ id: string; user_id: string }[]>) => {
     if (!ids.size) return;
-    const alive = new Set(
-      (await ctx.db.all<{ id: string; user_id: string }>(sql, [listParam([...ids.keys()]), ...extra]))
-        .map((r) => `${r.id}\u0000${r.user_id}`),
-    );
+    const alive = new Set((await rows([...ids.keys()])).map((r) => `${r.id}\u0000${r.user_id}`));
     for (const [id, list] of ids)
       for (const i of list) if (!alive.has(`${id}\u0000${(i.principal as { userId: string }).userId}`)) ended.add(i);
   };
-  await live(
-    `SELECT id, user_id FROM _sessions WHERE id ${inList(ctx.db)} AND revoked_at IS NULL AND expires_at > ?`,
-    sessions,
-    now,
-  );
-  await live(`SELECT id, user_id FROM _api_keys WHERE id ${inList(ctx.db)} AND revoked_at IS NULL`, keys);
-  await live(`SELECT id, id AS user_id FROM _users WHERE id ${inList(ctx.db)}`, users);
+  await live(sessions, (ids) => liveSessionRows(ctx.db, ids, now));
+  await live(keys, (ids) => liveApiKeyRows(ctx.db, ids));
+  await live(users, async (ids) => (await existingUserIds(ctx.db, ids)).map((id) => ({ id, user_id: id })));
   return ended;
 }
 
 /**
- * The roles of each user as stored now (a user who no longer exists has none): one query for all
- * of them. A stream reads with the roles its user has at delivery, not those it had when it was
- * opened (CONTRACT §10 "at that moment"): a role removed holds at the next event.
+ * The roles, metadata and address of each user as stored now (a user who no longer exists is left out):
+ * one query for all of them. A stream reads with what its user has at delivery, not what it had when it
+ * was opened (CONTRACT §10 "at that moment"): a role removed holds at the next event.
  */
-export async function currentRoles(ctx: AppContext, userIds: readonly string[]): Promise<Map<string, string[]>> {
-  const roles = new Map<string, string[]>();
-  if (!userIds.length) return roles;
-  const rows = await ctx.db.all<{ id: string; roles: string }>(`SELECT id, roles FROM _users WHERE id ${inList(ctx.db)}`, [listParam(userIds)]);
-  for (const r of rows) {
-    try {
-      const list: unknown = JSON.parse(r.roles);
-      roles.set(r.id, Array.isArray(list) ? list.filter((x): x is string => typeof x === "string") : []);
-    } catch {
-      roles.set(r.id, []);
-    }
-  }
-  return roles;
+export async function currentAccess(ctx: AppContext, userIds: readonly string[]): Promise<Map<string, UserAccess>> {
+  const access = new Map<string, UserAccess>();
+  for (const r of await usersAccessRows(ctx.db, userIds)) access.set(r.id, accessOf(r));
+  return access;
 }

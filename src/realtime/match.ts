@@ -1,11 +1,11 @@
-import type { Principal } from "../auth/principal.ts";
+import type { Principal } from "../principal.ts";
 import type { AppContext } from "../context.ts";
-import type { Collection } from "../collections/types.ts";
+import type { CollectionHandle } from "../catalog/handle.ts";
+import type { Collection } from "../catalog/types.ts";
 import type { RecordJson } from "../query/rows.ts";
 import type { FilterCond } from "../query/parse.ts";
 import { planRead, resolveField, typedValue, type FieldRef, type SqlValue } from "../query/sql.ts";
-import { relationOfField } from "../relations/catalog.ts";
-import { relationFilter } from "../relations/filter.ts";
+import { relationCondition } from "../relations/filter.ts";
 import { likeMatcher } from "./like.ts";
 
 type Test = (v: SqlValue) => boolean;
@@ -95,19 +95,19 @@ const queryOf = (filters: FilterCond[]): FilterQuery => ({ filters, key: JSON.st
  * Compiles a topic's filter conditions. Every condition is first checked exactly as a list checks
  * it (unknown field, bad operator or value: 400).
  */
-export async function compileFilter(ctx: AppContext, col: Collection, filters: FilterCond[], p: Principal): Promise<TopicFilter> {
-  planRead(ctx, col, { filters, search: null, includeDeleted: true }, "all", p, await relationFilter(ctx));
+export function compileFilter(ctx: AppContext, h: CollectionHandle, filters: FilterCond[], p: Principal): TopicFilter {
+  planRead(ctx, h, { filters, search: null, includeDeleted: true }, "all", p, relationCondition);
   const memory: MemoryTest[] = [];
   const virtual: FilterCond[] = [];
   for (const cond of filters) {
-    const rel = await relationOfField(ctx, col.name, cond.field);
+    const rel = h.catalog.relationOf(h.name, cond.field);
     if (rel && rel.type !== "one") virtual.push(cond);
     else {
-      const field = resolveField(col, cond.field);
+      const field = resolveField(h.col, cond.field);
       memory.push({ name: field.name, was: null, field, cond, test: compileTest(field, cond) });
     }
   }
-  return { memory, query: virtual.length ? queryOf(virtual) : null, whole: queryOf(filters), madeFor: col };
+  return { memory, query: virtual.length ? queryOf(virtual) : null, whole: queryOf(filters), madeFor: h.col };
 }
 
 const NEVER: Test = () => false;

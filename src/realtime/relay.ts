@@ -1,6 +1,6 @@
 import { jwtKey } from "../auth/keys.ts";
-import { ADMIN } from "../auth/principal.ts";
-import { findCollection, recheckCatalog } from "../collections/catalog.ts";
+import { ADMIN } from "../principal.ts";
+import { findHandle, recheckCatalog } from "../catalog/catalog.ts";
 import type { AppContext } from "../context.ts";
 import { randomToken } from "../crypto.ts";
 import type { ChangeAction, ChangeEvent } from "../events/bus.ts";
@@ -356,10 +356,10 @@ async function receivedEvent(ctx: AppContext, w: WireEvent): Promise<ChangeEvent
     if (row) record = JSON.parse(row.record) as RecordJson;
   }
   if (!record) {
-    const col = await findCollection(ctx, w.c);
-    const found = col ? await fetchRecord(ctx, col, w.i) : null;
-    if (!col || !found) return null;
-    record = (await attachRelationFields(ctx, col, [found], ADMIN))[0];
+    const h = await findHandle(ctx, w.c);
+    const found = h ? await fetchRecord(ctx, h.col, w.i) : null;
+    if (!h || !found) return null;
+    record = (await attachRelationFields(ctx, h, [found], ADMIN))[0];
   }
   return { collection: w.c, action: w.a, record, at: w.t, by: w.b };
 }
@@ -511,7 +511,7 @@ export async function listenForChanges(ctx: AppContext): Promise<() => Promise<v
 /** Runs another node's subscribe call on this node's stream; the answer to send back. */
 async function answer(ctx: AppContext, hub: RealtimeHub, ask: Ask): Promise<Answer> {
   try {
-    const identity: Identity = identityFromNode(ask.i);
+    const identity: Identity = await identityFromNode(ctx, ask.i);
     return { p: ask.q, to: ask.from, ok: await hub.subscribe(ask.c, ask.s, identity) };
   } catch (err) {
     if (!(err instanceof AppError)) {

@@ -1,6 +1,6 @@
 import { jwtKey } from "../auth/keys.ts";
 import type { AppContext } from "../context.ts";
-import { findCollection } from "../collections/catalog.ts";
+import { findCollection } from "../catalog/catalog.ts";
 import { presentIds } from "../query/rows.ts";
 import { eventIds, type EventIds } from "./event-ids.ts";
 import { ReplayBuffer, type HeldEvent } from "./replay.ts";

@@ -154,8 +154,7 @@ export class SseSink {
       try {
         const wrote = c.write(chunk);
         c.flush();
-        if (wrote instanceof Promise) {
-          // The socket is backed up: hold what comes next until it drains.
+        if (wrote instanceof Promise) { // Bun's stream controller answers a promise only when the socket is backed up
           this.blocked = true;
           wrote.then(
             () => {

@@ -1,6 +1,6 @@
-import type { Principal } from "../auth/principal.ts";
+import type { Principal } from "../principal.ts";
 import type { AppContext } from "../context.ts";
-import { findCollection } from "../collections/catalog.ts";
+import { findHandle } from "../catalog/catalog.ts";
 import { badRequest } from "../errors.ts";
 import { parseFilters, type FilterCond } from "../query/parse.ts";
 import { checkAccess } from "../rules/access.ts";
@@ -47,9 +47,9 @@ function parseTopicFilter(raw: unknown): FilterCond[] {
 
 async function requireTopicCollection(ctx: AppContext, name: unknown) {
   if (typeof name !== "string" || !NAME_RE.test(name)) throw badRequest(`topic names no valid collection: ${JSON.stringify(name)?.slice(0, 80)}`);
-  const col = await findCollection(ctx, name);
-  if (!col) throw badRequest(`unknown collection "${name}" in topic`);
-  return col;
+  const h = await findHandle(ctx, name);
+  if (!h) throw badRequest(`unknown collection "${name}" in topic`);
+  return h;
 }
 
 /** Parses and checks one topic; unknown collection or bad filter → 400. */
@@ -59,22 +59,22 @@ export async function parseTopic(ctx: AppContext, raw: unknown, p: Principal): P
     const name = slash < 0 ? raw : raw.slice(0, slash);
     const id = slash < 0 ? null : raw.slice(slash + 1);
     if (id !== null && (!id || id.length > 64 || id.includes("/"))) throw badRequest(`bad topic "${raw.slice(0, 80)}": use <collection> or <collection>/<id>`);
-    const col = await requireTopicCollection(ctx, name);
-    return { collection: col.name, id, filter: null, source: raw };
+    const h = await requireTopicCollection(ctx, name);
+    return { collection: h.name, id, filter: null, source: raw };
   }
   if (raw && typeof raw === "object" && !Array.isArray(raw)) {
     const o = raw as Record<string, unknown>;
     const extra = Object.keys(o).filter((k) => k !== "collection" && k !== "filter");
     if (extra.length) throw badRequest(`unknown key "${extra[0].slice(0, 40)}" in topic: use { collection, filter }`);
-    const col = await requireTopicCollection(ctx, o.collection);
+    const h = await requireTopicCollection(ctx, o.collection);
     // SECURITY: the read rule first (401/403 as the list answers), so a caller who may not read learns
     // nothing of the collection's fields from how its filter is answered.
-    await prepareRules(ctx, p, col);
-    checkAccess(col, "read", p);
+    prepareRules(h.catalog);
+    checkAccess(h.col, "read", p);
     const filter = o.filter as string | string[];
-    const compiled = await compileFilter(ctx, col, parseTopicFilter(filter), p);
+    const compiled = compileFilter(ctx, h, parseTopicFilter(filter), p);
     // Echoed as sent (POST /realtime answers the topics as the client gave them).
-    return { collection: col.name, id: null, filter: compiled, source: { collection: o.collection as string, filter } };
+    return { collection: h.name, id: null, filter: compiled, source: { collection: o.collection as string, filter } };
   }
   throw badRequest('a topic is "<collection>", "<collection>/<id>" or { "collection", "filter" }');
 }

@@ -1,5 +1,5 @@
-import type { Principal } from "../auth/principal.ts";
-import type { Collection, Operation } from "../collections/types.ts";
+import type { Principal } from "../principal.ts";
+import type { Collection, Operation } from "../catalog/types.ts";
 import type { AppContext } from "../context.ts";
 import { AppError, forbidden } from "../errors.ts";
 import type { RecordJson } from "../query/rows.ts";

@@ -1,12 +1,12 @@
-import type { Principal } from "../auth/principal.ts";
+import type { Principal } from "../principal.ts";
 import type { AppContext } from "../context.ts";
-import { requireCollection } from "../collections/catalog.ts";
-import type { FieldType } from "../collections/types.ts";
+import { openCollection } from "../catalog/catalog.ts";
+import type { FieldType } from "../catalog/types.ts";
 import { badRequest, bodyOf, type Checked } from "../errors.ts";
 import { parseAggregateQuery, type ReadOptions } from "../query/parse.ts";
 import { aggregateGroups, aggregateValue } from "../query/read.ts";
 import { planRead, resolveField, runRead, type SqlValue } from "../query/sql.ts";
-import { relationFilter } from "../relations/filter.ts";
+import { relationCondition } from "../relations/filter.ts";
 import { checkAccess } from "../rules/access.ts";
 import { prepareRules } from "../rules/scope.ts";
 
@@ -34,13 +34,14 @@ function decodeValue(type: FieldType, v: SqlValue): unknown {
  * `group_by` value (groups ascending, at most MAX_GROUPS). `sum`/`count` of nothing are 0, the others null.
  */
 export async function aggregateRecords(ctx: AppContext, name: string, params: URLSearchParams, p: Principal, opts: Checked<ReadOptions>): Promise<AggregateResult> {
-  const col = await requireCollection(ctx, name);
-  await prepareRules(ctx, p, col);
+  const h = await openCollection(ctx, name);
+  prepareRules(h.catalog);
+  const col = h.col;
   const access = checkAccess(col, "read", p);
   const aq = parseAggregateQuery(params, bodyOf(opts));
   const field = aq.field === null ? null : resolveField(col, aq.field);
   const group = aq.groupBy === null ? null : resolveField(col, aq.groupBy);
-  const plan = planRead(ctx, col, aq, access, p, await relationFilter(ctx));
+  const plan = planRead(ctx, h, aq, access, p, relationCondition);
   if ((aq.fn === "sum" || aq.fn === "avg") && field!.type !== "number")
     throw badRequest(`${aq.fn} needs a number field: "${field!.name}" is ${field!.type}`);
   const valueType: FieldType = aq.fn === "min" || aq.fn === "max" ? field!.type : "number";

@@ -1,14 +1,13 @@
-import type { Principal } from "../auth/principal.ts";
+import type { Principal } from "../principal.ts";
 import type { AppContext } from "../context.ts";
-import { requireCollection } from "../collections/catalog.ts";
-import type { Collection } from "../collections/types.ts";
+import { openCollection } from "../catalog/catalog.ts";
+import type { CollectionHandle } from "../catalog/handle.ts";
 import { inTransaction } from "../transaction.ts";
 import { AppError, ValidationError, badRequest, bodyOf, type Checked } from "../errors.ts";
 import { fetchRecord, type RecordJson } from "../query/rows.ts";
 import { checkAccess, recordNotFound } from "../rules/access.ts";
 import { checkCreates, checkRecordAccess } from "./access.ts";
 import { prepareRules } from "../rules/scope.ts";
-import { currentCollection } from "./bulk.ts";
 import { relationEffects } from "./cascade.ts";
 import { insertRecord, softDeleteRecord, updateRecordRow } from "./store.ts";
 
@@ -48,28 +47,28 @@ function readOperation(raw: unknown, check: CheckOperation): { op: BatchOperatio
 /** Fetches an active record for update/delete and applies the operation's rule to it. */
 async function loadForWrite(
   ctx: AppContext,
-  col: Collection,
+  h: CollectionHandle,
   op: "update" | "delete",
   id: string,
   p: Principal,
   body?: Record<string, unknown>,
 ): Promise<RecordJson> {
-  const access = checkAccess(col, op, p, body);
-  const previous = await fetchRecord(ctx, col, id);
+  const access = checkAccess(h.col, op, p, body);
+  const previous = await fetchRecord(ctx, h.col, id);
   if (!previous || previous._deleted_at !== null) throw recordNotFound();
-  await checkRecordAccess(ctx, col, op, p, access, previous);
+  await checkRecordAccess(ctx, h.col, op, p, access, previous);
   return previous;
 }
 
-async function runOperation(ctx: AppContext, col: Collection, o: ReturnType<typeof readOperation>, p: Principal): Promise<BatchResult> {
-  await prepareRules(ctx, p, col);
+async function runOperation(ctx: AppContext, h: CollectionHandle, o: ReturnType<typeof readOperation>, p: Principal): Promise<BatchResult> {
+  prepareRules(h.catalog);
   if (o.op === "create") {
-    await checkCreates(ctx, col, p, [o.data!]);
-    return { op: "create", record: await insertRecord(ctx, col, o.data!, p) };
+    await checkCreates(ctx, h.col, p, [o.data!]);
+    return { op: "create", record: await insertRecord(ctx, h, o.data!, p) };
   }
   if (o.op === "update")
-    return { op: "update", record: await updateRecordRow(ctx, col, await loadForWrite(ctx, col, "update", o.id!, p, o.data!), o.data!, p) };
-  await softDeleteRecord(ctx, col, await loadForWrite(ctx, col, "delete", o.id!, p), p, relationEffects);
+    return { op: "update", record: await updateRecordRow(ctx, h, await loadForWrite(ctx, h, "update", o.id!, p, o.data!), o.data!, p) };
+  await softDeleteRecord(ctx, h, await loadForWrite(ctx, h, "delete", o.id!, p), p, relationEffects);
   return { op: "delete", id: o.id! };
 }
 
@@ -85,7 +84,7 @@ export async function runBatch(
   p: Principal,
   checkOperation: CheckOperation,
 ): Promise<{ results: BatchResult[] }> {
-  let col = await requireCollection(ctx, name);
+  await openCollection(ctx, name);
   const ops = bodyOf(body).operations;
   const results = await inTransaction(ctx, async () => {
     const out: BatchResult[] = [];
@@ -93,8 +92,9 @@ export async function runBatch(
       const raw: unknown = ops[index];
       const opName = raw && typeof raw === "object" && typeof (raw as { op?: unknown }).op === "string" ? (raw as { op: string }).op : "unknown";
       try {
-        col = await currentCollection(ctx, col);
-        out.push(await runOperation(ctx, col, readOperation(raw, checkOperation), p));
+        // Each operation sees the collection as the ones before it left it (the fields they added).
+        const h = await openCollection(ctx, name);
+        out.push(await runOperation(ctx, h, readOperation(raw, checkOperation), p));
       } catch (err) {
         throw batchFailed(index, opName.slice(0, 20), err);
       }

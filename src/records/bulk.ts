@@ -1,7 +1,9 @@
-import type { Principal } from "../auth/principal.ts";
+import type { Principal } from "../principal.ts";
 import type { AppContext } from "../context.ts";
-import { catalogView, requireCollection } from "../collections/catalog.ts";
-import type { Collection } from "../collections/types.ts";
+import { openCollection } from "../catalog/catalog.ts";
+import type { CollectionHandle } from "../catalog/handle.ts";
+import type { Collection } from "../catalog/types.ts";
+import { addFields } from "../collections/grow.ts";
 import { inTransaction } from "../transaction.ts";
 import { AppError, ValidationError, bodyOf, type Checked } from "../errors.ts";
 import type { RecordJson } from "../query/rows.ts";
@@ -9,21 +11,10 @@ import { checkAccess } from "../rules/access.ts";
 import { prepareRules } from "../rules/scope.ts";
 import { checkCreates } from "./access.ts";
 import { isExpressionRule } from "../rules/expr/rule.ts";
-import { relationsFrom } from "../relations/catalog.ts";
 import { flushRows, insertPlain, insertPlainRun, insertRecord, type PendingRow } from "./store.ts";
 
 /** Most records one bulk request may carry (SPEC §8). */
 export const MAX_BULK = 500;
-
-/**
- * The collection as the current transaction sees it: a record that added a column marks the
- * catalog stale, and the next record must know that column. 404 once it is gone (a delete that
- * committed before this transaction began).
- */
-export function currentCollection(ctx: AppContext, col: Collection): Collection | Promise<Collection> {
-  const view = catalogView(ctx);
-  return (!view.stale && view.byName.get(col.name.toLowerCase())) || requireCollection(ctx, col.name);
-}
 
 /** Adds the failing element's `index` to an error thrown while writing it. */
 function withIndex(e: unknown, index: number): unknown {
@@ -47,66 +38,77 @@ function withEveryField(ctx: AppContext, out: RecordJson[], col: Collection, mar
 }
 
 /**
+ * The records of a bulk into a collection without hooks or relations (most bulks): the collection's lookups
+ * once, then a run over the records, their rows written together at the end (on a database server in one round
+ * trip, not one per record; on SQLite in one loop over the prepared single-row insert, without a promise per
+ * row). A record that adds fields stops the run while they are added. Returns the handle as the last record left it.
+ */
+async function insertPlainBulk(ctx: AppContext, h: CollectionHandle, items: readonly Record<string, unknown>[], p: Principal, out: RecordJson[]): Promise<CollectionHandle> {
+  const pending: PendingRow[] = [];
+  for (let index = 0; index < items.length; ) {
+    const run = insertPlainRun(ctx, h, items, index, p, pending, out, withIndex);
+    index = run.next;
+    if (!run.fresh) break;
+    try {
+      h = await addFields(ctx, h, run.fresh);
+      out.push(insertPlain(ctx, h, run.clean, p, pending));
+    } catch (err) {
+      throw withIndex(err, index);
+    }
+    index++;
+  }
+  // One pending row per record, in order.
+  await flushRows(ctx, pending, withIndex);
+  return h;
+}
+
+/**
+ * The records of a bulk one by one through insertRecord (hooks or relations), each with the collection as the
+ * records before it left it. With hooks each row is written at once, before its afterCreate runs: a row that
+ * fails (a unique index) fails before the hooks of the records after it, on both engines; without, rows of
+ * records without relations wait to be written together at the end.
+ */
+async function insertEach(ctx: AppContext, name: string, items: readonly Record<string, unknown>[], p: Principal, out: RecordJson[], pending: PendingRow[] | undefined): Promise<void> {
+  const indexOfPending: number[] = [];
+  for (let index = 0; index < items.length; index++) {
+    const h = await openCollection(ctx, name);
+    const before = pending?.length ?? 0;
+    try {
+      out.push(await insertRecord(ctx, h, items[index]!, p, pending));
+    } catch (err) {
+      throw withIndex(err, index);
+    }
+    if (pending && pending.length > before) indexOfPending.push(index);
+  }
+  if (pending?.length) await flushRows(ctx, pending, (err, i) => withIndex(err, indexOfPending[i]!));
+}
+
+/**
  * `POST /:collection/bulk`: 1..500 record objects inserted in one transaction, hooks and field
  * rules included. Any failure saves nothing (no row, no new column); a 422 carries the failing
  * element's `index`, on the body and on every error.
  */
 export async function bulkCreate(ctx: AppContext, name: string, body: Checked<Record<string, unknown>[]>, p: Principal): Promise<RecordJson[]> {
-  let col = await requireCollection(ctx, name);
-  await prepareRules(ctx, p, col);
+  const outer = await openCollection(ctx, name);
+  prepareRules(outer.catalog);
   // An expression rule is decided per record (checkCreates), `@request.body` being each one.
-  if (!isExpressionRule(col.rules.create)) checkAccess(col, "create", p);
+  if (!isExpressionRule(outer.col.rules.create)) checkAccess(outer.col, "create", p);
   const items = bodyOf(body);
-  const fieldsBefore = col.fields;
+  const fieldsBefore = outer.col.fields;
   return await inTransaction(ctx, async () => {
-    // The create rule on every record as it would be stored (in the transaction: relation paths and `@exists` see its view).
-    await checkCreates(ctx, col, p, items);
     const out: RecordJson[] = [];
     const mark = ctx.events.mark();
-    // Rows are written together at the end: on a database server in one round trip, not one per record; on
-    // SQLite in one loop over the prepared single-row insert, without a promise per row. With hooks loaded
-    // each row is written at once, before its afterCreate runs: a row that fails (a unique index) fails
-    // before the hooks of the records after it, on both engines.
-    const pending: PendingRow[] | undefined = ctx.hooks.list.length === 0 ? [] : undefined;
-    // A collection without hooks or relations (most bulks): its lookups once, then a run over the records.
-    // relationsFrom is the transaction's catalog check; the collection is then looked up as it now is.
-    if (pending && ctx.hooks.list.length === 0 && (await relationsFrom(ctx, col.name)).length === 0) {
-      const current = currentCollection(ctx, col);
-      col = current instanceof Promise ? await current : current;
-      for (let index = 0; index < items.length; ) {
-        const run = insertPlainRun(ctx, col, items, index, p, pending, out, withIndex);
-        index = run.next;
-        if (!run.grown) break;
-        try {
-          col = await run.grown;
-          const record = insertPlain(ctx, col, run.clean, p, pending);
-          out.push(record instanceof Promise ? await record : record);
-        } catch (err) {
-          throw withIndex(err, index);
-        }
-        index++;
-      }
-      // One pending row per record, in order.
-      await flushRows(ctx, pending, withIndex);
-    } else {
-      const indexOfPending: number[] = [];
-      for (let index = 0; index < items.length; index++) {
-        const current = currentCollection(ctx, col);
-        col = current instanceof Promise ? await current : current;
-        const before = pending?.length ?? 0;
-        try {
-          const record = insertRecord(ctx, col, items[index]!, p, pending);
-          out.push(record instanceof Promise ? await record : record);
-        } catch (err) {
-          throw withIndex(err, index);
-        }
-        if (pending && pending.length > before) indexOfPending.push(index);
-      }
-      if (pending?.length) await flushRows(ctx, pending, (err, i) => withIndex(err, indexOfPending[i]!));
+    // The collection as this transaction sees it (a delete that committed before it began is 404).
+    let h = await openCollection(ctx, name);
+    // The create rule on every record as it would be stored (in the transaction: relation paths and `@exists` see its view).
+    prepareRules(h.catalog);
+    await checkCreates(ctx, h.col, p, items);
+    if (h.hooks.length === 0 && h.from.length === 0) h = await insertPlainBulk(ctx, h, items, p, out);
+    else {
+      await insertEach(ctx, name, items, p, out, h.hooks.length === 0 ? [] : undefined);
       // The collection as the last record left it (the fields it added).
-      const current = currentCollection(ctx, col);
-      col = current instanceof Promise ? await current : current;
+      h = await openCollection(ctx, name);
     }
-    return col.fields === fieldsBefore ? out : withEveryField(ctx, out, col, mark);
+    return h.col.fields === fieldsBefore ? out : withEveryField(ctx, out, h.col, mark);
   });
 }

@@ -1,4 +1,4 @@
-import type { FieldDef } from "../collections/types.ts";
+import type { FieldDef } from "../catalog/types.ts";
 
 /** Converts a JSON value into what its column stores (query/rows.ts's decodeRow reads it back). */
 export function encodeValue(type: FieldDef["type"], v: unknown): string | number | null {

@@ -1,11 +1,11 @@
-import type { Principal } from "../auth/principal.ts";
+import type { Principal } from "../principal.ts";
 import type { AppContext } from "../context.ts";
-import { requireCollection } from "../collections/catalog.ts";
+import { openCollection } from "../catalog/catalog.ts";
 import { bodyOf, type Checked } from "../errors.ts";
 import { parseReadQuery, type ReadOptions } from "../query/parse.ts";
 import { countRows } from "../query/read.ts";
 import { planRead, runRead, type ReadPlan, type SqlValue } from "../query/sql.ts";
-import { relationFilter } from "../relations/filter.ts";
+import { relationCondition } from "../relations/filter.ts";
 import { checkAccess } from "../rules/access.ts";
 import { prepareRules } from "../rules/scope.ts";
 
@@ -82,8 +82,8 @@ export async function countPlan(ctx: AppContext, plan: ReadPlan, collection: str
 
 /** `GET /:collection/count`: how many records match `filter`/`search`, honouring the read rule. */
 export async function countRecords(ctx: AppContext, name: string, params: URLSearchParams, p: Principal, opts: Checked<ReadOptions>): Promise<{ total: number }> {
-  const col = await requireCollection(ctx, name);
-  await prepareRules(ctx, p, col);
-  const access = checkAccess(col, "read", p);
-  return { total: await countPlan(ctx, planRead(ctx, col, parseReadQuery(params, bodyOf(opts)), access, p, await relationFilter(ctx)), col.name) };
+  const h = await openCollection(ctx, name);
+  prepareRules(h.catalog);
+  const access = checkAccess(h.col, "read", p);
+  return { total: await countPlan(ctx, planRead(ctx, h, parseReadQuery(params, bodyOf(opts)), access, p, relationCondition), h.name) };
 }

@@ -1,8 +1,7 @@
-import type { Principal } from "../auth/principal.ts";
+import type { Principal } from "../principal.ts";
 import type { AppContext } from "../context.ts";
-import { lastKnownCollection, requireCollection } from "../collections/catalog.ts";
-import type { Collection } from "../collections/types.ts";
-import { lastKnownRelationsFrom } from "../relations/catalog.ts";
+import { lastKnownHandle, openCollection } from "../catalog/catalog.ts";
+import type { CollectionHandle } from "../catalog/handle.ts";
 import type { TransactionOptions } from "../db/engine.ts";
 import { inTransaction } from "../transaction.ts";
 import { bodyOf, type Checked } from "../errors.ts";
@@ -22,12 +21,11 @@ import { insertRecord } from "./store.ts";
  * collection without relations (no record to look up, no link to write), reads nothing another create
  * writes, so it may run beside them.
  */
-function groupOptions(ctx: AppContext, col: Collection, data: Record<string, unknown>): TransactionOptions {
-  if (hasHooks(ctx, col, "beforeCreate", "afterCreate")) return {};
-  // As last known: asking the database here would cost a statement outside the transaction.
-  const rels = lastKnownRelationsFrom(ctx, col.name);
-  if (!rels || rels.length > 0) return { group: true };
-  for (const k in data) if (col.fieldMap.get(k.toLowerCase())?.name !== k) return { group: true };
+function groupOptions(h: CollectionHandle, data: Record<string, unknown>): TransactionOptions {
+  if (hasHooks(h.hooks, "beforeCreate", "afterCreate")) return {};
+  if (h.from.length > 0) return { group: true };
+  const fields = h.col.fieldMap;
+  for (const k in data) if (fields.get(k.toLowerCase())?.name !== k) return { group: true };
   return { group: true, independent: true };
 }
 
@@ -38,47 +36,52 @@ function groupOptions(ctx: AppContext, col: Collection, data: Record<string, unk
  * its rule are looked up again there. Else null.
  */
 function groupedCreate(ctx: AppContext, name: string, body: Checked<Record<string, unknown>>, p: Principal): Promise<RecordJson> | null {
-  const known = lastKnownCollection(ctx, name);
+  // As last known: asking the database here would cost a statement outside the transaction.
+  const known = lastKnownHandle(ctx, name);
   // An expression create rule is decided on the record in its own transaction (createRecord).
-  if (!known || isExpressionRule(known.rules.create)) return null;
+  if (!known || isExpressionRule(known.col.rules.create)) return null;
   let data: Record<string, unknown>;
   try {
-    checkAccess(known, "create", p);
+    checkAccess(known.col, "create", p);
     data = bodyOf(body);
   } catch {
     return null; // answered by the usual path, on a checked catalog (a missing collection before a bad body)
   }
-  const opts = groupOptions(ctx, known, data);
+  const opts = groupOptions(known, data);
   if (!opts.group) return null;
   return inTransaction(
     ctx,
     async () => {
-      const col = await requireCollection(ctx, name);
-      checkAccess(col, "create", p);
-      return await insertRecord(ctx, col, data, p);
+      const h = await openCollection(ctx, name);
+      checkAccess(h.col, "create", p);
+      return await insertRecord(ctx, h, data, p);
     },
     opts,
   );
 }
 
-/** `POST /:collection`: checks the create rule, then inserts one record in its own transaction (see groupOptions). */
+/**
+ * `POST /:collection`: checks the create rule, then inserts one record in its own transaction (see
+ * groupOptions), with the collection resolved again at the transaction's start.
+ */
 export async function createRecord(ctx: AppContext, name: string, body: Checked<Record<string, unknown>>, p: Principal): Promise<RecordJson> {
   if (ctx.db.groupBeginsAfterJoin) {
     const grouped = groupedCreate(ctx, name, body, p);
     if (grouped) return await grouped;
   }
-  const col = await requireCollection(ctx, name);
-  const ready = prepareRules(ctx, p, col);
-  if (ready) await ready;
+  const h = await openCollection(ctx, name);
+  prepareRules(h.catalog);
   // The rule before the body (a caller who may not create learns nothing from how its body is answered); an
   // expression is checked with the body, which it may name (`@request.body`).
-  const expression = isExpressionRule(col.rules.create);
-  if (!expression) checkAccess(col, "create", p);
+  const expression = isExpressionRule(h.col.rules.create);
+  if (!expression) checkAccess(h.col, "create", p);
   const data = bodyOf(body);
   if (expression)
     return await inTransaction(ctx, async () => {
-      await checkCreates(ctx, col, p, [data]);
-      return await insertRecord(ctx, col, data, p);
+      const current = await openCollection(ctx, name);
+      prepareRules(current.catalog);
+      await checkCreates(ctx, current.col, p, [data]);
+      return await insertRecord(ctx, current, data, p);
     });
-  return await inTransaction(ctx, async () => insertRecord(ctx, col, data, p), groupOptions(ctx, col, data));
+  return await inTransaction(ctx, async () => insertRecord(ctx, await openCollection(ctx, name), data, p), groupOptions(h, data));
 }

@@ -1,6 +1,6 @@
-import type { Principal } from "../auth/principal.ts";
+import type { Principal } from "../principal.ts";
 import type { AppContext } from "../context.ts";
-import { requireCollection } from "../collections/catalog.ts";
+import { openCollection } from "../catalog/catalog.ts";
 import { inTransaction } from "../transaction.ts";
 import { fetchRecord, type RecordJson } from "../query/rows.ts";
 import { checkAccess, recordNotFound } from "../rules/access.ts";
@@ -11,24 +11,27 @@ import { removeRecord, softDeleteRecord } from "./store.ts";
 
 /** `DELETE /:collection/:id`: soft delete; returns the record with `_deleted_at` set. */
 export async function deleteRecord(ctx: AppContext, name: string, id: string, p: Principal): Promise<RecordJson> {
-  const col = await requireCollection(ctx, name);
-  await prepareRules(ctx, p, col);
-  const access = checkAccess(col, "delete", p);
+  const opened = await openCollection(ctx, name);
+  prepareRules(opened.catalog);
+  const access = checkAccess(opened.col, "delete", p);
   return await inTransaction(ctx, async () => {
-    const previous = await fetchRecord(ctx, col, id);
+    const h = await openCollection(ctx, name);
+    const previous = await fetchRecord(ctx, h.col, id);
     if (!previous || previous._deleted_at !== null) throw recordNotFound();
-    await checkRecordAccess(ctx, col, "delete", p, access, previous);
-    return softDeleteRecord(ctx, col, previous, p, relationEffects);
+    prepareRules(h.catalog);
+    await checkRecordAccess(ctx, h.col, "delete", p, access, previous);
+    return softDeleteRecord(ctx, h, previous, p, relationEffects);
   });
 }
 
 /** Admin hard delete of an active or soft-deleted record: `{ ok: true, id }`. */
 export async function hardDeleteRecord(ctx: AppContext, name: string, id: string, p: Principal): Promise<{ ok: true; id: string }> {
-  const col = await requireCollection(ctx, name);
+  await openCollection(ctx, name);
   return await inTransaction(ctx, async () => {
-    const previous = await fetchRecord(ctx, col, id);
+    const h = await openCollection(ctx, name);
+    const previous = await fetchRecord(ctx, h.col, id);
     if (!previous) throw recordNotFound();
-    await removeRecord(ctx, col, previous, p, relationEffects);
+    await removeRecord(ctx, h, previous, p, relationEffects);
     return { ok: true as const, id };
   });
 }

@@ -1,14 +1,14 @@
-import type { Principal } from "../auth/principal.ts";
+import type { Principal } from "../principal.ts";
 import type { AppContext } from "../context.ts";
-import { requireCollection } from "../collections/catalog.ts";
-import type { Collection } from "../collections/types.ts";
+import { openCollection } from "../catalog/catalog.ts";
+import type { CollectionHandle } from "../catalog/handle.ts";
 import { badRequest, bodyOf, type Checked } from "../errors.ts";
 import { parseListQuery, type ListOptions, type ListQuery } from "../query/parse.ts";
 import { cursorValues, listColumns, pageRows } from "../query/read.ts";
 import { decodeRow, type RecordJson } from "../query/rows.ts";
 import { keysetPhases, orderBySql, orderTerms, planRead, runRead, type Where } from "../query/sql.ts";
 import { finishRelations, parseExpand, relationProjection } from "../relations/expand.ts";
-import { relationFilter } from "../relations/filter.ts";
+import { relationCondition } from "../relations/filter.ts";
 import { checkAccess } from "../rules/access.ts";
 import { prepareRules } from "../rules/scope.ts";
 import { countPlan } from "./count.ts";
@@ -20,8 +20,9 @@ export interface Page {
 }
 
 /** Runs a parsed list query on a collection the caller may read (access already decided). */
-export async function runListQuery(ctx: AppContext, col: Collection, lq: ListQuery, access: ReturnType<typeof checkAccess>, p: Principal): Promise<Page> {
-  const plan = planRead(ctx, col, lq, access, p, await relationFilter(ctx));
+export async function runListQuery(ctx: AppContext, h: CollectionHandle, lq: ListQuery, access: ReturnType<typeof checkAccess>, p: Principal): Promise<Page> {
+  const col = h.col;
+  const plan = planRead(ctx, h, lq, access, p, relationCondition);
   const terms = orderTerms(col, plan, lq.sort);
   const select = listColumns(col, lq.fields);
   const order = orderBySql(ctx, plan, terms);
@@ -52,14 +53,13 @@ export async function runListQuery(ctx: AppContext, col: Collection, lq: ListQue
  * is read by the query language; `opts` holds the scalar parameters the route's schema checked.
  */
 export async function listRecords(ctx: AppContext, name: string, params: URLSearchParams, p: Principal, opts: Checked<ListOptions>): Promise<Page> {
-  const col = await requireCollection(ctx, name);
-  const ready = prepareRules(ctx, p, col);
-  if (ready) await ready;
-  const access = checkAccess(col, "read", p);
+  const h = await openCollection(ctx, name);
+  prepareRules(h.catalog);
+  const access = checkAccess(h.col, "read", p);
   const lq = parseListQuery(params, bodyOf(opts));
-  const expand = await parseExpand(ctx, col, params.getAll("expand"));
-  const projection = await relationProjection(ctx, col, lq.fields, expand);
-  const page = await runListQuery(ctx, col, { ...lq, fields: projection.fields }, access, p);
-  await finishRelations(ctx, col, page.items, projection, expand, p);
+  const expand = parseExpand(h, params.getAll("expand"));
+  const projection = relationProjection(h, lq.fields, expand);
+  const page = await runListQuery(ctx, h, { ...lq, fields: projection.fields }, access, p);
+  if (h.from.length) await finishRelations(ctx, h, page.items, projection, expand, p);
   return page;
 }

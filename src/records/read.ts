@@ -1,6 +1,6 @@
-import type { Principal } from "../auth/principal.ts";
+import type { Principal } from "../principal.ts";
 import type { AppContext } from "../context.ts";
-import { requireCollection } from "../collections/catalog.ts";
+import { openCollection } from "../catalog/catalog.ts";
 import { attachRelationFields, expandRecords, parseExpand } from "../relations/expand.ts";
 import { badRequest } from "../errors.ts";
 import { fetchRecord, type RecordJson } from "../query/rows.ts";
@@ -16,22 +16,21 @@ export async function getRecord(
   p: Principal,
   opts: { includeDeleted?: boolean; expand?: string[]; fields?: string[] | null } = {},
 ): Promise<RecordJson> {
-  const col = await requireCollection(ctx, name);
-  const ready = prepareRules(ctx, p, col);
-  if (ready) await ready;
-  const access = checkAccess(col, "read", p);
-  const expand = await parseExpand(ctx, col, opts.expand);
-  const record = await fetchRecord(ctx, col, id, true);
+  const h = await openCollection(ctx, name);
+  prepareRules(h.catalog);
+  const access = checkAccess(h.col, "read", p);
+  const expand = parseExpand(h, opts.expand);
+  const record = await fetchRecord(ctx, h.col, id, true);
   if (!record || (record._deleted_at !== null && !opts.includeDeleted)) throw recordNotFound();
   if (access !== "all" && !(await accessPasses(ctx, access, p, record))) throw recordNotFound();
   // SECURITY: a soft-deleted record shows only to a caller whose delete rule holds for it (CONTRACT §12).
   if (record._deleted_at !== null) {
-    const del = accessOf(col, "delete", p);
+    const del = accessOf(h.col, "delete", p);
     if (!del || !(await accessPasses(ctx, del, p, record))) throw recordNotFound();
   }
-  await attachRelationFields(ctx, col, [record], p);
-  await expandRecords(ctx, col, [record], expand, p);
-  return opts.fields ? pickFields(col.name, record, opts.fields) : record;
+  if (h.from.length) await attachRelationFields(ctx, h, [record], p);
+  if (expand.length) await expandRecords(ctx, h, [record], expand, p);
+  return opts.fields ? pickFields(h.name, record, opts.fields) : record;
 }
 
 /**

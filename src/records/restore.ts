@@ -1,6 +1,6 @@
-import type { Principal } from "../auth/principal.ts";
+import type { Principal } from "../principal.ts";
 import type { AppContext } from "../context.ts";
-import { requireCollection } from "../collections/catalog.ts";
+import { openCollection } from "../catalog/catalog.ts";
 import { inTransaction } from "../transaction.ts";
 import { fetchRecord, type RecordJson } from "../query/rows.ts";
 import { attachRelationFields } from "../relations/expand.ts";
@@ -12,14 +12,16 @@ import { restoreRecordRow } from "./store.ts";
 
 /** `POST /:collection/:id/restore` (delete rule applies): clears `_deleted_at`; an active record is a no-op. */
 export async function restoreRecord(ctx: AppContext, name: string, id: string, p: Principal): Promise<RecordJson> {
-  const col = await requireCollection(ctx, name);
-  await prepareRules(ctx, p, col);
-  const access = checkAccess(col, "delete", p);
+  const opened = await openCollection(ctx, name);
+  prepareRules(opened.catalog);
+  const access = checkAccess(opened.col, "delete", p);
   return await inTransaction(ctx, async () => {
-    const record = await fetchRecord(ctx, col, id);
+    const h = await openCollection(ctx, name);
+    const record = await fetchRecord(ctx, h.col, id);
     if (!record) throw recordNotFound();
-    await checkRecordAccess(ctx, col, "delete", p, access, record);
-    if (record._deleted_at === null) return (await attachRelationFields(ctx, col, [record], p))[0];
-    return restoreRecordRow(ctx, col, record, p, relationEffects);
+    prepareRules(h.catalog);
+    await checkRecordAccess(ctx, h.col, "delete", p, access, record);
+    if (record._deleted_at === null) return (await attachRelationFields(ctx, h, [record], p))[0];
+    return restoreRecordRow(ctx, h, record, p, relationEffects);
   });
 }

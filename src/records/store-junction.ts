@@ -1,6 +1,6 @@
 import type { AppContext } from "../context.ts";
 import { q } from "../db/ident.ts";
-import { junctionTable } from "../relations/catalog.ts";
+import { junctionTable } from "../catalog/types.ts";
 import type { RelationWrite } from "../relations/check.ts";
 
 // The record store's writes of many_via junction rows (`from_id`, `to_id`, `pos`). Only store.ts

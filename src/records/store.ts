@@ -1,9 +1,10 @@
 import type { Engine } from "../db/engine.ts";
-import { ADMIN, type Principal } from "../auth/principal.ts";
+import { ADMIN, type Principal } from "../principal.ts";
 import type { AppContext } from "../context.ts";
 import { q } from "../db/ident.ts";
-import { checkFields, ensureFields } from "../collections/grow.ts";
-import { shapeOf, type BodyShape, type Collection } from "../collections/types.ts";
+import type { CollectionHandle } from "../catalog/handle.ts";
+import { addFields, newFieldsOf } from "../collections/grow.ts";
+import { shapeOf, type BodyShape, type Collection, type FieldDef } from "../catalog/types.ts";
 import { validateFieldRules } from "../collections/validate.ts";
 import { ValidationError, type FieldError } from "../errors.ts";
 import type { ChangeAction, ChangeEvent } from "../events/bus.ts";
@@ -11,8 +12,7 @@ import { hookAuth, runHooks } from "../hooks/run.ts";
 import type { HookEvent } from "../hooks/types.ts";
 import { newRecordId } from "../ids.ts";
 import { fetchRecord, type RecordJson } from "../query/rows.ts";
-import { prepareRelations } from "../relations/check.ts";
-import { relationsFrom, type Relation } from "../relations/catalog.ts";
+import { prepareRelations, withoutRelations, type RelationWrite } from "../relations/check.ts";
 import { attachRelationFields } from "../relations/expand.ts";
 import { encodeValue, userFields, userFieldsShared } from "./codec.ts";
 import { changeLink, writeLinks, type LinkChange } from "./store-junction.ts";
@@ -33,9 +33,9 @@ export { dropLinksFrom, dropLinksTo } from "./store-junction.ts";
  */
 export interface RelationEffects {
   /** After the row was deleted (soft: marked, hard: removed): restrict, cascade, set_null. */
-  deleted(ctx: AppContext, col: Collection, record: RecordJson, mode: "soft" | "hard", p: Principal): Promise<void>;
+  deleted(ctx: AppContext, h: CollectionHandle, record: RecordJson, mode: "soft" | "hard", p: Principal): Promise<void>;
   /** After the row was restored: brings back what its cascade soft-deleted. */
-  restored(ctx: AppContext, col: Collection, id: string, p: Principal): Promise<void>;
+  restored(ctx: AppContext, h: CollectionHandle, id: string, p: Principal): Promise<void>;
 }
 
 /** Who made a change, as a change event names it. */
@@ -48,12 +48,12 @@ function actor(p: Principal): string | null {
  * events carry. `attachedFor` is the principal whose view `record` already has (null: none).
  * Only `many` fields depend on the reader, so most records are copied without a query.
  */
-async function adminView(ctx: AppContext, col: Collection, record: RecordJson, attachedFor: Principal | null): Promise<RecordJson> {
+async function adminView(ctx: AppContext, h: CollectionHandle, record: RecordJson, attachedFor: Principal | null): Promise<RecordJson> {
   const copy = { ...record };
   if (attachedFor?.kind === "admin") return copy;
-  const rels = await relationsFrom(ctx, col.name);
+  const rels = h.from;
   if (!rels.length || (attachedFor && !rels.some((r) => r.type === "many"))) return copy;
-  return (await attachRelationFields(ctx, col, [copy], ADMIN))[0];
+  return (await attachRelationFields(ctx, h, [copy], ADMIN))[0];
 }
 
 function stage(
@@ -70,8 +70,8 @@ function stage(
   ctx.events.stage(event);
 }
 
-function hookEvent(col: Collection, op: HookEvent["op"], p: Principal, record: RecordJson | null, previous: RecordJson | null, data: Record<string, unknown> | null = null): HookEvent {
-  return { collection: col.name, op, data, record, previous, auth: hookAuth(p) };
+function hookEvent(h: CollectionHandle, op: HookEvent["op"], p: Principal, record: RecordJson | null, previous: RecordJson | null, data: Record<string, unknown> | null = null): HookEvent {
+  return { collection: h.name, op, data, record, previous, auth: hookAuth(p) };
 }
 
 /** Rows of a bulk insert not yet written: see `insertRecord`'s `pending` and `flushRows`. */
@@ -83,57 +83,64 @@ export interface PendingRow {
 
 /**
  * Inserts one record: beforeCreate hooks, names and types, field rules, new columns, the row,
- * its links, afterCreate hooks, the `create` event. Returns the record as `p` reads it.
+ * its links, afterCreate hooks, the `create` event. Returns the record as `p` reads it. `h` is the
+ * collection as resolved in the caller's write transaction.
  * With `pending`, the row of a record of a collection without relations is added there instead of
  * written, for `flushRows` to write with its neighbours in one statement (before the transaction ends).
- * A record of a collection without hooks or relations whose fields exist (most writes, every record of a
- * bulk insert after the first) is answered without a promise: see `insertPlain`.
  */
-export function insertRecord(ctx: AppContext, col: Collection, body: Record<string, unknown>, p: Principal, pending?: PendingRow[]): RecordJson | Promise<RecordJson> {
-  const rels = ctx.hooks.list.length === 0 ? relationsFrom(ctx, col.name) : null;
-  // A lookup that had to ask the database is handed on and awaited there (a rejected one must reach the caller).
-  if (rels === null || rels instanceof Promise || rels.length) return insertLinked(ctx, col, body, p, pending, rels ?? undefined);
+export function insertRecord(ctx: AppContext, h: CollectionHandle, body: Record<string, unknown>, p: Principal, pending?: PendingRow[]): Promise<RecordJson> {
+  if (h.hooks.length || h.from.length) return insertLinked(ctx, h, body, p, pending);
   // Without hooks nothing changes the body's fields: they are not copied.
   const clean = userFieldsShared(body);
-  const grown = ensureFields(ctx, col, clean);
-  return grown instanceof Promise ? grown.then((c) => insertPlain(ctx, c, clean, p, pending)) : insertPlain(ctx, grown, clean, p, pending);
+  const fresh = newFieldsOf(h.col, clean);
+  if (fresh.length) return addFields(ctx, h, fresh).then((grown) => insertPlainNow(ctx, grown, clean, p, pending));
+  return insertPlainNow(ctx, h, clean, p, pending);
 }
 
 /**
- * The rest of `insertRecord` for a collection without hooks or relations, once it has the body's fields:
- * the record is final as built (no relation fields to attach for anyone). Kept apart from the general
- * case, and not async, so that the hot path of bulk inserts is one small function (the JIT's optimizing
+ * The rest of `insertRecord` for a collection without hooks or relations, once every field of the body
+ * exists: the record is final as built (no relation fields to attach for anyone). Kept apart from the
+ * general case, and not async, so that the hot path of creates is one small function (the JIT's optimizing
  * tier compiles an async function of the general case's size in about 200 ms of CPU).
  */
-export function insertPlain(ctx: AppContext, col: Collection, clean: Record<string, unknown>, p: Principal, pending: PendingRow[] | undefined): RecordJson | Promise<RecordJson> {
-  const row = newRow(ctx, col, clean, p, NO_ERRORS);
-  const record = insertedRecord(col, row.shape, row.values, clean);
-  const written = () => {
-    stage(ctx, col, "create", { ...record }, undefined, row.now, p);
+function insertPlainNow(ctx: AppContext, h: CollectionHandle, clean: Record<string, unknown>, p: Principal, pending: PendingRow[] | undefined): Promise<RecordJson> {
+  if (pending) return Promise.resolve(insertPlain(ctx, h, clean, p, pending));
+  const row = newRow(ctx, h.col, clean, p, NO_ERRORS);
+  const record = insertedRecord(h.col, row.shape, row.values, clean);
+  return ctx.db.run(insertSql(ctx, h.name, row.shape.names), row.values).then(() => {
+    stage(ctx, h.col, "create", { ...record }, undefined, row.now, p);
     return record;
-  };
-  if (!pending) return ctx.db.run(insertSql(ctx, col.name, row.shape.names), row.values).then(written);
-  pending.push({ table: col.name, fields: row.shape.names, values: row.values });
-  return written();
+  });
+}
+
+/**
+ * `insertPlainNow` for a record of a bulk insert: its row goes to `pending` (flushRows writes it), so the
+ * record is answered at once.
+ */
+export function insertPlain(ctx: AppContext, h: CollectionHandle, clean: Record<string, unknown>, p: Principal, pending: PendingRow[]): RecordJson {
+  const row = newRow(ctx, h.col, clean, p, NO_ERRORS);
+  const record = insertedRecord(h.col, row.shape, row.values, clean);
+  pending.push({ table: h.name, fields: row.shape.names, values: row.values });
+  stage(ctx, h.col, "create", { ...record }, undefined, row.now, p);
+  return record;
 }
 
 const NO_ERRORS: readonly FieldError[] = [];
 
-/** Where `insertPlainRun` stopped: at the end, or at a record (`next`) whose new fields are being added. */
-export type PlainRun = { next: number; grown?: undefined } | { next: number; grown: Promise<Collection>; clean: Record<string, unknown> };
+/** Where `insertPlainRun` stopped: at the end, or at a record (`next`) that names fields the collection lacks (`fresh`). */
+export type PlainRun = { next: number; fresh?: undefined } | { next: number; fresh: readonly FieldDef[]; clean: Record<string, unknown> };
 
 /**
- * The records `bodies[from..]` of a bulk insert into a collection without hooks or relations, as
- * `insertRecord` with `pending` inserts each; the caller has checked both, and looked `col` up, inside the
- * transaction. What `insertRecord` looks up per record for its collection is so looked up once per bulk,
- * and the loop is the work of each record alone. The records go to `out`, their rows to `pending`. It stops
- * at a record that names fields the collection does not have yet (their columns are added asynchronously):
- * the caller awaits `grown` and finishes that record with `insertPlain`. An error of record i is thrown
- * as `onError(err, i)`.
+ * The records `bodies[from..]` of a bulk insert into a collection without hooks or relations (`h`, resolved
+ * in the transaction), as `insertRecord` with `pending` inserts each: what `insertRecord` looks up per record
+ * is so looked up once per bulk, and the loop is the work of each record alone. The records go to `out`, their
+ * rows to `pending`. It stops at a record that names fields the collection does not have yet (their columns
+ * are added asynchronously): the caller adds them (addFields) and finishes that record with `insertPlain`.
+ * An error of record i is thrown as `onError(err, i)`.
  */
 export function insertPlainRun(
   ctx: AppContext,
-  col: Collection,
+  h: CollectionHandle,
   bodies: readonly Record<string, unknown>[],
   from: number,
   p: Principal,
@@ -145,9 +152,9 @@ export function insertPlainRun(
   try {
     for (; i < bodies.length; i++) {
       const clean = userFieldsShared(bodies[i]!);
-      const grown = checkFields(ctx, col, clean);
-      if (grown !== col) return { next: i, grown: Promise.resolve(grown), clean };
-      out.push(insertPlain(ctx, col, clean, p, pending) as RecordJson);
+      const fresh = newFieldsOf(h.col, clean);
+      if (fresh.length) return { next: i, fresh, clean };
+      out.push(insertPlain(ctx, h, clean, p, pending));
     }
   } catch (err) {
     throw onError(err, i);
@@ -175,32 +182,36 @@ function newRow(ctx: AppContext, col: Collection, clean: Record<string, unknown>
   return { now, shape, values };
 }
 
-/** `insertRecord` with hooks or relations (or with `found`, the relations lookup, still running). */
-async function insertLinked(
-  ctx: AppContext,
-  col: Collection,
-  body: Record<string, unknown>,
-  p: Principal,
-  pending: PendingRow[] | undefined,
-  found: readonly Relation[] | Promise<readonly Relation[]> | undefined,
-): Promise<RecordJson> {
-  const hooked = ctx.hooks.list.length > 0;
+/** The relations' part of a body (`withoutRelations` for a collection without them). */
+async function relationsOf(ctx: AppContext, h: CollectionHandle, clean: Record<string, unknown>, p: Principal): Promise<RelationWrite> {
+  return h.from.length ? await prepareRelations(ctx, h, clean, p) : withoutRelations(clean);
+}
+
+/** `h` with the new fields of `stored` added, when it names any (inside the caller's write transaction). */
+async function grownFor(ctx: AppContext, h: CollectionHandle, stored: Record<string, unknown>): Promise<CollectionHandle> {
+  const fresh = newFieldsOf(h.col, stored);
+  return fresh.length ? await addFields(ctx, h, fresh) : h;
+}
+
+/** `insertRecord` with hooks or relations. */
+async function insertLinked(ctx: AppContext, h: CollectionHandle, body: Record<string, unknown>, p: Principal, pending: PendingRow[] | undefined): Promise<RecordJson> {
+  const hooked = h.hooks.length > 0;
   const data = hooked ? userFields(body) : userFieldsShared(body);
-  if (hooked) runHooks(ctx, col, "beforeCreate", hookEvent(col, "create", p, null, null, data));
+  if (hooked) runHooks(h.hooks, "beforeCreate", hookEvent(h, "create", p, null, null, data));
   const clean = hooked ? userFields(data) : data;
-  const rels = await (found ?? relationsFrom(ctx, col.name));
-  const relations = rels.length ? await prepareRelations(ctx, col, clean, p) : { stored: clean, errors: [], links: [] };
-  col = await ensureFields(ctx, col, relations.stored);
+  const relations = await relationsOf(ctx, h, clean, p);
+  h = await grownFor(ctx, h, relations.stored);
+  const col = h.col;
   const row = newRow(ctx, col, clean, p, relations.errors);
   const id = row.values[0] as string;
-  const plain = rels.length === 0;
+  const plain = h.from.length === 0;
   if (pending && plain) pending.push({ table: col.name, fields: row.shape.names, values: row.values });
   else await ctx.db.run(insertSql(ctx, col.name, row.shape.names), row.values);
   if (relations.links.length) await writeLinks(ctx, relations, id);
   const inserted = insertedRecord(col, row.shape, row.values, clean);
-  const record = plain ? inserted : (await attachRelationFields(ctx, col, [inserted], p))[0];
-  stage(ctx, col, "create", plain ? { ...record } : await adminView(ctx, col, record, p), undefined, row.now, p);
-  if (hooked) runHooks(ctx, col, "afterCreate", hookEvent(col, "create", p, record, null, clean));
+  const record = plain ? inserted : (await attachRelationFields(ctx, h, [inserted], p))[0];
+  stage(ctx, col, "create", plain ? { ...record } : await adminView(ctx, h, record, p), undefined, row.now, p);
+  if (hooked) runHooks(h.hooks, "afterCreate", hookEvent(h, "create", p, record, null, clean));
   return record;
 }
 
@@ -308,18 +319,30 @@ export async function flushRows(ctx: AppContext, rows: PendingRow[], onRowError:
  */
 async function writeUpdate(
   ctx: AppContext,
-  col: Collection,
+  h: CollectionHandle,
   previous: RecordJson,
   body: Record<string, unknown>,
   p: Principal,
   forced?: string,
 ): Promise<RecordJson> {
   const data = userFields(body);
-  const before = await adminView(ctx, col, previous, null);
-  runHooks(ctx, col, "beforeUpdate", hookEvent(col, "update", p, previous, previous, data));
+  const before = await adminView(ctx, h, previous, null);
+  runHooks(h.hooks, "beforeUpdate", hookEvent(h, "update", p, previous, previous, data));
   const clean = userFields(data);
-  const relations = await prepareRelations(ctx, col, clean, p);
-  col = await ensureFields(ctx, col, relations.stored);
+  const relations = await relationsOf(ctx, h, clean, p);
+  h = await grownFor(ctx, h, relations.stored);
+  checkUpdate(h.col, clean, relations, forced);
+  const now = ctx.clock.now();
+  await updateRow(ctx, h.col, previous, clean, now);
+  await writeLinks(ctx, relations, previous._id as string);
+  const record = (await attachRelationFields(ctx, h, [(await fetchRecord(ctx, h.col, previous._id as string))!], p))[0];
+  stage(ctx, h.col, "update", await adminView(ctx, h, record, p), before, now, p);
+  runHooks(h.hooks, "afterUpdate", hookEvent(h, "update", p, record, previous, clean));
+  return record;
+}
+
+/** The field rules of a patch and the relations' errors, as one 422; a field `forced` to null is the relation's call. */
+function checkUpdate(col: Collection, clean: Record<string, unknown>, relations: RelationWrite, forced: string | undefined): void {
   let checked = clean;
   if (forced !== undefined && clean[forced] === null) {
     checked = { ...clean };
@@ -327,7 +350,10 @@ async function writeUpdate(
   }
   const errors = [...validateFieldRules(col, checked, "update"), ...relations.errors];
   if (errors.length) throw new ValidationError(errors);
-  const now = ctx.clock.now();
+}
+
+/** The UPDATE of a patch: `_updated_at` (never moved back) and every field the patch names that the collection has. */
+async function updateRow(ctx: AppContext, col: Collection, previous: RecordJson, clean: Record<string, unknown>, now: number): Promise<void> {
   const sets = ['"_updated_at" = ?'];
   const values: (string | number | null)[] = [Math.max(now, previous._updated_at as number)];
   for (const [k, v] of Object.entries(clean)) {
@@ -337,28 +363,23 @@ async function writeUpdate(
     values.push(encodeValue(def.type, v));
   }
   values.push(previous._id as string);
-  await ctx.db.run(`UPDATE ${q(col.name)} SET ${sets.join(", ")} WHERE "_id" = ?`, [...values]);
-  await writeLinks(ctx, relations, previous._id as string);
-  const record = (await attachRelationFields(ctx, col, [(await fetchRecord(ctx, col, previous._id as string))!], p))[0];
-  stage(ctx, col, "update", await adminView(ctx, col, record, p), before, now, p);
-  runHooks(ctx, col, "afterUpdate", hookEvent(col, "update", p, record, previous, clean));
-  return record;
+  await ctx.db.run(`UPDATE ${q(col.name)} SET ${sets.join(", ")} WHERE "_id" = ?`, values);
 }
 
-/** Applies a patch to a fetched active record (update and batch). */
+/** Applies a patch to a fetched active record (update and batch); `h` as resolved in the caller's transaction. */
 export async function updateRecordRow(
   ctx: AppContext,
-  col: Collection,
+  h: CollectionHandle,
   previous: RecordJson,
   body: Record<string, unknown>,
   p: Principal,
 ): Promise<RecordJson> {
-  return await writeUpdate(ctx, col, previous, body, p);
+  return await writeUpdate(ctx, h, previous, body, p);
 }
 
 /** A relation's `set_null`: clears `field` of a fetched record, through its update hooks. */
-export async function setFieldNull(ctx: AppContext, col: Collection, previous: RecordJson, field: string, p: Principal): Promise<RecordJson> {
-  return await writeUpdate(ctx, col, previous, { [field]: null }, p, field);
+export async function setFieldNull(ctx: AppContext, h: CollectionHandle, previous: RecordJson, field: string, p: Principal): Promise<RecordJson> {
+  return await writeUpdate(ctx, h, previous, { [field]: null }, p, field);
 }
 
 /**
@@ -366,17 +387,17 @@ export async function setFieldNull(ctx: AppContext, col: Collection, previous: R
  * the relations' on_delete (cascades write through this store), afterDelete hooks. Returns the
  * record as `p` reads it.
  */
-export async function softDeleteRecord(ctx: AppContext, col: Collection, previous: RecordJson, p: Principal, effects: RelationEffects): Promise<RecordJson> {
-  const event = hookEvent(col, "delete", p, previous, previous);
-  runHooks(ctx, col, "beforeDelete", event);
+export async function softDeleteRecord(ctx: AppContext, h: CollectionHandle, previous: RecordJson, p: Principal, effects: RelationEffects): Promise<RecordJson> {
+  const event = hookEvent(h, "delete", p, previous, previous);
+  runHooks(h.hooks, "beforeDelete", event);
   const now = ctx.clock.now();
-  const before = await adminView(ctx, col, previous, null);
-  await ctx.db.run(`UPDATE ${q(col.name)} SET "_deleted_at" = ? WHERE "_id" = ?`, [now, previous._id as string]);
-  stage(ctx, col, "delete", { ...before, _deleted_at: now }, before, now, p);
-  await effects.deleted(ctx, col, previous, "soft", p);
-  const record = (await fetchRecord(ctx, col, previous._id as string))!;
-  await attachRelationFields(ctx, col, [record], p);
-  runHooks(ctx, col, "afterDelete", { ...event, record });
+  const before = await adminView(ctx, h, previous, null);
+  await ctx.db.run(`UPDATE ${q(h.name)} SET "_deleted_at" = ? WHERE "_id" = ?`, [now, previous._id as string]);
+  stage(ctx, h.col, "delete", { ...before, _deleted_at: now }, before, now, p);
+  await effects.deleted(ctx, h, previous, "soft", p);
+  const record = (await fetchRecord(ctx, h.col, previous._id as string))!;
+  if (h.from.length) await attachRelationFields(ctx, h, [record], p);
+  runHooks(h.hooks, "afterDelete", { ...event, record });
   return record;
 }
 
@@ -385,16 +406,17 @@ export async function softDeleteRecord(ctx: AppContext, col: Collection, previou
  * `restore` event, what its cascade soft-deleted, afterRestore hooks. Returns the record as
  * `p` reads it.
  */
-export async function restoreRecordRow(ctx: AppContext, col: Collection, previous: RecordJson, p: Principal, effects: RelationEffects): Promise<RecordJson> {
-  const event = hookEvent(col, "restore", p, previous, previous);
-  runHooks(ctx, col, "beforeRestore", event);
+export async function restoreRecordRow(ctx: AppContext, h: CollectionHandle, previous: RecordJson, p: Principal, effects: RelationEffects): Promise<RecordJson> {
+  const event = hookEvent(h, "restore", p, previous, previous);
+  runHooks(h.hooks, "beforeRestore", event);
   const now = ctx.clock.now();
-  const before = await adminView(ctx, col, previous, null);
-  await ctx.db.run(`UPDATE ${q(col.name)} SET "_deleted_at" = NULL WHERE "_id" = ?`, [previous._id as string]);
-  stage(ctx, col, "restore", { ...before, _deleted_at: null }, before, now, p);
-  await effects.restored(ctx, col, previous._id as string, p);
-  const record = (await attachRelationFields(ctx, col, [(await fetchRecord(ctx, col, previous._id as string))!], p))[0];
-  runHooks(ctx, col, "afterRestore", { ...event, record });
+  const before = await adminView(ctx, h, previous, null);
+  await ctx.db.run(`UPDATE ${q(h.name)} SET "_deleted_at" = NULL WHERE "_id" = ?`, [previous._id as string]);
+  stage(ctx, h.col, "restore", { ...before, _deleted_at: null }, before, now, p);
+  await effects.restored(ctx, h, previous._id as string, p);
+  const record = (await fetchRecord(ctx, h.col, previous._id as string))!;
+  if (h.from.length) await attachRelationFields(ctx, h, [record], p);
+  runHooks(h.hooks, "afterRestore", { ...event, record });
   return record;
 }
 
@@ -402,14 +424,14 @@ export async function restoreRecordRow(ctx: AppContext, col: Collection, previou
  * Hard-deletes a fetched record (active or soft-deleted): beforeDelete hooks, the row, the
  * `hard_delete` event carrying its last state, the relations' on_delete, afterDelete hooks.
  */
-export async function removeRecord(ctx: AppContext, col: Collection, previous: RecordJson, p: Principal, effects: RelationEffects): Promise<void> {
-  const event = hookEvent(col, "delete", p, previous, previous);
-  runHooks(ctx, col, "beforeDelete", event);
-  const last = await adminView(ctx, col, previous, null);
-  await ctx.db.run(`DELETE FROM ${q(col.name)} WHERE "_id" = ?`, [previous._id as string]);
-  stage(ctx, col, "hard_delete", last, last, ctx.clock.now(), p);
-  await effects.deleted(ctx, col, previous, "hard", p);
-  runHooks(ctx, col, "afterDelete", event);
+export async function removeRecord(ctx: AppContext, h: CollectionHandle, previous: RecordJson, p: Principal, effects: RelationEffects): Promise<void> {
+  const event = hookEvent(h, "delete", p, previous, previous);
+  runHooks(h.hooks, "beforeDelete", event);
+  const last = await adminView(ctx, h, previous, null);
+  await ctx.db.run(`DELETE FROM ${q(h.name)} WHERE "_id" = ?`, [previous._id as string]);
+  stage(ctx, h.col, "hard_delete", last, last, ctx.clock.now(), p);
+  await effects.deleted(ctx, h, previous, "hard", p);
+  runHooks(h.hooks, "afterDelete", event);
 }
 
 /**
@@ -421,19 +443,19 @@ export async function removeRecord(ctx: AppContext, col: Collection, previous: R
  */
 export async function relinkRecord(
   ctx: AppContext,
-  col: Collection,
+  h: CollectionHandle,
   id: string,
   link: { field: string; next: string[] },
   p: Principal,
   change: LinkChange,
 ): Promise<void> {
-  const previous = await fetchRecord(ctx, col, id);
+  const previous = await fetchRecord(ctx, h.col, id);
   if (!previous) return;
-  const before = await adminView(ctx, col, previous, null);
+  const before = await adminView(ctx, h, previous, null);
   const data = { [link.field]: link.next };
-  runHooks(ctx, col, "beforeUpdate", hookEvent(col, "update", p, previous, previous, data));
+  runHooks(h.hooks, "beforeUpdate", hookEvent(h, "update", p, previous, previous, data));
   await changeLink(ctx, id, change);
-  const record = await adminView(ctx, col, (await fetchRecord(ctx, col, id))!, null);
-  stage(ctx, col, "update", record, before, ctx.clock.now(), p);
-  runHooks(ctx, col, "afterUpdate", hookEvent(col, "update", p, record, previous, data));
+  const record = await adminView(ctx, h, (await fetchRecord(ctx, h.col, id))!, null);
+  stage(ctx, h.col, "update", record, before, ctx.clock.now(), p);
+  runHooks(h.hooks, "afterUpdate", hookEvent(h, "update", p, record, previous, data));
 }

@@ -1,11 +1,11 @@
-import type { Principal } from "../auth/principal.ts";
+import type { Principal } from "../principal.ts";
 import type { AppContext } from "../context.ts";
-import { findCollection } from "../collections/catalog.ts";
-import type { Collection } from "../collections/types.ts";
+import type { CollectionHandle } from "../catalog/handle.ts";
+import type { CatalogSnapshot } from "../catalog/snapshot.ts";
+import type { Relation } from "../catalog/types.ts";
 import type { FieldError } from "../errors.ts";
 import { idsMeeting, readFilter } from "../query/relations.ts";
 import { prepareRules } from "../rules/scope.ts";
-import { relationsFrom, type Relation } from "./catalog.ts";
 
 /** What a create or update body means for the relations of its collection. */
 export interface RelationWrite {
@@ -22,28 +22,21 @@ export interface RelationWrite {
 
 const MAX_LINKS = 10_000;
 
+/** What a body means for a collection without relations: every field is stored as given. */
+export function withoutRelations(data: Record<string, unknown>): RelationWrite {
+  return { stored: data, errors: [], links: [] };
+}
+
 /**
  * Splits a create/update body into stored fields and relation links, and checks that every
  * `one` value and `many_via` id names an active record of the target collection that the
  * writer `p` may read (CONTRACT §6, §8c). Runs inside the caller's transaction, so records
- * written earlier in the same bulk or batch count.
+ * written earlier in the same bulk or batch count. A caller skips it for a collection without
+ * relations (`h.from` empty: see withoutRelations).
  */
-export function prepareRelations(ctx: AppContext, col: Collection, data: Record<string, unknown>, p: Principal): RelationWrite | Promise<RelationWrite> {
-  const rels = relationsFrom(ctx, col.name);
-  // A collection without relations (the common case) is answered without a promise.
-  if (!(rels instanceof Promise) && !rels.length) return { stored: data, errors: [], links: [] };
-  return checkRelations(ctx, col, data, p, rels);
-}
-
-async function checkRelations(
-  ctx: AppContext,
-  col: Collection,
-  data: Record<string, unknown>,
-  p: Principal,
-  pending: readonly Relation[] | Promise<readonly Relation[]>,
-): Promise<RelationWrite> {
-  const rels = await pending;
-  if (!rels.length) return { stored: data, errors: [], links: [] };
+export async function prepareRelations(ctx: AppContext, h: CollectionHandle, data: Record<string, unknown>, p: Principal): Promise<RelationWrite> {
+  const rels = h.from;
+  if (!rels.length) return withoutRelations(data);
   const stored = { ...data };
   const errors: FieldError[] = [];
   const links: RelationWrite["links"] = [];
@@ -58,7 +51,7 @@ async function checkRelations(
     }
     if (rel.type === "one") {
       if (typeof value !== "string") continue; // null clears; another type is the type check's 422
-      if ((await missingIds(ctx, rel, [value], p)).length)
+      if ((await missingIds(ctx, h.catalog, rel, [value], p)).length)
         errors.push({ field: key, rule: "relation", message: `"${key}" must name an existing record of "${rel.to_col}".` });
       continue;
     }
@@ -72,7 +65,7 @@ async function checkRelations(
       continue;
     }
     const ids = [...new Set(value as string[])];
-    const missing = await missingIds(ctx, rel, ids, p);
+    const missing = await missingIds(ctx, h.catalog, rel, ids, p);
     if (missing.length) {
       const shown = missing.slice(0, 5).map((m) => JSON.stringify(m.slice(0, 64)));
       errors.push({
@@ -92,10 +85,10 @@ async function checkRelations(
  * by `p` (one query). IMPORTANT: a hidden record answers like a missing one, else a write would
  * reveal that it exists (and, with `restrict`, let anyone block its deletion).
  */
-async function missingIds(ctx: AppContext, rel: Relation, ids: string[], p: Principal): Promise<string[]> {
+async function missingIds(ctx: AppContext, catalog: CatalogSnapshot, rel: Relation, ids: string[], p: Principal): Promise<string[]> {
   if (!ids.length) return [];
-  const target = await findCollection(ctx, rel.to_col);
-  if (target) await prepareRules(ctx, p, target);
+  prepareRules(catalog);
+  const target = catalog.get(rel.to_col);
   const visible = target && readFilter(target, p);
   if (!target || !visible) return ids;
   const found = await idsMeeting(ctx, target, ids, visible);

@@ -1,13 +1,12 @@
-import type { Principal } from "../auth/principal.ts";
+import type { Principal } from "../principal.ts";
 import type { AppContext } from "../context.ts";
-import { findCollection } from "../collections/catalog.ts";
-import type { Collection } from "../collections/types.ts";
+import type { CollectionHandle } from "../catalog/handle.ts";
+import { junctionTable, type Collection, type Relation } from "../catalog/types.ts";
 import { badRequest } from "../errors.ts";
 import { linkedRows, linksFromAll } from "../query/junction.ts";
 import { pointingRows, readFilter, rowsWithIds, type TargetFilter } from "../query/relations.ts";
 import { prepareRules } from "../rules/scope.ts";
 import { decodeRow, type RecordJson } from "../query/rows.ts";
-import { junctionTable, relationsFrom, type Relation } from "./catalog.ts";
 
 type Row = Record<string, unknown>;
 
@@ -34,33 +33,21 @@ function groupBy(rows: Row[], key: string): Map<string, Row[]> {
 }
 
 /**
- * Adds the virtual relation fields to records of `col`: a many_via field is its list of
+ * Adds the virtual relation fields to records of `h`: a many_via field is its list of
  * linked ids; a many field the ids of the active target records the requester may read, the
  * first MAX_MANY_PER_RECORD by `_id` (null when the target's read rule hides it). One query per
- * relation for the whole page. A collection without relations is answered without a promise.
+ * relation for the whole page. Returns `records`. A caller on a hot path skips the call when
+ * `h.from` is empty (nothing to add).
  */
-export function attachRelationFields(
+export async function attachRelationFields(
   ctx: AppContext,
-  col: Collection,
+  h: CollectionHandle,
   records: RecordJson[],
   p: Principal,
   only: Set<string> | null = null,
-): RecordJson[] | Promise<RecordJson[]> {
-  if (!records.length) return records;
-  const rels = relationsFrom(ctx, col.name);
-  if (!(rels instanceof Promise) && rels.length === 0) return records;
-  return attachWith(ctx, col, records, p, only, rels);
-}
-
-async function attachWith(
-  ctx: AppContext,
-  col: Collection,
-  records: RecordJson[],
-  p: Principal,
-  only: Set<string> | null,
-  relations: readonly Relation[] | Promise<readonly Relation[]>,
 ): Promise<RecordJson[]> {
-  for (const rel of await relations) {
+  if (!records.length) return records;
+  for (const rel of h.from) {
     if (only && !only.has(rel.from_field.toLowerCase())) continue;
     if (rel.type === "many_via") {
       const rows = await linksFromAll(ctx, junctionTable(rel), idsOf(records));
@@ -72,12 +59,12 @@ async function attachWith(
       }
       for (const rec of records) rec[rel.from_field] = byFrom.get(rec._id as string) ?? [];
     } else if (rel.type === "many") {
-      const target = await findCollection(ctx, rel.to_col);
+      const target = h.catalog.get(rel.to_col);
       if (!target || !rel.to_field || !target.fieldMap.has(rel.to_field.toLowerCase())) {
         for (const rec of records) rec[rel.from_field] = [];
         continue;
       }
-      await prepareRules(ctx, p, target);
+      prepareRules(h.catalog);
       const filter = readFilter(target, p);
       if (!filter) {
         for (const rec of records) rec[rel.from_field] = null;
@@ -106,24 +93,20 @@ async function manyRows(
   return await pointingRows(ctx, target, field, idsOf(records), filter, MAX_MANY_PER_RECORD, full);
 }
 
-/** Parses `expand=a,b` (repeatable) into relations of `col`; 400 for a name that is no relation field of it. */
-export function parseExpand(ctx: AppContext, col: Collection, raw: string[] | string | null | undefined): Relation[] | Promise<Relation[]> {
-  // Without `expand` (most reads) the answer needs no promise.
-  if (!raw || raw.length === 0) return [];
-  return parseExpandList(ctx, col, raw);
-}
+const NO_EXPAND: Relation[] = [];
 
-async function parseExpandList(ctx: AppContext, col: Collection, raw: string[] | string): Promise<Relation[]> {
+/** Parses `expand=a,b` (repeatable) into relations of `h`; 400 for a name that is no relation field of it. */
+export function parseExpand(h: CollectionHandle, raw: string[] | string | null | undefined): Relation[] {
+  if (!raw || raw.length === 0) return NO_EXPAND;
   const list = (Array.isArray(raw) ? raw : raw ? [raw] : [])
     .flatMap((s) => s.split(","))
     .map((s) => s.trim())
     .filter(Boolean);
-  if (!list.length) return [];
-  const rels = await relationsFrom(ctx, col.name);
+  if (!list.length) return NO_EXPAND;
   const out: Relation[] = [];
   for (const name of list) {
-    const rel = rels.find((r) => r.from_field.toLowerCase() === name.toLowerCase());
-    if (!rel) throw badRequest(`cannot expand "${name.slice(0, 80)}": it is not a relation field of "${col.name}"`);
+    const rel = h.from.find((r) => r.from_field.toLowerCase() === name.toLowerCase());
+    if (!rel) throw badRequest(`cannot expand "${name.slice(0, 80)}": it is not a relation field of "${h.name}"`);
     if (!out.includes(rel)) out.push(rel);
   }
   return out;
@@ -133,19 +116,15 @@ async function parseExpandList(ctx: AppContext, col: Collection, raw: string[] |
  * Embeds related records under `_expand` (CONTRACT §4, §6): `one` gives the target or null
  * (missing, deleted or hidden by the target's read rule), `many` and `many_via` the readable
  * active targets (at most MAX_MANY_PER_RECORD each), null when the target's read rule hides the
- * whole collection. Exactly one
- * query per expanded field for the whole page, never one per record.
+ * whole collection. Exactly one query per expanded field for the whole page, never one per record.
+ * A caller on a hot path skips the call when `rels` is empty.
  */
-export function expandRecords(ctx: AppContext, col: Collection, records: RecordJson[], rels: Relation[], p: Principal): Promise<void> | undefined {
+export async function expandRecords(ctx: AppContext, h: CollectionHandle, records: RecordJson[], rels: Relation[], p: Principal): Promise<void> {
   if (!rels.length || !records.length) return;
-  return expandWith(ctx, records, rels, p);
-}
-
-async function expandWith(ctx: AppContext, records: RecordJson[], rels: Relation[], p: Principal): Promise<void> {
   const out = records.map(() => ({}) as Record<string, unknown>);
   for (const rel of rels) {
-    const target = await findCollection(ctx, rel.to_col);
-    if (target) await prepareRules(ctx, p, target);
+    prepareRules(h.catalog);
+    const target = h.catalog.get(rel.to_col);
     const filter = target ? readFilter(target, p) : null;
     const empty = rel.type === "one" || !target || filter === null ? null : [];
     if (!target || !filter) {
@@ -188,10 +167,12 @@ export interface RelationProjection {
   hidden: string[];
 }
 
+const ALL_FIELDS: RelationProjection = Object.freeze({ fields: null, virtual: null, hidden: [] as string[] });
+
 /** Splits a `fields` selection into stored and virtual relation fields, adding what `expand` needs. */
-export async function relationProjection(ctx: AppContext, col: Collection, fields: string[] | null, expand: Relation[]): Promise<RelationProjection> {
-  if (fields === null) return { fields: null, virtual: null, hidden: [] };
-  const rels = new Map((await relationsFrom(ctx, col.name)).map((r) => [r.from_field.toLowerCase(), r]));
+export function relationProjection(h: CollectionHandle, fields: string[] | null, expand: Relation[]): RelationProjection {
+  if (fields === null) return ALL_FIELDS;
+  const rels = new Map(h.from.map((r) => [r.from_field.toLowerCase(), r]));
   const stored: string[] = [];
   const virtual = new Set<string>();
   for (const f of fields) {
@@ -204,16 +185,19 @@ export async function relationProjection(ctx: AppContext, col: Collection, field
   return { fields: [...stored, ...hidden], virtual, hidden };
 }
 
-/** Adds the virtual relation fields and `_expand` to a page of records, then drops the helper columns. */
+/**
+ * Adds the virtual relation fields and `_expand` to a page of records, then drops the helper columns. A
+ * caller on a hot path skips the call for a collection without relations (`h.from` empty: nothing to do).
+ */
 export async function finishRelations(
   ctx: AppContext,
-  col: Collection,
+  h: CollectionHandle,
   records: RecordJson[],
   projection: RelationProjection,
   expand: Relation[],
   p: Principal,
 ): Promise<void> {
-  await attachRelationFields(ctx, col, records, p, projection.virtual);
-  await expandRecords(ctx, col, records, expand, p);
+  await attachRelationFields(ctx, h, records, p, projection.virtual);
+  await expandRecords(ctx, h, records, expand, p);
   if (projection.hidden.length) for (const r of records) for (const f of projection.hidden) delete r[f];
 }

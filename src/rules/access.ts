@@ -1,5 +1,5 @@
-import type { Principal } from "../auth/principal.ts";
-import type { Collection, Operation } from "../collections/types.ts";
+import type { Principal } from "../principal.ts";
+import type { Collection, Operation } from "../catalog/types.ts";
 import type { Cond } from "../db/condition.ts";
 import { AppError, forbidden, unauthorized } from "../errors.ts";
 import type { CheckedRule } from "./expr/check.ts";
@@ -20,21 +20,18 @@ export interface RuleAccess {
   readonly cond: Cond;
 }
 
-/**
- * The user each request's principal reads as in rules (roles and metadata as stored at the request, not the
- * token's copy), set once per request by prepareRules (rules/scope.ts). A principal without one is a user
- * whose rules were not prepared: every expression rule refuses them (fail closed).
- */
+/** The user as rules see them, made once per principal (a user's principal is made per request, or per realtime batch). */
 const ruleUsers = new WeakMap<Principal, RuleAuth>();
 
-/** Binds the user as rules see them to one request's principal (rules/scope.ts). */
-export function setRuleUser(p: Principal, auth: RuleAuth): void {
-  ruleUsers.set(p, auth);
-}
-
-/** The user a principal reads as in rules: undefined for a user whose rules were not prepared. */
-export function ruleUserOf(p: Principal): RuleAuth | null | undefined {
-  return p.kind === "user" ? ruleUsers.get(p) : null;
+/**
+ * The caller as a rule sees them: for a user, the roles, metadata, address and verification the principal
+ * read from the user's row at the request (not the token's copy); null for anonymous callers.
+ */
+export function ruleUserOf(p: Principal): RuleAuth | null {
+  if (p.kind !== "user") return null;
+  let auth = ruleUsers.get(p);
+  if (!auth) ruleUsers.set(p, (auth = { id: p.userId, email: p.email, verified: p.verified, roles: p.roles, metadata: p.metadata }));
+  return auth;
 }
 
 /**
@@ -66,17 +63,15 @@ export function accessOf(col: Collection, op: Operation, p: Principal, body?: Re
   if (rule === "disabled" || p.kind !== "user") return null;
   if (rule === "authenticated") return "all";
   if (rule === "owner") return "own";
-  // The roles as stored at this request where they were read (prepareRules), else those the principal carries.
-  return typeof rule === "object" && (ruleUsers.get(p)?.roles ?? p.roles).includes(rule.role) ? "all" : null;
+  return typeof rule === "object" && p.roles.includes(rule.role) ? "all" : null;
 }
 
 /** An expression rule for a caller: "all" where it holds for every record, null where for none. */
 function expressionAccess(col: Collection, op: Operation, p: Principal, body: Readonly<Record<string, unknown>> | null): Access | null {
   const rule = checkedRuleOf(col, op);
   const auth = ruleUserOf(p);
-  // IMPORTANT: fail closed: a rule not checked against this catalog, or a user whose rules were not prepared
-  // for this request (their roles and metadata unknown), passes no one.
-  if (!rule || auth === undefined) return null;
+  // IMPORTANT: fail closed: a rule not checked against the catalog reading it belongs to passes no one.
+  if (!rule) return null;
   const env: RuleEnv = { auth, now: Date.now(), body };
   const cond = compileRule(rule, env);
   if (cond.k === "true") return "all";

@@ -1,63 +1,32 @@
-import type { Principal } from "../auth/principal.ts";
-import { catalogView } from "../collections/catalog.ts";
-import type { Collection } from "../collections/types.ts";
-import { OPERATIONS } from "../collections/types.ts";
-import type { AppContext } from "../context.ts";
-import { readRuleUsers } from "../users/rule-users.ts";
-import { ruleUserOf, setRuleUser } from "./access.ts";
-import { ruleCatalog } from "./expr/catalog.ts";
+import { OPERATIONS, type Collection } from "../catalog/types.ts";
+import type { CatalogSnapshot } from "../catalog/snapshot.ts";
+import type { RuleCatalog } from "./expr/check.ts";
 import { checkedRuleOf, isExpressionRule, ruleFor } from "./expr/rule.ts";
 
-// What applying expression rules needs before the synchronous checks of rules/access.ts can run: every
-// expression rule of the catalog checked against it (once per catalog load), and the caller's user as stored
-// now (once per request). Nothing is read when no collection has an expression rule.
+// The synchronous checks of rules/access.ts read each expression rule as checked against the catalog reading
+// its collection entry belongs to: this checks every expression rule of a reading, once per reading (a reading
+// never changes; a schema change is a new one, with new entries). Nothing is done for a reading without any.
 
-/** Catalog loads (their maps by name) whose expression rules are all checked, and whether they have any. */
-const prepared = new WeakMap<Map<string, Collection>, boolean>();
+/** Readings whose expression rules are all checked. */
+const prepared = new WeakSet<CatalogSnapshot>();
+
+/** A catalog reading as the rule checker reads it. */
+function ruleCatalogOf(snap: CatalogSnapshot): RuleCatalog {
+  return { collection: (name) => snap.get(name), relation: (c, f) => snap.relationOf(c, f), collections: () => snap.byName.values() };
+}
 
 function hasExpression(col: Collection): boolean {
   return OPERATIONS.some((op) => isExpressionRule(col.rules[op]));
 }
 
-/**
- * Prepares the expression rules for one request of `p` on `col` (a catalog entry the request resolved):
- * checks the catalog's rules where not done yet, and binds the caller's roles and metadata as stored now to
- * `p`, which must be this request's own principal object (a user principal is made per request).
- */
-export function prepareRules(ctx: AppContext, p: Principal, col?: Collection): Promise<void> | undefined {
-  if (p.kind === "admin") return;
-  const any = prepared.get(catalogView(ctx).byName);
-  // An entry the request resolved from a load other than the current one (reloaded meanwhile) is checked too.
-  const unchecked = !!col && OPERATIONS.some((op) => isExpressionRule(col.rules[op]) && !checkedRuleOf(col, op));
-  // Nothing to wait for (most requests: no expression rule anywhere, or all ready): no promise.
-  if (any === false && !unchecked) return;
-  if (any && !unchecked && (p.kind !== "user" || ruleUserOf(p) !== undefined)) return;
-  return prepare(ctx, p, col, any, unchecked);
-}
-
-async function prepare(ctx: AppContext, p: Principal, col: Collection | undefined, any: boolean | undefined, unchecked: boolean): Promise<void> {
-  if (any === undefined || unchecked) {
-    const catalog = await ruleCatalog(ctx);
-    any = false;
-    const cols = [...catalog.collections()];
-    if (col) cols.push(col);
-    for (const c of cols) {
-      if (!hasExpression(c)) continue;
-      any = true;
-      for (const op of OPERATIONS) if (isExpressionRule(c.rules[op])) ruleFor(catalog, c, op);
-    }
-    prepared.set(catalogView(ctx).byName, any);
+/** Checks the expression rules of a catalog reading (the one a request's handle came from), once per reading. */
+export function prepareRules(snap: CatalogSnapshot): void {
+  if (prepared.has(snap)) return;
+  let catalog: RuleCatalog | undefined;
+  for (const col of snap.byName.values()) {
+    if (!hasExpression(col)) continue;
+    catalog ??= ruleCatalogOf(snap);
+    for (const op of OPERATIONS) if (isExpressionRule(col.rules[op]) && !checkedRuleOf(col, op)) ruleFor(catalog, col, op);
   }
-  if (any && p.kind === "user" && ruleUserOf(p) === undefined) await bindRuleUsers(ctx, [p]);
-}
-
-/** Binds to each user principal among `ps` their user as stored now (one query): for a realtime batch, whose readers are made per batch. */
-export async function bindRuleUsers(ctx: AppContext, ps: readonly Principal[]): Promise<void> {
-  const users = ps.filter((p): p is Extract<Principal, { kind: "user" }> => p.kind === "user");
-  if (!users.length) return;
-  const found = await readRuleUsers(ctx, [...new Set(users.map((p) => p.userId))]);
-  for (const p of users) {
-    // A user who is gone reads with their id alone (no roles, no metadata).
-    setRuleUser(p, found.get(p.userId) ?? { id: p.userId, email: null, verified: false, roles: [], metadata: {} });
-  }
+  prepared.add(snap);
 }

@@ -1,6 +1,6 @@
-import type { Collection } from "../collections/types.ts";
+import type { Collection } from "../catalog/types.ts";
 import { badRequest } from "../errors.ts";
-import { OPERATIONS, type Operation, type RuleValue, type Rules } from "../collections/types.ts";
+import { OPERATIONS, type Operation, type RuleValue, type Rules } from "../catalog/types.ts";
 import { RuleError } from "./expr/ast.ts";
 import type { RuleCatalog } from "./expr/check.ts";
 import { checkRule, invalidRule, isFixedRule, parseRule } from "./expr/rule.ts";

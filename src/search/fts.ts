@@ -1,8 +1,7 @@
-import type { Engine } from "../db/engine.ts";
+import { execAll, type Engine } from "../db/engine.ts";
 import type { AppContext } from "../context.ts";
-import { findCollection, listCollections, requireCollection, saveCollectionRow } from "../collections/catalog.ts";
-import { execAll } from "../collections/ddl.ts";
-import type { Collection, FieldDef, FtsState } from "../collections/types.ts";
+import { findCollection, listCollections, requireCollection, saveCollectionRow } from "../catalog/catalog.ts";
+import type { Collection, FieldDef, FtsState } from "../catalog/types.ts";
 import type { FtsSearch } from "../db/dialect.ts";
 import { inTransaction } from "../transaction.ts";
 import { tokenize } from "./syntax.ts";

@@ -1,5 +1,6 @@
 import type { AppContext } from "../context.ts";
 import { badRequest } from "../errors.ts";
+import { allSettingRows, settingValue, storeSetting } from "../tables/settings.ts";
 
 type Kind = "boolean" | "integer" | "string";
 interface Def {
@@ -45,7 +46,7 @@ export const MASK = "********";
 export async function getSettings(ctx: AppContext): Promise<Settings> {
   const out: Record<string, unknown> = {};
   for (const [k, d] of Object.entries(SETTING_DEFS)) out[k] = d.default;
-  for (const row of await ctx.db.all<{ key: string; value: string }>("SELECT key, value FROM _settings")) {
+  for (const row of await allSettingRows(ctx.db)) {
     if (Object.hasOwn(SETTING_DEFS, row.key)) out[row.key] = JSON.parse(row.value);
   }
   return out as Settings;
@@ -53,8 +54,8 @@ export async function getSettings(ctx: AppContext): Promise<Settings> {
 
 /** One setting. */
 export async function getSetting<K extends SettingKey>(ctx: AppContext, key: K): Promise<Settings[K]> {
-  const row = await ctx.db.get<{ value: string }>("SELECT value FROM _settings WHERE key = ?", [key]);
-  return (row ? JSON.parse(row.value) : SETTING_DEFS[key].default) as Settings[K];
+  const value = await settingValue(ctx.db, key);
+  return (value !== null ? JSON.parse(value) : SETTING_DEFS[key].default) as Settings[K];
 }
 
 /** Read-only key of the admin settings object: the callback address to register with each OAuth provider. */
@@ -102,12 +103,10 @@ export async function updateSettings(ctx: AppContext, patch: Partial<Settings> &
   // The app name is the TOTP issuer and the mail sender name: an empty one gives broken otpauth URLs.
   if (typeof patch.app_name === "string" && patch.app_name.trim() === "") throw badRequest(`setting "app_name" must not be empty`);
   const now = ctx.clock.now();
-  const upsert =
-    "INSERT INTO _settings (key, value, updated_at) VALUES (?, ?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at";
   await ctx.db.transaction(async () => {
     for (const [k, v] of entries) {
       if (defs[k].secret && v === MASK) continue;
-      await ctx.db.run(upsert, [k, JSON.stringify(v), now]);
+      await storeSetting(ctx.db, k, JSON.stringify(v), now);
     }
   });
   return settingsForDisplay(ctx);

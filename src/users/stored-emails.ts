@@ -1,5 +1,5 @@
 import type { AppContext } from "../context.ts";
-import { emailKey } from "../auth/passwords.ts";
+import { emailKey } from "./passwords.ts";
 import { getMeta } from "../db/meta.ts";
 
 /** `_meta` key set once every stored email is in the form lookups use (emailKey: NFC). */

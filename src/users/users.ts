@@ -1,7 +1,7 @@
 import { newUlid } from "../ids.ts";
 import type { AppContext } from "../context.ts";
 import { AppError, badRequest, notFound } from "../errors.ts";
-import { checkPassword, emailKey, hashPassword, normalizeEmail } from "../auth/passwords.ts";
+import { checkPassword, emailKey, hashPassword, normalizeEmail } from "./passwords.ts";
 
 /** A user row as stored. */
 export interface UserRow {

@@ -1,6 +1,6 @@
 import type { AppContext } from "../context.ts";
-import { catalogView, refreshCatalog } from "../collections/catalog.ts";
-import type { Collection } from "../collections/types.ts";
+import { catalogView, pendingCheck } from "../catalog/catalog.ts";
+import type { CatalogSnapshot } from "../catalog/snapshot.ts";
 import type { ChangeEvent } from "../events/bus.ts";
 import { newRecordId } from "../ids.ts";
 import { WEBHOOK_COLUMNS, webhookFromRow, type Webhook, type WebhookAction, type WebhookRow } from "./rows.ts";
@@ -28,21 +28,21 @@ interface WebhookSet {
 const NONE: WebhookSet = { any: false, byCollection: new Map(), all: [] };
 
 /**
- * The webhooks read, by the catalog view they were read with, as relations are (relations/catalog.ts): every
+ * The webhooks read, by the catalog snapshot they were read with, as the relations are: every
  * webhook change bumps the catalog's version (touchCatalog), so each process loads a new view at its next
  * check, and a write transaction checks its view inside itself. A new view is a new read of `_webhooks`; a
  * write transaction that found the catalog unchanged reads the set already cached, without a statement.
  */
-const sets = new WeakMap<Map<string, Collection>, WebhookSet>();
+const sets = new WeakMap<CatalogSnapshot, WebhookSet>();
 
 function cachedSet(ctx: AppContext): WebhookSet | undefined {
   const view = catalogView(ctx);
-  return view.stale ? undefined : sets.get(view.byName);
+  return view.stale ? undefined : sets.get(view.snapshot);
 }
 
 async function loadSet(ctx: AppContext): Promise<WebhookSet> {
   const view = catalogView(ctx);
-  const byName = view.byName;
+  const snapshot = view.snapshot;
   const rows = await ctx.db.all<WebhookRow>(`SELECT ${WEBHOOK_COLUMNS} FROM _webhooks WHERE enabled = TRUE ORDER BY id`);
   const set: WebhookSet = rows.length ? { any: true, byCollection: new Map(), all: [] } : NONE;
   for (const w of rows.map(webhookFromRow)) {
@@ -56,7 +56,7 @@ async function loadSet(ctx: AppContext): Promise<WebhookSet> {
     }
   }
   // Kept only if the view was not reloaded meanwhile (what was read may then be older than the view).
-  if (view.byName === byName && !view.stale) sets.set(byName, set);
+  if (view.snapshot === snapshot && !view.stale) sets.set(snapshot, set);
   return set;
 }
 
@@ -66,7 +66,7 @@ async function loadSet(ctx: AppContext): Promise<WebhookSet> {
  * wants any of them (no webhook at all: the usual case); else the rows go in one statement per 500.
  */
 export function writeOutbox(ctx: AppContext, events: readonly ChangeEvent[]): Promise<void> | undefined {
-  const pending = refreshCatalog(ctx);
+  const pending = pendingCheck(ctx);
   const set = pending ? undefined : cachedSet(ctx);
   if (set) return set.any ? insertRows(ctx, set, events) : undefined;
   return (async () => {

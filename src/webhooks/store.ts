@@ -1,5 +1,5 @@
 import type { AppContext } from "../context.ts";
-import { listCollections, touchCatalog } from "../collections/catalog.ts";
+import { listCollections, touchCatalog } from "../catalog/catalog.ts";
 import { badRequest, notFound } from "../errors.ts";
 import { newRecordId } from "../ids.ts";
 import { getSetting, MASK } from "../settings/settings.ts";

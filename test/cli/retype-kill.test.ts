@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import { rmSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { requireCollection } from "../../src/collections/catalog.ts";
+import { requireCollection } from "../../src/catalog/catalog.ts";
 import { createCollection } from "../../src/collections/admin.ts";
 import { bulkCreate } from "../../src/records/bulk.ts";
-import { ADMIN } from "../../src/auth/principal.ts";
+import { ADMIN } from "../../src/principal.ts";
 import { tempDataDir, withDataDir } from "../helpers/cli.ts";
 import { databaseUrlForDir, onPostgres } from "../helpers/engine.ts";
 import { waitFor } from "../helpers/wait.ts";

@@ -1,6 +1,6 @@
 import { expect, test } from "bun:test";
 import { Database } from "bun:sqlite";
-import { findCollection } from "../../src/collections/catalog.ts";
+import { findCollection } from "../../src/catalog/catalog.ts";
 import { appPerTest, createCollection } from "../helpers/app.ts";
 import { onPostgres } from "../helpers/engine.ts";
 

@@ -1,13 +1,12 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { collectionFromRow } from "../../src/collections/catalog.ts";
-import type { Collection } from "../../src/collections/types.ts";
+import { collectionFromRow } from "../../src/catalog/catalog.ts";
+import type { Collection, Relation } from "../../src/catalog/types.ts";
 import type { Bound, Cond } from "../../src/db/condition.ts";
 import type { Engine } from "../../src/db/engine.ts";
 import { q } from "../../src/db/ident.ts";
 import { openDatabase } from "../../src/db/open.ts";
 import { openPostgres } from "../../src/db/postgres.ts";
 import { SqliteEngine } from "../../src/db/sqlite.ts";
-import type { Relation } from "../../src/relations/catalog.ts";
 import type { RuleCatalog } from "../../src/rules/expr/check.ts";
 import { compileRule, decideRule, type RuleEnv } from "../../src/rules/expr/compile.ts";
 import { checkRuleValue } from "../../src/rules/expr/rule.ts";

@@ -2,7 +2,7 @@ import { beforeEach, describe, expect, test } from "bun:test";
 import { Database } from "bun:sqlite";
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { findCollection, saveCollectionRow } from "../../src/collections/catalog.ts";
+import { findCollection, saveCollectionRow } from "../../src/catalog/catalog.ts";
 import { createCollectionTable } from "../../src/collections/ddl.ts";
 import type { Engine, SqlValue } from "../../src/db/engine.ts";
 import { openDatabase } from "../../src/db/open.ts";

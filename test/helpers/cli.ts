@@ -2,7 +2,8 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { loadConfig } from "../../src/config.ts";
-import { closeContext, openContext, type AppContext } from "../../src/context.ts";
+import { closeContext, openContext } from "../../src/app-context.ts";
+import { type AppContext } from "../../src/context.ts";
 import { databaseUrlForDir, onPostgres } from "./engine.ts";
 import { waitFor } from "./wait.ts";
 

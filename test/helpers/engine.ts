@@ -40,7 +40,6 @@ export function lazyPostgres(url: Promise<string> = freshDatabaseUrl()): { engin
   const opened = url.then((u) => (real = openPostgres({ url: u, poolSize: 4 })));
   const engine: Engine = {
     sql: postgresDialect,
-    dialect: "postgres",
     groupBeginsAfterJoin: true,
     get: async <T>(sql: string, params?: readonly SqlValue[]) => (real ?? (await opened)).get<T>(sql, params),
     all: async <T>(sql: string, params?: readonly SqlValue[]) => (real ?? (await opened)).all<T>(sql, params),

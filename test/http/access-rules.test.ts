@@ -18,7 +18,6 @@ beforeAll(async () => {
   const other = await registerUser(t, "other@example.com");
   const staff = await registerUser(t, "staff@example.com");
   await t.db.run("UPDATE _users SET roles = ? WHERE id = ?", [JSON.stringify(["staff"]), staff.id]);
-  // Roles are read from the access token, so the role applies from the next login.
   const login = await t.req("POST", "/api/v1/auth/login", { body: { email: "staff@example.com", password: "password123" } });
   Object.assign(tokens, { owner: owner.token, other: other.token, staff: login.body.access_token });
   Object.assign(ids, { owner: owner.id, other: other.id, staff: staff.id });

@@ -1,7 +1,7 @@
 import { beforeEach, describe, expect, test } from "bun:test";
 import { updateCollectionRules } from "../../src/collections/admin.ts";
-import { requireCollection, saveCollectionRow } from "../../src/collections/catalog.ts";
-import { closeContext, createContext } from "../../src/context.ts";
+import { requireCollection, saveCollectionRow } from "../../src/catalog/catalog.ts";
+import { closeContext, createContext } from "../../src/app-context.ts";
 import { inTransaction } from "../../src/transaction.ts";
 import { memoryLogger } from "../../src/log.ts";
 import { appPerTest, createCollection, registerUser } from "../helpers/app.ts";

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { requireCollection, saveCollectionRow } from "../../src/collections/catalog.ts";
+import { requireCollection, saveCollectionRow } from "../../src/catalog/catalog.ts";
 import { generateTypes } from "../../src/collections/typegen.ts";
 import { inTransaction } from "../../src/transaction.ts";
 import { ADMIN_SECRET } from "../helpers/app.ts";

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadHooks } from "../../src/hooks/load.ts";
-import { reloadHooks, watchHooks } from "../../src/hooks/reload.ts";
+import { reloadHooks, watchHooks } from "../../src/ops/hook-files.ts";
 import { createCollection, createTestApp, registerUser, type TestApp } from "../helpers/app.ts";
 import { waitFor } from "../helpers/wait.ts";
 

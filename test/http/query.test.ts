@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { ADMIN } from "../../src/auth/principal.ts";
+import { ADMIN } from "../../src/principal.ts";
 import { createRecord } from "../../src/records/create.ts";
 import { createTestApp, registerUser } from "../helpers/app.ts";
 

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { createCollection as createCollectionElsewhere, deleteCollection } from "../../src/collections/admin.ts";
-import { closeContext, createContext } from "../../src/context.ts";
+import { closeContext, createContext } from "../../src/app-context.ts";
 import { memoryLogger } from "../../src/log.ts";
 import { appPerTest, createCollection } from "../helpers/app.ts";
 import { secondEngine } from "../helpers/engine.ts";

@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
-import { closeContext, createContext } from "../../src/context.ts";
+import { closeContext, createContext } from "../../src/app-context.ts";
 import { startWebhookWorker, type WebhookWorker } from "../../src/webhooks/worker.ts";
 import { ADMIN_SECRET, createCollection, createTestApp, patchSettings, registerUser, type TestApp } from "../helpers/app.ts";
 import { secondEngine } from "../helpers/engine.ts";
@@ -468,7 +468,7 @@ describe("several workers on one database", () => {
       await createCollection(t, "orders", { create: "public", read: "public" });
       await addWebhook(t, receiver);
       const { createRecord } = await import("../../src/records/create.ts");
-      const { ANONYMOUS } = await import("../../src/auth/principal.ts");
+      const { ANONYMOUS } = await import("../../src/principal.ts");
       // Half the events written through each node, before any worker runs: then both find all of them due at once.
       const writes: Promise<unknown>[] = [];
       for (let i = 0; i < 300; i++) {
@@ -505,7 +505,7 @@ test("the CLI-style context (no worker) writes the outbox, and the server's work
     await createCollection(t, "orders");
     await addWebhook(t, receiver);
     const { createRecord } = await import("../../src/records/create.ts");
-    const { ADMIN } = await import("../../src/auth/principal.ts");
+    const { ADMIN } = await import("../../src/principal.ts");
     const made = await createRecord(cli, "orders", { n: 7 }, ADMIN);
     await waitFor(() => receiver.got.length === 1, { what: "the delivery of the other process's write" });
     expect(receiver.got[0]!.json).toEqual({ collection: "orders", action: "create", record: made });

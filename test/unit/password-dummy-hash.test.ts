@@ -1,5 +1,5 @@
 import { expect, test } from "bun:test";
-import { DUMMY_HASH, hashPassword, verifyPassword } from "../../src/auth/passwords.ts";
+import { DUMMY_HASH, hashPassword, verifyPassword } from "../../src/users/passwords.ts";
 
 /** `$argon2id$v=19$m=65536,t=2,p=1$salt$hash` → the algorithm, version and cost parameters. */
 const parameters = (hash: string) => hash.split("$").slice(1, 4).join("$");

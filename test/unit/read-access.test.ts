@@ -1,13 +1,13 @@
 import { expect, test } from "bun:test";
-import { ADMIN, ANONYMOUS, type Principal } from "../../src/auth/principal.ts";
-import type { Collection, Operation } from "../../src/collections/types.ts";
+import { ADMIN, ANONYMOUS, type Principal } from "../../src/principal.ts";
+import type { Collection, Operation } from "../../src/catalog/types.ts";
 import { AppError } from "../../src/errors.ts";
 import { readDecision } from "../../src/records/access.ts";
 import { accessOf, checkAccess } from "../../src/rules/access.ts";
 
 // readDecision runs per realtime stream per event, so it answers through accessOf, which builds no error for
 // a refusal. All three must say what the rules say (and checkAccess still refuses with its error).
-const user = (userId: string, roles: string[] = []): Principal => ({ kind: "user", userId, roles, sessionId: "s", via: "token" });
+const user = (userId: string, roles: string[] = []): Principal => ({ kind: "user", userId, roles, metadata: {}, email: `${userId}@example.com`, verified: true, sessionId: "s", via: "token" });
 const rules = ["public", "authenticated", "owner", "disabled", { role: "staff" }] as const;
 const principals: [string, Principal][] = [
   ["admin", ADMIN],

@@ -1,10 +1,9 @@
 import { describe, expect, test } from "bun:test";
-import { collectionFromRow } from "../../src/collections/catalog.ts";
-import type { Collection, Operation, Rules } from "../../src/collections/types.ts";
+import { collectionFromRow } from "../../src/catalog/catalog.ts";
+import type { Collection, Operation, Relation, Rules } from "../../src/catalog/types.ts";
 import type { Bound } from "../../src/db/condition.ts";
 import { postgresDialect } from "../../src/db/postgres-dialect.ts";
 import { sqliteDialect } from "../../src/db/sqlite-dialect.ts";
-import type { Relation } from "../../src/relations/catalog.ts";
 import { RuleError } from "../../src/rules/expr/ast.ts";
 import type { RuleCatalog } from "../../src/rules/expr/check.ts";
 import { compileRule, type RuleEnv } from "../../src/rules/expr/compile.ts";

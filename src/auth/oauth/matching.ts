@@ -2,7 +2,7 @@ import type { AppContext } from "../../context.ts";
 import { AppError } from "../../errors.ts";
 import { getSetting } from "../../settings/settings.ts";
 import { createUser, findUserByEmail, findUserById, type UserRow } from "../../users/users.ts";
-import { normalizeEmail } from "../passwords.ts";
+import { normalizeEmail } from "../../users/passwords.ts";
 import { claimUnverifiedAccount } from "../verification.ts";
 import type { ProviderName, ProviderProfile } from "./providers.ts";
 

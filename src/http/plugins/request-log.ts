@@ -105,7 +105,7 @@ export function requestLogger(log: Logger) {
       finish(log, request, id, started, 500);
       throw err;
     }
-    return out instanceof Promise ? settle(log, request, id, started, out) : answered(log, request, id, started, out);
+    return out instanceof Promise ? settle(log, request, id, started, out) : answered(log, request, id, started, out); // Bun's handler answers a Response or a promise of one (its API, not ours)
   };
   return (fn: (request: Request) => unknown) => {
     let w = wrapped.get(fn);

@@ -1,6 +1,6 @@
 import { Elysia } from "elysia";
 import type { AppContext } from "../../context.ts";
-import { hooksStatus, reloadHooks } from "../../hooks/reload.ts";
+import { hooksStatus, reloadHooks } from "../../ops/hook-files.ts";
 import { doc } from "../doc.ts";
 import { requireAdmin } from "../request.ts";
 import { HooksBody } from "../schemas.ts";

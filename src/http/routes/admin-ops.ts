@@ -3,7 +3,7 @@ import { rotateAdminSecret } from "../../auth/admin.ts";
 import type { AppContext } from "../../context.ts";
 import { backupDownload } from "../../ops/backup.ts";
 import { AppError } from "../../errors.ts";
-import { mailStatus, sendTestMail } from "../../mail/status.ts";
+import { mailStatus, sendTestMail } from "../../ops/mail.ts";
 import { readJson } from "../body.ts";
 import { bodyChecker } from "../check.ts";
 import { doc } from "../doc.ts";

@@ -1,6 +1,6 @@
 import { Elysia } from "elysia";
 import type { AppContext } from "../../context.ts";
-import { createRelation, deleteRelation, listRelations } from "../../relations/catalog.ts";
+import { createRelation, deleteRelation, listRelations } from "../../collections/relations.ts";
 import { readJson } from "../body.ts";
 import { relationCreate } from "../shared-checks.ts";
 import { doc } from "../doc.ts";

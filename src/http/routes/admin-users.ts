@@ -16,13 +16,13 @@ import {
   resetUserTotp,
   revokeSessionsOfUser,
   unlockUser,
-} from "../../users/admin-users.ts";
+} from "../../auth/admin-users.ts";
 import { readJson } from "../body.ts";
 import { bodyChecker, queryChecker, type BodyMessages } from "../check.ts";
 import { doc, type RouteDoc } from "../doc.ts";
 import { AdminUserCreateBody, AdminUserUpdateBody, ApiKeyBody, Items, SessionInfo, UserBody, UserListBody, UserListQuery, UserSecurityBody } from "../schemas.ts";
 import { requireAdmin } from "../request.ts";
-import { ADMIN } from "../../auth/principal.ts";
+import { ADMIN } from "../../principal.ts";
 import { idempotent } from "../idempotency.ts";
 import { ROLES_MESSAGE } from "../../users/users.ts";
 

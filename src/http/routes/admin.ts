@@ -1,7 +1,7 @@
 import { Type } from "@sinclair/typebox";
 import { Elysia, t } from "elysia";
 import { adminLogin } from "../../auth/admin.ts";
-import { ADMIN } from "../../auth/principal.ts";
+import { ADMIN } from "../../principal.ts";
 import {
   checkCollectionRule,
   collectionStats,

@@ -1,7 +1,6 @@
 import { Elysia, t } from "elysia";
-import { findCollection, requireCollection } from "../../collections/catalog.ts";
-import type { Collection } from "../../collections/types.ts";
-import { relationsFrom } from "../../relations/catalog.ts";
+import { openCollection } from "../../catalog/catalog.ts";
+import type { Collection } from "../../catalog/types.ts";
 import type { AppContext } from "../../context.ts";
 import { doc } from "../doc.ts";
 import { buildOpenApi, collectionOpenApi, type RouteInfo } from "../openapi.ts";
@@ -30,14 +29,13 @@ export function openApiRoutes(ctx: AppContext, routes: () => readonly RouteInfo[
         return new Response(body, { headers: JSON_HEADERS });
       }
       await requireAdmin(ctx, request);
-      const col = await requireCollection(ctx, name);
-      const relations = await relationsFrom(ctx, col.name);
+      const h = await openCollection(ctx, name);
       const targets = new Map<string, Collection>();
-      for (const r of relations) {
-        const target = await findCollection(ctx, r.to_col);
+      for (const r of h.from) {
+        const target = h.catalog.get(r.to_col);
         if (target) targets.set(target.name.toLowerCase(), target);
       }
-      return new Response(JSON.stringify(collectionOpenApi(generic, col, relations, targets)), { headers: JSON_HEADERS });
+      return new Response(JSON.stringify(collectionOpenApi(generic, h.col, h.from, targets)), { headers: JSON_HEADERS });
     },
     doc({
       summary: "This document (OpenAPI 3.1)",

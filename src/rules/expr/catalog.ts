@@ -1,18 +1,14 @@
-import { catalogView } from "../../collections/catalog.ts";
-import type { Collection } from "../../collections/types.ts";
-import type { AppContext } from "../../context.ts";
-import { relationLookup } from "../../relations/catalog.ts";
+import { currentCatalog, type CatalogContext } from "../../catalog/catalog.ts";
+import type { Collection } from "../../catalog/types.ts";
 import type { RuleCatalog } from "./check.ts";
 
 /** The catalog as rules see it, current for this request (or this write transaction). */
-export async function ruleCatalog(ctx: AppContext): Promise<RuleCatalog> {
-  // The relation lookup brings the catalog view up to date first.
-  const relation = await relationLookup(ctx);
-  const byName = catalogView(ctx).byName;
+export async function ruleCatalog(ctx: CatalogContext): Promise<RuleCatalog> {
+  const snap = await currentCatalog(ctx);
   return {
-    collection: (name) => byName.get(name.toLowerCase()),
-    relation,
-    collections: () => byName.values(),
+    collection: (name) => snap.get(name),
+    relation: (col, field) => snap.relationOf(col, field),
+    collections: () => snap.byName.values(),
   };
 }
 

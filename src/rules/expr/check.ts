@@ -1,6 +1,5 @@
-import type { Collection, Operation } from "../../collections/types.ts";
 import type { ColumnType } from "../../db/condition.ts";
-import { junctionTable, type Relation } from "../../relations/catalog.ts";
+import { junctionTable, type Collection, type Operation, type Relation } from "../../catalog/types.ts";
 import { RuleError, quoted, type CompareOperator, type Literal, type Node, type OperandNode } from "./ast.ts";
 
 // A parsed rule checked against the catalog, for one collection and one operation: every name resolved to a

@@ -1,4 +1,4 @@
-import { OPERATIONS, type Operation } from "../../collections/types.ts";
+import { OPERATIONS, type Operation } from "../../catalog/types.ts";
 import type { RuleCatalog } from "./check.ts";
 import { isExpressionRule, ruleFor } from "./rule.ts";
 

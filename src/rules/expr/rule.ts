@@ -1,4 +1,4 @@
-import type { Collection, FixedRule, Operation, RuleValue } from "../../collections/types.ts";
+import type { Collection, FixedRule, Operation, RuleValue } from "../../catalog/types.ts";
 import { badRequest, type AppError } from "../../errors.ts";
 import { RuleError, type Node } from "./ast.ts";
 import { checkExpression, type CheckedRule, type RuleCatalog, type Term } from "./check.ts";

@@ -148,3 +148,25 @@ export function typeOfValue(v: unknown): FieldType | null {
       return null;
   }
 }
+
+export const RELATION_TYPES = ["one", "many", "many_via"] as const;
+export const ON_DELETE = ["restrict", "cascade", "set_null"] as const;
+export type RelationType = (typeof RELATION_TYPES)[number];
+export type OnDelete = (typeof ON_DELETE)[number];
+
+/** A relation as stored in `_relations` and returned by the admin API (CONTRACT §3, §6). */
+export interface Relation {
+  id: string;
+  from_col: string;
+  from_field: string;
+  to_col: string;
+  to_field: string | null;
+  type: RelationType;
+  on_delete: OnDelete;
+  created_at: number;
+}
+
+/** The junction table of a many_via relation; its name is built from the relation's generated id only. */
+export function junctionTable(rel: Pick<Relation, "id">): string {
+  return `_rel_${rel.id.toLowerCase()}`;
+}

@@ -1,16 +1,27 @@
-import type { AppContext } from "../context.ts";
-import { AppError, notFound } from "../errors.ts";
+import type { Dialect } from "../db/dialect.ts";
+import type { Engine } from "../db/engine.ts";
+import { AppError } from "../errors.ts";
+import type { HookSet } from "../hooks/types.ts";
 import { fieldToJson } from "./field-types.ts";
-import type { Collection, FieldDef, FieldRule, FtsState, IndexDef, Rules } from "./types.ts";
+import type { CollectionHandle } from "./handle.ts";
+import { CatalogSnapshot } from "./snapshot.ts";
+import type { Collection, FieldDef, FieldRule, FtsState, IndexDef, Relation, Rules } from "./types.ts";
+
+/** The part of the app's context the catalog works with (AppContext has it). */
+export interface CatalogContext {
+  db: Engine;
+  catalog: Catalog;
+}
 
 /**
- * The collections as lookups see them. The shared view (the Catalog itself) holds only what is committed:
+ * The catalog as lookups see it. The shared view (the Catalog itself) holds only what is committed:
  * requests that are not inside a write transaction read it. A write transaction that changes the catalog
- * (a new field, a relation) gets a view of its own (see refreshTxView), with its uncommitted changes, which no other
- * request sees and which is dropped with the transaction.
+ * (a new field, a relation) gets a view of its own (see refreshTxView), with its uncommitted changes, which
+ * no other request sees and which is dropped with the transaction.
  */
 export interface CatalogView {
-  byName: Map<string, Collection>;
+  snapshot: CatalogSnapshot;
+  /** The catalog's version (`_meta.schema_version`) the snapshot is known to match; -1 when unknown. */
   schemaVersion: number;
   /** Set when the view may differ from the database: the next lookup reloads it. */
   stale: boolean;
@@ -19,12 +30,15 @@ export interface CatalogView {
 }
 
 /**
- * In-memory cache of the `_collections` table. Another process (the CLI, another node) may change the
- * table at any time; the engine's change marks (Engine.changeMarks) tell us when anyone else committed,
+ * In-memory cache of the `_collections` and `_relations` tables. Another process (the CLI, another node) may
+ * change them at any time; the engine's change marks (Engine.changeMarks) tell us when anyone else committed,
  * and `_meta.schema_version` whether it was a catalog change. The question is asked at most once per
- * event-loop turn (see refreshCatalog), not once per request.
+ * event-loop turn (see pendingCheck), not once per request.
  */
 export interface Catalog extends CatalogView {
+  /** What snapshots make handles with. */
+  readonly hooks: HookSet;
+  readonly sql: Dialect;
   /** The engine's data version (ChangeMarks.dataVersion) as of the last check. Caches of data (counts) keep the value they were made under. */
   dataVersion: number;
   /** The event-loop turn and in-process commit count of the last check against the database. */
@@ -34,6 +48,11 @@ export interface Catalog extends CatalogView {
   txViews: WeakMap<object, CatalogView>;
   /** The reload of the shared view running (see reloadCatalog): lookups wait for it. */
   reloading?: Promise<void>;
+  /** Event-loop turns, see noteRequest. */
+  turn: number;
+  turnEndQueued: boolean;
+  turnByRequest: boolean;
+  readonly endTurn: () => void;
 }
 
 interface Row {
@@ -47,8 +66,28 @@ interface Row {
   updated_at: number;
 }
 
-export function createCatalog(): Catalog {
-  return { byName: new Map(), schemaVersion: -1, dataVersion: -1, stale: true, checkedTurn: -1, checkedCommits: -1, txViews: new WeakMap() };
+/** An empty catalog, marked stale: the first lookup loads it. Its handles carry `hooks` and the engine's dialect. */
+export function createCatalog(db: Engine, hooks: HookSet): Catalog {
+  const cat: Catalog = {
+    hooks,
+    sql: db.sql,
+    snapshot: new CatalogSnapshot(new Map(), [], hooks.list, db.sql),
+    schemaVersion: -1,
+    dataVersion: -1,
+    stale: true,
+    checkedTurn: -1,
+    checkedCommits: -1,
+    txViews: new WeakMap(),
+    turn: 0,
+    turnEndQueued: false,
+    turnByRequest: false,
+    endTurn: () => {
+      cat.turn++;
+      cat.turnEndQueued = false;
+      cat.turnByRequest = false;
+    },
+  };
+  return cat;
 }
 
 // Event-loop turns. Requests are dispatched in the loop's I/O phase, one after the other: a turn begins at
@@ -57,43 +96,36 @@ export function createCatalog(): Catalog {
 // batched read or a group commit) ends at the next request's dispatch, which may come in the next I/O
 // phase, before that immediate: a request that arrives after another process committed never reuses a
 // check made before it arrived.
-let turn = 0;
-let turnEndQueued = false;
-let turnByRequest = false;
-const endTurn = () => {
-  turn++;
-  turnEndQueued = false;
-  turnByRequest = false;
-};
-function queueTurnEnd(): void {
-  if (turnEndQueued) return;
-  turnEndQueued = true;
-  setImmediate(endTurn);
+function queueTurnEnd(cat: Catalog): void {
+  if (cat.turnEndQueued) return;
+  cat.turnEndQueued = true;
+  setImmediate(cat.endTurn);
 }
 
 /** Called at the dispatch of every request (see fast-read.ts): its lookups share the check of its I/O phase's turn. */
-export function noteRequest(): void {
-  if (turnByRequest && turnEndQueued) return;
-  turn++;
-  turnByRequest = true;
-  queueTurnEnd();
+export function noteRequest(cat: Catalog): void {
+  if (cat.turnByRequest && cat.turnEndQueued) return;
+  cat.turn++;
+  cat.turnByRequest = true;
+  queueTurnEnd(cat);
 }
 
-function currentTurn(): number {
-  queueTurnEnd();
-  return turn;
+function currentTurn(cat: Catalog): number {
+  queueTurnEnd(cat);
+  return cat.turn;
 }
 
-// Write transactions committed by any connection of this process. Another connection in the same
-// process (a second context, as tests and tools open one) may commit between two awaits of one turn:
-// the next check then asks the database again.
+// Write transactions committed by any connection of this process. Module state on purpose: it stands for
+// the process, not for one context. Another context of the same process (a second app on the same database,
+// as tests and the CLI's in-process tools open one) may commit between two awaits of one turn, and contexts
+// do not know of each other: a commit counted here makes every catalog of the process ask the database again.
 let commitsInProcess = 0;
 
 /**
  * Notes a write transaction `ctx` committed (called by inTransaction), so every other context of this
  * process re-checks at its next read. Its own commit does not change what `ctx` has to learn.
  */
-export function noteCommit(ctx: AppContext): void {
+export function noteCommit(ctx: CatalogContext): void {
   const upToDate = ctx.catalog.checkedCommits === commitsInProcess;
   commitsInProcess++;
   if (upToDate) ctx.catalog.checkedCommits = commitsInProcess;
@@ -115,10 +147,14 @@ export function collectionFromRow(row: Row): Collection {
   };
 }
 
-/** Reads every collection row. */
-async function readCollections(ctx: AppContext): Promise<Map<string, Collection>> {
+/** Reads the catalog tables (through the transaction of this async context, if any). */
+async function readSnapshot(ctx: CatalogContext): Promise<CatalogSnapshot> {
   const rows = await ctx.db.all<Row>("SELECT * FROM _collections ORDER BY name");
-  return new Map(rows.map((r) => [r.name.toLowerCase(), collectionFromRow(r)]));
+  const relations = await ctx.db.all<Relation>(
+    "SELECT id, from_col, from_field, to_col, to_field, type, on_delete, created_at FROM _relations ORDER BY created_at, id",
+  );
+  const byName = new Map(rows.map((r) => [r.name.toLowerCase(), collectionFromRow(r)]));
+  return new CatalogSnapshot(byName, relations, ctx.catalog.hooks.list, ctx.catalog.sql);
 }
 
 /**
@@ -126,7 +162,7 @@ async function readCollections(ctx: AppContext): Promise<Map<string, Collection>
  * (a later one could otherwise finish first, and the earlier one put back what it read); one asked for while
  * another runs waits for it, then runs again if the view was marked stale meanwhile (a commit it may predate).
  */
-export function reloadCatalog(ctx: AppContext): Promise<void> {
+export function reloadCatalog(ctx: CatalogContext): Promise<void> {
   const cat = ctx.catalog;
   if (cat.reloading) return cat.reloading.then(() => (cat.stale ? reloadCatalog(ctx) : undefined));
   const reloading = loadShared(ctx).finally(() => {
@@ -136,7 +172,7 @@ export function reloadCatalog(ctx: AppContext): Promise<void> {
   return reloading;
 }
 
-async function loadShared(ctx: AppContext): Promise<void> {
+async function loadShared(ctx: CatalogContext): Promise<void> {
   const cat = ctx.catalog;
   // Cleared first: a catalog write committed while this reads (another request's transaction may
   // run between its statements) marks it stale again, and the next read reloads once more.
@@ -147,7 +183,7 @@ async function loadShared(ctx: AppContext): Promise<void> {
     const marks = await ctx.db.changeMarks();
     const schemaVersion = marks.schemaVersion ?? (await ctx.db.schemaVersion());
     cat.dataVersion = marks.dataVersion;
-    cat.byName = await readCollections(ctx);
+    cat.snapshot = await readSnapshot(ctx);
     cat.schemaVersion = schemaVersion;
   } catch (err) {
     cat.stale = true;
@@ -156,13 +192,13 @@ async function loadShared(ctx: AppContext): Promise<void> {
 }
 
 /** The view of the write transaction this async context runs, if it has one yet. */
-function txViewOf(ctx: AppContext): CatalogView | undefined {
+function txViewOf(ctx: CatalogContext): CatalogView | undefined {
   const run = ctx.db.transactionRun();
   return run && ctx.catalog.txViews.get(run);
 }
 
 /** The view lookups of this async context read: its write transaction's, else the shared one. */
-export function catalogView(ctx: AppContext): CatalogView {
+export function catalogView(ctx: CatalogContext): CatalogView {
   return txViewOf(ctx) ?? ctx.catalog;
 }
 
@@ -173,13 +209,13 @@ export function catalogView(ctx: AppContext): CatalogView {
  * whether the catalog changed since; the transaction's own changes (touchCatalog) and rolled-back
  * savepoints (markTxCatalogStale) make it read the catalog again, through the transaction.
  */
-function refreshTxView(ctx: AppContext, run: object): Promise<void> | undefined {
+function refreshTxView(ctx: CatalogContext, run: object): Promise<void> | null {
   const cat = ctx.catalog;
   let view = cat.txViews.get(run);
   if (view) {
-    if (view.checking || !view.stale) return view.checking;
+    if (view.checking || !view.stale) return view.checking ?? null;
   } else {
-    view = { byName: cat.byName, schemaVersion: cat.stale ? -1 : cat.schemaVersion, stale: false };
+    view = { snapshot: cat.snapshot, schemaVersion: cat.stale ? -1 : cat.schemaVersion, stale: false };
     cat.txViews.set(run, view);
   }
   const v = view;
@@ -188,7 +224,7 @@ function refreshTxView(ctx: AppContext, run: object): Promise<void> | undefined 
     v.stale = false;
     const schemaVersion = await ctx.db.schemaVersion();
     if (stale || schemaVersion !== v.schemaVersion) {
-      v.byName = await readCollections(ctx);
+      v.snapshot = await readSnapshot(ctx);
       v.schemaVersion = schemaVersion;
     }
   })().then(
@@ -206,22 +242,22 @@ function refreshTxView(ctx: AppContext, run: object): Promise<void> | undefined 
 }
 
 /**
- * Makes sure the view this async context reads reflects the database. Outside a write transaction: the
- * shared view is checked at most once per event-loop turn (see noteRequest), so a CLI change is seen by
- * the next request after it commits without a statement on every request. Inside one: see refreshTxView.
- * Answers without a promise when no statement is needed.
+ * The check this async context's view needs before a lookup may trust it, or null when it is current.
+ * Outside a write transaction: the shared view is checked at most once per event-loop turn (see noteRequest),
+ * so a CLI change is seen by the next request after it commits without a statement on every request. Inside
+ * one: see refreshTxView.
  */
-export function refreshCatalog(ctx: AppContext): Promise<void> | undefined {
+export function pendingCheck(ctx: CatalogContext): Promise<void> | null {
   const run = ctx.db.transactionRun();
   if (run) return refreshTxView(ctx, run);
   const cat = ctx.catalog;
   // A lookup during a reload waits for it: what the view holds meanwhile may predate a commit it must see.
-  if (cat.reloading) return cat.reloading.then(() => refreshCatalog(ctx));
+  if (cat.reloading) return cat.reloading.then(() => pendingCheck(ctx) ?? undefined);
   if (cat.stale) return reloadCatalog(ctx);
-  const t = currentTurn();
+  const t = currentTurn(cat);
   // Lookups of the turn whose check is still running wait for it: a request that arrived after another
   // process committed must not be answered from what was known before (a count, a collection).
-  if (cat.checkedTurn === t && cat.checkedCommits === commitsInProcess) return cat.checking;
+  if (cat.checkedTurn === t && cat.checkedCommits === commitsInProcess) return cat.checking ?? null;
   cat.checkedTurn = t;
   cat.checkedCommits = commitsInProcess;
   const checking = checkDataVersion(ctx).finally(() => {
@@ -231,11 +267,16 @@ export function refreshCatalog(ctx: AppContext): Promise<void> | undefined {
   return checking;
 }
 
+/** The hook files were loaded again: the next lookup reads the catalog again, so the handles it makes carry the new hooks. */
+export function noteHooksChanged(ctx: CatalogContext): void {
+  ctx.catalog.stale = true;
+}
+
 /**
  * Makes the next lookup ask the database whether the catalog changed, even within this event-loop
  * turn: for work triggered by another node's notice, which may name what that node just created.
  */
-export function recheckCatalog(ctx: AppContext): void {
+export function recheckCatalog(ctx: CatalogContext): void {
   ctx.catalog.checkedTurn = -1;
 }
 
@@ -244,12 +285,12 @@ export function recheckCatalog(ctx: AppContext): void {
  * back, maybe with catalog changes. Outside a transaction it does nothing (the shared view holds only
  * what is committed).
  */
-export function markTxCatalogStale(ctx: AppContext): void {
+export function markTxCatalogStale(ctx: CatalogContext): void {
   const view = txViewOf(ctx);
   if (view) view.stale = true;
 }
 
-async function checkDataVersion(ctx: AppContext): Promise<void> {
+async function checkDataVersion(ctx: CatalogContext): Promise<void> {
   const cat = ctx.catalog;
   const marks = await ctx.db.changeMarks();
   if (marks.dataVersion === cat.dataVersion) return;
@@ -261,41 +302,52 @@ async function checkDataVersion(ctx: AppContext): Promise<void> {
   else cat.dataVersion = marks.dataVersion;
 }
 
-// The lookups below answer at once when the cache is current (the common case within a request),
-// and through a promise when the database has to be asked first; callers await either.
+// The lookups: the catalog as this async context may trust it (fresh as of this event-loop turn, or its write
+// transaction's own), checked first when needed. Each answers through a promise; one that needs no statement
+// (the common case within a request) answers with a settled one.
+
+/** The catalog as this async context sees it now. */
+export function currentCatalog(ctx: CatalogContext): Promise<CatalogSnapshot> {
+  const pending = pendingCheck(ctx);
+  return pending ? pending.then(() => catalogView(ctx).snapshot) : Promise.resolve(catalogView(ctx).snapshot);
+}
+
+/**
+ * The handle of the collection of that name (case-insensitive), or 404: what a request resolves once, at
+ * dispatch or at the start of its write transaction, and hands to everything below.
+ */
+export function openCollection(ctx: CatalogContext, name: string): Promise<CollectionHandle> {
+  const pending = pendingCheck(ctx);
+  return pending ? pending.then(() => catalogView(ctx).snapshot.require(name)) : catalogView(ctx).snapshot.resolved(name);
+}
+
+/** The handle of the collection of that name, or undefined. */
+export async function findHandle(ctx: CatalogContext, name: string): Promise<CollectionHandle | undefined> {
+  return (await currentCatalog(ctx)).handle(name);
+}
 
 /** The collection of that name (case-insensitive), or undefined. */
-export function findCollection(ctx: AppContext, name: string): Collection | undefined | Promise<Collection | undefined> {
-  const pending = refreshCatalog(ctx);
-  return pending ? pending.then(() => cached(ctx, name)) : cached(ctx, name);
+export async function findCollection(ctx: CatalogContext, name: string): Promise<Collection | undefined> {
+  return (await currentCatalog(ctx)).get(name);
 }
 
 /** The collection of that name, or 404. */
-export function requireCollection(ctx: AppContext, name: string): Collection | Promise<Collection> {
-  const pending = refreshCatalog(ctx);
-  return pending ? pending.then(() => required(ctx, name)) : required(ctx, name);
+export async function requireCollection(ctx: CatalogContext, name: string): Promise<Collection> {
+  return (await openCollection(ctx, name)).col;
 }
-
-const cached = (ctx: AppContext, name: string) => catalogView(ctx).byName.get(String(name).toLowerCase());
 
 /**
- * The collection as this process last knew it, without asking the database (undefined when unknown or
- * the cache is stale): for work that checks the catalog again itself before it writes (a grouped create).
+ * The handle as this process last knew it, without asking the database (undefined when unknown or the cache is
+ * stale): for a decision made before the work looks the collection up again itself (how a create may be grouped).
  */
-export function lastKnownCollection(ctx: AppContext, name: string): Collection | undefined {
-  return catalogView(ctx).stale ? undefined : cached(ctx, name);
-}
-
-function required(ctx: AppContext, name: string): Collection {
-  const c = cached(ctx, name);
-  if (!c) throw notFound(`collection "${name}" not found`);
-  return c;
+export function lastKnownHandle(ctx: CatalogContext, name: string): CollectionHandle | undefined {
+  const view = catalogView(ctx);
+  return view.stale ? undefined : view.snapshot.handle(name);
 }
 
 /** All collections, by name. */
-export async function listCollections(ctx: AppContext): Promise<Collection[]> {
-  await refreshCatalog(ctx);
-  return [...catalogView(ctx).byName.values()].sort((a, b) => a.name.localeCompare(b.name));
+export async function listCollections(ctx: CatalogContext): Promise<readonly Collection[]> {
+  return (await currentCatalog(ctx)).list();
 }
 
 /**
@@ -303,7 +355,7 @@ export async function listCollections(ctx: AppContext): Promise<Collection[]> {
  * next lookup reads the catalog again (its view: other requests go on reading what is committed), and once it
  * commits, so does everyone's.
  */
-export async function touchCatalog(ctx: AppContext): Promise<void> {
+export async function touchCatalog(ctx: CatalogContext): Promise<void> {
   await ctx.db.run("INSERT INTO _meta (key, value) VALUES ('schema_version', '1') ON CONFLICT(key) DO UPDATE SET value = CAST(CAST(_meta.value AS INTEGER) + 1 AS TEXT)");
   noteCatalogChange(ctx);
   ctx.db.afterCommit(() => {
@@ -314,9 +366,9 @@ export async function touchCatalog(ctx: AppContext): Promise<void> {
 /**
  * Marks the current write transaction's view of the catalog stale (making it one of its own): call it before
  * a write to the catalog's tables that a lookup could read before touchCatalog runs (`_relations`). A view
- * that is still the shared one's (its map) has changed nothing, so what it reads may be shared.
+ * that is still the shared one's (its snapshot) has changed nothing, so what it reads may be shared.
  */
-export function noteCatalogChange(ctx: AppContext): void {
+export function noteCatalogChange(ctx: CatalogContext): void {
   const run = ctx.db.transactionRun();
   if (!run) {
     ctx.catalog.stale = true;
@@ -324,7 +376,7 @@ export function noteCatalogChange(ctx: AppContext): void {
   }
   const view = ctx.catalog.txViews.get(run);
   if (view) view.stale = true;
-  else ctx.catalog.txViews.set(run, { byName: ctx.catalog.byName, schemaVersion: -1, stale: true });
+  else ctx.catalog.txViews.set(run, { snapshot: ctx.catalog.snapshot, schemaVersion: -1, stale: true });
 }
 
 /**
@@ -341,7 +393,7 @@ export type FieldsWrite = "keep" | "add" | "replace";
  * value for one fail as a duplicate column); one from before a field was renamed, retyped or dropped is
  * refused with 409 (its indexes, full-text fields and field rules may name what is no longer there).
  */
-export async function saveCollectionRow(ctx: AppContext, c: Omit<Collection, "fieldMap">, opts: { fields?: FieldsWrite } = {}): Promise<void> {
+export async function saveCollectionRow(ctx: CatalogContext, c: Omit<Collection, "fieldMap">, opts: { fields?: FieldsWrite } = {}): Promise<void> {
   const stored = await ctx.db.get<{ fields: string }>("SELECT fields FROM _collections WHERE name = ?", [c.name]);
   if (stored && opts.fields !== "replace") c = { ...c, fields: mergeFields(c.name, c.fields, JSON.parse(stored.fields) as FieldDef[], opts.fields === "add") };
   await ctx.db.run(`INSERT INTO _collections (name, rules, field_rules, fields, indexes, fts, created_at, updated_at)
@@ -366,6 +418,26 @@ function mergeFields(collection: string, copy: FieldDef[], known: FieldDef[], ad
     else throw new AppError(409, "conflict", `the fields of collection "${collection}" changed while this request ran; try again`);
   }
   return fresh.length ? [...known, ...fresh] : known;
+}
+
+/** Removes a collection's stored row; call touchCatalog after (inside the same transaction). */
+export async function deleteCollectionRow(ctx: CatalogContext, name: string): Promise<void> {
+  await ctx.db.run("DELETE FROM _collections WHERE name = ?", [name]);
+}
+
+/** Stores a new relation: the catalog view of the transaction is read again at its next lookup. */
+export async function insertRelationRow(ctx: CatalogContext, rel: Relation): Promise<void> {
+  noteCatalogChange(ctx);
+  await ctx.db.run(
+    "INSERT INTO _relations (id, from_col, from_field, to_col, to_field, type, on_delete, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+    [rel.id, rel.from_col, rel.from_field, rel.to_col, rel.to_field, rel.type, rel.on_delete, rel.created_at],
+  );
+}
+
+/** Removes a relation's stored row, as insertRelationRow stores one. */
+export async function deleteRelationRow(ctx: CatalogContext, id: string): Promise<void> {
+  noteCatalogChange(ctx);
+  await ctx.db.run("DELETE FROM _relations WHERE id = ?", [id]);
 }
 
 /** The public JSON shape of a collection (CONTRACT §2). */

@@ -1,6 +1,6 @@
 import type { AppContext } from "../context.ts";
 import { AppError } from "../errors.ts";
-import { normalizeEmail } from "../auth/passwords.ts";
+import { normalizeEmail } from "../users/passwords.ts";
 import { getSetting } from "../settings/settings.ts";
 
 /** How mail leaves this server (`GET /admin/mail`). Set by SMTP_URL and MAIL_FROM; the URL's credentials are never shown. */

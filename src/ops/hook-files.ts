@@ -1,9 +1,10 @@
 import { existsSync, realpathSync, statSync, watch, type FSWatcher } from "node:fs";
 import { basename, resolve, sep } from "node:path";
+import { noteHooksChanged } from "../catalog/catalog.ts";
 import type { AppContext } from "../context.ts";
-import { subscribeCommitHooks } from "./commit.ts";
-import { HOOK_KEYS, hookFiles, loadHookFile } from "./load.ts";
-import type { HookModule } from "./types.ts";
+import { subscribeCommitHooks } from "../hooks/commit.ts";
+import { HOOK_KEYS, hookFiles, loadHookFile } from "../hooks/load.ts";
+import type { HookModule } from "../hooks/types.ts";
 
 /**
  * Hooks reload (CONTRACT §15): `baas serve` loads the hook files again when they change (watchHooks) and on
@@ -109,7 +110,8 @@ async function reloadNow(ctx: AppContext, reg: Registry): Promise<HooksStatus> {
   }
   reg.files = files;
   ctx.hooks.list = [...files.values()].flatMap((s) => s.hooks);
-  subscribeCommitHooks(ctx);
+  noteHooksChanged(ctx);
+  subscribeCommitHooks(ctx.hooks, ctx.events, ctx.log);
   const failed = [...files.values()].filter((s) => s.error).length;
   ctx.log.info("hooks reloaded", { files: files.size, hooks: ctx.hooks.list.length, failed });
   return hooksStatus(ctx);

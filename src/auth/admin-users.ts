@@ -1,14 +1,13 @@
 import type { AppContext } from "../context.ts";
 import { AppError, badRequest, bodyOf, notFound, type Checked } from "../errors.ts";
-import { clearLoginAttempts } from "../auth/lockout.ts";
-import { checkPassword, emailKey, hashPassword, normalizeEmail } from "../auth/passwords.ts";
-import { signAccessToken, listUserSessions, revokeSession, revokeUserSessions } from "../auth/sessions.ts";
-import { listLinkedAccounts, type LinkedAccountJson } from "../auth/oauth/matching.ts";
-import { activeApiKeysOf, revokeApiKeyOf, type ApiKeyJson } from "../auth/api-keys.ts";
-import { removeTotp } from "../auth/totp.ts";
-import { lockedUntil } from "../auth/lockout.ts";
-import { checkMetadata, checkRoles, createUser, emailConflictOf, findUserByEmail, requireUser, userToJson, type UserJson } from "./users.ts";
-import { INSERT_ORDER } from "../query/dialect.ts";
+import { clearLoginAttempts } from "./lockout.ts";
+import { checkPassword, emailKey, hashPassword, normalizeEmail } from "../users/passwords.ts";
+import { signAccessToken, listUserSessions, revokeSession, revokeUserSessions } from "./sessions.ts";
+import { listLinkedAccounts, type LinkedAccountJson } from "./oauth/matching.ts";
+import { activeApiKeysOf, revokeApiKeyOf, type ApiKeyJson } from "./api-keys.ts";
+import { removeTotp } from "./totp.ts";
+import { lockedUntil } from "./lockout.ts";
+import { checkMetadata, checkRoles, createUser, emailConflictOf, findUserByEmail, requireUser, userToJson, type UserJson } from "../users/users.ts";
 
 /** Lifetime of an admin impersonation token (CONTRACT §3). */
 export const IMPERSONATION_TTL_SECONDS = 300;
@@ -32,10 +31,9 @@ export async function listUsers(ctx: AppContext, opts: { search?: string; limit?
   if (search.length > 254) throw badRequest("search is too long");
   // LIKE wildcards in the search text are escaped: the text is matched literally.
   const pattern = `%${search.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-  // PostgreSQL: the column's case-insensitive collation allows no LIKE, so its lower case is matched by code point.
-  const where = ctx.db.dialect === "postgres" ? "WHERE lower(email) COLLATE \"C\" LIKE ? ESCAPE '\\'" : "WHERE email LIKE ? ESCAPE '\\'";
+  const where = `WHERE ${ctx.db.sql.escapedLike("email")}`;
   const total = (await ctx.db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM _users ${where}`, [pattern]))!.n;
-  const rows = await ctx.db.all<Parameters<typeof userToJson>[0]>(`SELECT * FROM _users ${where} ORDER BY created_at DESC, ${INSERT_ORDER} DESC LIMIT ? OFFSET ?`, [pattern, limit, (page - 1) * limit]);
+  const rows = await ctx.db.all<Parameters<typeof userToJson>[0]>(`SELECT * FROM _users ${where} ORDER BY created_at DESC, ${ctx.db.sql.insertOrder} DESC LIMIT ? OFFSET ?`, [pattern, limit, (page - 1) * limit]);
   return { items: rows.map(userToJson), total };
 }
 

@@ -1,0 +1,59 @@
+import { listParam } from "../db/condition.ts";
+import type { Engine } from "../db/engine.ts";
+import { ACCESS_COLUMNS, type UserAccessRow } from "./users.ts";
+
+// The `_api_keys` table: the SQL that reads or writes it is written here (and only here).
+
+/** A live API key with its user's access columns. */
+export interface ApiKeyCheckRow extends UserAccessRow {
+  id: string;
+  user_id: string;
+  last_used_at: number | null;
+}
+
+/** The live (not revoked) key of that hash, with its user's roles, metadata and address; null when none. */
+export async function liveApiKeyByHash(db: Engine, hash: string): Promise<ApiKeyCheckRow | null> {
+  return await db.get<ApiKeyCheckRow>(
+    `SELECT k.id, k.user_id, k.last_used_at, ${ACCESS_COLUMNS} FROM _api_keys k JOIN _users u ON u.id = k.user_id
+       WHERE k.key_hash = ? AND k.revoked_at IS NULL`,
+    [hash],
+  );
+}
+
+/** Notes that key `id` was used at `now`. */
+export async function touchApiKey(db: Engine, id: string, now: number): Promise<void> {
+  await db.run("UPDATE _api_keys SET last_used_at = ? WHERE id = ?", [now, id]);
+}
+
+/** An API key as its owner lists it. */
+export interface ApiKeyListRow {
+  id: string;
+  name: string;
+  created_at: number;
+  last_used_at: number | null;
+}
+
+/** Stores a new key by its hash. */
+export async function insertApiKey(db: Engine, k: { id: string; userId: string; name: string; hash: string; now: number }): Promise<void> {
+  await db.run("INSERT INTO _api_keys (id, user_id, name, key_hash, created_at) VALUES (?, ?, ?, ?, ?)", [k.id, k.userId, k.name, k.hash, k.now]);
+}
+
+/** A user's live keys, oldest first. */
+export async function userApiKeyRows(db: Engine, userId: string): Promise<ApiKeyListRow[]> {
+  return await db.all<ApiKeyListRow>(`SELECT id, name, created_at, last_used_at FROM _api_keys WHERE user_id = ? AND revoked_at IS NULL ORDER BY created_at, ${db.sql.insertOrder}`, [userId]);
+}
+
+/** Revokes a user's key; true when it was live. */
+export async function revokeApiKeyRow(db: Engine, id: string, userId: string, now: number): Promise<boolean> {
+  return (await db.run("UPDATE _api_keys SET revoked_at = ? WHERE id = ? AND user_id = ? AND revoked_at IS NULL", [now, id, userId])).changes > 0;
+}
+
+/** Revokes every live key of a user; how many. */
+export async function revokeUserApiKeyRows(db: Engine, userId: string, now: number): Promise<number> {
+  return (await db.run("UPDATE _api_keys SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL", [now, userId])).changes;
+}
+
+/** Which of these keys are live (not revoked), with their users: one query. */
+export async function liveApiKeyRows(db: Engine, ids: readonly string[]): Promise<{ id: string; user_id: string }[]> {
+  return await db.all<{ id: string; user_id: string }>(`SELECT id, user_id FROM _api_keys WHERE id ${db.sql.inList} AND revoked_at IS NULL`, [listParam(ids)]);
+}
