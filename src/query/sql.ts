@@ -214,7 +214,7 @@ export function planRead(
   const v = visibilityOf(c);
   let external = false;
   if (!rq.includeDeleted) seen.push(v.active);
-  else {
+  else if (!rq.anyDeleted) {
     // SECURITY: soft-deleted records show only to callers whose delete rule holds for them (CONTRACT §12).
     const del = deletedShown(c, p, v);
     if (del.k !== "true") seen.push(or([v.active, del]));

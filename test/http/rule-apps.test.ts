@@ -420,3 +420,17 @@ describe("hostile rules and values", () => {
     expect(wide.body.total).toBe(1);
   });
 });
+
+describe("a realtime filter topic is matched whatever the subscriber's delete rule", () => {
+  test("a delete event reaches a topic filtered on a relation field, though the delete rule does not hold for the subscriber", async () => {
+    ok(await t.admin("POST", C, { name: "tags", fields: [{ name: "name", type: "text" }], rules: { read: "public" } }), 201);
+    ok(await t.admin("POST", C, { name: "notes", fields: [{ name: "text", type: "text" }], rules: { read: "public", delete: "owner" } }), 201);
+    ok(await t.admin("POST", "/api/v1/admin/relations", { from_col: "notes", from_field: "tags", to_col: "tags", type: "many_via" }), 201);
+    const tag = (await t.admin("POST", "/api/v1/tags", { name: "red" })).body._id;
+    const note = (await t.admin("POST", "/api/v1/notes", { text: "n", tags: [tag] })).body._id;
+    const s = await followBare(t, [{ collection: "notes", filter: `tags:eq:${tag}` }, "markers"]);
+    ok(await t.admin("DELETE", `/api/v1/notes/${note}`), 200);
+    await syncStreams(t, [s]);
+    expect(s.changes().filter((e) => e.data.collection === "notes").map((e) => [e.event, e.data.record._id])).toEqual([["delete", note]]);
+  });
+});
