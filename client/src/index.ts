@@ -8,7 +8,7 @@ import type { BaasRecord } from "./types.js";
 export { BaasError, isBaasError, type FieldError } from "./errors.js";
 export { memoryStorage, type SessionStorage } from "./storage.js";
 export type { AuthApi } from "./auth.js";
-export type { CollectionApi } from "./collection.js";
+export type { CollectionApi, FileOptions } from "./collection.js";
 export { fetchEventSource, type EventSourceFactory, type EventSourceLike, type SseEvent } from "./event-source.js";
 export type { RealtimeAction, RealtimeApi, RealtimeEvent, Topic, Unsubscribe } from "./realtime.js";
 export type { ClientOptions, FetchFunction, RequestOptions, StoredSession } from "./transport.js";
@@ -25,6 +25,8 @@ export interface BaasClient {
   readonly realtime: RealtimeApi;
   /** Shorthand for `realtime.subscribe`. */
   subscribe: RealtimeApi["subscribe"];
+  /** A file token (valid 2 minutes) for `fileUrl(…, { token })`: lets `<img src>` pass a read rule that needs a user. */
+  fileToken(): Promise<string>;
   /** Any other call of the API, with the session's token and automatic refresh: `request("GET", "/auth/api-keys")`. */
   request<R = unknown>(method: string, path: string, opts?: RequestOptions): Promise<R>;
 }
@@ -45,5 +47,6 @@ export function createClient(url: string, options: ClientOptions = {}): BaasClie
     realtime,
     subscribe: (topic, handler) => realtime.subscribe(topic, handler),
     request: (method, path, opts) => t.request(method, path, opts),
+    fileToken: async () => (await t.request<{ token: string }>("POST", "/files/token")).token,
   };
 }
