@@ -96,7 +96,7 @@ const queryOf = (filters: FilterCond[]): FilterQuery => ({ filters, key: JSON.st
  * it (unknown field, bad operator or value: 400).
  */
 export function compileFilter(ctx: AppContext, h: CollectionHandle, filters: FilterCond[], p: Principal): TopicFilter {
-  planRead(ctx, h, { filters, search: null, includeDeleted: true }, "all", p, relationCondition);
+  planRead(ctx, h, { filters, search: null, includeDeleted: true, anyDeleted: true }, "all", p, relationCondition);
   const memory: MemoryTest[] = [];
   const virtual: FilterCond[] = [];
   for (const cond of filters) {
