@@ -15,6 +15,7 @@ const LAYERS = [
   ["context.ts"],
   ["transaction.ts"],
   ["settings/"],
+  ["idempotency/"],
   ["users/"],
   ["auth/"],
   ["rules/"],

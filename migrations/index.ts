@@ -5,6 +5,8 @@ import loginAttempts from "./0006_login_attempts.sql" with { type: "text" };
 import realtimeStreams from "./0007_realtime_streams.sql" with { type: "text" };
 import realtimePayloads from "./0008_realtime_payloads.sql" with { type: "text" };
 import webhooks from "./0009_webhooks.sql" with { type: "text" };
+import realtimeSequence from "./0010_realtime_sequence.sql" with { type: "text" };
+import idempotencyKeys from "./0011_idempotency_keys.sql" with { type: "text" };
 
 /** Migrations in the order they apply. Names are stable: they are recorded in `_migrations`. */
 export const migrations: { name: string; sql: string }[] = [
@@ -14,4 +16,6 @@ export const migrations: { name: string; sql: string }[] = [
   { name: "0007_realtime_streams", sql: realtimeStreams },
   { name: "0008_realtime_payloads", sql: realtimePayloads },
   { name: "0009_webhooks", sql: webhooks },
+  { name: "0010_realtime_sequence", sql: realtimeSequence },
+  { name: "0011_idempotency_keys", sql: idempotencyKeys },
 ];

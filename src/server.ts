@@ -7,6 +7,8 @@ import { type AppContext, type ContextOptions } from "./context.ts";
 import type { Config } from "./config.ts";
 import { startCheckpointer } from "./db/checkpointer.ts";
 import { PUBLIC_URL_META, setMeta } from "./db/meta.ts";
+import { untilReachable } from "./db/wait.ts";
+import { setPhase } from "./ops/readiness.ts";
 import { createApp } from "./http/app.ts";
 import { createLogger } from "./log.ts";
 import { resumeFtsBuilds } from "./search/fts.ts";
@@ -32,9 +34,9 @@ export interface Running {
   forceClose(): void;
 }
 
-/** The answer to a request that comes before the server has finished starting. */
+/** The answer to a request that comes before the server has finished starting: GET /ready's own (readiness.ts). */
 function startingUp(): Response {
-  return Response.json({ error: "the server is starting", code: "unavailable" }, { status: 503, headers: { "retry-after": "1" } });
+  return Response.json({ error: "the server is starting", code: "unavailable", reason: "starting" }, { status: 503, headers: { "retry-after": "1" } });
 }
 
 /** A server already listens on the port asked for. */
@@ -44,8 +46,13 @@ export class PortInUseError extends Error {
   }
 }
 
+export interface StartOptions extends ContextOptions {
+  /** How long to keep trying a database that cannot be reached yet before giving up (`--wait-for-database`); 0: at once. */
+  waitForDatabaseMs?: number;
+}
+
 /** Opens the data dir, prepares keys and the admin secret, and listens. */
-export async function startServer(config: Config, opts: ContextOptions = {}): Promise<Running> {
+export async function startServer(config: Config, opts: StartOptions = {}): Promise<Running> {
   // IMPORTANT: a short secret can be guessed (even at 10 tries a minute), and it opens everything.
   if (config.adminSecret !== null && config.adminSecret.length < MIN_ADMIN_SECRET_LENGTH)
     throw new Error(
@@ -54,7 +61,11 @@ export async function startServer(config: Config, opts: ContextOptions = {}): Pr
     );
   // The request log writes a line per request: buffered, flushed on a short timer and at exit.
   const log = opts.log ?? createLogger({ format: config.logFormat, level: config.logLevel, buffered: true });
-  const ctx = await openContext(config, { ...opts, log });
+  const { waitForDatabaseMs = 0, ...contextOptions } = opts;
+  const url = config.database.engine === "postgres" ? config.database.url : undefined;
+  const ctx = await untilReachable(() => openContext(config, { ...contextOptions, log }), { waitMs: waitForDatabaseMs, log, url });
+  // Until the start-up below ends, every request, GET /ready included, is answered 503 `starting` (below).
+  setPhase(ctx, "starting");
   await ensureJwtKey(ctx);
   await normalizeStoredEmails(ctx);
   const app = createApp(ctx);
@@ -103,6 +114,7 @@ export async function startServer(config: Config, opts: ContextOptions = {}): Pr
   const webhooks = startWebhookWorker(ctx);
   // Hook files that change on disk are loaded again (CONTRACT §15).
   const stopWatchingHooks = watchHooks(ctx);
+  setPhase(ctx, "serving");
   starting = false;
   let stopped = false;
   return {
@@ -114,6 +126,7 @@ export async function startServer(config: Config, opts: ContextOptions = {}): Pr
     async stop({ graceMs = 10_000 } = {}) {
       if (stopped) return;
       stopped = true;
+      setPhase(ctx, "stopping");
       // Event streams never end by themselves: they are closed first, so the wait below is for real requests.
       closeRealtime(ctx);
       stopWatchingHooks();

@@ -27,6 +27,7 @@ export function registerServe(program: Command): void {
     .option("--sync <mode>", "normal|full: full makes each commit power-loss durable (env SQLITE_SYNC)")
     .option("--log-format <format>", "text|json: format of the request log on stderr (env LOG_FORMAT, default text)")
     .option("--trust-proxy <list>", "addresses or CIDR ranges of your reverse proxies, comma-separated: their X-Forwarded-For names the client (env TRUST_PROXY)")
+    .option("--wait-for-database <seconds>", "keep trying a PostgreSQL database that cannot be reached yet this long before giving up (env BAAS_WAIT_FOR_DATABASE, default 30; 0: give up at once)")
     // The program's --data is serve's own --data here, and its --json prints nothing for a server: not listed.
     .configureHelp({ showGlobalOptions: false })
     .addHelpText(
@@ -34,18 +35,20 @@ export function registerServe(program: Command): void {
       `
 Also read from the environment: ADMIN_SECRET, PUBLIC_URL, APP_URL, SMTP_URL, MAIL_FROM, LOG_LEVEL
 (error|warn|info|debug, default info), CORS_ORIGINS, LOCKOUT_MAX_ATTEMPTS, LOCKOUT_DURATION_MS, HOOKS_DIR,
-TRUST_PROXY (the same as --trust-proxy).
-A port already in use is an error (exit 1).
+TRUST_PROXY (the same as --trust-proxy), BAAS_WAIT_FOR_DATABASE (the same as --wait-for-database).
+A port already in use is an error (exit 1), and so is a database still unreachable after the wait.
 
 Examples:
   $ baas serve --port 8090 --data ./baas_data
   $ LOG_LEVEL=warn baas serve --log-format json
   $ baas serve --trust-proxy 127.0.0.1,::1      # behind nginx on the same machine`,
     )
-    .action(async (opts: { port?: string; host?: string; data?: string; database?: string; sync?: string; logFormat?: string; trustProxy?: string }) => {
+    .action(async (opts: { port?: string; host?: string; data?: string; database?: string; sync?: string; logFormat?: string; trustProxy?: string; waitForDatabase?: string }) => {
       const { data: globalData, database: globalDatabase, json } = program.opts() as { data?: string; database?: string; json?: boolean };
       if (json) throw new UsageError("serve has no --json output (for a JSON request log use --log-format json)");
-      const config = loadConfig({ ...opts, data: opts.data ?? globalData, database: opts.database ?? globalDatabase });
+      const { waitForDatabase, ...configOpts } = opts;
+      const config = loadConfig({ ...configOpts, data: opts.data ?? globalData, database: opts.database ?? globalDatabase });
+      const waitForDatabaseMs = waitSeconds(waitForDatabase ?? process.env.BAAS_WAIT_FOR_DATABASE) * 1000;
       const { loadHooks } = await import("../../src/hooks/load.ts");
       const hooks = await loadHooks(config.hooksDir);
       // Signals are caught from before the port opens: a SIGTERM sent as soon as the server answers (or says it
@@ -54,7 +57,7 @@ Examples:
       let stop = (signal: string) => void (stopRequested ??= signal);
       process.on("SIGINT", () => stop("SIGINT"));
       process.on("SIGTERM", () => stop("SIGTERM"));
-      const running = await startServer(config, { hooks }).catch((err) => {
+      const running = await startServer(config, { hooks, waitForDatabaseMs }).catch((err) => {
         throw unreachable(config, err);
       });
       const { secret } = running;
@@ -87,6 +90,19 @@ Examples:
       };
       if (stopRequested) stop(stopRequested);
     });
+}
+
+/** Longest wait for an unreachable database, in seconds. */
+export const MAX_WAIT_FOR_DATABASE_S = 3600;
+
+/** `--wait-for-database` / BAAS_WAIT_FOR_DATABASE as seconds (30 when unset); anything but a whole number 0..3600 is a usage error. */
+function waitSeconds(raw: string | undefined): number {
+  if (raw === undefined || raw.trim() === "") return 30;
+  const text = raw.trim();
+  const n = Number(text);
+  if (!/^\d+$/.test(text) || n > MAX_WAIT_FOR_DATABASE_S)
+    throw new UsageError(`--wait-for-database (BAAS_WAIT_FOR_DATABASE) must be a whole number of seconds from 0 to ${MAX_WAIT_FOR_DATABASE_S}, got "${raw}"`);
+  return n;
 }
 
 /** Where the data lives, for the listening line: never the database URL's password. */

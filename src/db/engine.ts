@@ -125,10 +125,11 @@ export interface Engine {
   /**
    * Listens on `channel` for notices sent by any process sharing the database (PostgreSQL LISTEN/NOTIFY), on a
    * connection of its own. `onListen` runs once the server has acknowledged it, and again after every reconnect
-   * (notices sent while the connection was down are lost). Returns the function that stops listening. Engines
-   * without it: only one process serves the database.
+   * (notices sent while the connection was down are lost). `onLost` runs as soon as the connection is lost; the
+   * engine then tries to listen again, soon and often (the first try within a second of the database answering
+   * again). Returns the function that stops listening. Engines without it: only one process serves the database.
    */
-  listen?(channel: string, onNotify: (payload: string) => void, onListen?: () => void): Promise<() => Promise<void>>;
+  listen?(channel: string, onNotify: (payload: string) => void, onListen?: () => void, onLost?: (err: unknown) => void): Promise<() => Promise<void>>;
   /** Writes a consistent copy of the whole database to a new file `file` while writers go on. Engines without it: none (PostgreSQL has pg_dump). */
   backupTo?(file: string): Promise<void>;
   /** Closes the connection(s). */

@@ -234,6 +234,9 @@ export class PostgresEngine implements Engine {
   readonly sql = postgresDialect;
   readonly groupBeginsAfterJoin = true;
   private readonly client: SQL;
+  /** For the listening connections, each a client of its own (see listen). */
+  private readonly url: string;
+  private readonly connectTimeoutS: number;
   /** The transaction of each async context (see group-commit.ts). */
   private readonly transactions: Transactions<Tx>;
   private readonly maxRetries: number;
@@ -254,6 +257,8 @@ export class PostgresEngine implements Engine {
 
   constructor(opts: PostgresEngineOptions) {
     const statementTimeout = opts.statementTimeoutMs ?? 30_000;
+    this.url = opts.url;
+    this.connectTimeoutS = opts.connectTimeoutS ?? 5;
     this.maxRetries = opts.maxRetries ?? 10;
     this.onCallbackError = opts.onCallbackError ?? ((err) => console.error("after-commit callback failed", err));
     this.transactions = new Transactions<Tx>(
@@ -291,7 +296,7 @@ export class PostgresEngine implements Engine {
       // Statements prepared before a collection's table was dropped stay on their connection, unused (see
       // suffix): a connection is replaced after 10 minutes, so they do not pile up on a busy server.
       maxLifetime: 600,
-      connectionTimeout: opts.connectTimeoutS ?? 5,
+      connectionTimeout: this.connectTimeoutS,
       connection: { statement_timeout: statementTimeout, application_name: "baas" },
     });
   }
@@ -690,10 +695,19 @@ export class PostgresEngine implements Engine {
   }
 
   /**
-   * Listens on `channel` on a connection of its own (Engine.listen): after a reconnect `onListen` runs again,
-   * which is where a node re-validates what it caches. A callback that throws is reported, never fatal.
+   * Listens on `channel` on a connection of its own (Engine.listen). Bun's `sql.listen` reconnects a lost listening
+   * connection on a schedule of its own (seconds to tens of seconds after the database is back), and says nothing
+   * meanwhile; so each listener has a client of its own, whose `onclose` tells at once that the connection is
+   * gone: `onLost` runs, that client is closed (no reconnect of Bun's), and a new one listens again after
+   * LISTEN_RETRY_MS (growing to LISTEN_RETRY_MAX_MS between tries), then `onListen` runs again. A callback that
+   * throws is reported, never fatal.
    */
-  async listen(channel: string, onNotify: (payload: string) => void, onListen?: () => void): Promise<() => Promise<void>> {
+  async listen(
+    channel: string,
+    onNotify: (payload: string) => void,
+    onListen?: () => void,
+    onLost?: (err: unknown) => void,
+  ): Promise<() => Promise<void>> {
     const guard = (fn: () => void) => {
       try {
         fn();
@@ -701,16 +715,73 @@ export class PostgresEngine implements Engine {
         this.onCallbackError(err);
       }
     };
+    const l: Listening = { client: null, stopped: false, timer: undefined };
+    const relisten = (attempt: number) => {
+      l.timer = setTimeout(() => {
+        l.timer = undefined;
+        this.listenOnce(l, channel, onNotify, onLost, guard).then(
+          () => !l.stopped && onListen && guard(onListen),
+          () => l.stopped || relisten(attempt + 1),
+        );
+      }, listenRetryDelay(attempt));
+    };
+    l.relisten = () => relisten(0);
     try {
-      const sub = await this.client.listen(
-        channel,
-        (payload) => guard(() => onNotify(decodeText(payload) as string)),
-        onListen && (() => guard(onListen)),
-      );
-      return () => sub.unlisten();
+      await this.listenOnce(l, channel, onNotify, onLost, guard);
     } catch (err) {
       throw mapPostgresError(err);
     }
+    if (onListen) guard(onListen);
+    return async () => {
+      l.stopped = true;
+      clearTimeout(l.timer);
+      const client = l.client;
+      l.client = null;
+      await client?.close({ timeout: 1 }).catch(() => {});
+    };
+  }
+
+  /** One listening connection of `l` (see listen): resolves once the server acknowledged the LISTEN. */
+  private async listenOnce(
+    l: Listening,
+    channel: string,
+    onNotify: (payload: string) => void,
+    onLost: ((err: unknown) => void) | undefined,
+    guard: (fn: () => void) => void,
+  ): Promise<void> {
+    let acknowledged = false;
+    let closed: { err: unknown } | null = null;
+    const lose = (err: unknown) => {
+      if (l.stopped || l.client !== client) return;
+      l.client = null;
+      client.close({ timeout: 0 }).catch(() => {});
+      if (onLost) guard(() => onLost(err));
+      l.relisten?.();
+    };
+    const client: SQL = new Bun.SQL({
+      url: this.url,
+      max: 1,
+      connectionTimeout: this.connectTimeoutS,
+      connection: { application_name: "baas listener" },
+      onclose: (err) => {
+        if (closed) return;
+        closed = { err };
+        // Before the LISTEN is acknowledged, a close is the try's own failure (listen rejects).
+        if (acknowledged) lose(err);
+      },
+    });
+    l.client = client;
+    try {
+      await client.listen(channel, (payload) => guard(() => onNotify(decodeText(payload) as string)));
+    } catch (err) {
+      if (l.client === client) l.client = null;
+      await client.close({ timeout: 0 }).catch(() => {});
+      throw err;
+    }
+    acknowledged = true;
+    if (l.stopped) await client.close({ timeout: 0 }).catch(() => {});
+    // Closed between the acknowledgement and now: lost already.
+    else if (closed) queueMicrotask(() => lose((closed as { err: unknown }).err));
   }
 
   async close(): Promise<void> {
@@ -721,6 +792,27 @@ export class PostgresEngine implements Engine {
 /** A serialization failure or deadlock doomed the transaction, whatever its function made of it (it may have thrown something else). */
 function retryableFailure(err: unknown, tx: Tx): boolean {
   return isRetryable(err) || isRetryable((err as { cause?: unknown } | null)?.cause) || isRetryable(tx.abortedBy);
+}
+
+/** A listener's state (PostgresEngine.listen): its client while it listens, its next try while it does not. */
+interface Listening {
+  client: SQL | null;
+  stopped: boolean;
+  timer: ReturnType<typeof setTimeout> | undefined;
+  /** Starts the tries to listen again, after a lost connection. */
+  relisten?: () => void;
+}
+
+/**
+ * The first try to listen again comes this soon after a connection is lost; the pause doubles up to
+ * LISTEN_RETRY_MAX_MS, so a listener is back at most that long after the database answers again. A try on a
+ * database that is down costs a refused connection.
+ */
+export const LISTEN_RETRY_MS = 50;
+export const LISTEN_RETRY_MAX_MS = 500;
+
+function listenRetryDelay(attempt: number): number {
+  return Math.min(LISTEN_RETRY_MAX_MS, LISTEN_RETRY_MS * 2 ** attempt);
 }
 
 /** Milliseconds to wait before another try: growing, with jitter so two losers do not meet again. */

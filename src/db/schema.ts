@@ -166,6 +166,23 @@ export const webhookAttempts = sqliteTable("_webhook_attempts", {
   ok: integer("ok", { mode: "boolean" }).notNull(),
 });
 
+/** The order of change events across nodes on PostgreSQL: one row (see realtime/relay.ts). */
+export const realtimeSequence = sqliteTable("_realtime_sequence", {
+  id: integer("id").primaryKey(),
+  epoch: text("epoch").notNull(),
+  n: integer("n").notNull(),
+});
+
+/** Answers kept for `Idempotency-Key`, by a hash of caller and key (see idempotency/store.ts). */
+export const idempotencyKeys = sqliteTable("_idempotency_keys", {
+  id: text("id").primaryKey(),
+  fingerprint: text("fingerprint").notNull(),
+  status: integer("status").notNull(),
+  body: text("body"),
+  createdAt: integer("created_at").notNull(),
+  expiresAt: integer("expires_at").notNull(),
+});
+
 export const relations = sqliteTable("_relations", {
   id: text("id").primaryKey(),
   fromCol: text("from_col").notNull(),

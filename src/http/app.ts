@@ -44,7 +44,7 @@ export function createApp(ctx: AppContext, opts: { requestLog?: boolean } = {}) 
     // Synchronous on purpose: an async hook here would make every request's handler async. It names no
     // `server`: a hook that does makes Elysia define a getter on every request's context.
     .onRequest(({ request }) => refuseImpersonationOnAuth(ctx, request))
-    .use(healthRoutes())
+    .use(healthRoutes(ctx))
     .use(openApiRoutes(ctx, () => app.routes))
     .use(consoleRoutes(ctx))
     .use(mailPageRoutes(ctx))

@@ -21,6 +21,8 @@ export interface RouteDoc {
   media?: string;
   /** Error statuses beyond what the access and the body imply. */
   errors?: number[];
+  /** Takes an `Idempotency-Key` (http/idempotency.ts): its header, the replay's header, 409 and 422 of a key. */
+  idempotent?: boolean;
   /** A second path the route answers under its own documentation (`/_` also serves `/_/`). */
   also?: { path: string; doc: RouteDoc };
 }
@@ -50,6 +52,17 @@ const ACCESS_ERRORS: Record<Access, number[]> = { public: [], user: [401, 403], 
 /** Marks a schema reference to the error bodies; the document builder resolves these to components. */
 export const ERROR_REF = { $ref: "#/components/schemas/ErrorBody" } as const;
 export const VALIDATION_REF = { $ref: "#/components/schemas/ValidationBody" } as const;
+
+const IDEMPOTENCY_KEY: OpenAPIV3.ParameterObject = {
+  name: "Idempotency-Key",
+  in: "header",
+  required: false,
+  description:
+    "Makes a retry safe: the same key from the same caller within 24 h answers the first answer again (Idempotent-Replayed: true) " +
+    "instead of doing the work twice; with another body 422 idempotency_key_reused.",
+  schema: { type: "string", minLength: 1, maxLength: 255 },
+};
+const REPLAYED: OpenAPIV3.HeaderObject = { description: "true when this is the kept answer of an earlier request with the same Idempotency-Key", schema: { type: "string", enum: ["true"] } };
 
 type Content = NonNullable<OpenAPIV3.ResponseObject["content"]>;
 const media = (type: string, schema: unknown) => ({ [type]: { schema } }) as Content;
@@ -99,18 +112,23 @@ function operation(d: RouteDoc): OpenAPIV3.OperationObject {
     responses[status] = {
       description: redirect ? "redirect" : "success",
       ...(redirect ? { headers: { Location: { description: "where to go", required: true, schema: { type: "string" } } } } : {}),
+      ...(d.idempotent && !redirect ? { headers: { "Idempotent-Replayed": REPLAYED } } : {}),
       ...(okContent ? { content: okContent } : {}),
     };
   }
-  const errors = new Set([...ACCESS_ERRORS[d.access], ...(d.body ? [400, 413] : []), ...(d.errors ?? [])]);
-  for (const status of [...errors].sort())
-    responses[status] = { description: ERROR_TEXT[status] ?? "error", content: json(status === 422 ? VALIDATION_REF : ERROR_REF) };
+  const errors = new Set([...ACCESS_ERRORS[d.access], ...(d.body ? [400, 413] : []), ...(d.errors ?? []), ...(d.idempotent ? [400, 409, 422] : [])]);
+  for (const status of [...errors].sort()) {
+    // An Idempotency-Key used with another request is a 422 with the error body.
+    const schema = status !== 422 ? ERROR_REF : d.idempotent ? { oneOf: [VALIDATION_REF, ERROR_REF] } : VALIDATION_REF;
+    responses[status] = { description: ERROR_TEXT[status] ?? "error", content: json(schema) };
+  }
   responses.default = { description: "any other error (500 internal, 503 unavailable)", content: json(ERROR_REF) };
   const parameters: OpenAPIV3.ParameterObject[] = [];
   const props = (d.query as { properties?: Record<string, TSchema & { description?: string }> } | undefined)?.properties ?? {};
   const required = new Set((d.query as { required?: string[] } | undefined)?.required ?? []);
   for (const [name, schema] of Object.entries(props))
     parameters.push({ name, in: "query", required: required.has(name), schema: queryParamSchema(schema) as OpenAPIV3.SchemaObject, ...(schema.description ? { description: schema.description } : {}) });
+  if (d.idempotent) parameters.push(IDEMPOTENCY_KEY);
   return {
     summary: d.summary,
     tags: [d.tag],

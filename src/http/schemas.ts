@@ -395,3 +395,4 @@ export const RealtimeQuery = t.Object({
 });
 
 export const HealthBody = t.Object({ status: t.Literal("ok"), version: t.String() });
+export const ReadyBody = t.Object({ status: t.Literal("ready"), version: t.String() });

@@ -121,7 +121,7 @@ export async function deliverEvent(ctx: AppContext, d: Delivery, targets: Iterab
   // The frame made for this reader, if there is one yet (a reader's own is made, awaited, once).
   const made = (s: Stream, reader: Principal) => (frames.perReader ? frames.cached(readerKey(s, reader)) : (common ??= frames.common()));
   const sendTo = (s: Stream, frame: Uint8Array) => {
-    s.lastSeq = held.seq;
+    if (!held.unnumbered) s.lastSeq = held.seq;
     if (!s.sink.send(frame)) fan.drop(s);
   };
   const asks = new FilterAsks();
@@ -134,7 +134,7 @@ export async function deliverEvent(ctx: AppContext, d: Delivery, targets: Iterab
       await nextTurn();
       since = performance.now();
     }
-    if (held.seq <= s.lastSeq) continue;
+    if (held.seq <= s.lastSeq && !held.unnumbered) continue;
     const topics = s.byCollection.get(col.name);
     if (!topics) continue;
     const reader = readers?.get(s) ?? s.identity.principal;

@@ -6,6 +6,8 @@ import type { ChangeEvent } from "../events/bus.ts";
 import { getSetting } from "../settings/settings.ts";
 import { deliverEvent, readersOf, type Delivery, type FanOut } from "./fan-out.ts";
 import { endedIdentities, type Identity } from "./identity.ts";
+import type { EventIds } from "./event-ids.ts";
+import { heldEvent, type HeldEvent } from "./replay.ts";
 import { canResume, createResumeState, idAt, idOf, prepareIds, replayable, resumePoint, type ResumeState } from "./resume.ts";
 import { SseSink, sseFrame } from "./sse.ts";
 import { addStream, addressUsage, createRegistry, removeStream, setStreamTopics, type Stream, type StreamRegistry } from "./streams.ts";
@@ -62,14 +64,35 @@ export interface RealtimeHub {
   /** Takes a committed change made elsewhere (another node, see relay.ts) as if committed here. */
   accept(event: ChangeEvent): void;
   /**
-   * Changes may have been missed (the notices of other nodes were lost): every stream gets `reset`
-   * and ends, and no Last-Event-ID from before now can be resumed.
+   * From now on this hub takes its events numbered by the database (relay.ts), not from this process's event
+   * bus: its ids are those of `ids`, shared by every node, and it holds events from now on.
    */
-  resetAll(reason: string): void;
+  order(ids: EventIds): OrderedFeed;
   /** Open streams, for tests and the bench. */
   readonly size: number;
   /** Events held for resumes, for tests. */
   readonly held: number;
+}
+
+/**
+ * Events numbered by the database, in the order every node receives them (relay.ts), each number following the
+ * one before without a hole: so a hole, or a lost connection, tells exactly when a resume could miss something.
+ */
+export interface OrderedFeed {
+  /** Event number `seq` (null: one that cannot be delivered, a record already gone; the number still counts). */
+  accept(event: ChangeEvent | null, seq: number): void;
+  /** An event without a number (a node of an earlier version sent it): delivered live, never held. */
+  acceptUnnumbered(event: ChangeEvent): void;
+  /** The events of other processes are being missed from now on: every stream gets `reset` and ends. */
+  lost(reason: string): void;
+  /** Events of this process were never numbered nor sent: every stream gets `reset` and ends. */
+  reset(reason: string): void;
+  /**
+   * Listening (again), with the sequence at `n`: every event numbered after `n` will come. When events were
+   * numbered since the last one received, they were missed: streams opened meanwhile get `reset` (`reconnected`),
+   * and no resume reaches back before `n`.
+   */
+  listening(n: number): void;
 }
 
 const hubs = new WeakMap<AppContext, RealtimeHub>();
@@ -108,6 +131,8 @@ interface Hub {
   delivering: Promise<void>;
   timers: ReturnType<typeof setInterval>[];
   node: { tag: string; forward: ForwardSubscribe; limits: SharedLimits } | null;
+  /** Events come numbered by the database (OrderedFeed), not from the event bus; `listened`: it listened once. */
+  ordered: { listened: boolean } | null;
 }
 
 function createHub(ctx: AppContext): RealtimeHub {
@@ -120,8 +145,11 @@ function createHub(ctx: AppContext): RealtimeHub {
     delivering: Promise.resolve(),
     timers: [],
     node: null,
+    ordered: null,
   };
-  ctx.events.subscribe((event) => accept(h, event));
+  ctx.events.subscribe((event) => {
+    if (!h.ordered) accept(h, event);
+  });
   return {
     get size() {
       return h.reg.streams.size;
@@ -139,15 +167,64 @@ function createHub(ctx: AppContext): RealtimeHub {
     attachNode(tag, forward, limits) {
       h.node = { tag, forward, limits };
     },
-    resetAll: (reason) => resetAll(h, reason),
+    order: (ids) => orderedFeed(h, ids),
   };
 }
+
+function orderedFeed(h: Hub, ids: EventIds): OrderedFeed {
+  const r = h.resume;
+  h.ordered = { listened: false };
+  r.ids = ids;
+  // Any node may be asked to resume a stream of another: every node holds from the start.
+  r.holding = true;
+  r.gap = true;
+  return {
+    accept(event, seq) {
+      const b = r.buffer;
+      if (seq <= b.lastSeq) {
+        // Numbered before this node knew where the sequence stood (just after it listened): sent, not held.
+        if (event) queueLive(h, heldEvent(event, h.ctx.clock.now(), generationOf(h, event), seq), event);
+        return;
+      }
+      // A number skipped: whatever it was, it was missed here, and no resume may reach back over it.
+      if (seq !== b.lastSeq + 1) r.floor = Math.max(r.floor, seq - 1);
+      if (!event) return b.skip(seq);
+      queueLive(h, b.push(event, h.ctx.clock.now(), generationOf(h, event), seq), event);
+    },
+    acceptUnnumbered(event) {
+      const held = heldEvent(event, h.ctx.clock.now(), generationOf(h, event), r.buffer.lastSeq);
+      held.unnumbered = true;
+      queueLive(h, held, event);
+    },
+    lost(reason) {
+      r.gap = true;
+      endAll(h, reason);
+    },
+    reset: (reason) => endAll(h, reason),
+    listening(n) {
+      const b = r.buffer;
+      const first = !h.ordered!.listened;
+      h.ordered!.listened = true;
+      r.gap = false;
+      if (!first && n === b.lastSeq) return;
+      r.floor = Math.max(r.floor, n);
+      if (n > b.lastSeq) b.skip(n);
+      if (!first) endAll(h, "reconnected");
+    },
+  };
+}
+
+const generationOf = (h: Hub, event: ChangeEvent) => lastKnownHandle(h.ctx, event.collection)?.col.createdAt ?? null;
 
 /** Takes a committed change: holds it for resumes and queues it for the streams. */
 function accept(h: Hub, event: ChangeEvent): void {
   const r = h.resume;
   if (!r.holding) return r.buffer.skip();
-  const held = r.buffer.push(event, h.ctx.clock.now(), lastKnownHandle(h.ctx, event.collection)?.col.createdAt ?? null);
+  queueLive(h, r.buffer.push(event, h.ctx.clock.now(), generationOf(h, event)), event);
+}
+
+/** Queues an event, numbered as `held`, for the streams following its collection, with its record as committed. */
+function queueLive(h: Hub, held: HeldEvent, event: ChangeEvent): void {
   if (!h.reg.streams.size) return;
   h.pending.push({ held, event, stub: false });
   // IMPORTANT: the writer only queues; rule checks and fan-out run after its request, so no
@@ -333,10 +410,9 @@ async function subscribeStream(h: Hub, clientId: unknown, raw: unknown, identity
   return { ok: true, subscriptions: topics.map((t) => t.source) };
 }
 
-/** Every stream gets `reset` and ends; no Last-Event-ID from before now can be resumed. */
-function resetAll(h: Hub, reason: string): void {
+/** Every stream gets `reset` (with the id of the last event held) and ends. */
+function endAll(h: Hub, reason: string): void {
   const r = h.resume;
-  r.floor = r.buffer.lastSeq;
   if (!h.reg.streams.size) return;
   const frame = sseFrame("reset", JSON.stringify({ reason }), idAt(r, r.buffer.lastSeq));
   for (const s of [...h.reg.streams.values()]) {

@@ -1,3 +1,4 @@
+import { jwtKey } from "../auth/keys.ts";
 import { ADMIN } from "../principal.ts";
 import { findHandle, recheckCatalog } from "../catalog/catalog.ts";
 import type { AppContext } from "../context.ts";
@@ -6,6 +7,7 @@ import type { ChangeAction, ChangeEvent } from "../events/bus.ts";
 import { fetchRecord, type RecordJson } from "../query/rows.ts";
 import { attachRelationFields } from "../relations/expand.ts";
 import { AppError, badRequest, notFound } from "../errors.ts";
+import { eventIds } from "./event-ids.ts";
 import { realtimeHub, type RealtimeHub, type SubscribeResult } from "./hub.ts";
 import { identityForNode, identityFromNode, type Identity, type WireIdentity } from "./identity.ts";
 import { sharedLimits } from "./shared-limits.ts";
@@ -13,9 +15,12 @@ import { sharedLimits } from "./shared-limits.ts";
 /**
  * Change events between nodes sharing one PostgreSQL database (CONTRACT §10, §11). Every process on
  * PostgreSQL (a server or a CLI command) sends the change events of its commits with NOTIFY, in the
- * order it committed them; every server listens and feeds what other processes sent into its own
- * realtime hub, so its subscribers get writes made anywhere. A process skips its own notices: its
- * events already reached its hub through the event bus.
+ * order it committed them, the statement that sends them numbering them (`_realtime_sequence`, see
+ * sendNotices). Every server listens and feeds every notice, its own included, into its realtime hub in the
+ * order PostgreSQL delivers them, which is the same on every node and the order of their numbers: an event's
+ * number is its place in that one order, so a stream can resume on any node from the id of the last event it
+ * got on another (hub.ts, OrderedFeed). A process's own events are taken from memory when their notice comes
+ * back, not read again.
  */
 
 export const CHANGES_CHANNEL = "baas_changes";
@@ -39,32 +44,58 @@ interface WireEvent {
   x?: 1;
 }
 
-/** An event whose record does not fit a notice, as committed: stored, then sent naming its row (see send). */
+/** An event whose record does not fit a notice, as committed: stored, then sent naming its row (see stored). */
 interface Oversized {
   base: WireEvent;
   record: string;
 }
 
+/** A committed change waiting to be sent: as sent (`wire`), and as committed (for this process's own hub). */
+interface Outgoing {
+  wire: string | Oversized;
+  event: ChangeEvent;
+}
+
+/** A notice as packed (see pack): its number, its text up to the number of its first event, and its events. */
+interface Packed {
+  s: number;
+  head: string;
+  events: ChangeEvent[];
+}
+
 /** How long a stored record is kept for the other nodes to read (they read it as its notice arrives). */
 const PAYLOAD_TTL_MS = 10 * 60_000;
 
-/** A notice: the sending process, its running number (which also keeps equal notices of one statement apart), its events. */
+/**
+ * A notice: the sending process, its running number (which also keeps equal notices of one statement apart), its
+ * events, and the number of its first event (`g`; the others follow on), written in by the statement that sends it.
+ */
 interface Notice {
   n: string;
   s: number;
   e: WireEvent[];
+  g: number;
 }
 
 interface Relay {
   node: string;
   seq: number;
-  /** Change events committed and not yet sent, as sent (`wire`), oldest first, of any number of transactions. */
-  waiting: (string | Oversized)[];
+  /** Change events committed and not yet sent, oldest first, of any number of transactions. */
+  waiting: Outgoing[];
   /** When stored records were last cleared out. */
   prunedAt: number;
   scheduled: boolean;
   /** Settles when everything queued so far has been sent (or given up on). */
   sending: Promise<void>;
+  /** The sequence's row, read once it is known to exist (see ensureSequence). */
+  sequence: Promise<Sequence> | null;
+  /**
+   * While this process listens: the events of its notices on their way, by notice number, handed to its hub
+   * when the notice comes back (null when it does not listen: a CLI command).
+   */
+  echo: Map<number, ChangeEvent[]> | null;
+  /** Told when events of this process could not be sent: its own streams would miss them. */
+  onUnsent: (() => void) | null;
 }
 
 const relays = new WeakMap<AppContext, Relay>();
@@ -91,11 +122,11 @@ interface Answer {
 }
 
 const bytes = (s: string) => Buffer.byteLength(s, "utf8");
-// The smallest notice that can carry an event: `{"n":…,"s":…,"e":[…]}` around it.
-const envelope = (relay: Relay) => bytes(JSON.stringify({ n: relay.node, s: Number.MAX_SAFE_INTEGER, e: [] }));
+// The smallest notice that can carry an event: `{"n":…,"s":…,"e":[…],"g":…}` around it.
+const envelope = (relay: Relay) => bytes(JSON.stringify({ n: relay.node, s: Number.MAX_SAFE_INTEGER, e: [], g: Number.MAX_SAFE_INTEGER }));
 
 /**
- * The event as sent, or, for a record too large for a notice, what `send` stores. A hard delete (its record
+ * The event as sent, or, for a record too large for a notice, what `stored` stores. A hard delete (its record
  * is `_id` and `_owner_id`, what read rules look at) that does not fit loses its longest values until it does.
  */
 function wire(event: ChangeEvent, room: number): string | Oversized {
@@ -119,25 +150,108 @@ function wire(event: ChangeEvent, room: number): string | Oversized {
 /** Room for the events of one notice. */
 const eventRoom = (relay: Relay) => MAX_NOTICE_BYTES - envelope(relay);
 
-/** The notices carrying the events (each as `wire` wrote it), in order, each within MAX_NOTICE_BYTES. */
-function pack(relay: Relay, wires: readonly string[]): string[] {
+/**
+ * The notices carrying the events (each as `wire` wrote it), in order, each within MAX_NOTICE_BYTES once its
+ * number is written in: the text of each up to `"g":`, which the sending statement completes.
+ */
+function pack(relay: Relay, wires: readonly string[], events: readonly ChangeEvent[]): Packed[] {
   const room = eventRoom(relay);
-  const out: string[] = [];
+  const out: Packed[] = [];
   let parts: string[] = [];
+  let held: ChangeEvent[] = [];
   let size = 0;
   const close = () => {
     if (!parts.length) return;
-    out.push(`{"n":${JSON.stringify(relay.node)},"s":${++relay.seq},"e":[${parts.join(",")}]}`);
+    const s = ++relay.seq;
+    out.push({ s, head: `{"n":${JSON.stringify(relay.node)},"s":${s},"e":[${parts.join(",")}],"g":`, events: held });
     parts = [];
+    held = [];
     size = 0;
   };
-  for (const w of wires) {
+  for (let i = 0; i < wires.length; i++) {
+    const w = wires[i]!;
     if (size + bytes(w) + 1 > room) close();
     parts.push(w);
+    held.push(events[i]!);
     size += bytes(w) + 1;
   }
   close();
   return out;
+}
+
+/** The sequence's row: its epoch (7 bytes, in hex) and the number of the last event. */
+interface Sequence {
+  epoch: string;
+  n: number;
+}
+
+/** Makes the sequence's row if it is not there yet (the first process on a database), and reads it. */
+async function readSequence(ctx: AppContext): Promise<Sequence> {
+  const epoch = Buffer.from(crypto.getRandomValues(new Uint8Array(7))).toString("hex");
+  await ctx.db.run("INSERT INTO _realtime_sequence (id, epoch, n) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING", [1, epoch, 0]);
+  const row = await ctx.db.get<{ epoch: string; n: number }>("SELECT epoch, n FROM _realtime_sequence WHERE id = ?", [1]);
+  return { epoch: row!.epoch, n: Number(row!.n) };
+}
+
+/** The sequence's row exists: made once per process (again after a failure). */
+function ensureSequence(ctx: AppContext, relay: Relay): Promise<Sequence> {
+  relay.sequence ??= readSequence(ctx).catch((err) => {
+    relay.sequence = null;
+    throw err;
+  });
+  return relay.sequence;
+}
+
+/** How long a notice that could not be sent (the database unreachable) is tried again before its events are given up. */
+const SEND_RETRY_MS = 10_000;
+
+/**
+ * Sends notices in one statement that also takes their numbers: the sequence's row moves forward by their
+ * events and stays locked until the statement commits, and PostgreSQL delivers a committed statement's notices
+ * after those of every statement committed before it, so the numbers follow the order every listener receives
+ * them in. Each notice's text gets the number of its first event. False when no row was there to number them.
+ */
+async function sendNotices(ctx: AppContext, notices: readonly Packed[]): Promise<boolean> {
+  const total = notices.reduce((n, p) => n + p.events.length, 0);
+  const params: (string | number)[] = [total];
+  const calls: string[] = [];
+  let before = 0;
+  for (const p of notices) {
+    calls.push("pg_notify(?, CAST(? AS text) || CAST(g.n - CAST(? AS bigint) AS text) || '}')");
+    params.push(CHANGES_CHANNEL, p.head, total - 1 - before);
+    before += p.events.length;
+  }
+  const rows = await ctx.db.all(
+    `WITH g AS (UPDATE _realtime_sequence SET n = n + CAST(? AS bigint) WHERE id = 1 RETURNING n) SELECT ${calls.join(", ")} FROM g`,
+    params,
+  );
+  return rows.length > 0;
+}
+
+/**
+ * Sends one statement's notices, trying again while the database cannot be reached (for at most SEND_RETRY_MS),
+ * so a commit made as the database went away still reaches the other nodes once it is back. False when given up.
+ */
+async function sendWithRetry(ctx: AppContext, relay: Relay, notices: readonly Packed[]): Promise<boolean> {
+  const started = Date.now();
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await ensureSequence(ctx, relay);
+      if (await sendNotices(ctx, notices)) return true;
+      // The row is gone (a database emptied by hand): made again, then sent.
+      relay.sequence = null;
+      await ensureSequence(ctx, relay);
+      if (await sendNotices(ctx, notices)) return true;
+      throw new Error("the realtime sequence row is missing");
+    } catch (err) {
+      const transient = err instanceof AppError && err.status === 503;
+      if (!transient || Date.now() - started > SEND_RETRY_MS) {
+        ctx.log.warn("change events not relayed to other nodes", { events: notices.reduce((n, p) => n + p.events.length, 0), error: String(err) });
+        return false;
+      }
+      await Bun.sleep(Math.min(1_000, 50 * 2 ** attempt));
+    }
+  }
 }
 
 /**
@@ -147,13 +261,23 @@ function pack(relay: Relay, wires: readonly string[]): string[] {
 export function startChangeRelay(ctx: AppContext): void {
   const db = ctx.db;
   if (!db.listen || relays.has(ctx)) return;
-  const relay: Relay = { node: randomToken(12), seq: 0, waiting: [], prunedAt: 0, scheduled: false, sending: Promise.resolve() };
+  const relay: Relay = {
+    node: randomToken(12),
+    seq: 0,
+    waiting: [],
+    prunedAt: 0,
+    scheduled: false,
+    sending: Promise.resolve(),
+    sequence: null,
+    echo: null,
+    onUnsent: null,
+  };
   relays.set(ctx, relay);
   ctx.events.onCommit((events) => {
     if (!events.length) return;
     // Written now: what the record was at this commit, whatever a listener does with the event later.
     const room = eventRoom(relay);
-    for (const e of events) relay.waiting.push(wire(e, room));
+    for (const e of events) relay.waiting.push({ wire: wire(e, room), event: e });
     if (relay.scheduled) return;
     relay.scheduled = true;
     // One statement at a time, oldest first: other nodes receive this process's changes in commit order.
@@ -161,15 +285,15 @@ export function startChangeRelay(ctx: AppContext): void {
     // into as few notices as fit (a notice per commit would wake every listening node once per commit).
     relay.sending = relay.sending.then(async () => {
       relay.scheduled = false;
-      const notices = pack(relay, await stored(ctx, relay, relay.waiting.splice(0)));
+      const outgoing = relay.waiting.splice(0);
+      const wires = await stored(ctx, relay, outgoing.map((o) => o.wire));
+      const notices = pack(relay, wires, outgoing.map((o) => o.event));
       while (notices.length) {
         const batch = notices.splice(0, NOTICES_PER_STATEMENT);
-        try {
-          await db.run(`SELECT ${batch.map(() => "pg_notify(?, ?)").join(", ")}`, batch.flatMap((n) => [CHANGES_CHANNEL, n]));
-        } catch (err) {
-          // The database is gone: the listeners' connections are gone too, and they reset their streams.
-          ctx.log.warn("change events not relayed to other nodes", { events: batch.length, error: String(err) });
-        }
+        if (relay.echo) for (const p of batch) relay.echo.set(p.s, p.events);
+        if (await sendWithRetry(ctx, relay, batch)) continue;
+        if (relay.echo) for (const p of batch) relay.echo.delete(p.s);
+        relay.onUnsent?.();
       }
     });
   });
@@ -225,7 +349,7 @@ const ACTIONS = new Set<ChangeAction>(["create", "update", "delete", "restore", 
  * (`x`, or a stored one already gone) read again now (null when the record is gone).
  */
 async function receivedEvent(ctx: AppContext, w: WireEvent): Promise<ChangeEvent | null> {
-  if (typeof w.c !== "string" || typeof w.i !== "string" || !ACTIONS.has(w.a)) return null;
+  if (!w || typeof w !== "object" || typeof w.c !== "string" || typeof w.i !== "string" || !ACTIONS.has(w.a)) return null;
   let record = w.r;
   if (!record && typeof w.p === "string") {
     const row = await ctx.db.get<{ record: string }>("SELECT record FROM _realtime_payloads WHERE id = ?", [w.p]);
@@ -240,11 +364,15 @@ async function receivedEvent(ctx: AppContext, w: WireEvent): Promise<ChangeEvent
   return { collection: w.c, action: w.a, record, at: w.t, by: w.b };
 }
 
+/** The notice number just after the sender (`"s":S,`) and the first event's number at the end (`"g":G}`) of an own notice. */
+const OWN_S = /^"s":(\d+),/;
+const OWN_G = /"g":(\d+)\}$/;
+
 /**
- * Listens for the change events of the other processes on the database and feeds them into the
- * realtime hub of `ctx`, in the order each process committed them. After the listening connection
- * was lost (notices sent meanwhile are lost with it), the catalog is reloaded and every stream gets
- * `reset`. Nothing on SQLite. Returns the function that stops listening.
+ * Listens for the change events of every process on the database (this one's included) and feeds them into the
+ * realtime hub of `ctx`, numbered, in the order PostgreSQL delivers them (see OrderedFeed in hub.ts). The moment
+ * the listening connection is lost (notices sent meanwhile are lost with it) every stream gets `reset`; the engine
+ * listens again as soon as the database answers. Nothing on SQLite. Returns the function that stops listening.
  */
 export async function listenForChanges(ctx: AppContext): Promise<() => Promise<void>> {
   const db = ctx.db;
@@ -254,45 +382,98 @@ export async function listenForChanges(ctx: AppContext): Promise<() => Promise<v
   const send = (message: Ask | Answer) => db.run("SELECT pg_notify(?, ?)", [CHANGES_CHANNEL, JSON.stringify(message)]);
   const asked = new Map<string, (a: Answer) => void>();
   let incoming: Promise<void> = Promise.resolve();
-  let listening = false;
+  /** Runs `work` after what the notices received before it started; a failure does not stop what follows. */
+  const inTurn = (work: () => Promise<void> | void) => {
+    incoming = incoming.then(work).catch((err) => ctx.log.warn("a change of another node could not be delivered", { error: String(err) }));
+  };
+  const sequence = await ensureSequence(ctx, relay);
+  const feed = hub.order(eventIds(String(await jwtKey(ctx)), Buffer.from(sequence.epoch, "hex")));
+  relay.echo = new Map();
+  relay.onUnsent = () => feed.reset("events_lost");
 
-  const onNotice = (notice: Partial<Notice>) => {
-    incoming = incoming.then(async () => {
+  // This process's own notices come back too: they are recognised by their first bytes, not parsed, and their
+  // events taken from memory as committed.
+  const own = `{"n":${JSON.stringify(relay.node)},`;
+  const onOwn = (payload: string) => {
+    const s = Number(OWN_S.exec(payload.slice(own.length))?.[1]);
+    const g = Number(OWN_G.exec(payload.slice(-40))?.[1]);
+    const echo = relay.echo;
+    const events = echo?.get(s);
+    if (echo) {
+      // They come back in the order they were sent: one sent before this one and not back is lost.
+      for (const k of echo.keys()) if (k <= s) echo.delete(k);
+    }
+    if (!events || !Number.isSafeInteger(g)) return;
+    inTurn(() => {
+      for (let i = 0; i < events.length; i++) feed.accept(events[i]!, g + i);
+    });
+  };
+  const onNotice = (notice: Notice, unnumbered = false) => {
+    inTurn(async () => {
       // The notice may name a collection or a field the sender has just made.
       recheckCatalog(ctx);
-      for (const w of notice.e!) {
+      for (let i = 0; i < notice.e.length; i++) {
+        const w = notice.e[i]!;
+        let event: ChangeEvent | null = null;
         try {
-          const event = await receivedEvent(ctx, w);
-          if (event) hub.accept(event);
+          event = await receivedEvent(ctx, w);
         } catch (err) {
-          ctx.log.warn("a change of another node could not be delivered", { collection: String(w.c), error: String(err) });
+          ctx.log.warn("a change of another node could not be delivered", { collection: String(w?.c), error: String(err) });
         }
+        // Numbered whatever became of it, so the numbers that follow are known to be complete.
+        if (!unnumbered) feed.accept(event, notice.g + i);
+        else if (event) feed.acceptUnnumbered(event);
       }
     });
   };
-  // This process's own notices come back too: they are recognised by their first bytes, not parsed.
-  const own = `{"n":${JSON.stringify(relay.node)},`;
   const onMessage = (payload: string) => {
-    if (payload.startsWith(own)) return;
+    if (payload.startsWith(own)) return onOwn(payload);
     const m = parseMessage(payload);
     if (!m) return ctx.log.warn("a change notice that is not one was ignored", { bytes: payload.length });
     if (Array.isArray(m.e) && typeof m.n === "string") {
-      if (m.n !== relay.node) onNotice(m);
+      // A node of an earlier version (during a rolling upgrade) does not number its events: they are delivered
+      // live, and held by no resume (see HeldEvent.unnumbered).
+      onNotice(m as Notice, !Number.isSafeInteger(m.g));
     } else if (m.to === relay.node && typeof m.q === "string") {
       void answer(ctx, hub, m as Ask).then(send).catch((err) => ctx.log.warn("a subscribe call of another node was not answered", { error: String(err) }));
     } else if (m.to === relay.node && typeof m.p === "string") {
       asked.get(m.p)?.(m as Answer);
     }
   };
+  let listened = false;
+  let lostAt = 0;
   const onListen = () => {
-    if (!listening) {
-      listening = true;
-      return;
-    }
-    ctx.catalog.stale = true;
-    hub.resetAll("reconnected");
+    const again = listened;
+    listened = true;
+    if (again) ctx.catalog.stale = true;
+    // Where the sequence stands once listening: every event numbered after it reaches this node.
+    inTurn(async () => {
+      let at: Sequence;
+      try {
+        at = await readSequence(ctx);
+      } catch (err) {
+        // The connection is lost again already: the next acknowledgement reads it.
+        ctx.log.warn("realtime: where the change sequence stands could not be read", { error: String(err) });
+        return;
+      }
+      feed.listening(at.n);
+      if (again) ctx.log.info("realtime: hearing other nodes' changes again", { after_ms: Date.now() - lostAt });
+    });
   };
-  const stop = await db.listen(CHANGES_CHANNEL, onMessage, onListen);
+  const onLost = (err: unknown) => {
+    lostAt = Date.now();
+    // The events of this process's notices on their way are kept: one whose sending is retried until the database
+    // is back comes back once this node listens again, and reaches its streams then (those never heard of are
+    // dropped when a later one comes back, see onOwn).
+    // IMPORTANT: at once, not once the connection is back: meanwhile the other nodes' changes are missed, and a
+    // stream left open would look complete while it is not.
+    feed.lost("disconnected");
+    ctx.log.warn("realtime: lost the connection that hears other nodes' changes; every stream was reset; listening again", {
+      error: String(err),
+    });
+  };
+  const stop = await db.listen(CHANGES_CHANNEL, onMessage, onListen, onLost);
+  await incoming;
   const limits = sharedLimits(ctx, db, relay.node);
 
   // POST /realtime reached this node for a stream of another: ask that node, which answers as it would.
@@ -321,6 +502,8 @@ export async function listenForChanges(ctx: AppContext): Promise<() => Promise<v
   }, limits);
   return async () => {
     limits.stop();
+    relay.echo = null;
+    relay.onUnsent = null;
     await stop();
   };
 }

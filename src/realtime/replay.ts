@@ -15,6 +15,11 @@ export interface HeldEvent {
   generation: number | null;
   /** Its event id, once made. */
   id?: string;
+  /**
+   * An event without a number of its own (a node of an earlier version sent it, see relay.ts): delivered to every
+   * stream whatever it got before, under the id of the last numbered event, and never held.
+   */
+  unnumbered?: true;
 }
 
 /** Events are held at least this long, and at least the last MIN_HELD of them... */
@@ -42,7 +47,16 @@ export function recordBytes(record: Record<string, unknown>): number {
 /** The record a reference holds: what read rules look at (`_owner_id`) and the id the client reads. */
 const refRecord = (record: Record<string, unknown>) => ({ _id: record._id, _owner_id: record._owner_id ?? null });
 
-/** The replay buffer behind `Last-Event-ID`: the recent events, oldest first. */
+/** An event as held, numbered `seq` (a large record by reference), whether or not a buffer keeps it. */
+export function heldEvent(event: ChangeEvent, now: number, generation: number | null, seq: number): HeldEvent {
+  const size = recordBytes(event.record);
+  const ref = size > REF_RECORD_BYTES && event.action !== "hard_delete";
+  // The record before the change (`previous`) is not held: no event sends it.
+  const kept: ChangeEvent = { collection: event.collection, action: event.action, record: ref ? refRecord(event.record) : event.record, at: event.at, by: event.by };
+  return { seq, heldAt: now, event: kept, ref, bytes: ref ? 64 : size, generation };
+}
+
+/** The replay buffer behind `Last-Event-ID`: the recent events, oldest first, numbered upwards. */
 export class ReplayBuffer {
   // Dropped entries at the front are nulled at once (their records freed), and cut off now and then.
   private items: (HeldEvent | null)[] = [];
@@ -53,15 +67,12 @@ export class ReplayBuffer {
   lastSeq = 0;
 
   /**
-   * Numbers and keeps an event (a large record by reference), dropping what is both beyond MIN_HELD
+   * Numbers (`seq`, by default the next number) and keeps an event (a large record by reference), dropping what is both beyond MIN_HELD
    * and older than HOLD_MS, or beyond MAX_HELD, or beyond MAX_HELD_BYTES.
    */
-  push(event: ChangeEvent, now: number, generation: number | null): HeldEvent {
-    const size = recordBytes(event.record);
-    const ref = size > REF_RECORD_BYTES && event.action !== "hard_delete";
-    // The record before the change (`previous`) is not held: no event sends it.
-    const kept: ChangeEvent = { collection: event.collection, action: event.action, record: ref ? refRecord(event.record) : event.record, at: event.at, by: event.by };
-    const held: HeldEvent = { seq: ++this.lastSeq, heldAt: now, event: kept, ref, bytes: ref ? 64 : size, generation };
+  push(event: ChangeEvent, now: number, generation: number | null, seq = this.lastSeq + 1): HeldEvent {
+    const held = heldEvent(event, now, generation, seq);
+    this.lastSeq = seq;
     this.items.push(held);
     this.bytes += held.bytes;
     while (this.size > MAX_HELD || this.bytes > MAX_HELD_BYTES || (this.size > MIN_HELD && this.items[this.head]!.heldAt < now - HOLD_MS)) {
@@ -76,9 +87,9 @@ export class ReplayBuffer {
     return held;
   }
 
-  /** Numbers an event without keeping it (nobody could ask for it again). */
-  skip(): void {
-    this.lastSeq++;
+  /** Numbers an event without keeping it (nobody could ask for it again); `seq`, its number, when it has one already. */
+  skip(seq = this.lastSeq + 1): void {
+    this.lastSeq = seq;
   }
 
   get size(): number {

@@ -38,13 +38,22 @@ export async function replayable(ctx: AppContext, held: HeldEvent[]): Promise<He
   return kept.filter((h) => out.has(h));
 }
 
-/** What a process keeps to let streams resume: the held events, and how their ids are made. */
+/**
+ * What a process keeps to let streams resume: the held events, and how their ids are made. Events are numbered by
+ * this process (one server on SQLite), or by the database (several nodes on PostgreSQL: OrderedFeed in hub.ts), whose
+ * numbers every node shares, so a stream resumes on any node.
+ */
 export interface ResumeState {
   buffer: ReplayBuffer;
   /** The ids of this process's events; made when the first stream opens (they need the key from the database). */
   ids: EventIds | null;
   /** Streams may not resume from an event number below this one (changes were missed after it). */
   floor: number;
+  /**
+   * Changes may be being missed now (the connection that hears other nodes is lost, or not yet back to
+   * where the sequence stands): no stream may resume until it is known what was missed (OrderedFeed.listening).
+   */
+  gap: boolean;
   /**
    * Events are held from the first stream on. Before it no client holds an event id of this process
    * (ids carry its epoch), so none could be resumed: a process nobody follows (a bulk load) does not
@@ -54,7 +63,7 @@ export interface ResumeState {
 }
 
 export function createResumeState(): ResumeState {
-  return { buffer: new ReplayBuffer(), ids: null, floor: 0, holding: false };
+  return { buffer: new ReplayBuffer(), ids: null, floor: 0, gap: false, holding: false };
 }
 
 /** Makes the ids of this process's events (an epoch of its own), once. */
@@ -80,5 +89,5 @@ export function resumePoint(r: ResumeState, lastEventId: string | null): number 
 
 /** True when a stream can resume after event `from`: everything after it is held, and nothing was missed since. */
 export function canResume(r: ResumeState, from: number): boolean {
-  return from >= r.floor && r.buffer.holdsAfter(from);
+  return !r.gap && from >= r.floor && r.buffer.holdsAfter(from);
 }

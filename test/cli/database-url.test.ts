@@ -19,10 +19,13 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const DOWN = { DATABASE_URL: "postgres://baas:secret-pw@127.0.0.1:1/baas", ADMIN_SECRET: "a-long-enough-admin-secret" };
 
-for (const args of [["serve", "--port", "0"], ["collections", "list"], ["users", "list"]]) {
+// serve waits for the database (--wait-for-database, 30 s by default): 1 s here, then it gives up the same way.
+for (const args of [["serve", "--port", "0", "--wait-for-database", "1"], ["collections", "list"], ["users", "list"]]) {
   test(`${args.join(" ")} with an unreachable PostgreSQL DATABASE_URL exits 1 naming it, without its password, and writes no SQLite file`, async () => {
     const r = await runCli(bin, [...args, "--data", dir], { env: DOWN });
     expect(r.code).toBe(1);
+    // Only serve waits, saying why (the CLI's other commands, run by hand, say at once that it is down).
+    expect(r.stderr.includes("waiting for the database")).toBe(args[0] === "serve");
     expect(r.stderr).toContain("cannot use the PostgreSQL database at 127.0.0.1:1/baas");
     expect(r.stderr).not.toContain("secret-pw");
     expect(existsSync(join(dir, "baas.db"))).toBe(false);
@@ -35,6 +38,18 @@ test("--database wins over DATABASE_URL and is refused the same way when unreach
   expect(r.code).toBe(1);
   expect(JSON.parse(r.stderr)).toEqual({ error: expect.stringContaining("cannot use the PostgreSQL database at 127.0.0.1:1/elsewhere"), code: "unavailable" });
   expect(r.stderr).not.toContain("other-pw");
+  expect(readdirSync(dir)).toEqual([]);
+});
+
+test("serve's wait for the database comes from BAAS_WAIT_FOR_DATABASE too; a value that is no whole number of seconds up to 3600 is a usage error", async () => {
+  const waited = await runCli(bin, ["serve", "--port", "0", "--data", dir], { env: { ...DOWN, BAAS_WAIT_FOR_DATABASE: "0" } });
+  expect(waited.code).toBe(1);
+  expect(waited.stderr).not.toContain("waiting for the database");
+  for (const bad of ["-1", "1.5", "abc", "3601"]) {
+    const r = await runCli(bin, ["serve", "--port", "0", "--data", dir, "--wait-for-database", bad], { env: DOWN });
+    expect([bad, r.code]).toEqual([bad, 2]);
+    expect(r.stderr).toContain("--wait-for-database");
+  }
   expect(readdirSync(dir)).toEqual([]);
 });
 

@@ -113,5 +113,5 @@ describe.skipIf(!postgresAvailable)("change notices across a database restart", 
       await b.close();
       cluster.destroy();
     }
-  });
+   }, 60_000);
 });

@@ -29,14 +29,14 @@ test.skipIf(!postgresAvailable)("commits made while a notice is being sent go ou
   const url = await freshDatabaseUrl();
   const engine = openPostgres({ url, poolSize: 4 });
   // Holds the first NOTIFY statement until released, so the next commits queue behind it.
-  const run = engine.run.bind(engine);
+  const all = engine.all.bind(engine);
   let release!: () => void;
   const gate = new Promise<void>((r) => (release = r));
   let held = 0;
-  engine.run = async (sql: string, params?: readonly SqlValue[]) => {
-    if (sql.startsWith("SELECT pg_notify") && held++ === 0) await gate;
-    return run(sql, params);
-  };
+  engine.all = (async (sql: string, params?: readonly SqlValue[]) => {
+    if (sql.includes("pg_notify(") && held++ === 0) await gate;
+    return all(sql, params);
+  }) as typeof engine.all;
   const dir = mkdtempSync(join(tmpdir(), "baas-relay-"));
   const ctx: AppContext = createContext(loadConfig({ data: dir, port: 0 }, {}), { engine, log: memoryLogger() });
   cleanup.push(async () => {

@@ -167,6 +167,8 @@ describe("Prism (proxy mode) over a run covering every operation", () => {
     // ---- Server, documents, pages
     await call("GET", "/health");
     await call("GET", "/api/v1/health");
+    await call("GET", "/ready");
+    await call("GET", "/api/v1/ready");
     await call("GET", "/api/v1/openapi.json");
     await call("GET", "/api/v1/openapi.json?collection=posts", admin);
     await call("GET", "/api/v1/openapi.json?collection=posts", bad);
@@ -302,6 +304,12 @@ describe("Prism (proxy mode) over a run covering every operation", () => {
     await call("POST", "/api/v1/posts", { body: { title: "anon" } });
     await call("POST", "/api/v1/posts", { token: ada, ...bad, body: { views: "many" } });
     await call("POST", "/api/v1/posts", { token: ada, body: { author: "missing" } });
+    // Idempotency-Key: the first answer, its replay (Idempotent-Replayed), the same key with another body (422), a bad key (400).
+    const keyed = { token: ada, headers: { "idempotency-key": "prism-run-1" } };
+    await call("POST", "/api/v1/tags", { ...keyed, body: { label: "keyed" } });
+    await call("POST", "/api/v1/tags", { ...keyed, body: { label: "keyed" } });
+    await call("POST", "/api/v1/tags", { ...keyed, body: { label: "other" } });
+    await call("POST", "/api/v1/tags", { token: ada, headers: { "idempotency-key": "" }, body: { label: "keyed" } });
     await call("POST", "/api/v1/posts", { token: ada, ...bad, body: "[]" });
     await call("POST", "/api/v1/nope", { token: ada, body: { a: 1 } });
     await call("GET", "/api/v1/posts");

@@ -62,20 +62,23 @@ test("until the start-up ends (admin secret, …) the server answers every reque
   // Listening, but not started: health and every other route answer 503, with Retry-After.
   for (const [path, headers] of [
     ["/health", {}],
+    ["/ready", {}],
     ["/api/v1/admin/collections", { authorization: `Bearer ${ADMIN_SECRET}` }],
     ["/api/v1/nope", {}],
   ] as const) {
     const res = await fetch(`${url}${path}`, { headers });
-    expect([path, res.status, res.headers.get("retry-after"), await res.json()]).toEqual([path, 503, "1", { error: "the server is starting", code: "unavailable" }]);
+    expect([path, res.status, res.headers.get("retry-after"), await res.json()]).toEqual([path, 503, "1", { error: "the server is starting", code: "unavailable", reason: "starting" }]);
   }
   // Those answers are not logged: the request log starts after the start-up lines.
   expect(log.lines.filter((l) => l.msg === "request")).toEqual([]);
   release();
   running = await started;
   expect((await fetch(`${url}/health`)).status).toBe(200);
+  expect((await fetch(`${url}/ready`)).status).toBe(200);
   expect((await fetch(`${url}/api/v1/admin/collections`, { headers: { authorization: `Bearer ${ADMIN_SECRET}` } })).status).toBe(200);
   expect(log.lines.filter((l) => l.msg === "request").map((l) => [l.fields?.path, l.fields?.status])).toEqual([
     ["/health", 200],
+    ["/ready", 200],
     ["/api/v1/admin/collections", 200],
   ]);
 });

@@ -22,6 +22,8 @@ import { bodyChecker, queryChecker, type BodyMessages } from "../check.ts";
 import { doc, type RouteDoc } from "../doc.ts";
 import { AdminUserCreateBody, AdminUserUpdateBody, ApiKeyBody, Items, SessionInfo, UserBody, UserListBody, UserListQuery, UserSecurityBody } from "../schemas.ts";
 import { requireAdmin } from "../request.ts";
+import { ADMIN } from "../../principal.ts";
+import { idempotent } from "../idempotency.ts";
 import { ROLES_MESSAGE } from "../../users/users.ts";
 
 /** An admin route's documentation: its summary, its answer, and 404 for an unknown user. */
@@ -46,10 +48,10 @@ export function adminUserRoutes(ctx: AppContext) {
     })
     .get("/users", ({ request }) => listUsers(ctx, userListQuery.parse(new URL(request.url).searchParams)), admin("List users (newest first)", UserListBody, { query: UserListQuery, errors: [400] }))
     .post("/users", async ({ request, set }) => {
-      const res = await adminCreateUser(ctx, createBody.parse(await readJson(request, max)));
-      set.status = 201;
-      return res;
-    }, admin("Create a user (no mail sent)", UserBody, { body: AdminUserCreateBody, status: 201, errors: [409, 422] }))
+      const raw = await readJson(request, max);
+      // Not one transaction: the password's hash must not hold the write lock.
+      return idempotent(ctx, { request, set }, ADMIN, raw, { status: 201, transaction: false }, () => adminCreateUser(ctx, createBody.parse(raw)));
+    }, admin("Create a user (no mail sent)", UserBody, { body: AdminUserCreateBody, status: 201, errors: [409, 422], idempotent: true }))
     .get("/users/:id", ({ params }) => getUser(ctx, params.id), admin("One user (by id or email)", UserBody))
     .patch("/users/:id", async ({ request, params }) => adminUpdateUser(ctx, params.id, updateBody.defer(await readJson(request, max))), admin("Change a user", UserBody, { body: AdminUserUpdateBody, errors: [404, 409, 422] }))
     .delete("/users/:id", ({ params }) => deleteUser(ctx, params.id), admin("Delete a user", OkId))

@@ -9,6 +9,7 @@ import { readJson } from "../body.ts";
 import { bodyChecker } from "../check.ts";
 import { doc } from "../doc.ts";
 import { clientInfo, principalOf } from "../request.ts";
+import { idempotent } from "../idempotency.ts";
 import {
   ApiKeyBody,
   CodeBody,
@@ -104,11 +105,10 @@ export function authExtraRoutes(ctx: AppContext) {
       "/api-keys",
       async ({ request, set }) => {
         const p = await user(request);
-        const res = await createApiKey(ctx, p, nameBody.defer(await json(request)));
-        set.status = 201;
-        return res;
+        const raw = await json(request);
+        return idempotent(ctx, { request, set }, p, raw, { status: 201, transaction: false }, () => createApiKey(ctx, p, nameBody.defer(raw)));
       },
-      doc({ summary: "Create an API key (its value is shown once)", tag, access: "user", body: NameBody, ok: t.Composite([ApiKeyBody, t.Object({ key: t.String() })], { additionalProperties: true }), status: 201, errors: [403] }),
+      doc({ idempotent: true, summary: "Create an API key (its value is shown once)", tag, access: "user", body: NameBody, ok: t.Composite([ApiKeyBody, t.Object({ key: t.String() })], { additionalProperties: true }), status: 201, errors: [403] }),
     )
     .get("/api-keys", async ({ request }) => listApiKeys(ctx, await user(request)), doc({ summary: "The user's API keys", tag, access: "user", ok: Items(ApiKeyBody), errors: [403] }))
     .delete(

@@ -6,6 +6,7 @@ import { readJson } from "../body.ts";
 import { bodyChecker } from "../check.ts";
 import { doc } from "../doc.ts";
 import { clientInfo, principalOf } from "../request.ts";
+import { idempotent } from "../idempotency.ts";
 import { LoginResultBody, MetadataBody, Ok, RefreshBody, RegisterBody, SessionBody, UserBody, Credentials } from "../schemas.ts";
 
 const tag = "auth";
@@ -22,11 +23,13 @@ export function authRoutes(ctx: AppContext) {
     .post(
       "/register",
       async ({ request, server, set }) => {
-        const res = await register(ctx, registerBody.parse(await readJson(request, max)), clientInfo(ctx, request, server));
-        set.status = 201;
-        return res;
+        const raw = await readJson(request, max);
+        // Not one transaction: the password's hash and the verification mail must not hold the write lock.
+        return idempotent(ctx, { request, set }, null, raw, { status: 201, transaction: false }, () =>
+          register(ctx, registerBody.parse(raw), clientInfo(ctx, request, server)),
+        );
       },
-      doc({ summary: "Create an account and a session", tag, access: "public", body: RegisterBody, ok: SessionBody, status: 201, errors: [403, 409, 422, 429] }),
+      doc({ idempotent: true, summary: "Create an account and a session", tag, access: "public", body: RegisterBody, ok: SessionBody, status: 201, errors: [403, 409, 422, 429] }),
     )
     .post(
       "/login",

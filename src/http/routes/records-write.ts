@@ -9,6 +9,7 @@ import { principalOf } from "../request.ts";
 import { BatchBody, BatchOperation, BatchResult, BulkBody, RecordBody } from "../schemas.ts";
 import { MAX_BATCH } from "../../records/batch.ts";
 import { MAX_BULK } from "../../records/bulk.ts";
+import { idempotent } from "../idempotency.ts";
 import { AppError, badRequest } from "../../errors.ts";
 
 const tag = "records";
@@ -38,18 +39,20 @@ export function recordWriteRoutes(ctx: AppContext) {
       "/:collection/bulk",
       async ({ request, params, set }) => {
         const p = await principalOf(ctx, request);
-        const records = await bulkCreate(ctx, params.collection, bulkBody.defer(await readJson(request, max, "records")), p);
-        set.status = 201;
-        return records;
+        const raw = await readJson(request, max, "records");
+        return idempotent(ctx, { request, set }, p, raw, { status: 201, transaction: true }, () => bulkCreate(ctx, params.collection, bulkBody.defer(raw), p));
       },
-      doc({ summary: "Insert 1..500 records in one transaction", tag, access: "data", body: BulkBody, ok: t.Array(RecordBody), status: 201, errors: [409, 422] }),
+      doc({ idempotent: true, summary: "Insert 1..500 records in one transaction", tag, access: "data", body: BulkBody, ok: t.Array(RecordBody), status: 201, errors: [409, 422] }),
     )
     .post(
       "/:collection/batch",
-      async ({ request, params }) => {
+      async ({ request, params, set }) => {
         const p = await principalOf(ctx, request);
-        return runBatch(ctx, params.collection, batchBody.defer(await readJson(request, max, "batch")), p, checkOperation);
+        const raw = await readJson(request, max, "batch");
+        return idempotent(ctx, { request, set }, p, raw, { status: 200, transaction: true }, () =>
+          runBatch(ctx, params.collection, batchBody.defer(raw), p, checkOperation),
+        );
       },
-      doc({ summary: "Run 1..100 create/update/delete operations atomically", tag, access: "data", body: BatchBody, ok: BatchResult }),
+      doc({ idempotent: true, summary: "Run 1..100 create/update/delete operations atomically", tag, access: "data", body: BatchBody, ok: BatchResult }),
     );
 }

@@ -11,6 +11,7 @@ import { readJson } from "../body.ts";
 import { bodyChecker, queryChecker } from "../check.ts";
 import { doc } from "../doc.ts";
 import { principalOf } from "../request.ts";
+import { idempotent } from "../idempotency.ts";
 import { GetQuery, ListQuery, RecordBody, RecordData, RecordList, RecordRead } from "../schemas.ts";
 
 const NO_PARAMS = new URLSearchParams();
@@ -47,11 +48,11 @@ export function recordRoutes(ctx: AppContext) {
       "/:collection",
       async ({ request, params, set }) => {
         const p = await principalOf(ctx, request);
-        const body = recordData.defer(await readJson(request, max, "record"));
-        set.status = 201;
-        return createRecord(ctx, params.collection, body, p);
+        const raw = await readJson(request, max, "record");
+        const body = recordData.defer(raw);
+        return idempotent(ctx, { request, set }, p, raw, { status: 201, transaction: true }, () => createRecord(ctx, params.collection, body, p));
       },
-      doc({ summary: "Create a record", tag, access: "data", body: RecordData, ok: RecordBody, status: 201, errors: [409, 422] }),
+      doc({ idempotent: true, summary: "Create a record", tag, access: "data", body: RecordData, ok: RecordBody, status: 201, errors: [409, 422] }),
     )
     .get(
       "/:collection/:id",
