@@ -14,6 +14,7 @@ const LAYERS = [
   ["catalog/"],
   ["context.ts"],
   ["transaction.ts"],
+  ["idempotency/"],
   ["settings/"],
   ["idempotency/"],
   ["users/"],
