@@ -16,7 +16,6 @@ const LAYERS = [
   ["transaction.ts"],
   ["idempotency/"],
   ["settings/"],
-  ["idempotency/"],
   ["users/"],
   ["auth/"],
   ["rules/"],
