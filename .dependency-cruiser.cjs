@@ -21,6 +21,7 @@ const LAYERS = [
   ["rules/"],
   ["search/"],
   ["query/"],
+  ["files/"],
   ["collections/"],
   ["relations/"],
   ["records/"],

@@ -3,7 +3,7 @@ import type { AppContext } from "../context.ts";
 import type { CollectionHandle } from "../catalog/handle.ts";
 import { and, col, FALSE, or, val, type Column, type ColumnType, type Cond, type CompareOp } from "../db/condition.ts";
 import { q } from "../db/ident.ts";
-import { SYSTEM_FIELDS, SYSTEM_FIELD_TYPES, type Collection, type FieldType } from "../catalog/types.ts";
+import { SYSTEM_FIELDS, SYSTEM_FIELD_TYPES, storedType, type Collection, type FieldType } from "../catalog/types.ts";
 import { badRequest } from "../errors.ts";
 import type { Access } from "../rules/access.ts";
 import { ftsQuery, ftsQueryError } from "../search/fts.ts";
@@ -81,7 +81,7 @@ const INTEGER_FIELDS: ReadonlySet<string> = new Set(["_created_at", "_updated_at
 
 /** A field of `c` as a condition's column: qualified, with the type its column stores. */
 function fieldColumn(c: Collection, field: FieldRef): Column {
-  const type: ColumnType = INTEGER_FIELDS.has(field.name) ? "integer" : field.type;
+  const type: ColumnType = INTEGER_FIELDS.has(field.name) ? "integer" : storedType(field.type);
   return col(q(c.name), field.name, type);
 }
 

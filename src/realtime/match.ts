@@ -47,7 +47,7 @@ export interface TopicFilter {
 function stored(field: FieldRef, v: unknown): SqlValue {
   if (v === undefined || v === null) return null;
   if (field.type === "boolean") return v ? 1 : 0;
-  if (field.type === "json") return typeof v === "string" ? v : JSON.stringify(v);
+  if (field.type === "json" || field.type === "file") return typeof v === "string" ? v : JSON.stringify(v);
   return v as SqlValue;
 }
 

@@ -41,7 +41,7 @@ export async function runListQuery(ctx: AppContext, h: CollectionHandle, lq: Lis
     }
     const more = rows.length > lq.limit;
     if (more) rows.pop();
-    const items = col.fields.some((f) => f.type === "boolean" || f.type === "json") ? rows.map((r) => decodeRow(col, r)) : rows;
+    const items = col.fields.some((f) => f.type === "boolean" || f.type === "json" || f.type === "file") ? rows.map((r) => decodeRow(col, r)) : rows;
     const total = lq.after === null && lq.total ? await countPlan(ctx, plan, col.name) : null;
     return { items, next_cursor: more ? (items[items.length - 1]._id as string) : null, total };
   });

@@ -130,7 +130,7 @@ export async function searchUserRows(db: Engine, pattern: string, limit: number,
   return { total, rows };
 }
 
-/** Deletes a user (their sessions, keys, tokens and linked accounts go with the row: foreign keys cascade). */
+/** Deletes a user; its sessions, refresh tokens, API keys, mail tokens, recovery codes and OAuth links go with it (foreign keys). */
 export async function deleteUserRow(db: Engine, id: string): Promise<void> {
   await db.run("DELETE FROM _users WHERE id = ?", [id]);
 }
