@@ -84,14 +84,16 @@ export function createTransport(url: string, options: ClientOptions = {}): Trans
   async function send<R>(method: string, path: string, opts: RequestOptions, token: string | null): Promise<R> {
     const query = opts.query?.toString();
     const headers: Record<string, string> = { Accept: "application/json", ...options.headers };
-    if (opts.body !== undefined) headers["Content-Type"] = "application/json";
+    // A FormData body (files) goes as multipart/form-data, with the boundary fetch sets.
+    const form = typeof FormData !== "undefined" && opts.body instanceof FormData;
+    if (opts.body !== undefined && !form) headers["Content-Type"] = "application/json";
     if (token) headers.Authorization = `Bearer ${token}`;
     let res: Response;
     try {
       res = await doFetch(`${baseUrl}${path}${query ? `?${query}` : ""}`, {
         method,
         headers,
-        body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
+        body: opts.body === undefined ? undefined : form ? (opts.body as FormData) : JSON.stringify(opts.body),
       });
     } catch (err) {
       throw new BaasError(0, "network_error", `could not reach ${baseUrl}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
@@ -129,7 +131,8 @@ export function createTransport(url: string, options: ClientOptions = {}): Trans
     try {
       return await send<R>(method, path, opts, token);
     } catch (err) {
-      if (!token || !isBaasError(err) || err.status !== 401) throw err;
+      // A wrong password (DELETE /auth/me) is 401 invalid_credentials: the token is fine, and a retry would count another guess.
+      if (!token || !isBaasError(err) || err.status !== 401 || err.code === "invalid_credentials") throw err;
       const now = await session();
       if (!now) throw err;
       try {

@@ -1,5 +1,25 @@
-/** The four stored field types of CONTRACT §2. */
-export type FieldType = "text" | "number" | "boolean" | "json";
+/**
+ * The field types: the four of CONTRACT §2, and `file` (§14, declared only), stored as text: a file name, or
+ * with `max_count` > 1 the JSON array of names.
+ */
+export type FieldType = "text" | "number" | "boolean" | "json" | "file";
+
+/** The type a field's column stores: a file field's is text. */
+export function storedType(t: FieldType): Exclude<FieldType, "file"> {
+  return t === "file" ? "text" : t;
+}
+
+/** The options of a `file` field (CONTRACT §14), as its definition carries them. */
+export interface FileOptions {
+  max_size: number;
+  mime: string[];
+  max_count: number;
+}
+
+/** The options of a file field (null for any other). */
+export function fileOptions(def: FieldDef): FileOptions | null {
+  return def.type === "file" ? (def.options as unknown as FileOptions) : null;
+}
 
 export interface FieldDef {
   name: string;
@@ -112,7 +132,7 @@ export const MAX_FIELDS = 500;
 
 export const NAME_RE = /^[A-Za-z][A-Za-z0-9_]{0,63}$/;
 // Route names under /api/v1 (a collection of that name could not be reached) and the engines' own prefixes.
-const RESERVED = new Set(["auth", "admin", "health", "ready", "realtime", "openapi"]);
+const RESERVED = new Set(["auth", "admin", "health", "ready", "realtime", "openapi", "fn"]);
 
 /** True when `name` may name a collection (CONTRACT §2). */
 export function isValidCollectionName(name: unknown): name is string {

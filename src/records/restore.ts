@@ -5,18 +5,22 @@ import { inTransaction } from "../transaction.ts";
 import { fetchRecord, type RecordJson } from "../query/rows.ts";
 import { attachRelationFields } from "../relations/expand.ts";
 import { checkAccess, recordNotFound } from "../rules/access.ts";
+import { prepareRules } from "../rules/scope.ts";
 import { checkRecordAccess } from "./access.ts";
 import { relationEffects } from "./cascade.ts";
 import { restoreRecordRow } from "./store.ts";
 
 /** `POST /:collection/:id/restore` (delete rule applies): clears `_deleted_at`; an active record is a no-op. */
 export async function restoreRecord(ctx: AppContext, name: string, id: string, p: Principal): Promise<RecordJson> {
-  const access = checkAccess((await openCollection(ctx, name)).col, "delete", p);
+  const opened = await openCollection(ctx, name);
+  prepareRules(opened.catalog);
+  const access = checkAccess(opened.col, "delete", p);
   return await inTransaction(ctx, async () => {
     const h = await openCollection(ctx, name);
     const record = await fetchRecord(ctx, h.col, id);
     if (!record) throw recordNotFound();
-    checkRecordAccess(h.col, "delete", p, access, record);
+    prepareRules(h.catalog);
+    await checkRecordAccess(ctx, h.col, "delete", p, access, record);
     if (record._deleted_at === null) return (await attachRelationFields(ctx, h, [record], p))[0];
     return restoreRecordRow(ctx, h, record, p, relationEffects);
   });

@@ -16,6 +16,7 @@ import { prepareRelations, withoutRelations, type RelationWrite } from "../relat
 import { attachRelationFields } from "../relations/expand.ts";
 import { encodeValue, userFields, userFieldsShared } from "./codec.ts";
 import { changeLink, writeLinks, type LinkChange } from "./store-junction.ts";
+import { deleteDroppedFiles, fileFields, fileValueErrors } from "../files/values.ts";
 
 export { dropLinksFrom, dropLinksTo } from "./store-junction.ts";
 
@@ -170,6 +171,8 @@ export function insertPlainRun(
 function newRow(ctx: AppContext, col: Collection, clean: Record<string, unknown>, p: Principal, errors: readonly FieldError[]) {
   const failed = validateFieldRules(col, clean, "create");
   if (errors.length) failed.push(...errors);
+  // Files (CONTRACT §14): a file field holds only names just uploaded.
+  if (fileFields(col).length) failed.push(...fileValueErrors(col, clean, null));
   if (failed.length) throw new ValidationError(failed);
   const now = ctx.clock.now();
   const shape = shapeOf(col, clean);
@@ -331,7 +334,7 @@ async function writeUpdate(
   const clean = userFields(data);
   const relations = await relationsOf(ctx, h, clean, p);
   h = await grownFor(ctx, h, relations.stored);
-  checkUpdate(h.col, clean, relations, forced);
+  checkUpdate(h.col, clean, relations, forced, previous);
   const now = ctx.clock.now();
   await updateRow(ctx, h.col, previous, clean, now);
   await writeLinks(ctx, relations, previous._id as string);
@@ -342,13 +345,15 @@ async function writeUpdate(
 }
 
 /** The field rules of a patch and the relations' errors, as one 422; a field `forced` to null is the relation's call. */
-function checkUpdate(col: Collection, clean: Record<string, unknown>, relations: RelationWrite, forced: string | undefined): void {
+function checkUpdate(col: Collection, clean: Record<string, unknown>, relations: RelationWrite, forced: string | undefined, previous: RecordJson): void {
   let checked = clean;
   if (forced !== undefined && clean[forced] === null) {
     checked = { ...clean };
     delete checked[forced];
   }
   const errors = [...validateFieldRules(col, checked, "update"), ...relations.errors];
+  // Files (CONTRACT §14): a file field holds only names it held or just uploaded.
+  if (fileFields(col).length) errors.push(...fileValueErrors(col, clean, previous));
   if (errors.length) throw new ValidationError(errors);
 }
 
@@ -364,6 +369,8 @@ async function updateRow(ctx: AppContext, col: Collection, previous: RecordJson,
   }
   values.push(previous._id as string);
   await ctx.db.run(`UPDATE ${q(col.name)} SET ${sets.join(", ")} WHERE "_id" = ?`, values);
+  // Files (CONTRACT §14): a replaced or removed file is deleted once this commits.
+  if (fileFields(col).length) deleteDroppedFiles(ctx, col, previous, clean);
 }
 
 /** Applies a patch to a fetched active record (update and batch); `h` as resolved in the caller's transaction. */
@@ -429,6 +436,8 @@ export async function removeRecord(ctx: AppContext, h: CollectionHandle, previou
   runHooks(h.hooks, "beforeDelete", event);
   const last = await adminView(ctx, h, previous, null);
   await ctx.db.run(`DELETE FROM ${q(h.name)} WHERE "_id" = ?`, [previous._id as string]);
+  // Files (CONTRACT §14): a hard-deleted record's files are deleted once this commits.
+  if (fileFields(h.col).length) deleteDroppedFiles(ctx, h.col, previous, null);
   stage(ctx, h.col, "hard_delete", last, last, ctx.clock.now(), p);
   await effects.deleted(ctx, h, previous, "hard", p);
   runHooks(h.hooks, "afterDelete", event);

@@ -7,6 +7,7 @@ import { listRecords } from "../../records/list.ts";
 import { getRecord } from "../../records/read.ts";
 import { restoreRecord } from "../../records/restore.ts";
 import { updateRecord } from "../../records/update.ts";
+import { createWithFiles, isMultipart, updateWithFiles } from "../../records/upload.ts";
 import { readJson } from "../body.ts";
 import { bodyChecker, queryChecker } from "../check.ts";
 import { doc } from "../doc.ts";
@@ -48,11 +49,16 @@ export function recordRoutes(ctx: AppContext) {
       "/:collection",
       async ({ request, params, set }) => {
         const p = await principalOf(ctx, request);
+        // Files (CONTRACT §14): a multipart body streams its files to storage (files/upload.ts); not idempotent-keyed.
+        if (isMultipart(request)) {
+          set.status = 201;
+          return createWithFiles(ctx, params.collection, request, p);
+        }
         const raw = await readJson(request, max, "record");
         const body = recordData.defer(raw);
         return idempotent(ctx, { request, set }, p, raw, { status: 201, transaction: true }, () => createRecord(ctx, params.collection, body, p));
       },
-      doc({ idempotent: true, summary: "Create a record", tag, access: "data", body: RecordData, ok: RecordBody, status: 201, errors: [409, 422] }),
+      doc({ idempotent: true, multipart: true, summary: "Create a record (JSON, or multipart/form-data with files)", tag, access: "data", body: RecordData, ok: RecordBody, status: 201, errors: [409, 422] }),
     )
     .get(
       "/:collection/:id",
@@ -70,9 +76,10 @@ export function recordRoutes(ctx: AppContext) {
       "/:collection/:id",
       async ({ request, params }) => {
         const p = await principalOf(ctx, request);
+        if (isMultipart(request)) return updateWithFiles(ctx, params.collection, params.id, request, p);
         return updateRecord(ctx, params.collection, params.id, recordData.defer(await readJson(request, max, "record")), p);
       },
-      doc({ summary: "Update a record (the fields given)", tag, access: "data", body: RecordData, ok: RecordBody, errors: [409, 422] }),
+      doc({ summary: "Update a record (the fields given; JSON, or multipart/form-data with files)", tag, access: "data", body: RecordData, multipart: true, ok: RecordBody, errors: [409, 422] }),
     )
     .delete(
       "/:collection/:id",
