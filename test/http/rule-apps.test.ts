@@ -72,9 +72,23 @@ async function seenEverywhere(who: Caller, col: string, adminIds: string[], opts
 
 const idsOf = (rows: { _id: string }[]) => rows.map((r) => r._id).sort();
 
+/**
+ * Hard-deletes every record of `col` (soft-deleted ones too) but `keep`: a test that writes calls it in a
+ * `finally`, so the read-path tests, run in any order, find the fixtures their tables state and nothing else.
+ */
+async function purgeExcept(col: string, keep: string[]): Promise<void> {
+  const res = await t.admin("GET", `/api/v1/${col}?include_deleted=true&limit=500`);
+  ok(res, 200);
+  for (const { _id } of res.body.items as { _id: string }[]) if (!keep.includes(_id)) ok(await t.admin("DELETE", `${C}/${col}/records/${_id}`), 200);
+}
+
 describe("a blog: drafts for their author, published for all, an editor role (field compare, @auth.id, @auth.roles, @request.body)", () => {
   const rec: Record<string, string> = {};
   const all = () => Object.values(rec);
+  /** What `beforeAll` wrote, by key of `rec`. */
+  const fixture: Record<string, { title: string; status: string }> = { adminDraft: { title: "post admin draft", status: "draft" }, bob: { title: "post bob", status: "draft" } };
+  for (let i = 0; i < 5; i++) fixture[`pub${i}`] = { title: `post pub ${i}`, status: "published" };
+  for (let i = 0; i < 3; i++) fixture[`alice${i}`] = { title: `post alice ${i}`, status: "draft" };
   beforeAll(async () => {
     ok(
       await t.admin("POST", C, {
@@ -93,17 +107,25 @@ describe("a blog: drafts for their author, published for all, an editor role (fi
       201,
     );
     ok(await t.admin("POST", `${C}/posts/fts`), 201);
-    for (let i = 0; i < 5; i++) rec[`pub${i}`] = (await t.admin("POST", "/api/v1/posts", { title: `post pub ${i}`, status: "published" })).body._id;
-    rec.adminDraft = (await t.admin("POST", "/api/v1/posts", { title: "post admin draft", status: "draft" })).body._id;
+    for (let i = 0; i < 5; i++) rec[`pub${i}`] = (await t.admin("POST", "/api/v1/posts", fixture[`pub${i}`])).body._id;
+    rec.adminDraft = (await t.admin("POST", "/api/v1/posts", fixture.adminDraft)).body._id;
     for (let i = 0; i < 3; i++) {
-      const res = await as("alice", "POST", "/api/v1/posts", { title: `post alice ${i}`, status: "draft" });
+      const res = await as("alice", "POST", "/api/v1/posts", fixture[`alice${i}`]);
       ok(res, 201);
       rec[`alice${i}`] = res.body._id;
     }
-    const bobs = await as("bob", "POST", "/api/v1/posts", { title: "post bob", status: "draft" });
+    const bobs = await as("bob", "POST", "/api/v1/posts", fixture.bob);
     ok(bobs, 201);
     rec.bob = bobs.body._id;
   }, 60_000);
+  /** Puts the posts back as `beforeAll` left them: the writing tests call it in a `finally`. */
+  async function resetPosts() {
+    await purgeExcept("posts", all());
+    for (const [key, body] of Object.entries(fixture)) {
+      if ((await t.admin("GET", `/api/v1/posts/${rec[key]}`)).status === 404) ok(await t.admin("POST", `/api/v1/posts/${rec[key]}/restore`), 200);
+      ok(await t.admin("PATCH", `/api/v1/posts/${rec[key]}`, body), 200);
+    }
+  }
 
   test("each caller sees exactly their records on every read path", async () => {
     const pub = [0, 1, 2, 3, 4].map((i) => rec[`pub${i}`]!);
@@ -126,74 +148,94 @@ describe("a blog: drafts for their author, published for all, an editor role (fi
   });
 
   test("create: @request.body and the role decide; a denied create is 403 and writes nothing", async () => {
-    const denied = await as("alice", "POST", "/api/v1/posts", { title: "post sneaky", status: "published" });
-    expect(denied.status).toBe(403);
-    expect(denied.body.code).toBe("forbidden");
-    expect((await as("anon", "POST", "/api/v1/posts", { title: "post anon", status: "published" })).status).toBe(401);
-    expect((await as("carol", "POST", "/api/v1/posts", { title: "post by editor", status: "published" })).status).toBe(201);
-    const bulk = await as("alice", "POST", "/api/v1/posts/bulk", [
-      { title: "post ok", status: "draft" },
-      { title: "post no", status: "published" },
-    ]);
-    expect(bulk.status).toBe(403);
-    expect(bulk.body.index).toBe(1);
-    expect((await t.admin("GET", "/api/v1/posts?filter=title:eq:post%20ok")).body.total).toBe(0);
-    expect((await t.admin("GET", "/api/v1/posts?filter=title:eq:post%20sneaky")).body.total).toBe(0);
+    try {
+      const denied = await as("alice", "POST", "/api/v1/posts", { title: "post sneaky", status: "published" });
+      expect(denied.status).toBe(403);
+      expect(denied.body.code).toBe("forbidden");
+      expect((await as("anon", "POST", "/api/v1/posts", { title: "post anon", status: "published" })).status).toBe(401);
+      expect((await as("carol", "POST", "/api/v1/posts", { title: "post by editor", status: "published" })).status).toBe(201);
+      const bulk = await as("alice", "POST", "/api/v1/posts/bulk", [
+        { title: "post ok", status: "draft" },
+        { title: "post no", status: "published" },
+      ]);
+      expect(bulk.status).toBe(403);
+      expect(bulk.body.index).toBe(1);
+      expect((await t.admin("GET", "/api/v1/posts?filter=title:eq:post%20ok")).body.total).toBe(0);
+      expect((await t.admin("GET", "/api/v1/posts?filter=title:eq:post%20sneaky")).body.total).toBe(0);
+    } finally {
+      await resetPosts();
+    }
   });
 
   test("update and delete: the author or an editor; a readable record denied is 403, a hidden one 404", async () => {
-    expect((await as("bob", "PATCH", `/api/v1/posts/${rec.pub0}`, { title: "x" })).status).toBe(403);
-    expect((await as("bob", "PATCH", `/api/v1/posts/${rec.alice0}`, { title: "x" })).status).toBe(404);
-    expect((await as("alice", "PATCH", `/api/v1/posts/${rec.alice0}`, { status: "published" })).status).toBe(200);
-    expect((await as("carol", "PATCH", `/api/v1/posts/${rec.alice1}`, { title: "post alice 1 edited" })).status).toBe(200);
-    // Now published, bob reads it.
-    expect((await as("bob", "GET", `/api/v1/posts/${rec.alice0}`)).status).toBe(200);
-    expect((await as("carol", "DELETE", `/api/v1/posts/${rec.alice2}`)).status).toBe(403);
-    expect((await as("bob", "DELETE", `/api/v1/posts/${rec.alice2}`)).status).toBe(404);
-    const batch = await as("bob", "POST", "/api/v1/posts/batch", { operations: [{ op: "update", id: rec.pub1, data: { title: "y" } }] });
-    expect(batch.status).toBe(400);
-    expect(batch.body.code).toBe("batch_failed");
-    expect((await as("alice", "DELETE", `/api/v1/posts/${rec.alice2}`)).status).toBe(200);
-    // include_deleted shows the deleted draft to its author (the delete rule holds), to no one else.
-    const mine = await as("alice", "GET", `/api/v1/posts?include_deleted=true&filter=_id:eq:${rec.alice2}`);
-    expect(mine.body.total).toBe(1);
-    expect((await as("alice", "GET", `/api/v1/posts/${rec.alice2}?include_deleted=true`)).status).toBe(200);
-    expect((await as("carol", "GET", `/api/v1/posts?include_deleted=true&filter=_id:eq:${rec.alice2}`)).body.total).toBe(0);
-    expect((await as("carol", "GET", `/api/v1/posts/${rec.alice2}?include_deleted=true`)).status).toBe(404);
-    expect((await as("carol", "POST", `/api/v1/posts/${rec.alice2}/restore`)).status).toBe(403);
-    expect((await as("alice", "POST", `/api/v1/posts/${rec.alice2}/restore`)).status).toBe(200);
+    try {
+      expect((await as("bob", "PATCH", `/api/v1/posts/${rec.pub0}`, { title: "x" })).status).toBe(403);
+      expect((await as("bob", "PATCH", `/api/v1/posts/${rec.alice0}`, { title: "x" })).status).toBe(404);
+      expect((await as("alice", "PATCH", `/api/v1/posts/${rec.alice0}`, { status: "published" })).status).toBe(200);
+      expect((await as("carol", "PATCH", `/api/v1/posts/${rec.alice1}`, { title: "post alice 1 edited" })).status).toBe(200);
+      // Now published, bob reads it.
+      expect((await as("bob", "GET", `/api/v1/posts/${rec.alice0}`)).status).toBe(200);
+      expect((await as("carol", "DELETE", `/api/v1/posts/${rec.alice2}`)).status).toBe(403);
+      expect((await as("bob", "DELETE", `/api/v1/posts/${rec.alice2}`)).status).toBe(404);
+      const batch = await as("bob", "POST", "/api/v1/posts/batch", { operations: [{ op: "update", id: rec.pub1, data: { title: "y" } }] });
+      expect(batch.status).toBe(400);
+      expect(batch.body.code).toBe("batch_failed");
+      expect((await as("alice", "DELETE", `/api/v1/posts/${rec.alice2}`)).status).toBe(200);
+      // include_deleted shows the deleted draft to its author (the delete rule holds), to no one else.
+      const mine = await as("alice", "GET", `/api/v1/posts?include_deleted=true&filter=_id:eq:${rec.alice2}`);
+      expect(mine.body.total).toBe(1);
+      expect((await as("alice", "GET", `/api/v1/posts/${rec.alice2}?include_deleted=true`)).status).toBe(200);
+      expect((await as("carol", "GET", `/api/v1/posts?include_deleted=true&filter=_id:eq:${rec.alice2}`)).body.total).toBe(0);
+      expect((await as("carol", "GET", `/api/v1/posts/${rec.alice2}?include_deleted=true`)).status).toBe(404);
+      expect((await as("carol", "POST", `/api/v1/posts/${rec.alice2}/restore`)).status).toBe(403);
+      expect((await as("alice", "POST", `/api/v1/posts/${rec.alice2}/restore`)).status).toBe(200);
+    } finally {
+      await resetPosts();
+    }
   });
 
   test("a role granted through the admin API applies to an existing token at its next request, and removed, is gone", async () => {
-    const before = await as("erin", "GET", "/api/v1/posts/count");
-    ok(await t.admin("PATCH", `/api/v1/admin/users/${u.erin!.id}`, { roles: ["editor"] }), 200);
-    const during = await as("erin", "GET", "/api/v1/posts/count");
-    expect(during.body.total).toBeGreaterThan(before.body.total);
-    expect(during.body).toEqual((await t.admin("GET", "/api/v1/posts/count")).body);
-    ok(await t.admin("PATCH", `/api/v1/admin/users/${u.erin!.id}`, { roles: [] }), 200);
-    expect((await as("erin", "GET", "/api/v1/posts/count")).body).toEqual(before.body);
+    try {
+      const before = await as("erin", "GET", "/api/v1/posts/count");
+      ok(await t.admin("PATCH", `/api/v1/admin/users/${u.erin!.id}`, { roles: ["editor"] }), 200);
+      const during = await as("erin", "GET", "/api/v1/posts/count");
+      expect(during.body.total).toBeGreaterThan(before.body.total);
+      expect(during.body).toEqual((await t.admin("GET", "/api/v1/posts/count")).body);
+      ok(await t.admin("PATCH", `/api/v1/admin/users/${u.erin!.id}`, { roles: [] }), 200);
+      expect((await as("erin", "GET", "/api/v1/posts/count")).body).toEqual(before.body);
+    } finally {
+      ok(await t.admin("PATCH", `/api/v1/admin/users/${u.erin!.id}`, { roles: [] }), 200);
+    }
   });
 
   test("1,000 roles on one user still work", async () => {
     const roles = Array.from({ length: 1000 }, (_, i) => `r${i}`);
-    ok(await t.admin("PATCH", `/api/v1/admin/users/${u.erin!.id}`, { roles: [...roles, "editor"] }), 200);
-    expect((await as("erin", "GET", "/api/v1/posts/count")).body).toEqual((await t.admin("GET", "/api/v1/posts/count")).body);
-    ok(await t.admin("PATCH", `/api/v1/admin/users/${u.erin!.id}`, { roles }), 200);
-    // Without "editor" among them she reads what anonymous callers read (she wrote nothing).
-    expect((await as("erin", "GET", "/api/v1/posts/count")).body).toEqual((await as("anon", "GET", "/api/v1/posts/count")).body);
+    try {
+      ok(await t.admin("PATCH", `/api/v1/admin/users/${u.erin!.id}`, { roles: [...roles, "editor"] }), 200);
+      expect((await as("erin", "GET", "/api/v1/posts/count")).body).toEqual((await t.admin("GET", "/api/v1/posts/count")).body);
+      ok(await t.admin("PATCH", `/api/v1/admin/users/${u.erin!.id}`, { roles }), 200);
+      // Without "editor" among them she reads what anonymous callers read (she wrote nothing).
+      expect((await as("erin", "GET", "/api/v1/posts/count")).body).toEqual((await as("anon", "GET", "/api/v1/posts/count")).body);
+    } finally {
+      ok(await t.admin("PATCH", `/api/v1/admin/users/${u.erin!.id}`, { roles: [] }), 200);
+    }
   });
 
   test("realtime: each stream gets the events its reader may read", async () => {
     const streams: Record<string, SseClient> = {};
-    for (const who of ["anon", "alice", "bob", "carol"]) streams[who] = await followBare(t, ["posts", "markers"], tokenOf(who) ?? undefined);
-    ok(await as("alice", "POST", "/api/v1/posts", { title: "post live draft", status: "draft" }), 201);
-    ok(await t.admin("POST", "/api/v1/posts", { title: "post live pub", status: "published" }), 201);
-    await syncStreams(t, Object.values(streams));
-    const got = (who: string) => streams[who]!.changes().filter((e) => e.data.collection === "posts").map((e) => e.data.record.title);
-    expect(got("anon")).toEqual(["post live pub"]);
-    expect(got("bob")).toEqual(["post live pub"]);
-    expect(got("alice")).toEqual(["post live draft", "post live pub"]);
-    expect(got("carol")).toEqual(["post live draft", "post live pub"]);
+    try {
+      for (const who of ["anon", "alice", "bob", "carol"]) streams[who] = await followBare(t, ["posts", "markers"], tokenOf(who) ?? undefined);
+      ok(await as("alice", "POST", "/api/v1/posts", { title: "post live draft", status: "draft" }), 201);
+      ok(await t.admin("POST", "/api/v1/posts", { title: "post live pub", status: "published" }), 201);
+      await syncStreams(t, Object.values(streams));
+      const got = (who: string) => streams[who]!.changes().filter((e) => e.data.collection === "posts").map((e) => e.data.record.title);
+      expect(got("anon")).toEqual(["post live pub"]);
+      expect(got("bob")).toEqual(["post live pub"]);
+      expect(got("alice")).toEqual(["post live draft", "post live pub"]);
+      expect(got("carol")).toEqual(["post live draft", "post live pub"]);
+    } finally {
+      await resetPosts();
+    }
   });
 });
 
@@ -240,6 +282,14 @@ describe("a team chat: rooms and messages read by members (@exists, relation pat
       msg[key] = res.body._id;
     }
   }, 60_000);
+  /** Puts members and messages back as `beforeAll` left them: the writing tests call it in a `finally`. */
+  async function resetChat() {
+    await purgeExcept("members", Object.values(member));
+    for (const id of Object.values(member)) if ((await t.admin("GET", `/api/v1/members/${id}`)).status === 404) ok(await t.admin("POST", `/api/v1/members/${id}/restore`), 200);
+    await purgeExcept("messages", Object.values(msg));
+    for (const [key, r] of [["g1", "general"], ["g2", "general"], ["g3", "general"], ["s1", "secret"]] as const)
+      ok(await t.admin("PATCH", `/api/v1/messages/${msg[key]}`, { room: room[r], text: `${key} hello` }), 200);
+  }
 
   test("members read their rooms' messages and rooms; others nothing, on every read path", async () => {
     const all = Object.values(msg);
@@ -256,26 +306,34 @@ describe("a team chat: rooms and messages read by members (@exists, relation pat
   });
 
   test("expand embeds a room only for its members; a relation value naming a hidden room is refused as unknown", async () => {
-    const mine = await as("bob", "GET", `/api/v1/messages/${msg.g1}?expand=room`);
-    expect(mine.body._expand.room.name).toBe("general");
-    // Carol sees a member record of hers? none: she may not even create a message in a room she cannot read.
-    const write = await as("carol", "POST", "/api/v1/messages", { room: room.secret, text: "let me in" });
-    expect(write.status).toBe(403);
-    // Bob is a member of general but not secret: a message pointing at secret is refused.
-    const hidden = await as("bob", "POST", "/api/v1/messages", { room: room.secret, text: "let me in" });
-    expect(hidden.status).toBe(403);
-    // Moving his message into the secret room: the room is hidden from him, so unknown (422 relation).
-    const move = await as("bob", "PATCH", `/api/v1/messages/${msg.g2}`, { room: room.secret });
-    expect(move.status).toBe(422);
-    expect(move.body.errors[0].rule).toBe("relation");
+    try {
+      const mine = await as("bob", "GET", `/api/v1/messages/${msg.g1}?expand=room`);
+      expect(mine.body._expand.room.name).toBe("general");
+      // Carol sees a member record of hers? none: she may not even create a message in a room she cannot read.
+      const write = await as("carol", "POST", "/api/v1/messages", { room: room.secret, text: "let me in" });
+      expect(write.status).toBe(403);
+      // Bob is a member of general but not secret: a message pointing at secret is refused.
+      const hidden = await as("bob", "POST", "/api/v1/messages", { room: room.secret, text: "let me in" });
+      expect(hidden.status).toBe(403);
+      // Moving his message into the secret room: the room is hidden from him, so unknown (422 relation).
+      const move = await as("bob", "PATCH", `/api/v1/messages/${msg.g2}`, { room: room.secret });
+      expect(move.status).toBe(422);
+      expect(move.body.errors[0].rule).toBe("relation");
+    } finally {
+      await resetChat();
+    }
   });
 
   test("update through a relation path: the room owner edits any message, a member only their own", async () => {
-    expect((await as("bob", "PATCH", `/api/v1/messages/${msg.g1}`, { text: "edited" })).status).toBe(403);
-    expect((await as("bob", "PATCH", `/api/v1/messages/${msg.g2}`, { text: "g2 edited" })).status).toBe(200);
-    expect((await as("alice", "PATCH", `/api/v1/messages/${msg.g3}`, { text: "g3 moderated" })).status).toBe(200);
-    expect((await as("bob", "DELETE", `/api/v1/messages/${msg.g3}`)).status).toBe(403);
-    expect((await as("carol", "DELETE", `/api/v1/messages/${msg.g3}`)).status).toBe(404);
+    try {
+      expect((await as("bob", "PATCH", `/api/v1/messages/${msg.g1}`, { text: "edited" })).status).toBe(403);
+      expect((await as("bob", "PATCH", `/api/v1/messages/${msg.g2}`, { text: "g2 edited" })).status).toBe(200);
+      expect((await as("alice", "PATCH", `/api/v1/messages/${msg.g3}`, { text: "g3 moderated" })).status).toBe(200);
+      expect((await as("bob", "DELETE", `/api/v1/messages/${msg.g3}`)).status).toBe(403);
+      expect((await as("carol", "DELETE", `/api/v1/messages/${msg.g3}`)).status).toBe(404);
+    } finally {
+      await resetChat();
+    }
   });
 
   test("a `many` field lists and filters only the messages the caller may read", async () => {
@@ -292,22 +350,26 @@ describe("a team chat: rooms and messages read by members (@exists, relation pat
   });
 
   test("a member removed from a room stops reading and receiving at the next request", async () => {
-    const bob = await followBare(t, ["messages", "markers"], u.bob!.token);
-    const alice = await followBare(t, ["messages", "markers"], u.alice!.token);
-    ok(await as("alice", "POST", "/api/v1/messages", { room: room.general, text: "before" }), 201);
-    ok(await as("alice", "POST", "/api/v1/messages", { room: room.secret, text: "secret before" }), 201);
-    await syncStreams(t, [bob, alice]);
-    ok(await as("alice", "DELETE", `/api/v1/members/${member.bg}`), 200);
-    expect((await as("bob", "GET", `/api/v1/messages/${msg.g1}`)).status).toBe(404);
-    expect((await as("bob", "GET", "/api/v1/messages")).body.total).toBe(0);
-    ok(await as("alice", "POST", "/api/v1/messages", { room: room.general, text: "after" }), 201);
-    await syncStreams(t, [bob, alice]);
-    const texts = (s: SseClient) => s.changes().filter((e) => e.data.collection === "messages").map((e) => e.data.record.text);
-    expect(texts(bob)).toEqual(["before"]);
-    expect(texts(alice)).toEqual(["before", "secret before", "after"]);
-    // Back in the room: he reads again.
-    ok(await as("alice", "POST", "/api/v1/members", { room: room.general, user: u.bob!.id }), 201);
-    expect((await as("bob", "GET", `/api/v1/messages/${msg.g1}`)).status).toBe(200);
+    try {
+      const bob = await followBare(t, ["messages", "markers"], u.bob!.token);
+      const alice = await followBare(t, ["messages", "markers"], u.alice!.token);
+      ok(await as("alice", "POST", "/api/v1/messages", { room: room.general, text: "before" }), 201);
+      ok(await as("alice", "POST", "/api/v1/messages", { room: room.secret, text: "secret before" }), 201);
+      await syncStreams(t, [bob, alice]);
+      ok(await as("alice", "DELETE", `/api/v1/members/${member.bg}`), 200);
+      expect((await as("bob", "GET", `/api/v1/messages/${msg.g1}`)).status).toBe(404);
+      expect((await as("bob", "GET", "/api/v1/messages")).body.total).toBe(0);
+      ok(await as("alice", "POST", "/api/v1/messages", { room: room.general, text: "after" }), 201);
+      await syncStreams(t, [bob, alice]);
+      const texts = (s: SseClient) => s.changes().filter((e) => e.data.collection === "messages").map((e) => e.data.record.text);
+      expect(texts(bob)).toEqual(["before"]);
+      expect(texts(alice)).toEqual(["before", "secret before", "after"]);
+      // Back in the room: he reads again.
+      ok(await as("alice", "POST", "/api/v1/members", { room: room.general, user: u.bob!.id }), 201);
+      expect((await as("bob", "GET", `/api/v1/messages/${msg.g1}`)).status).toBe(200);
+    } finally {
+      await resetChat();
+    }
   });
 });
 
@@ -379,6 +441,16 @@ describe("shared todo lists: the owner and the users a list names (?= over a JSO
       item[key] = res.body._id;
     }
   }, 60_000);
+  /** Puts the lists and items back as `beforeAll` left them: the writing test calls it in a `finally`. */
+  async function resetLists() {
+    await purgeExcept("items", Object.values(item));
+    for (const [key, l] of [["h1", "home"], ["h2", "home"], ["w1", "work"], ["b1", "bobs"]] as const) {
+      if ((await t.admin("GET", `/api/v1/items/${item[key]}`)).status === 404) ok(await t.admin("POST", `/api/v1/items/${item[key]}/restore`), 200);
+      ok(await t.admin("PATCH", `/api/v1/items/${item[key]}`, { list: list[l], text: key, done: false }), 200);
+    }
+    for (const [key, editors] of [["home", [u.bob!.id]], ["work", []], ["bobs", [u.alice!.id, u.carol!.id]]] as const)
+      ok(await t.admin("PATCH", `/api/v1/lists/${list[key]}`, { editors }), 200);
+  }
 
   test("each user reads the lists they own or are named in, and their items", async () => {
     expect(await seenEverywhere("alice", "lists", Object.values(list))).toEqual(Object.values(list).sort());
@@ -390,14 +462,18 @@ describe("shared todo lists: the owner and the users a list names (?= over a JSO
   });
 
   test("writes follow the list: a named user adds and ticks items, not in a list they are not named in", async () => {
-    expect((await as("carol", "POST", "/api/v1/items", { list: list.home, text: "nope" })).status).toBe(403);
-    expect((await as("bob", "PATCH", `/api/v1/items/${item.h1}`, { done: true })).status).toBe(200);
-    expect((await as("bob", "PATCH", `/api/v1/items/${item.w1}`, { done: true })).status).toBe(404);
-    expect((await as("bob", "DELETE", `/api/v1/items/${item.h1}`)).status).toBe(403);
-    // Unnamed from the list: bob loses it at his next request.
-    ok(await as("alice", "PATCH", `/api/v1/lists/${list.home}`, { editors: [] }), 200);
-    expect((await as("bob", "GET", `/api/v1/items/${item.h1}`)).status).toBe(404);
-    expect(await seenEverywhere("bob", "items", Object.values(item))).toEqual([item.b1!]);
+    try {
+      expect((await as("carol", "POST", "/api/v1/items", { list: list.home, text: "nope" })).status).toBe(403);
+      expect((await as("bob", "PATCH", `/api/v1/items/${item.h1}`, { done: true })).status).toBe(200);
+      expect((await as("bob", "PATCH", `/api/v1/items/${item.w1}`, { done: true })).status).toBe(404);
+      expect((await as("bob", "DELETE", `/api/v1/items/${item.h1}`)).status).toBe(403);
+      // Unnamed from the list: bob loses it at his next request.
+      ok(await as("alice", "PATCH", `/api/v1/lists/${list.home}`, { editors: [] }), 200);
+      expect((await as("bob", "GET", `/api/v1/items/${item.h1}`)).status).toBe(404);
+      expect(await seenEverywhere("bob", "items", Object.values(item))).toEqual([item.b1!]);
+    } finally {
+      await resetLists();
+    }
   });
 });
 
