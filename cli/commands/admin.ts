@@ -58,6 +58,6 @@ Examples:
           return { ...db, files };
         }),
       );
-      output(cmd, res, () => `backup written: ${res.file} (${humanBytes(res.bytes)}), ${res.files} files in ${res.file}.storage/`);
+      output(cmd, res, () => `backup written: ${res.file} (${humanBytes(res.bytes)})${res.files ? `, ${res.files === 1 ? "1 file" : `${res.files} files`} in ${res.file}.storage/` : ""}`);
     });
 }

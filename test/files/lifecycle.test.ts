@@ -34,14 +34,20 @@ async function upload(url: string, parts: Record<string, Blob | string>) {
   return { status: res.status, body: await res.json() };
 }
 
-beforeAll(async () => {
-  srv = await spawnServer();
-  const res = await fetch(`${srv.url}/api/v1/admin/collections`, {
+/** A real server with a collection `docs` of one file field. */
+async function docsServer(): Promise<ServerProcess> {
+  const s = await spawnServer();
+  const res = await fetch(`${s.url}/api/v1/admin/collections`, {
     method: "POST",
     headers: { ...admin, "content-type": "application/json" },
     body: JSON.stringify({ name: "docs", fields: [{ name: "doc", type: "file", max_size: 256 * 1024 * 1024 }] }),
   });
   expect(res.status).toBe(201);
+  return s;
+}
+
+beforeAll(async () => {
+  srv = await docsServer();
 });
 afterAll(() => srv.cleanup());
 
@@ -96,7 +102,11 @@ test("kill -9 in the middle of an upload leaves no record naming a missing file;
 });
 
 test("storage gc finds files no record names (dry run first), keeps those of soft-deleted records; backup copies the files", async () => {
-  const dir = srv.dir;
+  // A server of its own (the test above kills the shared one): one record with its file, then stopped.
+  const own = await docsServer();
+  expect((await upload(own.url, { doc: new Blob(["a complete file"]) })).status).toBe(201);
+  await own.stop();
+  const dir = own.dir;
   const live = join(dir, "storage", "docs");
   mkdirSync(live, { recursive: true });
   await withDataDir(dir, async (ctx) => {
@@ -135,4 +145,5 @@ test("storage gc finds files no record names (dry run first), keeps those of sof
     expect(storageOf(ctx).kind).toBe("local");
   });
   rmSync(join(dir, "backup.db.storage"), { recursive: true, force: true });
+  await own.cleanup();
 });
