@@ -16,6 +16,7 @@ import { prepareRelations, withoutRelations, type RelationWrite } from "../relat
 import { attachRelationFields } from "../relations/expand.ts";
 import { encodeValue, userFields, userFieldsShared } from "./codec.ts";
 import { changeLink, writeLinks, type LinkChange } from "./store-junction.ts";
+import { preconditionFailed } from "./version.ts";
 
 export { dropLinksFrom, dropLinksTo } from "./store-junction.ts";
 
@@ -323,8 +324,9 @@ async function writeUpdate(
   previous: RecordJson,
   body: Record<string, unknown>,
   p: Principal,
-  forced?: string,
+  opts: WriteOptions & { forced?: string } = {},
 ): Promise<RecordJson> {
+  const forced = opts.forced;
   const data = userFields(body);
   const before = await adminView(ctx, h, previous, null);
   runHooks(h.hooks, "beforeUpdate", hookEvent(h, "update", p, previous, previous, data));
@@ -333,7 +335,7 @@ async function writeUpdate(
   h = await grownFor(ctx, h, relations.stored);
   checkUpdate(h.col, clean, relations, forced);
   const now = ctx.clock.now();
-  await updateRow(ctx, h.col, previous, clean, now);
+  await updateRow(ctx, h.col, previous, clean, now, opts.guard === true);
   await writeLinks(ctx, relations, previous._id as string);
   const record = (await attachRelationFields(ctx, h, [(await fetchRecord(ctx, h.col, previous._id as string))!], p))[0];
   stage(ctx, h.col, "update", await adminView(ctx, h, record, p), before, now, p);
@@ -352,18 +354,52 @@ function checkUpdate(col: Collection, clean: Record<string, unknown>, relations:
   if (errors.length) throw new ValidationError(errors);
 }
 
-/** The UPDATE of a patch: `_updated_at` (never moved back) and every field the patch names that the collection has. */
-async function updateRow(ctx: AppContext, col: Collection, previous: RecordJson, clean: Record<string, unknown>, now: number): Promise<void> {
-  const sets = ['"_updated_at" = ?'];
-  const values: (string | number | null)[] = [Math.max(now, previous._updated_at as number)];
+/**
+ * How a write moves a record's version (`_updated_at`, see version.ts): to now, or one past the stored value
+ * when that is already now or later, computed in the database so two writes never leave the same version.
+ * Its two parameters are both `now`.
+ */
+const BUMP = '"_updated_at" = CASE WHEN "_updated_at" >= ? THEN "_updated_at" + 1 ELSE ? END';
+
+/** The WHERE of a write of one row: by id, and with `guard` only while the row is still at the version read (If-Match). */
+function whereRow(previous: RecordJson, guard: boolean, values: (string | number | null)[]): string {
+  values.push(previous._id as string);
+  if (!guard) return '"_id" = ?';
+  values.push(previous._updated_at as number);
+  return '"_id" = ? AND "_updated_at" = ?';
+}
+
+/** The UPDATE of a patch: the version (`BUMP`) and every field the patch names that the collection has. 412 when `guard` and the row moved on. */
+async function updateRow(ctx: AppContext, col: Collection, previous: RecordJson, clean: Record<string, unknown>, now: number, guard: boolean): Promise<void> {
+  const sets = [BUMP];
+  const values: (string | number | null)[] = [now, now];
   for (const [k, v] of Object.entries(clean)) {
     const def = col.fieldMap.get(k.toLowerCase());
     if (!def) continue;
     sets.push(`${q(def.name)} = ?`);
     values.push(encodeValue(def.type, v));
   }
-  values.push(previous._id as string);
-  await ctx.db.run(`UPDATE ${q(col.name)} SET ${sets.join(", ")} WHERE "_id" = ?`, values);
+  const where = whereRow(previous, guard, values);
+  const done = await ctx.db.run(`UPDATE ${q(col.name)} SET ${sets.join(", ")} WHERE ${where}`, values);
+  if (guard && done.changes === 0) throw preconditionFailed();
+}
+
+/**
+ * Sets `_deleted_at` of a row (null: restores it) and moves its version; returns the new version. 412 when
+ * `guard` and the row moved on since `previous` was read.
+ */
+async function markDeleted(ctx: AppContext, table: string, previous: RecordJson, deletedAt: number | null, now: number, guard: boolean): Promise<number> {
+  const values: (string | number | null)[] = [deletedAt, now, now];
+  const where = whereRow(previous, guard, values);
+  const row = await ctx.db.get<{ v: number }>(`UPDATE ${q(table)} SET "_deleted_at" = ?, ${BUMP} WHERE ${where} RETURNING "_updated_at" AS v`, values);
+  if (!row) throw preconditionFailed();
+  return Number(row.v);
+}
+
+/** What a write of one fetched record may be asked for besides its data. */
+export interface WriteOptions {
+  /** The write applies only while the row is still at the version `previous` was read at, else 412 (If-Match). */
+  guard?: boolean;
 }
 
 /** Applies a patch to a fetched active record (update and batch); `h` as resolved in the caller's transaction. */
@@ -373,13 +409,14 @@ export async function updateRecordRow(
   previous: RecordJson,
   body: Record<string, unknown>,
   p: Principal,
+  opts: WriteOptions = {},
 ): Promise<RecordJson> {
-  return await writeUpdate(ctx, h, previous, body, p);
+  return await writeUpdate(ctx, h, previous, body, p, opts);
 }
 
 /** A relation's `set_null`: clears `field` of a fetched record, through its update hooks. */
 export async function setFieldNull(ctx: AppContext, h: CollectionHandle, previous: RecordJson, field: string, p: Principal): Promise<RecordJson> {
-  return await writeUpdate(ctx, h, previous, { [field]: null }, p, field);
+  return await writeUpdate(ctx, h, previous, { [field]: null }, p, { forced: field });
 }
 
 /**
@@ -387,13 +424,20 @@ export async function setFieldNull(ctx: AppContext, h: CollectionHandle, previou
  * the relations' on_delete (cascades write through this store), afterDelete hooks. Returns the
  * record as `p` reads it.
  */
-export async function softDeleteRecord(ctx: AppContext, h: CollectionHandle, previous: RecordJson, p: Principal, effects: RelationEffects): Promise<RecordJson> {
+export async function softDeleteRecord(
+  ctx: AppContext,
+  h: CollectionHandle,
+  previous: RecordJson,
+  p: Principal,
+  effects: RelationEffects,
+  opts: WriteOptions = {},
+): Promise<RecordJson> {
   const event = hookEvent(h, "delete", p, previous, previous);
   runHooks(h.hooks, "beforeDelete", event);
   const now = ctx.clock.now();
   const before = await adminView(ctx, h, previous, null);
-  await ctx.db.run(`UPDATE ${q(h.name)} SET "_deleted_at" = ? WHERE "_id" = ?`, [now, previous._id as string]);
-  stage(ctx, h.col, "delete", { ...before, _deleted_at: now }, before, now, p);
+  const version = await markDeleted(ctx, h.name, previous, now, now, opts.guard === true);
+  stage(ctx, h.col, "delete", { ...before, _updated_at: version, _deleted_at: now }, before, now, p);
   await effects.deleted(ctx, h, previous, "soft", p);
   const record = (await fetchRecord(ctx, h.col, previous._id as string))!;
   if (h.from.length) await attachRelationFields(ctx, h, [record], p);
@@ -406,13 +450,20 @@ export async function softDeleteRecord(ctx: AppContext, h: CollectionHandle, pre
  * `restore` event, what its cascade soft-deleted, afterRestore hooks. Returns the record as
  * `p` reads it.
  */
-export async function restoreRecordRow(ctx: AppContext, h: CollectionHandle, previous: RecordJson, p: Principal, effects: RelationEffects): Promise<RecordJson> {
+export async function restoreRecordRow(
+  ctx: AppContext,
+  h: CollectionHandle,
+  previous: RecordJson,
+  p: Principal,
+  effects: RelationEffects,
+  opts: WriteOptions = {},
+): Promise<RecordJson> {
   const event = hookEvent(h, "restore", p, previous, previous);
   runHooks(h.hooks, "beforeRestore", event);
   const now = ctx.clock.now();
   const before = await adminView(ctx, h, previous, null);
-  await ctx.db.run(`UPDATE ${q(h.name)} SET "_deleted_at" = NULL WHERE "_id" = ?`, [previous._id as string]);
-  stage(ctx, h.col, "restore", { ...before, _deleted_at: null }, before, now, p);
+  const version = await markDeleted(ctx, h.name, previous, null, now, opts.guard === true);
+  stage(ctx, h.col, "restore", { ...before, _updated_at: version, _deleted_at: null }, before, now, p);
   await effects.restored(ctx, h, previous._id as string, p);
   const record = (await fetchRecord(ctx, h.col, previous._id as string))!;
   if (h.from.length) await attachRelationFields(ctx, h, [record], p);
@@ -424,11 +475,21 @@ export async function restoreRecordRow(ctx: AppContext, h: CollectionHandle, pre
  * Hard-deletes a fetched record (active or soft-deleted): beforeDelete hooks, the row, the
  * `hard_delete` event carrying its last state, the relations' on_delete, afterDelete hooks.
  */
-export async function removeRecord(ctx: AppContext, h: CollectionHandle, previous: RecordJson, p: Principal, effects: RelationEffects): Promise<void> {
+export async function removeRecord(
+  ctx: AppContext,
+  h: CollectionHandle,
+  previous: RecordJson,
+  p: Principal,
+  effects: RelationEffects,
+  opts: WriteOptions = {},
+): Promise<void> {
   const event = hookEvent(h, "delete", p, previous, previous);
   runHooks(h.hooks, "beforeDelete", event);
   const last = await adminView(ctx, h, previous, null);
-  await ctx.db.run(`DELETE FROM ${q(h.name)} WHERE "_id" = ?`, [previous._id as string]);
+  const values: (string | number | null)[] = [];
+  const where = whereRow(previous, opts.guard === true, values);
+  const done = await ctx.db.run(`DELETE FROM ${q(h.name)} WHERE ${where}`, values);
+  if (opts.guard && done.changes === 0) throw preconditionFailed();
   stage(ctx, h.col, "hard_delete", last, last, ctx.clock.now(), p);
   await effects.deleted(ctx, h, previous, "hard", p);
   runHooks(h.hooks, "afterDelete", event);

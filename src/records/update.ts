@@ -7,9 +7,17 @@ import { fetchRecord, type RecordJson } from "../query/rows.ts";
 import { checkAccess, recordNotFound } from "../rules/access.ts";
 import { checkRecordAccess } from "./access.ts";
 import { updateRecordRow } from "./store.ts";
+import { checkIfMatch, type IfMatch } from "./version.ts";
 
-/** `PATCH /:collection/:id`: only the given fields change; `null` clears a field. */
-export async function updateRecord(ctx: AppContext, name: string, id: string, body: Checked<Record<string, unknown>>, p: Principal): Promise<RecordJson> {
+/** `PATCH /:collection/:id`: only the given fields change; `null` clears a field. With `ifMatch`, 412 unless the record is at a version it names. */
+export async function updateRecord(
+  ctx: AppContext,
+  name: string,
+  id: string,
+  body: Checked<Record<string, unknown>>,
+  p: Principal,
+  opts: { ifMatch?: IfMatch } = {},
+): Promise<RecordJson> {
   const access = checkAccess((await openCollection(ctx, name)).col, "update", p);
   const data = bodyOf(body);
   return await inTransaction(ctx, async () => {
@@ -17,6 +25,6 @@ export async function updateRecord(ctx: AppContext, name: string, id: string, bo
     const previous = await fetchRecord(ctx, h.col, id);
     if (!previous || previous._deleted_at !== null) throw recordNotFound();
     checkRecordAccess(h.col, "update", p, access, previous);
-    return updateRecordRow(ctx, h, previous, data, p);
+    return updateRecordRow(ctx, h, previous, data, p, { guard: checkIfMatch(opts.ifMatch, previous) });
   });
 }
