@@ -17,6 +17,7 @@ import { attachRelationFields } from "../relations/expand.ts";
 import { encodeValue, userFields, userFieldsShared } from "./codec.ts";
 import { changeLink, writeLinks, type LinkChange } from "./store-junction.ts";
 import { preconditionFailed } from "./version.ts";
+import { hasOperators, resolveOperators, type NumberDelta } from "./operators.ts";
 
 export { dropLinksFrom, dropLinksTo } from "./store-junction.ts";
 
@@ -330,17 +331,37 @@ async function writeUpdate(
   const data = userFields(body);
   const before = await adminView(ctx, h, previous, null);
   runHooks(h.hooks, "beforeUpdate", hookEvent(h, "update", p, previous, previous, data));
-  const clean = userFields(data);
+  let clean = userFields(data);
+  let deltas: NumberDelta[] | undefined;
+  if (hasOperators(clean)) ({ clean, deltas } = resolveOperators(h, clean, before));
   const relations = await relationsOf(ctx, h, clean, p);
   h = await grownFor(ctx, h, relations.stored);
   checkUpdate(h.col, clean, relations, forced);
   const now = ctx.clock.now();
-  await updateRow(ctx, h.col, previous, clean, now, opts.guard === true);
+  await updateRow(ctx, h.col, previous, clean, now, opts.guard === true, deltas);
   await writeLinks(ctx, relations, previous._id as string);
-  const record = (await attachRelationFields(ctx, h, [(await fetchRecord(ctx, h.col, previous._id as string))!], p))[0];
+  const written = (await fetchRecord(ctx, h.col, previous._id as string))!;
+  if (deltas) checkDeltas(h.col, written, deltas);
+  const record = (await attachRelationFields(ctx, h, [written], p))[0];
   stage(ctx, h.col, "update", await adminView(ctx, h, record, p), before, now, p);
   runHooks(h.hooks, "afterUpdate", hookEvent(h, "update", p, record, previous, clean));
   return record;
+}
+
+/**
+ * The field rules hold for what the atomic operators left (CONTRACT §15): checked on the row as written, inside
+ * the write's transaction, so a 422 here rolls the write back (`min: 0` keeps a stock from going below zero).
+ */
+function checkDeltas(col: Collection, written: RecordJson, deltas: readonly NumberDelta[]): void {
+  const result: Record<string, unknown> = {};
+  const errors: FieldError[] = [];
+  for (const d of deltas) {
+    const v = written[d.def.name];
+    if (typeof v !== "number" || !Number.isFinite(v)) errors.push({ field: d.def.name, rule: "type", message: `"${d.def.name}" would leave the range of a number.` });
+    else result[d.def.name] = v;
+  }
+  errors.push(...validateFieldRules(col, result, "update"));
+  if (errors.length) throw new ValidationError(errors);
 }
 
 /** The field rules of a patch and the relations' errors, as one 422; a field `forced` to null is the relation's call. */
@@ -370,7 +391,15 @@ function whereRow(previous: RecordJson, guard: boolean, values: (string | number
 }
 
 /** The UPDATE of a patch: the version (`BUMP`) and every field the patch names that the collection has. 412 when `guard` and the row moved on. */
-async function updateRow(ctx: AppContext, col: Collection, previous: RecordJson, clean: Record<string, unknown>, now: number, guard: boolean): Promise<void> {
+async function updateRow(
+  ctx: AppContext,
+  col: Collection,
+  previous: RecordJson,
+  clean: Record<string, unknown>,
+  now: number,
+  guard: boolean,
+  deltas: readonly NumberDelta[] | undefined,
+): Promise<void> {
   const sets = [BUMP];
   const values: (string | number | null)[] = [now, now];
   for (const [k, v] of Object.entries(clean)) {
@@ -379,6 +408,12 @@ async function updateRow(ctx: AppContext, col: Collection, previous: RecordJson,
     sets.push(`${q(def.name)} = ?`);
     values.push(encodeValue(def.type, v));
   }
+  // Atomic operators: computed by the database from the row as it is now, never from a value read before.
+  if (deltas)
+    for (const d of deltas) {
+      sets.push(`${q(d.def.name)} = COALESCE(${q(d.def.name)}, 0) + ?`);
+      values.push(d.delta);
+    }
   const where = whereRow(previous, guard, values);
   const done = await ctx.db.run(`UPDATE ${q(col.name)} SET ${sets.join(", ")} WHERE ${where}`, values);
   if (guard && done.changes === 0) throw preconditionFailed();
