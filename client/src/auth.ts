@@ -1,6 +1,6 @@
 import { isBaasError } from "./errors.js";
 import type { StoredSession, Transport } from "./transport.js";
-import type { Session, TotpRequired, User } from "./types.js";
+import type { AccountDeleted, OwnData, Session, TotpRequired, User } from "./types.js";
 
 /** The `auth` part of the client: sign-up, sign-in, tokens and the signed-in user. */
 export interface AuthApi {
@@ -20,6 +20,13 @@ export interface AuthApi {
   logout(): Promise<{ ok: true }>;
   /** The signed-in user, from the server. */
   me(): Promise<User>;
+  /** The user and every active record they own, by collection (`GET /auth/me/export`). */
+  exportData(): Promise<OwnData>;
+  /**
+   * Deletes the account and every record it owns (`DELETE /auth/me`), proven by the password, or a fresh 2FA code
+   * when 2FA is on (an account with neither: nothing, from a sign-in at most 5 minutes old). Forgets the session.
+   */
+  deleteAccount(proof?: { password?: string; code?: string | number }): Promise<AccountDeleted>;
   /** The stored session, or null when signed out. */
   session(): Promise<StoredSession | null>;
   /** Adopts tokens obtained elsewhere (an OAuth callback), or signs out locally with null. */
@@ -58,6 +65,15 @@ export function createAuth(t: Transport): AuthApi {
       return { ok: true };
     },
     me: () => t.request<User>("GET", "/auth/me"),
+    exportData: () => t.request<OwnData>("GET", "/auth/me/export"),
+    async deleteAccount(proof = {}) {
+      const body: Record<string, string> = {};
+      if (proof.password !== undefined) body.password = proof.password;
+      if (proof.code !== undefined) body.code = String(proof.code);
+      const res = await t.request<AccountDeleted>("DELETE", "/auth/me", { body });
+      await t.saveSession(null);
+      return res;
+    },
     session: () => t.session(),
     setSession: (s) => t.saveSession(s),
   };

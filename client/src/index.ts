@@ -25,6 +25,11 @@ export interface BaasClient {
   readonly realtime: RealtimeApi;
   /** Shorthand for `realtime.subscribe`. */
   subscribe: RealtimeApi["subscribe"];
+  /**
+   * Calls a route of the server's hook files, `/api/v1/fn/<path>`: `fn("POST", "orders/o1/pay", { body })`.
+   * Answers the route's JSON (undefined for an empty answer); a failure rejects with a BaasError as any call.
+   */
+  fn<R = unknown>(method: string, path: string, opts?: { body?: unknown; query?: URLSearchParams | Record<string, string> }): Promise<R>;
   /** Any other call of the API, with the session's token and automatic refresh: `request("GET", "/auth/api-keys")`. */
   request<R = unknown>(method: string, path: string, opts?: RequestOptions): Promise<R>;
 }
@@ -44,6 +49,11 @@ export function createClient(url: string, options: ClientOptions = {}): BaasClie
     collection: <T extends object = BaasRecord>(name: string) => createCollectionApi<T>(t, name),
     realtime,
     subscribe: (topic, handler) => realtime.subscribe(topic, handler),
+    fn: (method, path, opts = {}) =>
+      t.request(method, `/fn/${path.replace(/^\/+/, "")}`, {
+        body: opts.body,
+        query: opts.query === undefined || opts.query instanceof URLSearchParams ? opts.query : new URLSearchParams(opts.query),
+      }),
     request: (method, path, opts) => t.request(method, path, opts),
   };
 }

@@ -131,7 +131,8 @@ export function createTransport(url: string, options: ClientOptions = {}): Trans
     try {
       return await send<R>(method, path, opts, token);
     } catch (err) {
-      if (!token || !isBaasError(err) || err.status !== 401) throw err;
+      // A wrong password (DELETE /auth/me) is 401 invalid_credentials: the token is fine, and a retry would count another guess.
+      if (!token || !isBaasError(err) || err.status !== 401 || err.code === "invalid_credentials") throw err;
       const now = await session();
       if (!now) throw err;
       try {

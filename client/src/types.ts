@@ -22,6 +22,18 @@ export interface User {
   created_at: number;
 }
 
+/** `GET /auth/me/export`: the user and every active record they own, by collection. */
+export interface OwnData {
+  user: User;
+  collections: Record<string, BaasRecord[]>;
+}
+
+/** `DELETE /auth/me`: how many owned records were deleted, by collection. */
+export interface AccountDeleted {
+  ok: true;
+  deleted: Record<string, number>;
+}
+
 /** Register, login, refresh, magic-link and 2FA verify answer this. */
 export interface Session {
   access_token: string;

@@ -80,7 +80,7 @@ async function hashRecoveryCode(ctx: AppContext, code: string): Promise<string> 
  * Checks a 6-digit TOTP code (±1 step) and uses it up, or a recovery code (once each).
  * A TOTP step accepted once is never accepted again (no replay).
  */
-async function useCode(ctx: AppContext, user: UserRow, code: unknown, opts: { allowRecovery: boolean }): Promise<boolean> {
+export async function useCode(ctx: AppContext, user: UserRow, code: unknown, opts: { allowRecovery: boolean }): Promise<boolean> {
   const c = codeString(code);
   if (c === null) return false;
   if (/^\d{6}$/.test(c)) {

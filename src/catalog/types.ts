@@ -112,7 +112,7 @@ export const MAX_FIELDS = 500;
 
 export const NAME_RE = /^[A-Za-z][A-Za-z0-9_]{0,63}$/;
 // Route names under /api/v1 (a collection of that name could not be reached) and the engines' own prefixes.
-const RESERVED = new Set(["auth", "admin", "health", "ready", "realtime", "openapi"]);
+const RESERVED = new Set(["auth", "admin", "health", "ready", "realtime", "openapi", "fn"]);
 
 /** True when `name` may name a collection (CONTRACT §2). */
 export function isValidCollectionName(name: unknown): name is string {

@@ -1,6 +1,7 @@
 import { existsSync, readdirSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
+import { checkRouteConflicts, checkRoutes, type FnRoute } from "./routes.ts";
 import { HOOK_NAMES, type HookModule, type HookSet } from "./types.ts";
 
 const HOOK_FILE = /\.(ts|js|mjs)$/;
@@ -38,29 +39,48 @@ export function hookFiles(root: string): string[] {
     .map((f) => join(root, f));
 }
 
-/** Imports one hook file and checks its default export (one hook object or an array of them); throws a HookLoadError naming it. */
-export async function loadHookFile(file: string): Promise<HookModule[]> {
-  let mod: { default?: unknown };
-  try {
-    mod = (await import(pathToFileURL(file).href)) as { default?: unknown };
-  } catch (err) {
-    throw new HookLoadError(`hook file ${file} failed to load: ${(err as Error)?.message ?? String(err)}`);
-  }
-  const exported = mod.default;
-  return (Array.isArray(exported) ? exported : [exported]).map((h) => checkHook(h, file));
+/** What one hook file registers: its hooks (default export) and its routes (`routes` export, CONTRACT §15). */
+export interface HookFile {
+  hooks: HookModule[];
+  routes: FnRoute[];
 }
 
 /**
+ * Imports one hook file and checks its default export (one hook object or an array of them) and its `routes`
+ * export (see routes.ts); a file may hold routes alone. Throws a HookLoadError naming it.
+ */
+export async function loadHookFile(file: string): Promise<HookFile> {
+  let mod: { default?: unknown; routes?: unknown };
+  try {
+    mod = (await import(pathToFileURL(file).href)) as { default?: unknown; routes?: unknown };
+  } catch (err) {
+    throw new HookLoadError(`hook file ${file} failed to load: ${(err as Error)?.message ?? String(err)}`);
+  }
+  const routes = mod.routes === undefined ? [] : checkRoutes(mod.routes, file, fail);
+  const exported = mod.default;
+  if (exported === undefined && mod.routes !== undefined) return { hooks: [], routes };
+  return { hooks: (Array.isArray(exported) ? exported : [exported]).map((h) => checkHook(h, file)), routes };
+}
+
+const fail = (message: string) => new HookLoadError(message);
+
+/**
  * Loads every hook file of the hooks directory (CONTRACT §5), sorted by name (see hookFiles). A missing
- * directory means no hooks; a file that fails to load is a HookLoadError naming it. Works in the compiled
- * binary too: Bun transpiles an imported `.ts` file at run time. (`baas serve` loads them again when they
- * change: ops/hook-files.ts.)
+ * directory means no hooks; a file that fails to load is a HookLoadError naming it, and so are two routes of
+ * one method and path (naming both files). Works in the compiled binary too: Bun transpiles an imported `.ts`
+ * file at run time. (`baas serve` loads them again when they change: ops/hook-files.ts.)
  */
 export async function loadHooks(dir: string): Promise<HookSet> {
   const root = resolve(dir);
   if (!existsSync(root)) return { list: [] };
   if (!statSync(root).isDirectory()) throw new HookLoadError(`HOOKS_DIR ${root} is not a directory`);
   const list: HookModule[] = [];
-  for (const file of hookFiles(root)) list.push(...(await loadHookFile(file)));
-  return { list };
+  const routes: FnRoute[] = [];
+  for (const file of hookFiles(root)) {
+    const loaded = await loadHookFile(file);
+    list.push(...loaded.hooks);
+    routes.push(...loaded.routes);
+  }
+  checkRouteConflicts(routes, fail);
+  return { list, routes };
 }

@@ -24,6 +24,7 @@ import { consoleRoutes } from "./routes/console.ts";
 import { recordWriteRoutes } from "./routes/records-write.ts";
 import { realtimeRoutes } from "./routes/realtime.ts";
 import { openApiRoutes } from "./routes/openapi.ts";
+import { fnRoutes } from "./routes/fn.ts";
 
 /**
  * Builds the HTTP app over a context. It never listens; `cli/commands/serve.ts` does. `requestLog: false`
@@ -60,6 +61,7 @@ export function createApp(ctx: AppContext, opts: { requestLog?: boolean } = {}) 
     .use(adminUserRoutes(ctx))
     .use(oauthRoutes(ctx))
     .use(realtimeRoutes(ctx))
+    .use(fnRoutes(ctx))
     .use(queryRoutes(ctx))
     .use(recordWriteRoutes(ctx))
     .use(recordRoutes(ctx));

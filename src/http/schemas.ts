@@ -164,6 +164,18 @@ export const CodeBody = open({ code: byService(t.Union([t.String(), Type.Integer
 export const TotpVerifyBody = open({ totp_token: token, code: CodeBody.properties.code });
 export const NameBody = open({ name: t.String({ description: "1..100 characters" }) });
 export const Ok = open({ ok: t.Literal(true) });
+export const DeleteAccountBody = open({
+  password: t.Optional(byService(t.String({ description: "the account's password" }))),
+  code: t.Optional(CodeBody.properties.code),
+}, "the password, or a fresh 2FA code (TOTP or recovery code) when 2FA is on; neither for an account without both, from a session at most 5 minutes old");
+export const DeletedAccountBody = t.Object({
+  ok: t.Literal(true),
+  deleted: t.Record(t.String(), Type.Integer(), { description: "owned records deleted, by collection" }),
+});
+export const OwnDataBody = t.Object({
+  user: UserBody,
+  collections: t.Record(t.String(), t.Array(open({})), { description: "every active record the user owns, by collection" }),
+});
 export const TotpEnabledBody = t.Object({
   enabled: t.Literal(true),
   recovery_codes: t.Array(t.String(), { description: "single-use codes for a lost authenticator, shown only here" }),

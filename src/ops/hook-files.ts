@@ -5,6 +5,7 @@ import type { AppContext } from "../context.ts";
 import { subscribeCommitHooks } from "../hooks/commit.ts";
 import { HOOK_KEYS, hookFiles, loadHookFile } from "../hooks/load.ts";
 import type { HookModule } from "../hooks/types.ts";
+import { routeConflict, type FnRoute } from "../hooks/routes.ts";
 
 /**
  * Hooks reload (CONTRACT §15): `baas serve` loads the hook files again when they change (watchHooks) and on
@@ -17,6 +18,7 @@ import type { HookModule } from "../hooks/types.ts";
 interface FileState {
   /** What the version in use registers (none when the file never loaded). */
   hooks: HookModule[];
+  routes: FnRoute[];
   error: string | null;
   loadedAt: number | null;
 }
@@ -36,8 +38,14 @@ function registryOf(ctx: AppContext, loadedAt: number | null = null): Registry {
     const files = new Map<string, FileState>();
     for (const h of ctx.hooks.list) {
       const file = h.file ?? "";
-      const state = files.get(file) ?? { hooks: [], error: null, loadedAt };
+      const state = files.get(file) ?? { hooks: [], routes: [], error: null, loadedAt };
       state.hooks.push(h);
+      files.set(file, state);
+    }
+    for (const r of ctx.hooks.routes ?? []) {
+      const file = r.file ?? "";
+      const state = files.get(file) ?? { hooks: [], routes: [], error: null, loadedAt };
+      state.routes.push(r);
       files.set(file, state);
     }
     registries.set(ctx, (reg = { files, running: Promise.resolve() }));
@@ -98,18 +106,32 @@ async function reloadNow(ctx: AppContext, reg: Registry): Promise<HooksStatus> {
   for (const file of present) {
     const before = reg.files.get(file);
     try {
-      files.set(file, { hooks: await loadHookFile(file), error: null, loadedAt: ctx.clock.now() });
+      files.set(file, { ...(await loadHookFile(file)), error: null, loadedAt: ctx.clock.now() });
     } catch (err) {
       const error = err instanceof Error ? err.message : String(err);
       ctx.log.error(before?.hooks.length ? "hook file failed to load; its previous version stays in use" : "hook file failed to load", {
         file,
         error,
       });
-      files.set(file, { hooks: before?.hooks ?? [], error, loadedAt: before?.loadedAt ?? null });
+      files.set(file, { hooks: before?.hooks ?? [], routes: before?.routes ?? [], error, loadedAt: before?.loadedAt ?? null });
     }
+  }
+  // Routes, file by file in name order: a file whose new routes answer the same requests as an earlier file's fails
+  // to load as a broken one does (its previous routes stay where they still fit).
+  const routes: FnRoute[] = [];
+  for (const [file, state] of files) {
+    const conflict = routeConflict(routes, state.routes);
+    if (conflict) {
+      const before = reg.files.get(file);
+      ctx.log.error("hook file failed to load; its previous version stays in use", { file, error: conflict });
+      const kept = before && before.routes !== state.routes && !routeConflict(routes, before.routes) ? before : null;
+      files.set(file, { hooks: kept?.hooks ?? before?.hooks ?? [], routes: kept?.routes ?? [], error: conflict, loadedAt: before?.loadedAt ?? null });
+    }
+    routes.push(...files.get(file)!.routes);
   }
   reg.files = files;
   ctx.hooks.list = [...files.values()].flatMap((s) => s.hooks);
+  ctx.hooks.routes = routes;
   noteHooksChanged(ctx);
   subscribeCommitHooks(ctx.hooks, ctx.events, ctx.log);
   const failed = [...files.values()].filter((s) => s.error).length;

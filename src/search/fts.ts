@@ -1,6 +1,6 @@
 import { execAll, type Engine } from "../db/engine.ts";
 import type { AppContext } from "../context.ts";
-import { findCollection, listCollections, requireCollection, saveCollectionRow } from "../catalog/catalog.ts";
+import { findCollection, findHandle, listCollections, requireCollection, saveCollectionRow } from "../catalog/catalog.ts";
 import type { Collection, FieldDef, FtsState } from "../catalog/types.ts";
 import type { FtsSearch } from "../db/dialect.ts";
 import { inTransaction } from "../transaction.ts";
@@ -31,8 +31,21 @@ export interface FtsProgress {
 /** Rows indexed per step of a build; between steps the event loop serves requests. */
 export const FTS_BUILD_CHUNK = 1000;
 
-function textFields(fields: FieldDef[]): string[] {
-  return fields.filter((f) => f.type === "text").map((f) => f.name);
+/** The fields the index takes: text fields, but not those holding record ids (relation fields). */
+function textFields(fields: FieldDef[], ids: ReadonlySet<string>): string[] {
+  return fields.filter((f) => f.type === "text" && !ids.has(f.name.toLowerCase())).map((f) => f.name);
+}
+
+/**
+ * The fields of collection `name` that hold ids of records (a `one` relation's field, the field of a `many`
+ * relation's target naming its parent), lower-cased: words of an id found nothing a person searches for.
+ */
+async function idFields(ctx: AppContext, name: string): Promise<Set<string>> {
+  const h = await findHandle(ctx, name);
+  const ids = new Set<string>();
+  for (const r of h?.from ?? []) if (r.type === "one") ids.add(r.from_field.toLowerCase());
+  for (const r of h?.to ?? []) if (r.type === "many" && r.to_field) ids.add(r.to_field.toLowerCase());
+  return ids;
 }
 
 /** Drops the index of a collection and what keeps it current (no-op when there is none). */
@@ -46,9 +59,9 @@ export async function dropFtsBesideTable(db: Engine, name: string): Promise<void
 }
 
 /** Creates the index and what keeps it current on every write (see FtsDialect.steps for whether it starts empty). */
-async function createIndexObjects(db: Engine, col: Collection): Promise<string[]> {
-  const fields = textFields(col.fields);
-  await execAll(db, db.sql.fts.create(col.name, fields));
+async function createIndexObjects(ctx: AppContext, col: Collection): Promise<string[]> {
+  const fields = textFields(col.fields, await idFields(ctx, col.name));
+  await execAll(ctx.db, ctx.db.sql.fts.create(col.name, fields));
   return fields;
 }
 
@@ -142,7 +155,7 @@ export async function enableFts(
     created = await inTransaction(ctx, async () => {
       const now = await requireCollection(ctx, name);
       if (now.fts.enabled) return false;
-      const fields = await createIndexObjects(ctx.db, now);
+      const fields = await createIndexObjects(ctx, now);
       await saveCollectionRow(ctx, { ...now, fts: inSteps ? { enabled: true, fields, building: true } : { enabled: true, fields }, updatedAt: ctx.clock.now() });
       return true;
     });
@@ -177,7 +190,7 @@ export async function disableFts(ctx: AppContext, name: string): Promise<{ enabl
  */
 export async function ftsAfterNewFields(ctx: AppContext, col: Collection, fields: FieldDef[]): Promise<FtsState> {
   if (!col.fts.enabled) return col.fts;
-  const text = textFields(fields);
+  const text = textFields(fields, await idFields(ctx, col.name));
   if (text.length === col.fts.fields.length) return col.fts;
   await execAll(ctx.db, ctx.db.sql.fts.refields(col.name, text));
   return { ...col.fts, fields: text };

@@ -65,3 +65,8 @@ export async function existingUserIds(db: Engine, ids: readonly string[]): Promi
   if (!ids.length) return [];
   return (await db.all<{ id: string }>(`SELECT id FROM _users WHERE id ${db.sql.inList}`, [listParam(ids)])).map((r) => r.id);
 }
+
+/** Deletes a user; its sessions, refresh tokens, API keys, mail tokens, recovery codes and OAuth links go with it (foreign keys). */
+export async function deleteUserRow(db: Engine, id: string): Promise<void> {
+  await db.run("DELETE FROM _users WHERE id = ?", [id]);
+}

@@ -22,6 +22,27 @@ export default {
 `,
 );
 
+// Routes (CONTRACT §15) in a file of their own: a signed callback that writes through tx.
+writeFileSync(
+  join(hooksDir, "payments.ts"),
+  `import { createHmac } from "node:crypto";
+import { shout } from "./_shout.ts";
+interface Args { rawBody: string; body: any; request: Request; params: Record<string, string>; tx: any }
+export const routes = [
+  { method: "GET", path: "/shout/:word", handler: ({ params }: Args) => ({ said: shout(params.word) }) },
+  {
+    method: "POST",
+    path: "/paid",
+    handler: async ({ rawBody, body, request, tx }: Args) => {
+      const want = createHmac("sha256", "s3cret").update(rawBody).digest("hex");
+      if (request.headers.get("x-signature") !== want) throw { status: 401, message: "bad signature", code: "invalid_signature" };
+      return await tx.create("posts", { title: "paid " + body.order });
+    },
+  },
+];
+`,
+);
+
 let bin: string;
 let srv: ServerProcess;
 const call = (method: string, path: string, body?: unknown) =>
@@ -49,6 +70,22 @@ describe("the compiled binary loads TypeScript hook files from HOOKS_DIR", () =>
     const bad = await call("POST", "/posts/bulk", [{ title: "fine" }, { title: "nope" }]);
     expect(bad.status).toBe(400);
     expect(bad.body).toEqual({ error: "no nope posts", code: "hook_rejected", index: 1 });
+  });
+
+  test("routes of a .ts hook file are served under /api/v1/fn/, with tx and the raw body", async () => {
+    const shouted = await call("GET", "/fn/shout/hey");
+    expect(shouted).toEqual({ status: 200, body: { said: "HEY!" } });
+    const raw = '{"order":"o-1"}';
+    const sig = new Bun.CryptoHasher("sha256", "s3cret").update(raw).digest("hex");
+    const post = (signature: string) =>
+      fetch(`${srv.url}/api/v1/fn/paid`, { method: "POST", headers: { "content-type": "application/json", "x-signature": signature }, body: raw }).then(async (r) => ({
+        status: r.status,
+        body: (await r.json()) as any,
+      }));
+    expect(await post("forged")).toEqual({ status: 401, body: { error: "bad signature", code: "invalid_signature" } });
+    const ok = await post(sig);
+    expect(ok.status).toBe(200);
+    expect(ok.body).toMatchObject({ title: "paid o-1", loud: "PAID O-1!" });
   });
 
   test("field-rule regexes run in the binary too (the RE2 engine is bundled into it)", async () => {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { TOTP, URI } from "otpauth";
@@ -77,7 +77,15 @@ function serverRefreshStatuses(): string[] {
 // One server for the file; every test signs up its own user, and posts are read under an owner
 // rule, so each test sees only its own records and the tests pass in any order.
 beforeAll(async () => {
-  srv = await spawnServer();
+  // A route file in the data directory's hooks folder, for `fn`.
+  const dir = mkdtempSync(join(tmpdir(), "baas-client-"));
+  mkdirSync(join(dir, "hooks"));
+  writeFileSync(
+    join(dir, "hooks", "echo.ts"),
+    `export const routes = [{ method: "POST", path: "/echo/:id", handler: ({ params, query, body, auth }) => ({ id: params.id, query, body, user: auth?.email ?? null }) }];\n`,
+  );
+  process.once("exit", () => rmSync(dir, { recursive: true, force: true }));
+  srv = await spawnServer({ dir });
   await admin("POST", "/admin/collections", { name: "authors" });
   await admin("POST", "/admin/collections", { name: "posts", rules: { read: "owner" } });
   await admin("POST", "/admin/relations", { from_col: "posts", from_field: "author", to_col: "authors", type: "one" });
@@ -91,6 +99,26 @@ afterAll(async () => {
 });
 
 describe("the client against a real server", () => {
+  test("fn calls a route of the hook files; exportData and deleteAccount (a wrong password is not retried)", async () => {
+    const { client, sent, refreshes } = newClient();
+    const email = newEmail();
+    const reg = await client.auth.register(email, "correct horse");
+    expect(await client.fn("POST", "/echo/x1", { body: { a: 1 }, query: { q: "v" } })).toEqual({ id: "x1", query: { q: "v" }, body: { a: 1 }, user: email });
+    const post = await client.collection<Post>("posts").create({ title: "mine", views: 1 });
+    const data = await client.auth.exportData();
+    expect(data.user.id).toBe(reg.user.id);
+    expect(data.collections.posts?.map((p) => p._id)).toEqual([post._id]);
+    const before = sent.length;
+    const wrong = await client.auth.deleteAccount({ password: "not the password" }).catch((e: unknown) => e);
+    expect(wrong).toBeInstanceOf(BaasError);
+    expect([(wrong as BaasError).status, (wrong as BaasError).code]).toEqual([401, "invalid_credentials"]);
+    expect(sent.slice(before)).toEqual(["DELETE /api/v1/auth/me"]);
+    expect(refreshes()).toBe(0);
+    expect(await client.auth.deleteAccount({ password: "correct horse" })).toEqual({ ok: true, deleted: { posts: 1 } });
+    expect(await client.auth.session()).toBeNull();
+    expect(await meStatus(reg.access_token)).toBe(401);
+  });
+
   test("register, login, create, list with filter/sort/cursor, expand, 401, automatic refresh, 20 parallel calls with one refresh, logout", async () => {
     const { client, store, refreshes } = newClient();
     const email = newEmail();

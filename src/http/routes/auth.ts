@@ -1,5 +1,6 @@
 import { Elysia } from "elysia";
 import { login, logout, logoutAll, me, register, updateMe } from "../../auth/account.ts";
+import { deleteOwnAccount, exportOwnData } from "../../ops/own-data.ts";
 import { refreshSession } from "../../auth/sessions.ts";
 import type { AppContext } from "../../context.ts";
 import { readJson } from "../body.ts";
@@ -7,12 +8,13 @@ import { bodyChecker } from "../check.ts";
 import { doc } from "../doc.ts";
 import { clientInfo, principalOf } from "../request.ts";
 import { idempotent } from "../idempotency.ts";
-import { LoginResultBody, MetadataBody, Ok, RefreshBody, RegisterBody, SessionBody, UserBody, Credentials } from "../schemas.ts";
+import { DeleteAccountBody, DeletedAccountBody, LoginResultBody, MetadataBody, OwnDataBody, Ok, RefreshBody, RegisterBody, SessionBody, UserBody, Credentials } from "../schemas.ts";
 
 const tag = "auth";
 const registerBody = bodyChecker(RegisterBody);
 const credentials = bodyChecker(Credentials);
 const refreshBody = bodyChecker(RefreshBody);
+const deleteAccountBody = bodyChecker(DeleteAccountBody);
 const metadataBody = bodyChecker(MetadataBody, { "*": ({ key }) => `"${key}" cannot be changed here; only metadata` });
 
 /** `/api/v1/auth/*`: API keys are not accepted here. */
@@ -51,5 +53,18 @@ export function authRoutes(ctx: AppContext) {
         return updateMe(ctx, p, metadataBody.defer(await readJson(request, max)));
       },
       doc({ summary: "Replace the user's metadata", tag, access: "user", body: MetadataBody, ok: UserBody, errors: [403] }),
+    )
+    .get(
+      "/me/export",
+      async ({ request }) => exportOwnData(ctx, await user(request)),
+      doc({ summary: "Download the user and every record they own, by collection", tag, access: "user", ok: OwnDataBody, errors: [403] }),
+    )
+    .delete(
+      "/me",
+      async ({ request }) => {
+        const p = await user(request);
+        return deleteOwnAccount(ctx, p, deleteAccountBody.defer((await readJson(request, max)) ?? {}));
+      },
+      doc({ summary: "Delete the account and every record it owns", tag, access: "user", body: DeleteAccountBody, ok: DeletedAccountBody, errors: [400, 403, 409, 429] }),
     );
 }
