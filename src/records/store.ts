@@ -6,9 +6,10 @@ import type { CollectionHandle } from "../catalog/handle.ts";
 import { addFields, newFieldsOf } from "../collections/grow.ts";
 import { shapeOf, type BodyShape, type Collection, type FieldDef } from "../catalog/types.ts";
 import { validateFieldRules } from "../collections/validate.ts";
-import { ValidationError, type FieldError } from "../errors.ts";
+import { AppError, ValidationError, type FieldError } from "../errors.ts";
 import type { ChangeAction, ChangeEvent } from "../events/bus.ts";
 import { hookAuth, runHooks } from "../hooks/run.ts";
+import { hookTx } from "./tx.ts";
 import type { HookEvent } from "../hooks/types.ts";
 import { newRecordId } from "../ids.ts";
 import { fetchRecord, type RecordJson } from "../query/rows.ts";
@@ -72,8 +73,38 @@ function stage(
   ctx.events.stage(event);
 }
 
-function hookEvent(h: CollectionHandle, op: HookEvent["op"], p: Principal, record: RecordJson | null, previous: RecordJson | null, data: Record<string, unknown> | null = null): HookEvent {
-  return { collection: h.name, op, data, record, previous, auth: hookAuth(p) };
+/** What a hook handler gets (CONTRACT §5, §15): with `tx`, a handle on the write's transaction, when the collection has hooks. */
+function hookEvent(
+  ctx: AppContext,
+  h: CollectionHandle,
+  op: HookEvent["op"],
+  p: Principal,
+  record: RecordJson | null,
+  previous: RecordJson | null,
+  data: Record<string, unknown> | null = null,
+): HookEvent {
+  const event: HookEvent = { collection: h.name, op, data, record, previous, auth: hookAuth(p) };
+  // Not enumerable: a hook that logs or copies its event (JSON, spread) gets the event's data, not the handle.
+  if (h.hooks.length) Object.defineProperty(event, "tx", { value: hookTx(ctx), enumerable: false });
+  return event;
+}
+
+/** `event` with the record as the write left it, for the after* hooks (with its `tx`). */
+function withRecord(event: HookEvent, record: RecordJson): HookEvent {
+  const next = { ...event, record };
+  if (event.tx) Object.defineProperty(next, "tx", { value: event.tx, enumerable: false });
+  return next;
+}
+
+/**
+ * The `_owner_id` a before* hook put in `data` (CONTRACT §15): a user id or null; undefined when it set none.
+ * Clients cannot: a body's `_` keys are dropped before hooks see it.
+ */
+function ownerSetByHook(data: Record<string, unknown>): string | null | undefined {
+  if (!Object.hasOwn(data, "_owner_id")) return undefined;
+  const v = data._owner_id;
+  if (v === null || (typeof v === "string" && v.length > 0 && v.length <= 64)) return v;
+  throw new AppError(400, "hook_rejected", "a hook set _owner_id to something that is neither a user id nor null");
 }
 
 /** Rows of a bulk insert not yet written: see `insertRecord`'s `pending` and `flushRows`. */
@@ -169,13 +200,13 @@ export function insertPlainRun(
  * and the values of the system columns then of the body's fields. Past the checks every key names a field
  * under its own spelling, but for nulls of fields never seen (nothing to store): the shape lists the fields to write.
  */
-function newRow(ctx: AppContext, col: Collection, clean: Record<string, unknown>, p: Principal, errors: readonly FieldError[]) {
+function newRow(ctx: AppContext, col: Collection, clean: Record<string, unknown>, p: Principal, errors: readonly FieldError[], owner?: string | null) {
   const failed = validateFieldRules(col, clean, "create");
   if (errors.length) failed.push(...errors);
   if (failed.length) throw new ValidationError(failed);
   const now = ctx.clock.now();
   const shape = shapeOf(col, clean);
-  const values: (string | number | null)[] = [newRecordId(now), now, now, p.kind === "user" ? p.userId : null, null];
+  const values: (string | number | null)[] = [newRecordId(now), now, now, owner !== undefined ? owner : p.kind === "user" ? p.userId : null, null];
   let i = 0;
   for (const k in clean) {
     const def = shape.defs[i++];
@@ -199,12 +230,13 @@ async function grownFor(ctx: AppContext, h: CollectionHandle, stored: Record<str
 async function insertLinked(ctx: AppContext, h: CollectionHandle, body: Record<string, unknown>, p: Principal, pending: PendingRow[] | undefined): Promise<RecordJson> {
   const hooked = h.hooks.length > 0;
   const data = hooked ? userFields(body) : userFieldsShared(body);
-  if (hooked) runHooks(h.hooks, "beforeCreate", hookEvent(h, "create", p, null, null, data));
+  if (hooked) await runHooks(h.hooks, "beforeCreate", hookEvent(ctx, h, "create", p, null, null, data));
+  const owner = hooked ? ownerSetByHook(data) : undefined;
   const clean = hooked ? userFields(data) : data;
   const relations = await relationsOf(ctx, h, clean, p);
   h = await grownFor(ctx, h, relations.stored);
   const col = h.col;
-  const row = newRow(ctx, col, clean, p, relations.errors);
+  const row = newRow(ctx, col, clean, p, relations.errors, owner);
   const id = row.values[0] as string;
   const plain = h.from.length === 0;
   if (pending && plain) pending.push({ table: col.name, fields: row.shape.names, values: row.values });
@@ -213,7 +245,7 @@ async function insertLinked(ctx: AppContext, h: CollectionHandle, body: Record<s
   const inserted = insertedRecord(col, row.shape, row.values, clean);
   const record = plain ? inserted : (await attachRelationFields(ctx, h, [inserted], p))[0];
   stage(ctx, col, "create", plain ? { ...record } : await adminView(ctx, h, record, p), undefined, row.now, p);
-  if (hooked) runHooks(h.hooks, "afterCreate", hookEvent(h, "create", p, record, null, clean));
+  if (hooked) await runHooks(h.hooks, "afterCreate", hookEvent(ctx, h, "create", p, record, null, clean));
   return record;
 }
 
@@ -330,7 +362,8 @@ async function writeUpdate(
   const forced = opts.forced;
   const data = userFields(body);
   const before = await adminView(ctx, h, previous, null);
-  runHooks(h.hooks, "beforeUpdate", hookEvent(h, "update", p, previous, previous, data));
+  await runHooks(h.hooks, "beforeUpdate", hookEvent(ctx, h, "update", p, previous, previous, data));
+  const owner = h.hooks.length ? ownerSetByHook(data) : undefined;
   let clean = userFields(data);
   let deltas: NumberDelta[] | undefined;
   if (hasOperators(clean)) ({ clean, deltas } = resolveOperators(h, clean, before));
@@ -338,13 +371,13 @@ async function writeUpdate(
   h = await grownFor(ctx, h, relations.stored);
   checkUpdate(h.col, clean, relations, forced);
   const now = ctx.clock.now();
-  await updateRow(ctx, h.col, previous, clean, now, opts.guard === true, deltas);
+  await updateRow(ctx, h.col, previous, clean, now, opts.guard === true, deltas, owner);
   await writeLinks(ctx, relations, previous._id as string);
   const written = (await fetchRecord(ctx, h.col, previous._id as string))!;
   if (deltas) checkDeltas(h.col, written, deltas);
   const record = (await attachRelationFields(ctx, h, [written], p))[0];
   stage(ctx, h.col, "update", await adminView(ctx, h, record, p), before, now, p);
-  runHooks(h.hooks, "afterUpdate", hookEvent(h, "update", p, record, previous, clean));
+  await runHooks(h.hooks, "afterUpdate", hookEvent(ctx, h, "update", p, record, previous, clean));
   return record;
 }
 
@@ -399,9 +432,14 @@ async function updateRow(
   now: number,
   guard: boolean,
   deltas: readonly NumberDelta[] | undefined,
+  owner: string | null | undefined,
 ): Promise<void> {
   const sets = [BUMP];
   const values: (string | number | null)[] = [now, now];
+  if (owner !== undefined) {
+    sets.push('"_owner_id" = ?');
+    values.push(owner);
+  }
   for (const [k, v] of Object.entries(clean)) {
     const def = col.fieldMap.get(k.toLowerCase());
     if (!def) continue;
@@ -467,8 +505,8 @@ export async function softDeleteRecord(
   effects: RelationEffects,
   opts: WriteOptions = {},
 ): Promise<RecordJson> {
-  const event = hookEvent(h, "delete", p, previous, previous);
-  runHooks(h.hooks, "beforeDelete", event);
+  const event = hookEvent(ctx, h, "delete", p, previous, previous);
+  await runHooks(h.hooks, "beforeDelete", event);
   const now = ctx.clock.now();
   const before = await adminView(ctx, h, previous, null);
   const version = await markDeleted(ctx, h.name, previous, now, now, opts.guard === true);
@@ -476,7 +514,7 @@ export async function softDeleteRecord(
   await effects.deleted(ctx, h, previous, "soft", p);
   const record = (await fetchRecord(ctx, h.col, previous._id as string))!;
   if (h.from.length) await attachRelationFields(ctx, h, [record], p);
-  runHooks(h.hooks, "afterDelete", { ...event, record });
+  await runHooks(h.hooks, "afterDelete", withRecord(event, record));
   return record;
 }
 
@@ -493,8 +531,8 @@ export async function restoreRecordRow(
   effects: RelationEffects,
   opts: WriteOptions = {},
 ): Promise<RecordJson> {
-  const event = hookEvent(h, "restore", p, previous, previous);
-  runHooks(h.hooks, "beforeRestore", event);
+  const event = hookEvent(ctx, h, "restore", p, previous, previous);
+  await runHooks(h.hooks, "beforeRestore", event);
   const now = ctx.clock.now();
   const before = await adminView(ctx, h, previous, null);
   const version = await markDeleted(ctx, h.name, previous, null, now, opts.guard === true);
@@ -502,7 +540,7 @@ export async function restoreRecordRow(
   await effects.restored(ctx, h, previous._id as string, p);
   const record = (await fetchRecord(ctx, h.col, previous._id as string))!;
   if (h.from.length) await attachRelationFields(ctx, h, [record], p);
-  runHooks(h.hooks, "afterRestore", { ...event, record });
+  await runHooks(h.hooks, "afterRestore", withRecord(event, record));
   return record;
 }
 
@@ -518,8 +556,8 @@ export async function removeRecord(
   effects: RelationEffects,
   opts: WriteOptions = {},
 ): Promise<void> {
-  const event = hookEvent(h, "delete", p, previous, previous);
-  runHooks(h.hooks, "beforeDelete", event);
+  const event = hookEvent(ctx, h, "delete", p, previous, previous);
+  await runHooks(h.hooks, "beforeDelete", event);
   const last = await adminView(ctx, h, previous, null);
   const values: (string | number | null)[] = [];
   const where = whereRow(previous, opts.guard === true, values);
@@ -527,7 +565,7 @@ export async function removeRecord(
   if (opts.guard && done.changes === 0) throw preconditionFailed();
   stage(ctx, h.col, "hard_delete", last, last, ctx.clock.now(), p);
   await effects.deleted(ctx, h, previous, "hard", p);
-  runHooks(h.hooks, "afterDelete", event);
+  await runHooks(h.hooks, "afterDelete", event);
 }
 
 /**
@@ -549,9 +587,9 @@ export async function relinkRecord(
   if (!previous) return;
   const before = await adminView(ctx, h, previous, null);
   const data = { [link.field]: link.next };
-  runHooks(h.hooks, "beforeUpdate", hookEvent(h, "update", p, previous, previous, data));
+  await runHooks(h.hooks, "beforeUpdate", hookEvent(ctx, h, "update", p, previous, previous, data));
   await changeLink(ctx, id, change);
   const record = await adminView(ctx, h, (await fetchRecord(ctx, h.col, id))!, null);
   stage(ctx, h.col, "update", record, before, ctx.clock.now(), p);
-  runHooks(h.hooks, "afterUpdate", hookEvent(h, "update", p, record, previous, data));
+  await runHooks(h.hooks, "afterUpdate", hookEvent(ctx, h, "update", p, record, previous, data));
 }
