@@ -158,7 +158,7 @@ scenarios<undefined>("async hooks with tx", { users: ["ann", "bob"], setup, app:
     events: [],
     after: async ({ t, v }) => {
       const now = { n1: await count(t, "n1"), n2: await count(t, "n2"), n3: await count(t, "n3"), n4: await count(t, "n4") };
-      expect(now).toEqual(v as V);
+      expect(now as V).toEqual(v as V);
     },
   },
 ]);
