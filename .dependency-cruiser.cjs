@@ -4,7 +4,7 @@
 
 /** Lowest first. A folder is "name/"; a top-level file of src/ is "name.ts". */
 const LAYERS = [
-  // Plain helpers that import nothing of ours (or only each other, in this order).
+  // Plain utilities that import nothing of ours (or only each other, in this order).
   ["errors.ts", "crypto.ts", "ids.ts", "clock.ts", "ip.ts", "log.ts", "version.ts", "config.ts", "principal.ts"],
   ["db/"],
   ["tables/"],
@@ -21,6 +21,7 @@ const LAYERS = [
   ["rules/"],
   ["search/"],
   ["query/"],
+  ["files/"],
   ["collections/"],
   ["relations/"],
   ["records/"],

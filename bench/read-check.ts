@@ -1,8 +1,8 @@
-// CPU time of one realtime read check (canRead: run per stream per event), allowed and refused:
+// CPU time of one realtime read check (readDecision: run per stream per event), allowed and refused:
 // `bun bench/read-check.ts`. A refusal used to throw and catch an AppError per check.
 import type { Principal } from "../src/principal.ts";
 import type { Collection } from "../src/catalog/types.ts";
-import { canRead } from "../src/records/access.ts";
+import { readDecision } from "../src/records/access.ts";
 
 const col = (read: unknown) => ({ name: "chat", rules: { read, create: "authenticated", update: "owner", delete: "owner" } }) as unknown as Collection;
 const anonymous: Principal = { kind: "anonymous" };
@@ -15,10 +15,10 @@ const cases: [string, Collection, Principal][] = [
   ["user stream, owner rule, another's record (refused)", col("owner"), user],
 ];
 for (const [name, c, p] of cases) {
-  for (let i = 0; i < 100_000; i++) canRead(c, p, record);
+  for (let i = 0; i < 100_000; i++) readDecision(c, p, record);
   const n = 1_000_000;
   const t0 = process.cpuUsage();
-  for (let i = 0; i < n; i++) canRead(c, p, record);
+  for (let i = 0; i < n; i++) readDecision(c, p, record);
   const u = process.cpuUsage(t0);
   console.log(`| ${name} | ${(((u.user + u.system) / n) * 1000).toFixed(0)} ns |`);
 }

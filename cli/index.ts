@@ -13,6 +13,7 @@ program
   .version(VERSION, "-v, --version")
   .option("--data <dir>", "data directory (env DATA_DIR, default ./baas_data)")
   .option("--database <url>", "a PostgreSQL database (postgres://user:pass@host:port/db) instead of the data directory's SQLite file (env DATABASE_URL)")
+  .option("--storage <url>", "where uploaded files are: s3://bucket/prefix or a folder (env STORAGE_URL, default <data>/storage)")
   .option("--json", "print machine-readable JSON")
   .configureHelp({ showGlobalOptions: true })
   .showHelpAfterError("(run 'baas help <command>' for usage and examples)")
@@ -68,6 +69,7 @@ if (process.argv[commandIndex(process.argv)] !== "serve") {
     import("./commands/types.ts").then((m) => m.registerTypes),
     import("./commands/schema.ts").then((m) => m.registerSchema),
     import("./commands/fields.ts").then((m) => m.registerFields),
+    import("./commands/storage.ts").then((m) => m.registerStorage),
   ]);
   for (const register of commands) register(program);
 }

@@ -12,6 +12,8 @@ import { confirm, isInteractive } from "./prompts.ts";
 export interface GlobalOptions {
   data?: string;
   database?: string;
+  /** Where uploaded files are (env STORAGE_URL): s3://bucket/prefix or a folder. */
+  storage?: string;
   json?: boolean;
 }
 
@@ -28,8 +30,8 @@ export function globalsOf(cmd: Command): GlobalOptions {
  * data directory: a mistyped --data must fail here instead of quietly making a new, empty database.
  */
 export async function withContext<T>(cmd: Command, fn: (ctx: AppContext) => T | Promise<T>): Promise<T> {
-  const { data, database } = globalsOf(cmd);
-  const config = loadConfig({ data, database });
+  const { data, database, storage } = globalsOf(cmd);
+  const config = loadConfig({ data, database, storage });
   if (config.database.engine === "sqlite" && !existsSync(config.dataDir)) throw new AppError(404, "not_found", `no baas data directory at ${config.dataDir}`);
   const ctx = await openContext(config).catch((err) => {
     throw unreachable(config, err);

@@ -31,6 +31,8 @@ export interface Config {
    * right-most `X-Forwarded-For` address not in the list. Empty: the socket's peer, and the header is ignored.
    */
   trustProxy: IpRange[];
+  /** Where uploaded files live (CONTRACT §14): `<data>/storage/` by default, or an S3-compatible bucket. */
+  storage: StorageConfig;
   /** Base URLs that replace the real OAuth providers' hosts (tests point them at stub servers); null in production. */
   oauthBaseUrls: { codehost: string | null; portal: string | null };
 }
@@ -48,7 +50,24 @@ export type DatabaseConfig =
       statementTimeoutMs: number;
     };
 
+/** Where files are stored: a folder, or a bucket (and key prefix) of an S3-compatible service. */
+export type StorageConfig =
+  | { kind: "local"; dir: string }
+  | {
+      kind: "s3";
+      bucket: string;
+      /** Keys start with it (no leading or trailing slash; "" for none). */
+      prefix: string;
+      endpoint?: string;
+      region?: string;
+      accessKeyId?: string;
+      /** Never logged. */
+      secretAccessKey?: string;
+    };
+
 export interface ConfigFlags {
+  /** `s3://bucket/prefix` (env STORAGE_URL); absent = `<data>/storage/`. */
+  storage?: string;
   port?: string | number;
   /** A postgres:// URL (env DATABASE_URL); absent = SQLite in the data dir. */
   database?: string;
@@ -102,6 +121,7 @@ export function loadConfig(flags: ConfigFlags = {}, env: Record<string, string |
     logFormat,
     logLevel,
     trustProxy: trustProxyFrom(flags.trustProxy ?? env.TRUST_PROXY),
+    storage: storageFrom(flags.storage ?? env.STORAGE_URL, dataDir, env),
     oauthBaseUrls: {
       codehost: env.OAUTH_CODEHOST_BASE_URL ? stripSlash(env.OAUTH_CODEHOST_BASE_URL) : null,
       portal: env.OAUTH_PORTAL_BASE_URL ? stripSlash(env.OAUTH_PORTAL_BASE_URL) : null,
@@ -162,4 +182,29 @@ function oneOf<T extends string>(name: string, raw: string, allowed: readonly T[
 
 function stripSlash(url: string): string {
   return url.replace(/\/+$/, "");
+}
+
+/**
+ * Parses `--storage` / STORAGE_URL: empty means `<data>/storage/`; `s3://bucket[/prefix]` a bucket of any
+ * S3-compatible service (S3_ENDPOINT, S3_REGION, S3_ACCESS_KEY_ID, S3_SECRET_ACCESS_KEY); a path a folder.
+ */
+export function storageFrom(raw: string | undefined, dataDir: string, env: Record<string, string | undefined> = {}): StorageConfig {
+  const value = (raw ?? "").trim();
+  if (!value) return { kind: "local", dir: join(dataDir, "storage") };
+  if (!/^s3:\/\//i.test(value)) {
+    if (/^[a-z][a-z0-9+.-]*:\/\//i.test(value)) throw new ConfigError("storage must be s3://bucket/prefix or a folder");
+    return { kind: "local", dir: resolve(value) };
+  }
+  const m = /^s3:\/\/([^/]+)\/?(.*)$/i.exec(value);
+  if (!m || !/^[a-z0-9][a-z0-9.-]{1,62}$/.test(m[1]!)) throw new ConfigError("storage must be s3://bucket/prefix with a valid bucket name");
+  const prefix = m[2]!.replace(/^\/+|\/+$/g, "");
+  return {
+    kind: "s3",
+    bucket: m[1]!,
+    prefix,
+    endpoint: env.S3_ENDPOINT || undefined,
+    region: env.S3_REGION || undefined,
+    accessKeyId: env.S3_ACCESS_KEY_ID || undefined,
+    secretAccessKey: env.S3_SECRET_ACCESS_KEY || undefined,
+  };
 }

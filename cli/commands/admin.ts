@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import { rotateAdminSecret } from "../../src/auth/admin.ts";
 import { backupDatabase } from "../../src/ops/backup.ts";
+import { backupFiles } from "../../src/files/copy.ts";
 import { isInteractive, withSpinner } from "../prompts.ts";
 import { globalsOf, humanBytes, note, output, withContext } from "../run.ts";
 
@@ -39,7 +40,9 @@ Example:
       "after",
       `
 The copy is made with SQLite's VACUUM INTO: one consistent snapshot, compacted.
-Restore by stopping the server and putting the file in place of <data>/baas.db.
+Uploaded files are copied beside it, into the folder <file>.storage/ (whatever the storage).
+Restore by stopping the server and putting the file in place of <data>/baas.db (and the
+folder's content in place of <data>/storage/, or into your bucket).
 
 Examples:
   $ baas backup backups/baas-$(date +%F).db
@@ -48,8 +51,13 @@ Examples:
     .action(async (file: string, opts: { force?: boolean }, cmd: Command) => {
       const spin = isInteractive() && !globalsOf(cmd).json;
       const res = await withContext(cmd, (ctx) =>
-        withSpinner(spin, `Backing up to ${file}`, () => backupDatabase(ctx, file, { overwrite: opts.force })),
+        withSpinner(spin, `Backing up to ${file}`, async () => {
+          const db = await backupDatabase(ctx, file, { overwrite: opts.force });
+          // Files (CONTRACT §14): beside the database, in <file>.storage/.
+          const files = await backupFiles(ctx, `${db.file}.storage`);
+          return { ...db, files };
+        }),
       );
-      output(cmd, res, () => `backup written: ${res.file} (${humanBytes(res.bytes)})`);
+      output(cmd, res, () => `backup written: ${res.file} (${humanBytes(res.bytes)}), ${res.files} files in ${res.file}.storage/`);
     });
 }

@@ -44,10 +44,10 @@ Examples:
   $ baas serve --trust-proxy 127.0.0.1,::1      # behind nginx on the same machine`,
     )
     .action(async (opts: { port?: string; host?: string; data?: string; database?: string; sync?: string; logFormat?: string; trustProxy?: string; waitForDatabase?: string }) => {
-      const { data: globalData, database: globalDatabase, json } = program.opts() as { data?: string; database?: string; json?: boolean };
+      const { data: globalData, database: globalDatabase, storage, json } = program.opts() as { data?: string; database?: string; storage?: string; json?: boolean };
       if (json) throw new UsageError("serve has no --json output (for a JSON request log use --log-format json)");
       const { waitForDatabase, ...configOpts } = opts;
-      const config = loadConfig({ ...configOpts, data: opts.data ?? globalData, database: opts.database ?? globalDatabase });
+      const config = loadConfig({ ...configOpts, data: opts.data ?? globalData, database: opts.database ?? globalDatabase, storage });
       const waitForDatabaseMs = waitSeconds(waitForDatabase ?? process.env.BAAS_WAIT_FOR_DATABASE) * 1000;
       const { loadHooks } = await import("../../src/hooks/load.ts");
       const hooks = await loadHooks(config.hooksDir);
@@ -76,6 +76,9 @@ Examples:
       // starting is not worth compiling. Serving is what runs again and again: the normal policy from here on.
       Bun.unsafe.setJITPolicy(1);
       say(`baas listening on http://${config.host}:${running.server.port} (${storageLabel(config)})`);
+      // Several nodes share a PostgreSQL database; a folder of files is this machine's alone (CONTRACT §14).
+      if (config.database.engine === "postgres" && config.storage.kind === "local")
+        say(`warning: files are stored in ${config.storage.dir} on this machine; several nodes on one PostgreSQL database need shared storage: --storage s3://bucket/prefix`);
       let stopping = false;
       stop = (signal: string) => {
         if (stopping) {

@@ -8,7 +8,7 @@ import type { BaasRecord } from "./types.js";
 export { BaasError, isBaasError, type FieldError } from "./errors.js";
 export { memoryStorage, type SessionStorage } from "./storage.js";
 export type { AuthApi } from "./auth.js";
-export type { CollectionApi, WriteOptions } from "./collection.js";
+export type { CollectionApi, FileOptions, WriteOptions } from "./collection.js";
 export { fetchEventSource, type EventSourceFactory, type EventSourceLike, type SseEvent } from "./event-source.js";
 export type { RealtimeAction, RealtimeApi, RealtimeEvent, Topic, Unsubscribe } from "./realtime.js";
 export type { ClientOptions, FetchFunction, RequestOptions, StoredSession } from "./transport.js";
@@ -25,6 +25,8 @@ export interface BaasClient {
   readonly realtime: RealtimeApi;
   /** Shorthand for `realtime.subscribe`. */
   subscribe: RealtimeApi["subscribe"];
+  /** A file token (valid 2 minutes) for `fileUrl(…, { token })`: lets `<img src>` pass a read rule that needs a user. */
+  fileToken(): Promise<string>;
   /**
    * Calls a route of the server's hook files, `/api/v1/fn/<path>`: `fn("POST", "orders/o1/pay", { body })`.
    * Answers the route's JSON (undefined for an empty answer); a failure rejects with a BaasError as any call.
@@ -55,5 +57,6 @@ export function createClient(url: string, options: ClientOptions = {}): BaasClie
         query: opts.query === undefined || opts.query instanceof URLSearchParams ? opts.query : new URLSearchParams(opts.query),
       }),
     request: (method, path, opts) => t.request(method, path, opts),
+    fileToken: async () => (await t.request<{ token: string }>("POST", "/files/token")).token,
   };
 }

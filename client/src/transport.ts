@@ -86,14 +86,16 @@ export function createTransport(url: string, options: ClientOptions = {}): Trans
   async function send<R>(method: string, path: string, opts: RequestOptions, token: string | null): Promise<R> {
     const query = opts.query?.toString();
     const headers: Record<string, string> = { Accept: "application/json", ...options.headers, ...opts.headers };
-    if (opts.body !== undefined) headers["Content-Type"] = "application/json";
+    // A FormData body (files) goes as multipart/form-data, with the boundary fetch sets.
+    const form = typeof FormData !== "undefined" && opts.body instanceof FormData;
+    if (opts.body !== undefined && !form) headers["Content-Type"] = "application/json";
     if (token) headers.Authorization = `Bearer ${token}`;
     let res: Response;
     try {
       res = await doFetch(`${baseUrl}${path}${query ? `?${query}` : ""}`, {
         method,
         headers,
-        body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
+        body: opts.body === undefined ? undefined : form ? (opts.body as FormData) : JSON.stringify(opts.body),
       });
     } catch (err) {
       throw new BaasError(0, "network_error", `could not reach ${baseUrl}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });

@@ -9,6 +9,7 @@ import { createSession, revokeSession, revokeUserApiKeys, revokeUserSessions, ty
 import { finishLogin, type LoginResult } from "./totp.ts";
 import { sendVerificationEmail } from "./verification.ts";
 import { requireVerifiedEmail } from "./verified.ts";
+import { setUserMetadata } from "../tables/users.ts";
 
 const invalidCredentials = () => new AppError(401, "invalid_credentials", "invalid email or password");
 
@@ -115,6 +116,6 @@ export async function me(ctx: AppContext, p: Principal): Promise<UserJson> {
 export async function updateMe(ctx: AppContext, p: Principal, input: Checked<{ metadata: unknown }>): Promise<UserJson> {
   const u = requireUserPrincipal(p);
   const metadata = checkMetadata(bodyOf(input).metadata);
-  await ctx.db.run("UPDATE _users SET metadata = ?, updated_at = ? WHERE id = ?", [JSON.stringify(metadata), ctx.clock.now(), u.userId]);
+  await setUserMetadata(ctx.db, u.userId, JSON.stringify(metadata), ctx.clock.now());
   return me(ctx, p);
 }

@@ -8,6 +8,8 @@ import { activeApiKeysOf, revokeApiKeyOf, type ApiKeyJson } from "./api-keys.ts"
 import { removeTotp } from "./totp.ts";
 import { lockedUntil } from "./lockout.ts";
 import { checkMetadata, checkRoles, createUser, emailConflictOf, findUserByEmail, requireUser, userToJson, type UserJson } from "../users/users.ts";
+import { useUserTokens } from "../tables/tokens.ts";
+import { deleteUserRow, searchUserRows, updateUserColumns, type UserChanges } from "../tables/users.ts";
 
 /** Lifetime of an admin impersonation token (CONTRACT §3). */
 export const IMPERSONATION_TTL_SECONDS = 300;
@@ -31,9 +33,7 @@ export async function listUsers(ctx: AppContext, opts: { search?: string; limit?
   if (search.length > 254) throw badRequest("search is too long");
   // LIKE wildcards in the search text are escaped: the text is matched literally.
   const pattern = `%${search.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-  const where = `WHERE ${ctx.db.sql.escapedLike("email")}`;
-  const total = (await ctx.db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM _users ${where}`, [pattern]))!.n;
-  const rows = await ctx.db.all<Parameters<typeof userToJson>[0]>(`SELECT * FROM _users ${where} ORDER BY created_at DESC, ${ctx.db.sql.insertOrder} DESC LIMIT ? OFFSET ?`, [pattern, limit, (page - 1) * limit]);
+  const { total, rows } = await searchUserRows(ctx.db, pattern, limit, (page - 1) * limit);
   return { items: rows.map(userToJson), total };
 }
 
@@ -51,34 +51,30 @@ export async function getUser(ctx: AppContext, idOrEmail: string): Promise<UserJ
 /**
  * Changes a user as an admin: `roles`, `metadata` (replaced whole), `is_verified`, `email`, `password`,
  * and `totp_enabled: false` (the same as reset-2fa).
- * New roles reach the access token at the next login or refresh.
+ * New roles apply at the user's next request; the access token shows them from the next login or refresh.
  */
 export async function adminUpdateUser(ctx: AppContext, idOrEmail: string, input: Checked<AdminUserInput & { totp_enabled?: false }>): Promise<UserJson> {
   const user = await requireUser(ctx, idOrEmail);
   // An admin may only turn 2FA off (a user who lost their authenticator): the schema allows `false` only.
   const b = bodyOf(input);
-  const sets: string[] = [];
-  const values: (string | number | null)[] = [];
-  if (b.roles !== undefined) sets.push("roles = ?"), values.push(JSON.stringify(checkRoles(b.roles)));
-  if (b.metadata !== undefined) sets.push("metadata = ?"), values.push(JSON.stringify(checkMetadata(b.metadata)));
-  if (b.is_verified !== undefined) sets.push("is_verified = ?"), values.push(b.is_verified ? 1 : 0);
+  const changes: UserChanges = {};
+  if (b.roles !== undefined) changes.roles = JSON.stringify(checkRoles(b.roles));
+  if (b.metadata !== undefined) changes.metadata = JSON.stringify(checkMetadata(b.metadata));
+  if (b.is_verified !== undefined) changes.is_verified = b.is_verified ? 1 : 0;
   if (b.email !== undefined) {
     const email = normalizeEmail(b.email);
     const other = await findUserByEmail(ctx, email);
     if (other && other.id !== user.id) throw new AppError(409, "conflict", "a user with this email already exists");
-    sets.push("email = ?"), values.push(email);
+    changes.email = email;
   }
-  if (b.password !== undefined) sets.push("password_hash = ?"), values.push(await hashPassword(checkPassword(b.password)));
-  if (sets.length) {
-    sets.push("updated_at = ?");
-    values.push(ctx.clock.now(), user.id);
-    const emailChanged = b.email !== undefined && values[sets.indexOf("email = ?")] !== user.email;
+  if (b.password !== undefined) changes.password_hash = await hashPassword(checkPassword(b.password));
+  if (Object.keys(changes).length) {
+    const emailChanged = changes.email !== undefined && changes.email !== user.email;
     try {
       await ctx.db.transaction(async () => {
-        await ctx.db.run(`UPDATE _users SET ${sets.join(", ")} WHERE id = ?`, [...values]);
+        await updateUserColumns(ctx.db, user.id, changes, ctx.clock.now());
         // Links mailed to the old address must not verify, sign in or reset the account under the new one.
-        if (emailChanged)
-          await ctx.db.run("UPDATE _tokens SET used_at = ? WHERE user_id = ? AND kind IN ('verify_email', 'magic_link', 'reset_password') AND used_at IS NULL", [ctx.clock.now(), user.id]);
+        if (emailChanged) await useUserTokens(ctx.db, user.id, ["verify_email", "magic_link", "reset_password"], ctx.clock.now());
       });
     } catch (err) {
       throw emailConflictOf(err);
@@ -91,7 +87,7 @@ export async function adminUpdateUser(ctx: AppContext, idOrEmail: string, input:
 /** Deletes a user with their sessions, keys, tokens and linked accounts. Their records keep `_owner_id`. */
 export async function deleteUser(ctx: AppContext, idOrEmail: string): Promise<{ ok: true; id: string }> {
   const user = await requireUser(ctx, idOrEmail);
-  await ctx.db.run("DELETE FROM _users WHERE id = ?", [user.id]);
+  await deleteUserRow(ctx.db, user.id);
   return { ok: true, id: user.id };
 }
 

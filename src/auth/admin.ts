@@ -1,9 +1,10 @@
 import type { AppContext } from "../context.ts";
 import { randomToken, safeEqual, sha256 } from "../crypto.ts";
-import { getMeta, setMeta } from "../db/meta.ts";
+import { getMeta, setMeta, setMetaIfAbsent } from "../db/meta.ts";
 import { AppError, conflict } from "../errors.ts";
 import { signJwt, verifyJwt } from "./jwt.ts";
 import { jwtKey } from "./keys.ts";
+import { noteAdminAttempt, pruneAdminAttempts, recentAdminAttempts } from "../tables/admin-attempts.ts";
 
 export const ADMIN_TOKEN_TTL_SECONDS = 12 * 60 * 60;
 /** The shortest ADMIN_SECRET the server starts with (CONTRACT §8c). */
@@ -56,8 +57,7 @@ export async function ensureAdminSecret(ctx: AppContext): Promise<AdminSecretSta
 async function storeFirstSecret(ctx: AppContext): Promise<string | null> {
   const secret = `baas_admin_${randomToken(24)}`;
   return await ctx.db.transaction(async () => {
-    const { changes } = await ctx.db.run("INSERT INTO _meta (key, value) VALUES ('admin_secret_hash', ?) ON CONFLICT (key) DO NOTHING", [sha256(secret)]);
-    if (!changes) return null;
+    if (!await setMetaIfAbsent(ctx.db, "admin_secret_hash", sha256(secret))) return null;
     await bumpAdminEpoch(ctx);
     return secret;
   });
@@ -120,15 +120,15 @@ export async function checkAdminSecretGuess(ctx: AppContext, candidate: string, 
   const since = now - ADMIN_GUESS_WINDOW_MS;
   // IMMEDIATE: count, compare and record hold the write lock together, so parallel guesses cannot overshoot.
   return await ctx.db.transaction(async () => {
-      const recent = (await ctx.db.get<{ n: number; first: number | null }>("SELECT COUNT(*) AS n, MIN(at) AS first FROM _admin_attempts WHERE ip = ? AND at > ?", [ip, since]))!;
+      const recent = await recentAdminAttempts(ctx.db, ip, since);
       if (recent.n >= ADMIN_GUESS_LIMIT) {
         const retry = Math.max(1, Math.ceil(((recent.first ?? now) + ADMIN_GUESS_WINDOW_MS - now) / 1000));
         throw new AppError(429, "rate_limited", "too many admin login attempts; try again later", {}, { "Retry-After": String(retry) });
       }
       if (await isAdminSecret(ctx, candidate)) return true;
       // Tries older than the window are dropped as new ones come, so many addresses cannot grow the table without bound.
-      await ctx.db.run("DELETE FROM _admin_attempts WHERE at <= ?", [since]);
-      await ctx.db.run("INSERT INTO _admin_attempts (ip, at) VALUES (?, ?)", [ip, now]);
+      await pruneAdminAttempts(ctx.db, since);
+      await noteAdminAttempt(ctx.db, ip, now);
       return false;
     });
 }

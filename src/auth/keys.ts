@@ -1,6 +1,6 @@
 import type { AppContext } from "../context.ts";
 import { randomToken } from "../crypto.ts";
-import { getMeta, setMeta } from "../db/meta.ts";
+import { getMeta, setMeta, setMetaIfAbsent } from "../db/meta.ts";
 
 /**
  * The JWT signing key: generated at first start, kept in the database, cached in memory (it never
@@ -21,7 +21,7 @@ async function loadJwtKey(ctx: AppContext): Promise<string> {
   let key = (await getMeta(ctx.db, "jwt_key")) ?? undefined;
   if (!key) {
     const fresh = randomToken(32);
-    await ctx.db.run("INSERT INTO _meta (key, value) VALUES ('jwt_key', ?) ON CONFLICT DO NOTHING", [fresh]);
+    await setMetaIfAbsent(ctx.db, "jwt_key", fresh);
     key = (await getMeta(ctx.db, "jwt_key"))!;
   }
   ctx.cache.set("jwt_key", key);

@@ -1,5 +1,6 @@
 import type { AppContext } from "../context.ts";
 import { AppError } from "../errors.ts";
+import { clearLoginRow, lockOf, pruneLoginAttempts, releaseLoginSlot, runningLockOf, takeLoginSlot } from "../tables/login-attempts.ts";
 
 /**
  * Account lockout (CONTRACT §7, §8c). Every password or 2FA-code guess takes a slot for its
@@ -9,21 +10,6 @@ import { AppError } from "../errors.ts";
  * Counted per email whether or not an account exists, so a 429 does not reveal which do.
  * A count with no new attempt for LOCKOUT_DURATION_MS is forgotten; a completed login clears it.
  */
-
-// One statement, so the count and the lock are decided inside the database: two processes (or
-// two requests racing past a slow hash) can never both take the last slot.
-// ?1 email, ?2 now, ?3 max attempts, ?4 lock duration (cast, so PostgreSQL knows their type). SET
-// expressions see the row as it was.
-const TAKE_SLOT = `
-  INSERT INTO _login_attempts (email, attempts, last_at, locked_until)
-  VALUES (?1, 1, CAST(?2 AS BIGINT), CASE WHEN 1 >= CAST(?3 AS BIGINT) THEN CAST(?2 AS BIGINT) + CAST(?4 AS BIGINT) END)
-  ON CONFLICT (email) DO UPDATE SET
-    attempts = CASE WHEN COALESCE(_login_attempts.locked_until, _login_attempts.last_at + CAST(?4 AS BIGINT)) <= CAST(?2 AS BIGINT) THEN 1 ELSE _login_attempts.attempts + 1 END,
-    locked_until = CASE WHEN (CASE WHEN COALESCE(_login_attempts.locked_until, _login_attempts.last_at + CAST(?4 AS BIGINT)) <= CAST(?2 AS BIGINT) THEN 1 ELSE _login_attempts.attempts + 1 END) >= CAST(?3 AS BIGINT)
-                        THEN CAST(?2 AS BIGINT) + CAST(?4 AS BIGINT) END,
-    last_at = CAST(?2 AS BIGINT)
-  WHERE _login_attempts.locked_until IS NULL OR _login_attempts.locked_until <= CAST(?2 AS BIGINT)
-  RETURNING attempts`;
 
 /** 429 `account_locked` with Retry-After (seconds). */
 function accountLocked(retryAfterSeconds: number): AppError {
@@ -41,16 +27,16 @@ export async function takeLoginAttempt(ctx: AppContext, email: string): Promise<
   const now = ctx.clock.now();
   const { lockoutMaxAttempts, lockoutDurationMs } = ctx.config;
   // Forgotten counts and ended locks are dropped as they go, so unknown emails cannot grow the table without bound.
-  await ctx.db.run("DELETE FROM _login_attempts WHERE last_at <= ? AND (locked_until IS NULL OR locked_until <= ?)", [now - lockoutDurationMs, now]);
-  const taken = await ctx.db.get(TAKE_SLOT, [email, now, lockoutMaxAttempts, lockoutDurationMs]);
-  if (taken) return;
-  const row = await ctx.db.get<{ locked_until: number | null }>("SELECT locked_until FROM _login_attempts WHERE email = ?", [email]);
-  throw accountLocked(Math.max(1, Math.ceil(((row?.locked_until ?? now) - now) / 1000)));
+  await pruneLoginAttempts(ctx.db, now - lockoutDurationMs, now);
+  // One statement decides the count and the lock inside the database (see tables/login-attempts.ts).
+  if (await takeLoginSlot(ctx.db, email, now, lockoutMaxAttempts, lockoutDurationMs)) return;
+  const until = (await lockOf(ctx.db, email)) ?? now;
+  throw accountLocked(Math.max(1, Math.ceil((until - now) / 1000)));
 }
 
 /** Forgets the failures of `email` and ends its lock: a completed login, a password reset, an admin unlock. */
 export async function clearLoginAttempts(ctx: AppContext, email: string): Promise<void> {
-  await ctx.db.run("DELETE FROM _login_attempts WHERE email = ?", [email]);
+  await clearLoginRow(ctx.db, email);
 }
 
 /**
@@ -58,13 +44,10 @@ export async function clearLoginAttempts(ctx: AppContext, email: string): Promis
  * 2FA user): a right password is no failure. A lock that slot started ends with it.
  */
 export async function releaseLoginAttempt(ctx: AppContext, email: string): Promise<void> {
-  await ctx.db.run(`UPDATE _login_attempts SET attempts = attempts - 1,
-         locked_until = CASE WHEN attempts - 1 >= ?2 THEN locked_until END
-       WHERE email = ?1 AND attempts > 0`, [email, ctx.config.lockoutMaxAttempts]);
+  await releaseLoginSlot(ctx.db, email, ctx.config.lockoutMaxAttempts);
 }
 
 /** Unix ms until which logins of `email` are refused, or null when no lock runs. */
 export async function lockedUntil(ctx: AppContext, email: string): Promise<number | null> {
-  const row = await ctx.db.get<{ locked_until: number | null }>("SELECT locked_until FROM _login_attempts WHERE email = ? AND locked_until > ?", [email, ctx.clock.now()]);
-  return row?.locked_until ?? null;
+  return await runningLockOf(ctx.db, email, ctx.clock.now());
 }

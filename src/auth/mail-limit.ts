@@ -1,5 +1,6 @@
 import type { AppContext } from "../context.ts";
 import { AppError } from "../errors.ts";
+import { mailTimes, noteMailSent, pruneMailLog } from "../tables/mail-log.ts";
 
 /** At most this many mails per address per window (SPEC §8). */
 export const MAIL_LIMIT = 5;
@@ -15,13 +16,13 @@ export async function checkMailLimit(ctx: AppContext, email: string): Promise<vo
   const since = now - MAIL_WINDOW_MS;
   const retryAfter = await ctx.db.transaction(async () => {
       // Rows older than the window are dropped on every call, so the table holds one hour of mail at most.
-      await ctx.db.run("DELETE FROM _mail_log WHERE sent_at <= ?", [since]);
-      const rows = await ctx.db.all<{ sent_at: number }>("SELECT sent_at FROM _mail_log WHERE email = ? AND sent_at > ? ORDER BY sent_at", [email, since]);
+      await pruneMailLog(ctx.db, since);
+      const rows = await mailTimes(ctx.db, email, since);
       if (rows.length >= MAIL_LIMIT) {
         const freeAt = rows[rows.length - MAIL_LIMIT].sent_at + MAIL_WINDOW_MS;
         return Math.max(1, Math.ceil((freeAt - now) / 1000));
       }
-      await ctx.db.run("INSERT INTO _mail_log (email, sent_at) VALUES (?, ?)", [email, now]);
+      await noteMailSent(ctx.db, email, now);
       return 0;
     });
   if (retryAfter > 0)

@@ -83,7 +83,7 @@ async function fromSignedJwt(ctx: AppContext, token: string): Promise<Principal>
 }
 
 /** A user's principal, with the roles, metadata and address of the user's row as read for this request. */
-function userPrincipal(userId: string, row: UserAccessRow, sessionId: string | null, via: "token" | "api_key", apiKeyId?: string): Principal {
+export function userPrincipal(userId: string, row: UserAccessRow, sessionId: string | null, via: "token" | "api_key", apiKeyId?: string): Principal {
   const roles = parseRoles(row.roles);
   const metadata = parseMetadata(row.metadata);
   const verified = !!row.is_verified;

@@ -7,6 +7,8 @@ import { clearLoginAttempts } from "./lockout.ts";
 import { revokeUserApiKeys, revokeUserSessions } from "./sessions.ts";
 import { removeTotp } from "./totp.ts";
 import { mailLinkIfAccount } from "./verification.ts";
+import { useUserTokens } from "../tables/tokens.ts";
+import { setUserPassword } from "../tables/users.ts";
 
 export const RESET_TTL_MS = 60 * 60 * 1000;
 
@@ -33,13 +35,13 @@ export async function resetPassword(
   if (!userId) throw new AppError(400, "invalid_token", "invalid or expired reset token");
   const now = ctx.clock.now();
   return await ctx.db.transaction(async () => {
-    const user = await ctx.db.get<{ email: string; is_verified: number }>("UPDATE _users SET password_hash = ?, updated_at = ? WHERE id = ? RETURNING email, is_verified", [hash, now, userId]);
+    const user = await setUserPassword(ctx.db, userId, hash, now);
     if (!user) throw new AppError(400, "invalid_token", "invalid or expired reset token");
     await clearLoginAttempts(ctx, user.email);
     // IMPORTANT: on a never-verified account the 2FA may have been set up by whoever registered the
     // address in advance; a reset proves the address, so that second factor must not survive it.
     if (!user.is_verified) await removeTotp(ctx, userId);
-    await ctx.db.run("UPDATE _tokens SET used_at = ? WHERE user_id = ? AND kind IN ('reset_password', 'totp_login') AND used_at IS NULL", [now, userId]);
+    await useUserTokens(ctx.db, userId, ["reset_password", "totp_login"], now);
     return { ok: true as const, sessions_revoked: await revokeUserSessions(ctx, userId), api_keys_revoked: await revokeUserApiKeys(ctx, userId) };
   });
 }

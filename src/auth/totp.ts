@@ -1,7 +1,7 @@
 import type { TOTP } from "otpauth";
 import type { AppContext } from "../context.ts";
 import { hmacSha256, randomToken, sha256 } from "../crypto.ts";
-import { getMeta } from "../db/meta.ts";
+import { getMeta, setMetaIfAbsent } from "../db/meta.ts";
 import { AppError, badRequest, bodyOf, conflict, methodDisabled, type Checked } from "../errors.ts";
 import { getSetting } from "../settings/settings.ts";
 import { findUserById, type UserRow } from "../users/users.ts";
@@ -10,6 +10,9 @@ import { issueMailToken } from "./mail-tokens.ts";
 import type { Principal } from "../principal.ts";
 import { createSession, type ClientInfo, type SessionResponse } from "./sessions.ts";
 import { requireVerifiedEmail } from "./verified.ts";
+import { deleteRecoveryCodes, insertRecoveryCode, useRecoveryCode } from "../tables/recovery-codes.ts";
+import { countTokenAttempt, liveTotpToken, useToken, useUserTokens } from "../tables/tokens.ts";
+import { advanceTotpStep, setTotpSecret, turnTotpOff, turnTotpOn } from "../tables/users.ts";
 
 // node:crypto (its ciphers) is loaded at the first use: loading it costs every start-up several milliseconds.
 const nodeCrypto = () => require("node:crypto") as typeof import("node:crypto");
@@ -26,7 +29,7 @@ const badTotpToken = () => new AppError(401, "invalid_token", "invalid or expire
 async function totpKey(ctx: AppContext): Promise<Buffer> {
   let key = ctx.cache.get("totp_key") as string | undefined;
   if (!key) {
-    await ctx.db.run("INSERT INTO _meta (key, value) VALUES ('totp_key', ?) ON CONFLICT DO NOTHING", [randomToken(32)]);
+    await setMetaIfAbsent(ctx.db, "totp_key", randomToken(32));
     key = (await getMeta(ctx.db, "totp_key"))!;
     ctx.cache.set("totp_key", key);
   }
@@ -92,12 +95,10 @@ export async function useCode(ctx: AppContext, user: UserRow, code: unknown, opt
     if (delta === null) return false;
     const step = Math.floor(now / 1000 / PERIOD) + delta;
     // The conditional update makes "check and use" atomic: two requests with the same code cannot both pass.
-    const r = await ctx.db.run("UPDATE _users SET totp_last_step = ? WHERE id = ? AND (totp_last_step IS NULL OR totp_last_step < ?)", [step, user.id, step]);
-    return r.changes > 0;
+    return await advanceTotpStep(ctx.db, user.id, step);
   }
   if (!opts.allowRecovery || !/^[0-9a-z\s-]{8,32}$/i.test(c)) return false;
-  const r = await ctx.db.run("UPDATE _recovery_codes SET used_at = ? WHERE user_id = ? AND code_hash = ? AND used_at IS NULL", [ctx.clock.now(), user.id, await hashRecoveryCode(ctx, c)]);
-  return r.changes > 0;
+  return await useRecoveryCode(ctx.db, user.id, await hashRecoveryCode(ctx, c), ctx.clock.now());
 }
 
 async function currentUser(ctx: AppContext, p: Principal): Promise<UserRow> {
@@ -131,7 +132,7 @@ export async function setupTotp(ctx: AppContext, p: Principal): Promise<{ otpaut
   if (!await getSetting(ctx, "auth_totp_enabled")) throw methodDisabled("two-factor authentication");
   if (user.totp_enabled) throw conflict("two-factor authentication is already enabled");
   const secret = new (otpauth().Secret)({ size: 20 });
-  await ctx.db.run("UPDATE _users SET totp_secret = ?, totp_last_step = NULL, updated_at = ? WHERE id = ?", [await encryptSecret(ctx, secret.base32), ctx.clock.now(), user.id]);
+  await setTotpSecret(ctx.db, user.id, await encryptSecret(ctx, secret.base32), ctx.clock.now());
   return { otpauth_url: (await totpFor(ctx, user, secret.base32)).toString() };
 }
 
@@ -148,10 +149,9 @@ export async function enableTotp(ctx: AppContext, p: Principal, input: Checked<{
     return `${hex.slice(0, 5)}-${hex.slice(5)}`;
   });
   await ctx.db.transaction(async () => {
-    await ctx.db.run("DELETE FROM _recovery_codes WHERE user_id = ?", [user.id]);
-    for (const c of codes)
-      await ctx.db.run("INSERT INTO _recovery_codes (user_id, code_hash) VALUES (?, ?) ON CONFLICT DO NOTHING", [user.id, await hashRecoveryCode(ctx, c)]);
-    await ctx.db.run("UPDATE _users SET totp_enabled = TRUE, updated_at = ? WHERE id = ?", [ctx.clock.now(), user.id]);
+    await deleteRecoveryCodes(ctx.db, user.id);
+    for (const c of codes) await insertRecoveryCode(ctx.db, user.id, await hashRecoveryCode(ctx, c));
+    await turnTotpOn(ctx.db, user.id, ctx.clock.now());
   });
   return { enabled: true, recovery_codes: codes };
 }
@@ -175,9 +175,9 @@ export async function disableTotp(ctx: AppContext, p: Principal, input: Checked<
 export async function removeTotp(ctx: AppContext, userId: string): Promise<void> {
   const now = ctx.clock.now();
   await ctx.db.transaction(async () => {
-    await ctx.db.run("UPDATE _users SET totp_enabled = FALSE, totp_secret = NULL, totp_last_step = NULL, updated_at = ? WHERE id = ?", [now, userId]);
-    await ctx.db.run("DELETE FROM _recovery_codes WHERE user_id = ?", [userId]);
-    await ctx.db.run("UPDATE _tokens SET used_at = ? WHERE user_id = ? AND kind = 'totp_login' AND used_at IS NULL", [now, userId]);
+    await turnTotpOff(ctx.db, userId, now);
+    await deleteRecoveryCodes(ctx.db, userId);
+    await useUserTokens(ctx.db, userId, ["totp_login"], now);
   });
 }
 
@@ -210,7 +210,7 @@ export async function verifyTotpLogin(ctx: AppContext, input: Record<string, unk
   const hash = sha256(totp_token);
   const now = ctx.clock.now();
   const outcome = await ctx.db.transaction(async (): Promise<UserRow | "token" | "code"> => {
-      const row = await ctx.db.get<{ user_id: string; attempts: number }>("SELECT user_id, attempts FROM _tokens WHERE hash = ? AND kind = 'totp_login' AND used_at IS NULL AND expires_at > ?", [hash, now]);
+      const row = await liveTotpToken(ctx.db, hash, now);
       if (!row || row.attempts >= TOTP_MAX_ATTEMPTS) return "token";
       const user = await findUserById(ctx, row.user_id);
       if (!user || !user.totp_enabled) return "token";
@@ -220,10 +220,10 @@ export async function verifyTotpLogin(ctx: AppContext, input: Record<string, unk
       await takeLoginAttempt(ctx, user.email);
       if (!await useCode(ctx, user, code, { allowRecovery: true })) {
         const attempts = row.attempts + 1;
-        await ctx.db.run("UPDATE _tokens SET attempts = ?, used_at = CASE WHEN CAST(? AS BIGINT) >= CAST(? AS BIGINT) THEN CAST(? AS BIGINT) ELSE used_at END WHERE hash = ?", [attempts, attempts, TOTP_MAX_ATTEMPTS, now, hash]);
+        await countTokenAttempt(ctx.db, hash, attempts, TOTP_MAX_ATTEMPTS, now);
         return "code";
       }
-      await ctx.db.run("UPDATE _tokens SET used_at = ? WHERE hash = ?", [now, hash]);
+      await useToken(ctx.db, hash, now);
       await clearLoginAttempts(ctx, user.email);
       return user;
     });

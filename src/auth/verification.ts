@@ -9,6 +9,7 @@ import { normalizeEmail } from "../users/passwords.ts";
 import type { Principal } from "../principal.ts";
 import { revokeUserApiKeys, revokeUserSessions } from "./sessions.ts";
 import { removeTotp } from "./totp.ts";
+import { claimUnverifiedUser, markUserVerified } from "../tables/users.ts";
 
 export const VERIFY_EMAIL_TTL_MS = 24 * 60 * 60 * 1000;
 
@@ -55,7 +56,7 @@ export async function sendVerificationEmail(ctx: AppContext, user: UserRow): Pro
 export async function verifyEmail(ctx: AppContext, token: unknown): Promise<{ ok: true; user: UserJson }> {
   const userId = await consumeMailToken(ctx, token, "verify_email");
   if (!userId) throw new AppError(400, "invalid_token", "invalid or expired verification token");
-  await ctx.db.run("UPDATE _users SET is_verified = TRUE, updated_at = ? WHERE id = ?", [ctx.clock.now(), userId]);
+  await markUserVerified(ctx.db, userId, ctx.clock.now());
   const user = await findUserById(ctx, userId);
   if (!user) throw new AppError(400, "invalid_token", "invalid or expired verification token");
   return { ok: true, user: userToJson(user) };
@@ -81,8 +82,7 @@ export async function resendVerification(ctx: AppContext, p: Principal): Promise
  */
 export async function claimUnverifiedAccount(ctx: AppContext, userId: string): Promise<void> {
   await ctx.db.transaction(async () => {
-    const claimed = await ctx.db.run("UPDATE _users SET is_verified = TRUE, password_hash = NULL, updated_at = ? WHERE id = ? AND is_verified = FALSE", [ctx.clock.now(), userId]);
-    if (claimed.changes === 0) return;
+    if (!await claimUnverifiedUser(ctx.db, userId, ctx.clock.now())) return;
     await removeTotp(ctx, userId);
     await revokeUserSessions(ctx, userId);
     await revokeUserApiKeys(ctx, userId);

@@ -19,7 +19,34 @@ const plain: FieldTypeSpec = {
   },
 };
 
-const FIELD_TYPES: Record<FieldType, FieldTypeSpec> = { text: plain, number: plain, boolean: plain, json: plain };
+/** Default and largest `max_size` of a file field (CONTRACT §14). */
+export const DEFAULT_FILE_SIZE = 5 * 1024 * 1024;
+export const MAX_FILE_SIZE = 1024 * 1024 * 1024;
+/** Most files one field may hold. */
+export const MAX_FILE_COUNT = 100;
+/** A media type or a family of them (`image/*`), as a `mime` list names them. */
+const MIME_RE = /^[a-z0-9][a-z0-9!#$&^_.+-]{0,63}\/(?:\*|[a-z0-9][a-z0-9!#$&^_.+-]{0,126})$/;
+
+/** `file` (CONTRACT §14): `max_size` (bytes, default 5 MiB, at most 1 GiB), `mime` (allowed types; default any), `max_count` (default 1). */
+const file: FieldTypeSpec = {
+  options(raw, where) {
+    const extra = Object.keys(raw).find((k) => k !== "max_size" && k !== "mime" && k !== "max_count");
+    if (extra !== undefined) throw badRequest(`${where}: unknown key "${extra.slice(0, 40)}" (a file field takes max_size, mime, max_count)`);
+    const int = (key: string, fallback: number, max: number) => {
+      const v = raw[key] ?? fallback;
+      if (typeof v !== "number" || !Number.isInteger(v) || v < 1 || v > max) throw badRequest(`${where}: "${key}" must be an integer from 1 to ${max}`);
+      return v;
+    };
+    const max_size = int("max_size", DEFAULT_FILE_SIZE, MAX_FILE_SIZE);
+    const max_count = int("max_count", 1, MAX_FILE_COUNT);
+    const mime = raw.mime ?? [];
+    if (!Array.isArray(mime) || mime.length > 100 || !mime.every((m) => typeof m === "string" && MIME_RE.test(m.toLowerCase())))
+      throw badRequest(`${where}: "mime" must be a list of media types such as "image/png" or "image/*"`);
+    return { max_size, mime: [...new Set(mime.map((m: string) => m.toLowerCase()))], max_count };
+  },
+};
+
+const FIELD_TYPES: Record<FieldType, FieldTypeSpec> = { text: plain, number: plain, boolean: plain, json: plain, file };
 
 /** The types a field may be declared with, for messages and documentation. */
 export const DECLARABLE_TYPES = Object.keys(FIELD_TYPES) as FieldType[];

@@ -1,5 +1,25 @@
-/** The four stored field types of CONTRACT §2. */
-export type FieldType = "text" | "number" | "boolean" | "json";
+/**
+ * The field types: the four of CONTRACT §2, and `file` (§14, declared only), stored as text: a file name, or
+ * with `max_count` > 1 the JSON array of names.
+ */
+export type FieldType = "text" | "number" | "boolean" | "json" | "file";
+
+/** The type a field's column stores: a file field's is text. */
+export function storedType(t: FieldType): Exclude<FieldType, "file"> {
+  return t === "file" ? "text" : t;
+}
+
+/** The options of a `file` field (CONTRACT §14), as its definition carries them. */
+export interface FileOptions {
+  max_size: number;
+  mime: string[];
+  max_count: number;
+}
+
+/** The options of a file field (null for any other). */
+export function fileOptions(def: FieldDef): FileOptions | null {
+  return def.type === "file" ? (def.options as unknown as FileOptions) : null;
+}
 
 export interface FieldDef {
   name: string;

@@ -1,6 +1,6 @@
 import { execAll, type Engine } from "../db/engine.ts";
 import { q } from "../db/ident.ts";
-import { NAME_RE, type FieldType } from "../catalog/types.ts";
+import { NAME_RE, storedType, type FieldType } from "../catalog/types.ts";
 
 // The schema changes of user collections, as the engine's dialect writes them (DdlDialect). Identifiers reach
 // SQL only after passing NAME_RE (or being one of our own `_`-prefixed system names), and are always quoted.
@@ -13,7 +13,7 @@ export async function createCollectionTable(db: Engine, name: string): Promise<v
 
 /** Adds a column for a newly seen field. */
 export async function addColumn(db: Engine, table: string, field: string, type: FieldType): Promise<void> {
-  await db.exec(db.sql.ddl.addColumn(table, field, type));
+  await db.exec(db.sql.ddl.addColumn(table, field, storedType(type)));
 }
 
 /**
@@ -87,7 +87,9 @@ export async function readColumnPage(db: Engine, table: string, field: string, a
  * which the field holds the new values (null where none was given), in place or as a new column `column` that took
  * its name. Indexes and triggers naming the field must be gone first (and made again after).
  */
-export function columnFill(db: Engine, table: string, field: string, from: FieldType, column: string, type: FieldType) {
+export function columnFill(db: Engine, table: string, field: string, fromType: FieldType, column: string, toType: FieldType) {
+  const from = storedType(fromType);
+  const type = storedType(toType);
   const fill = db.sql.ddl.fill;
   return {
     begin: () => execAll(db, fill.begin(table, column, type)),

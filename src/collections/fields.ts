@@ -224,6 +224,9 @@ export async function unconvertibleCount(ctx: AppContext, col: Collection, def: 
  */
 export async function retypeFieldIn(ctx: AppContext, col: Collection, def: FieldDef, to: FieldType): Promise<void> {
   if (to === def.type) return;
+  // A file field's values name stored files: no other type's values do, and text never becomes a file.
+  if (to === "file" || def.type === "file")
+    throw conflict(`field "${def.name}" of "${col.name}" cannot change type ${def.type === "file" ? "from" : "to"} file: add a new field instead`);
   const rels = relationsNaming((await currentCatalog(ctx)).relations, col, def.name);
   if (rels.length) throw conflict(`field "${def.name}" of "${col.name}" holds the ids of ${describeRelation(rels[0]!)}: its type cannot change`);
   const count = await unconvertibleCount(ctx, col, def, to);

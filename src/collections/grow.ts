@@ -16,6 +16,7 @@ const TYPE_WORD: Record<string, string> = {
   number: "a number",
   boolean: "a boolean",
   json: "an object or array",
+  file: "a file name",
 };
 
 const NO_FIELDS: readonly FieldDef[] = Object.freeze([]);
@@ -61,7 +62,8 @@ export function newFieldsOf(col: Collection, data: Record<string, unknown>): rea
     if (known) {
       if (known.name !== name)
         errors.push({ field: name, rule: "name", message: `"${name}" conflicts with the field "${known.name}".` });
-      else if (t !== null && t !== known.type)
+      // A file field's value (a name or a list of names) is checked by the store (files/values.ts).
+      else if (t !== null && t !== known.type && known.type !== "file")
         errors.push({ field: name, rule: "type", message: `"${name}" must be ${TYPE_WORD[known.type]}.` });
     } else if (t !== null) {
       if (fresh.some((f) => f.name.toLowerCase() === name.toLowerCase()))

@@ -206,6 +206,26 @@ function sameRelationShape(have: Relation, want: WantedRelation): boolean {
   return true;
 }
 
+/** The steps of a plan by the phase they run in (planSteps puts the phases in order). */
+interface Plan {
+  creates: Step[];
+  fieldSteps: Step[];
+  ruleSteps: Step[];
+  fieldRuleSteps: Step[];
+  dropRelations: Step[];
+  dropIndexes: Step[];
+  dropFields: Step[];
+  dropCollections: Step[];
+  addRelations: Step[];
+  addIndexes: Step[];
+  ftsSteps: Step[];
+  /** Field renames of this plan by collection: old name (lower case) → new name; relations and indexes follow them. */
+  renames: Map<string, Map<string, string>>;
+}
+
+/** A field's name after the plan's renames. */
+const renamedIn = (plan: Plan, col: string, field: string) => plan.renames.get(lower(col))?.get(lower(field)) ?? field;
+
 /**
  * Works out the changes that make the database (`cols`, `rels`: as this transaction reads them) match `want`,
  * in the order they run: new collections; field renames, additions and type changes; rules and field rules;
@@ -215,206 +235,236 @@ function sameRelationShape(have: Relation, want: WantedRelation): boolean {
 function planSteps(ctx: AppContext, cols: readonly Collection[], rels: readonly Relation[], want: Wanted, prune: boolean): Step[] {
   const byName = new Map(cols.map((c) => [lower(c.name), c]));
   const wanted = new Map(want.collections.map((c) => [lower(c.name), c]));
-  const creates: Step[] = [];
-  const fieldSteps: Step[] = [];
-  const ruleSteps: Step[] = [];
-  const fieldRuleSteps: Step[] = [];
-  const dropRelations: Step[] = [];
-  const dropIndexes: Step[] = [];
-  const dropFields: Step[] = [];
-  const dropCollections: Step[] = [];
-  const addRelations: Step[] = [];
-  const addIndexes: Step[] = [];
-  const ftsSteps: Step[] = [];
-  // Field renames of this plan by collection: old name (lower case) → new name; relations and indexes follow them.
-  const renames = new Map<string, Map<string, string>>();
-  const renamed = (col: string, field: string) => renames.get(lower(col))?.get(lower(field)) ?? field;
-
+  const plan: Plan = {
+    creates: [],
+    fieldSteps: [],
+    ruleSteps: [],
+    fieldRuleSteps: [],
+    dropRelations: [],
+    dropIndexes: [],
+    dropFields: [],
+    dropCollections: [],
+    addRelations: [],
+    addIndexes: [],
+    ftsSteps: [],
+    renames: new Map(),
+  };
   for (const w of want.collections) {
     const have = byName.get(lower(w.name));
     if (!have) {
-      const fields = (w.fields ?? []).map((f) => f.def);
-      creates.push({
-        action: "create_collection",
-        target: w.name,
-        detail: fields.length ? `fields: ${fields.map((f) => `${f.name} (${f.type})`).join(", ")}` : "no fields",
-        run: async () => {
-          await createCollection(ctx, { name: w.name, rules: w.rules, field_rules: w.fieldRules, fields: fields.map((f) => ({ name: f.name, type: f.type, ...f.options })) });
-        },
-      });
-      for (const i of w.indexes ?? []) addIndexes.push(indexStep(ctx, w.name, i));
-      if (w.fts) ftsSteps.push(ftsStep(ctx, w.name, true, fields.filter((f) => f.type === "text").map((f) => f.name)));
+      planNewCollection(ctx, plan, w);
       continue;
     }
-    const name = have.name;
     const map = new Map<string, string>();
-    renames.set(lower(name), map);
+    plan.renames.set(lower(have.name), map);
     // With prune, fields and indexes the document leaves out are fields and indexes it lacks.
     const wantedFields = w.fields ?? (prune ? [] : undefined);
     const wantedIndexes = w.indexes ?? (prune ? [] : undefined);
-    if (wantedFields) {
-      const claimed = new Set<FieldDef>();
-      const wantedNames = new Set(wantedFields.map((f) => lower(f.def.name)));
-      const adds: FieldDef[] = [];
-      for (const f of wantedFields) {
-        let cur = have.fieldMap.get(lower(f.def.name));
-        if (!cur && f.renamedFrom && !wantedNames.has(lower(f.renamedFrom))) {
-          const from = have.fieldMap.get(lower(f.renamedFrom));
-          if (from) {
-            cur = from;
-            map.set(lower(from.name), f.def.name);
-          }
-        } else if (cur && cur.name !== f.def.name) map.set(lower(cur.name), f.def.name);
-        if (!cur) {
-          adds.push(f.def);
-          continue;
-        }
-        claimed.add(cur);
-        const source = cur;
-        const to = f.def.name;
-        if (source.name !== to)
-          fieldSteps.push({
-            action: "rename_field",
-            target: `${name}.${to}`,
-            detail: `renamed from ${source.name}`,
-            run: async () => {
-              const col = await requireCollection(ctx, name);
-              await renameFieldIn(ctx, col, requireField(col, source.name), to);
-            },
-          });
-        if (source.type !== f.def.type)
-          fieldSteps.push({
-            action: "retype_field",
-            target: `${name}.${to}`,
-            detail: `${source.type} → ${f.def.type}`,
-            run: async () => {
-              const col = await requireCollection(ctx, name);
-              await retypeFieldIn(ctx, col, requireField(col, to), f.def.type);
-            },
-          });
-      }
-      for (const d of adds)
-        fieldSteps.push({
-          action: "add_field",
-          target: `${name}.${d.name}`,
-          detail: d.type,
-          run: async () => addFieldsIn(ctx, await requireCollection(ctx, name), [d]),
-        });
-      if (prune)
-        for (const f of have.fields) {
-          if (claimed.has(f)) continue;
-          dropFields.push({
-            action: "drop_field",
-            target: `${name}.${f.name}`,
-            detail: `${f.type}: its column and every value in it are dropped`,
-            run: async () => {
-              const col = await requireCollection(ctx, name);
-              await dropFieldIn(ctx, col, requireField(col, f.name));
-            },
-          });
-        }
-    }
-    if (w.rules !== undefined) {
-      const rules = mergeRules(have.rules, w.rules);
-      const diff = OPERATIONS.filter((op) => JSON.stringify(rules[op]) !== JSON.stringify(have.rules[op]));
-      if (diff.length)
-        ruleSteps.push({
-          action: "set_rules",
-          target: name,
-          detail: diff.map((op) => `${op}: ${ruleText(have.rules[op])} → ${ruleText(rules[op])}`).join("; "),
-          run: async () => void (await updateCollectionRules(ctx, name, { rules: w.rules })),
-        });
-    }
-    if (w.fieldRules !== undefined) {
-      const target = w.fieldRules;
-      // The stored rules as the renames above leave them (renameFieldIn renames a rule's field with it).
-      const after = have.fieldRules.map((r) => (map.has(lower(r.field)) && have.fieldMap.get(lower(r.field))?.name === r.field ? { ...r, field: renamed(name, r.field) } : r));
-      if (JSON.stringify(target) !== JSON.stringify(after))
-        fieldRuleSteps.push({
-          action: "set_field_rules",
-          target: name,
-          detail: `${target.length} field rule${target.length === 1 ? "" : "s"} (was ${have.fieldRules.length})`,
-          run: async () => void (await updateCollectionRules(ctx, name, { field_rules: target })),
-        });
-    }
-    if (wantedIndexes) {
-      // Index fields compared by the names they will have: a stored index's after the renames above, a wanted
-      // one's as the document declares the fields (letter case aside).
-      const system = (f: string) => SYSTEM_FIELDS.find((s) => s === lower(f));
-      const spellWanted = (f: string) => system(f) ?? w.fields?.find((x) => same(x.def.name, f))?.def.name ?? have.fieldMap.get(lower(f))?.name ?? f;
-      const spellStored = (f: string) => system(f) ?? renamed(name, f);
-      const key = (fields: readonly string[], unique: boolean, spell: (f: string) => string) => `${fields.map((f) => lower(spell(f))).join("\0")}\0${unique}`;
-      const storedKey = (x: IndexDef) => key(x.fields, x.unique, spellStored);
-      const kept = new Set<IndexDef>();
-      for (const i of wantedIndexes) {
-        const wantedKey = key(i.fields, i.unique, spellWanted);
-        const match = have.indexes.find((x) => !kept.has(x) && (i.name ? same(x.name, i.name) : storedKey(x) === wantedKey));
-        if (match && storedKey(match) === wantedKey) {
-          kept.add(match);
-          continue;
-        }
-        if (match) {
-          kept.add(match);
-          dropIndexes.push(dropIndexStep(ctx, name, match, "made again with other fields"));
-        }
-        addIndexes.push(indexStep(ctx, name, { ...i, fields: i.fields.map(spellWanted) }));
-      }
-      if (prune) for (const x of have.indexes) if (!kept.has(x)) dropIndexes.push(dropIndexStep(ctx, name, x, "not in the schema"));
-    }
+    if (wantedFields) planFields(ctx, plan, have, wantedFields, prune, map);
+    planRules(ctx, plan, have, w, map);
+    if (wantedIndexes) planIndexes(ctx, plan, have, w, wantedIndexes, prune);
     if (w.fts !== undefined && w.fts !== have.fts.enabled) {
       const text = (w.fields ? w.fields.map((f) => f.def) : have.fields).filter((f) => f.type === "text").map((f) => f.name);
-      ftsSteps.push(ftsStep(ctx, name, w.fts, text));
+      plan.ftsSteps.push(ftsStep(ctx, have.name, w.fts, text));
     }
   }
   if (prune)
     for (const c of cols) {
       if (wanted.has(lower(c.name))) continue;
-      dropCollections.push({
+      plan.dropCollections.push({
         action: "drop_collection",
         target: c.name,
         detail: "its table and every record in it are dropped",
         run: async () => void (await deleteCollection(ctx, c.name)),
       });
     }
-
   // With prune, a document without relations lacks every relation.
   const wantedRelations = want.relations ?? (prune ? [] : undefined);
-  if (wantedRelations) {
-    const matched = new Set<Relation>();
-    for (const r of wantedRelations) {
-      if (!wanted.has(lower(r.from_col)) && !byName.has(lower(r.from_col))) throw badRequest(`schema.relations: ${r.from_col}.${r.from_field}: unknown collection "${r.from_col}"`);
-      if (!wanted.has(lower(r.to_col)) && !byName.has(lower(r.to_col))) throw badRequest(`schema.relations: ${r.from_col}.${r.from_field}: unknown collection "${r.to_col}"`);
-      const stored = rels.find((x) => same(x.from_col, r.from_col) && same(renamedRelationField(x, renamed), r.from_field));
-      // As this plan's renames leave it (renameFieldIn renames a relation's fields with the field).
-      const have = stored && { ...stored, to_field: stored.type === "many" && stored.to_field ? renamed(stored.to_col, stored.to_field) : stored.to_field };
-      const target = `${r.from_col}.${r.from_field}`;
-      if (stored && have) {
-        matched.add(stored);
-        if (sameRelationShape(have, r)) {
-          if (have.on_delete !== r.on_delete)
-            addRelations.push({
-              action: "update_relation",
-              target,
-              detail: `on_delete ${have.on_delete} → ${r.on_delete}`,
-              run: () => setOnDelete(ctx, stored.id, r.on_delete),
-            });
-          continue;
-        }
-        if (!prune) throw conflict(`the relation ${target} differs from the schema (${relationText(have)} here, ${relationText(r)} there): apply with prune to make it again`);
-        dropRelations.push(dropRelationStep(ctx, stored, "made again as the schema has it"));
-      }
-      addRelations.push({
-        action: "create_relation",
-        target,
-        detail: relationText(r),
-        run: async () => void (await createRelation(ctx, r)),
-      });
-    }
-    if (prune) for (const x of rels) if (!matched.has(x)) dropRelations.push(dropRelationStep(ctx, x, "not in the schema"));
-  }
+  if (wantedRelations) planRelations(ctx, plan, { byName, wanted, rels }, wantedRelations, prune);
   // Field rules after the fields dropped (a drop takes the rules naming the field with it), access rules before
   // (an access rule naming a field blocks its drop until the rule changes).
-  return [...creates, ...fieldSteps, ...ruleSteps, ...dropRelations, ...dropIndexes, ...dropFields, ...fieldRuleSteps, ...dropCollections, ...addRelations, ...addIndexes, ...ftsSteps];
+  const p = plan;
+  return [...p.creates, ...p.fieldSteps, ...p.ruleSteps, ...p.dropRelations, ...p.dropIndexes, ...p.dropFields, ...p.fieldRuleSteps, ...p.dropCollections, ...p.addRelations, ...p.addIndexes, ...p.ftsSteps];
+}
+
+/** A collection the document has and the database lacks: made with its fields, then its indexes and full-text index. */
+function planNewCollection(ctx: AppContext, plan: Plan, w: WantedCollection): void {
+  const fields = (w.fields ?? []).map((f) => f.def);
+  plan.creates.push({
+    action: "create_collection",
+    target: w.name,
+    detail: fields.length ? `fields: ${fields.map((f) => `${f.name} (${f.type})`).join(", ")}` : "no fields",
+    run: async () => {
+      await createCollection(ctx, { name: w.name, rules: w.rules, field_rules: w.fieldRules, fields: fields.map((f) => ({ name: f.name, type: f.type, ...f.options })) });
+    },
+  });
+  for (const i of w.indexes ?? []) plan.addIndexes.push(indexStep(ctx, w.name, i));
+  if (w.fts) plan.ftsSteps.push(ftsStep(ctx, w.name, true, fields.filter((f) => f.type === "text").map((f) => f.name)));
+}
+
+/** The renames, type changes and additions that give `have` the wanted fields; with prune, the drops of the others. */
+function planFields(ctx: AppContext, plan: Plan, have: Collection, wantedFields: WantedField[], prune: boolean, map: Map<string, string>): void {
+  const name = have.name;
+  const claimed = new Set<FieldDef>();
+  const wantedNames = new Set(wantedFields.map((f) => lower(f.def.name)));
+  const adds: FieldDef[] = [];
+  for (const f of wantedFields) {
+    let cur = have.fieldMap.get(lower(f.def.name));
+    if (!cur && f.renamedFrom && !wantedNames.has(lower(f.renamedFrom))) {
+      const from = have.fieldMap.get(lower(f.renamedFrom));
+      if (from) {
+        cur = from;
+        map.set(lower(from.name), f.def.name);
+      }
+    } else if (cur && cur.name !== f.def.name) map.set(lower(cur.name), f.def.name);
+    if (!cur) {
+      adds.push(f.def);
+      continue;
+    }
+    claimed.add(cur);
+    const source = cur;
+    const to = f.def.name;
+    if (source.name !== to)
+      plan.fieldSteps.push({
+        action: "rename_field",
+        target: `${name}.${to}`,
+        detail: `renamed from ${source.name}`,
+        run: async () => {
+          const col = await requireCollection(ctx, name);
+          await renameFieldIn(ctx, col, requireField(col, source.name), to);
+        },
+      });
+    if (source.type !== f.def.type)
+      plan.fieldSteps.push({
+        action: "retype_field",
+        target: `${name}.${to}`,
+        detail: `${source.type} → ${f.def.type}`,
+        run: async () => {
+          const col = await requireCollection(ctx, name);
+          await retypeFieldIn(ctx, col, requireField(col, to), f.def.type);
+        },
+      });
+  }
+  for (const d of adds)
+    plan.fieldSteps.push({
+      action: "add_field",
+      target: `${name}.${d.name}`,
+      detail: d.type,
+      run: async () => addFieldsIn(ctx, await requireCollection(ctx, name), [d]),
+    });
+  if (prune)
+    for (const f of have.fields) {
+      if (claimed.has(f)) continue;
+      plan.dropFields.push({
+        action: "drop_field",
+        target: `${name}.${f.name}`,
+        detail: `${f.type}: its column and every value in it are dropped`,
+        run: async () => {
+          const col = await requireCollection(ctx, name);
+          await dropFieldIn(ctx, col, requireField(col, f.name));
+        },
+      });
+    }
+}
+
+/** The changes of access rules and field rules the document asks for (field rules compared after the renames). */
+function planRules(ctx: AppContext, plan: Plan, have: Collection, w: WantedCollection, map: Map<string, string>): void {
+  const name = have.name;
+  const renamed = (col: string, field: string) => renamedIn(plan, col, field);
+  if (w.rules !== undefined) {
+    const rules = mergeRules(have.rules, w.rules);
+    const diff = OPERATIONS.filter((op) => JSON.stringify(rules[op]) !== JSON.stringify(have.rules[op]));
+    if (diff.length)
+      plan.ruleSteps.push({
+        action: "set_rules",
+        target: name,
+        detail: diff.map((op) => `${op}: ${ruleText(have.rules[op])} → ${ruleText(rules[op])}`).join("; "),
+        run: async () => void (await updateCollectionRules(ctx, name, { rules: w.rules })),
+      });
+  }
+  if (w.fieldRules !== undefined) {
+    const target = w.fieldRules;
+    // The stored rules as the renames above leave them (renameFieldIn renames a rule's field with it).
+    const after = have.fieldRules.map((r) => (map.has(lower(r.field)) && have.fieldMap.get(lower(r.field))?.name === r.field ? { ...r, field: renamed(name, r.field) } : r));
+    if (JSON.stringify(target) !== JSON.stringify(after))
+      plan.fieldRuleSteps.push({
+        action: "set_field_rules",
+        target: name,
+        detail: `${target.length} field rule${target.length === 1 ? "" : "s"} (was ${have.fieldRules.length})`,
+        run: async () => void (await updateCollectionRules(ctx, name, { field_rules: target })),
+      });
+  }
+}
+
+/** The indexes to make (or make again with other fields) so `have` has the wanted ones; with prune, the drops of the others. */
+function planIndexes(ctx: AppContext, plan: Plan, have: Collection, w: WantedCollection, wantedIndexes: WantedIndex[], prune: boolean): void {
+  const name = have.name;
+  const renamed = (col: string, field: string) => renamedIn(plan, col, field);
+  // Index fields compared by the names they will have: a stored index's after the renames above, a wanted
+  // one's as the document declares the fields (letter case aside).
+  const system = (f: string) => SYSTEM_FIELDS.find((s) => s === lower(f));
+  const spellWanted = (f: string) => system(f) ?? w.fields?.find((x) => same(x.def.name, f))?.def.name ?? have.fieldMap.get(lower(f))?.name ?? f;
+  const spellStored = (f: string) => system(f) ?? renamed(name, f);
+  const key = (fields: readonly string[], unique: boolean, spell: (f: string) => string) => `${fields.map((f) => lower(spell(f))).join("\0")}\0${unique}`;
+  const storedKey = (x: IndexDef) => key(x.fields, x.unique, spellStored);
+  const kept = new Set<IndexDef>();
+  for (const i of wantedIndexes) {
+    const wantedKey = key(i.fields, i.unique, spellWanted);
+    const match = have.indexes.find((x) => !kept.has(x) && (i.name ? same(x.name, i.name) : storedKey(x) === wantedKey));
+    if (match && storedKey(match) === wantedKey) {
+      kept.add(match);
+      continue;
+    }
+    if (match) {
+      kept.add(match);
+      plan.dropIndexes.push(dropIndexStep(ctx, name, match, "made again with other fields"));
+    }
+    plan.addIndexes.push(indexStep(ctx, name, { ...i, fields: i.fields.map(spellWanted) }));
+  }
+  if (prune) for (const x of have.indexes) if (!kept.has(x)) plan.dropIndexes.push(dropIndexStep(ctx, name, x, "not in the schema"));
+}
+
+/** The relations to make, change or make again so the database has the wanted ones; with prune, the drops of the others. */
+function planRelations(
+  ctx: AppContext,
+  plan: Plan,
+  db: { byName: Map<string, Collection>; wanted: Map<string, WantedCollection>; rels: readonly Relation[] },
+  wantedRelations: WantedRelation[],
+  prune: boolean,
+): void {
+  const { byName, wanted, rels } = db;
+  const renamed = (col: string, field: string) => renamedIn(plan, col, field);
+  const matched = new Set<Relation>();
+  for (const r of wantedRelations) {
+    if (!wanted.has(lower(r.from_col)) && !byName.has(lower(r.from_col))) throw badRequest(`schema.relations: ${r.from_col}.${r.from_field}: unknown collection "${r.from_col}"`);
+    if (!wanted.has(lower(r.to_col)) && !byName.has(lower(r.to_col))) throw badRequest(`schema.relations: ${r.from_col}.${r.from_field}: unknown collection "${r.to_col}"`);
+    const stored = rels.find((x) => same(x.from_col, r.from_col) && same(renamedRelationField(x, renamed), r.from_field));
+    // As this plan's renames leave it (renameFieldIn renames a relation's fields with the field).
+    const have = stored && { ...stored, to_field: stored.type === "many" && stored.to_field ? renamed(stored.to_col, stored.to_field) : stored.to_field };
+    const target = `${r.from_col}.${r.from_field}`;
+    if (stored && have) {
+      matched.add(stored);
+      if (sameRelationShape(have, r)) {
+        if (have.on_delete !== r.on_delete)
+          plan.addRelations.push({
+            action: "update_relation",
+            target,
+            detail: `on_delete ${have.on_delete} → ${r.on_delete}`,
+            run: () => setOnDelete(ctx, stored.id, r.on_delete),
+          });
+        continue;
+      }
+      if (!prune) throw conflict(`the relation ${target} differs from the schema (${relationText(have)} here, ${relationText(r)} there): apply with prune to make it again`);
+      plan.dropRelations.push(dropRelationStep(ctx, stored, "made again as the schema has it"));
+    }
+    plan.addRelations.push({
+      action: "create_relation",
+      target,
+      detail: relationText(r),
+      run: async () => void (await createRelation(ctx, r)),
+    });
+  }
+  if (prune) for (const x of rels) if (!matched.has(x)) plan.dropRelations.push(dropRelationStep(ctx, x, "not in the schema"));
 }
 
 /** The field a relation names on its own collection after this plan's renames (a one relation's id field). */

@@ -1,6 +1,6 @@
 import type { AppContext } from "../context.ts";
 import { currentCatalog } from "../catalog/catalog.ts";
-import type { Collection, FieldType, Relation } from "../catalog/types.ts";
+import { fileOptions, type Collection, type FieldType, type Relation } from "../catalog/types.ts";
 
 /** The TypeScript type of each stored field type, as the data API returns it (a field never set is null). */
 const TS_TYPES: Record<FieldType, string> = {
@@ -8,6 +8,8 @@ const TS_TYPES: Record<FieldType, string> = {
   number: "number",
   boolean: "boolean",
   json: "{ [key: string]: unknown } | unknown[]",
+  // A file name; a field of several files (max_count > 1) is typed string[] (fieldTsType).
+  file: "string",
 };
 
 /** A record of a collection that is not generated (when only some collections are asked for). */
@@ -63,7 +65,7 @@ function renderCollection(c: Collection, rels: readonly Relation[], names: Map<s
     const rel = relOf(f.name);
     if (rel && rel.type !== "one") continue; // virtual: rendered below
     if (rel) lines.push(`  /** The _id of a record of "${rel.to_col}" (relation one). */`);
-    lines.push(`  ${f.name}: ${TS_TYPES[f.type]} | null;`);
+    lines.push(`  ${f.name}: ${(fileOptions(f)?.max_count ?? 1) > 1 ? "string[]" : TS_TYPES[f.type]} | null;`);
   }
   for (const r of own) {
     if (r.type === "many") {

@@ -24,6 +24,7 @@ import { consoleRoutes } from "./routes/console.ts";
 import { recordWriteRoutes } from "./routes/records-write.ts";
 import { realtimeRoutes } from "./routes/realtime.ts";
 import { openApiRoutes } from "./routes/openapi.ts";
+import { fileRoutes } from "./routes/files.ts";
 import { fnRoutes } from "./routes/fn.ts";
 
 /**
@@ -61,6 +62,7 @@ export function createApp(ctx: AppContext, opts: { requestLog?: boolean } = {}) 
     .use(adminUserRoutes(ctx))
     .use(oauthRoutes(ctx))
     .use(realtimeRoutes(ctx))
+    .use(fileRoutes(ctx))
     .use(fnRoutes(ctx))
     .use(queryRoutes(ctx))
     .use(recordWriteRoutes(ctx))

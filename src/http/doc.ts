@@ -21,6 +21,8 @@ export interface RouteDoc {
   media?: string;
   /** Error statuses beyond what the access and the body imply. */
   errors?: number[];
+  /** The body may also be multipart/form-data with files (CONTRACT §14). */
+  multipart?: boolean;
   /** Takes an `Idempotency-Key` (http/idempotency.ts): its header, the replay's header, 409 and 422 of a key. */
   idempotent?: boolean;
   /**
@@ -86,6 +88,18 @@ const IF_NONE_MATCH: OpenAPIV3.ParameterObject = {
 const REPLAYED: OpenAPIV3.HeaderObject = { description: "true when this is the kept answer of an earlier request with the same Idempotency-Key", schema: { type: "string", enum: ["true"] } };
 
 type Content = NonNullable<OpenAPIV3.ResponseObject["content"]>;
+
+/** A record body with files (CONTRACT §14): plain fields as form fields, files under their field's name. */
+const MULTIPART = {
+  "multipart/form-data": {
+    schema: {
+      type: "object",
+      description:
+        "Fields as form fields (a text field's value as it is, any other as JSON); files as file parts under their field's name; on a field of several files `field+` appends and `field-` names a file to remove.",
+      additionalProperties: { oneOf: [{ type: "string" }, { type: "string", format: "binary" }] },
+    },
+  },
+};
 const media = (type: string, schema: unknown) => ({ [type]: { schema } }) as Content;
 const json = (schema: unknown) => media("application/json", schema);
 
@@ -167,7 +181,7 @@ function operation(d: RouteDoc): OpenAPIV3.OperationObject {
     ...(d.description ? { description: d.description } : {}),
     security: SECURITY[d.access],
     ...(parameters.length ? { parameters } : {}),
-    ...(d.body ? { requestBody: { required: true, content: json(d.body) as OpenAPIV3.RequestBodyObject["content"] } } : {}),
+    ...(d.body ? { requestBody: { required: true, content: { ...json(d.body), ...(d.multipart ? MULTIPART : {}) } as OpenAPIV3.RequestBodyObject["content"] } } : {}),
     responses,
   };
 }

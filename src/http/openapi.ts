@@ -125,6 +125,8 @@ const FIELD_SCHEMAS: Record<FieldType, object> = {
   boolean: { type: ["boolean", "null"] },
   // Any JSON object (its keys readable) or array.
   json: { type: ["object", "array", "null"], additionalProperties: true, items: {} },
+  // The stored file name (GET /api/v1/files/{collection}/{id}/{name}); a field of several files: an array of names.
+  file: { type: ["string", "null"], description: "a file name (GET /api/v1/files/{collection}/{id}/{name})" },
 };
 
 /** What the per-collection document needs of a collection. */

@@ -29,11 +29,20 @@ async function currentUser(ctx: AppContext, p: Principal): Promise<{ user: UserR
 }
 
 /**
- * A record as the export writes it. FILES: when collections get file fields, each file's value becomes its
- * download path here (CONTRACT §16: "files as download paths").
+ * A record as the export writes it: each file's name becomes its download path (CONTRACT §16: "files as download
+ * paths"), `/api/v1/files/<collection>/<id>/<name>`, a list of them for a field of several files.
  */
-function exportedRecord(_col: Collection, record: RecordJson): RecordJson {
-  return record;
+function exportedRecord(col: Collection, record: RecordJson): RecordJson {
+  const fileFields = col.fields.filter((f) => f.type === "file");
+  if (!fileFields.length) return record;
+  const out: RecordJson = { ...record };
+  const path = (name: unknown) =>
+    typeof name === "string" ? `/api/v1/files/${encodeURIComponent(col.name)}/${encodeURIComponent(String(record._id))}/${encodeURIComponent(name)}` : name;
+  for (const f of fileFields) {
+    const v = out[f.name];
+    out[f.name] = Array.isArray(v) ? v.map(path) : path(v);
+  }
+  return out;
 }
 
 /** One page of the caller's active records of a collection, after `after` (by `_id`); null when the collection is gone. */

@@ -23,6 +23,11 @@ export interface ReadQuery {
   filters: FilterCond[];
   search: string | null;
   includeDeleted: boolean;
+  /**
+   * With includeDeleted: soft-deleted rows count whatever the caller's delete rule allows (a realtime topic
+   * matching a record it already may read, never a client's read, which sees them only under that rule).
+   */
+  anyDeleted?: boolean;
 }
 
 /** A list request, parsed from the query string (SPEC 4.2, CONTRACT §4). */

@@ -1,5 +1,5 @@
 import type { AppContext } from "../context.ts";
-import { SYSTEM_FIELDS, type Collection } from "../catalog/types.ts";
+import { SYSTEM_FIELDS, storedType, type Collection } from "../catalog/types.ts";
 import { badRequest } from "../errors.ts";
 import type { AggregateFn } from "./parse.ts";
 import { column, resolveField, type FieldRef, type OrderTerm, type ReadPlan, type SqlValue, type Where } from "./sql.ts";
@@ -76,7 +76,7 @@ export async function plansHoldRecord(ctx: AppContext, plans: readonly ReadPlan[
 
 /** The SQL of `fn` over `field` (null: every row, for count) of `col`: `sum` of nothing is 0, min and max of booleans compare 0 and 1. */
 function aggregateExpr(ctx: AppContext, col: Collection, fn: AggregateFn, field: FieldRef | null): string {
-  return ctx.db.sql.aggregate(fn, field ? column(col, field.name) : null, field?.type ?? null);
+  return ctx.db.sql.aggregate(fn, field ? column(col, field.name) : null, field ? storedType(field.type) : null);
 }
 
 /** `fn` of `field` over the rows of a plan, as stored (`sum` and `count` of nothing are 0, the others null). */

@@ -5,6 +5,7 @@ import { q } from "../db/ident.ts";
 import { SYSTEM_FIELDS, type Collection } from "../catalog/types.ts";
 import { badRequest } from "../errors.ts";
 import { checkAccess } from "../rules/access.ts";
+import { compileRule } from "../rules/expr/compile.ts";
 import type { FilterCond } from "./parse.ts";
 import { MAX_IN_VALUES } from "./sql.ts";
 
@@ -31,7 +32,9 @@ export function readFilter(target: Collection, p: Principal, alias = ""): Target
   const qualifier = alias ? alias.slice(0, -1) : null;
   const deleted: Cond = { k: "null", a: col(qualifier, "_deleted_at", "integer"), not: false };
   if (access === "all") return deleted;
-  return and([deleted, { k: "cmp", op: "=", a: col(qualifier, "_owner_id", "text"), b: val(p.kind === "user" ? p.userId : "") }]);
+  if (access === "own") return and([deleted, { k: "cmp", op: "=", a: col(qualifier, "_owner_id", "text"), b: val(p.kind === "user" ? p.userId : "") }]);
+  // SECURITY: an expression read rule on the target's rows, as every read of that collection applies it.
+  return and([deleted, qualifier ? compileRule(access.rule, access.env, { table: qualifier }) : access.cond]);
 }
 
 /** `filter` in the engine's dialect, its values after `params`. */

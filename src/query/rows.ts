@@ -22,7 +22,7 @@ export function decodeRow(col: Collection, row: Record<string, unknown>): Record
     const v = row[f.name];
     if (v === null || v === undefined || !Object.hasOwn(row, f.name)) continue;
     if (f.type === "boolean") row[f.name] = v === 1 || v === true;
-    else if (f.type === "json" && typeof v === "string") {
+    else if ((f.type === "json" || (f.type === "file" && (v as string)[0] === "[")) && typeof v === "string") {
       try {
         row[f.name] = JSON.parse(v);
       } catch {

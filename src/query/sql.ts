@@ -1,11 +1,11 @@
 import type { Principal } from "../principal.ts";
 import type { AppContext } from "../context.ts";
 import type { CollectionHandle } from "../catalog/handle.ts";
-import { and, col, FALSE, or, val, type Column, type ColumnType, type Cond, type CompareOp } from "../db/condition.ts";
+import { and, col, FALSE, or, TRUE, val, type Column, type ColumnType, type Cond, type CompareOp } from "../db/condition.ts";
 import { q } from "../db/ident.ts";
-import { SYSTEM_FIELDS, SYSTEM_FIELD_TYPES, type Collection, type FieldType } from "../catalog/types.ts";
+import { SYSTEM_FIELDS, SYSTEM_FIELD_TYPES, storedType, type Collection, type FieldType } from "../catalog/types.ts";
 import { badRequest } from "../errors.ts";
-import type { Access } from "../rules/access.ts";
+import { accessOf, type Access } from "../rules/access.ts";
 import { ftsQuery, ftsQueryError } from "../search/fts.ts";
 import type { FilterCond, ReadQuery, SortKey } from "./parse.ts";
 
@@ -81,7 +81,7 @@ const INTEGER_FIELDS: ReadonlySet<string> = new Set(["_created_at", "_updated_at
 
 /** A field of `c` as a condition's column: qualified, with the type its column stores. */
 function fieldColumn(c: Collection, field: FieldRef): Column {
-  const type: ColumnType = INTEGER_FIELDS.has(field.name) ? "integer" : field.type;
+  const type: ColumnType = INTEGER_FIELDS.has(field.name) ? "integer" : storedType(field.type);
   return col(q(c.name), field.name, type);
 }
 
@@ -150,6 +150,34 @@ function visibilityOf(c: Collection): { active: Cond; owner: Column } {
   return v;
 }
 
+function ownerIs(v: { owner: Column }, p: Principal): Cond {
+  return { k: "cmp", op: "=", a: v.owner, b: val(p.kind === "user" ? p.userId : "") };
+}
+
+/** The soft-deleted records `p` may see with `include_deleted`: those its delete rule holds for. */
+function deletedShown(c: Collection, p: Principal, v: { owner: Column }): Cond {
+  const del = accessOf(c, "delete", p);
+  if (del === null) return FALSE;
+  if (del === "all") return TRUE;
+  if (del === "own") return ownerIs(v, p);
+  return del.cond;
+}
+
+/** True when a condition reads other tables (a rule's relation path or `@exists`): a count of it depends on them. */
+function reachesOut(c: Cond): boolean {
+  switch (c.k) {
+    case "exists":
+      return true;
+    case "and":
+    case "or":
+      return c.of.some(reachesOut);
+    case "not":
+      return reachesOut(c.c);
+    default:
+      return false;
+  }
+}
+
 /** Renders a condition in the engine's dialect. */
 function render(ctx: AppContext, cond: Cond): Where {
   const params: SqlValue[] = [];
@@ -184,12 +212,23 @@ export function planRead(
   }
   const seen: Cond[] = [];
   const v = visibilityOf(c);
+  let external = false;
   if (!rq.includeDeleted) seen.push(v.active);
-  // SECURITY: an `owner` read rule shows a user only their own records, in every read.
-  if (access === "own") seen.push({ k: "cmp", op: "=", a: v.owner, b: val(p.kind === "user" ? p.userId : "") });
+  else if (!rq.anyDeleted) {
+    // SECURITY: soft-deleted records show only to callers whose delete rule holds for them (CONTRACT §12).
+    const del = deletedShown(c, p, v);
+    if (del.k !== "true") seen.push(or([v.active, del]));
+    external ||= reachesOut(del);
+  }
+  // SECURITY: the read rule in every read's WHERE: an `owner` rule shows a user only their own records, an
+  // expression only the records it lets through, so pages are full and totals count only those.
+  if (access === "own") seen.push(ownerIs(v, p));
+  else if (access !== "all") {
+    seen.push(access.cond);
+    external ||= reachesOut(access.cond);
+  }
   const visible = render(ctx, and(seen));
   conds.push(...seen);
-  let external = false;
   for (const cond of rq.filters) {
     let w = extension(h, cond, table, p);
     if (w) external = true;

@@ -4,7 +4,12 @@ import { findHandle } from "../catalog/catalog.ts";
 import type { CollectionHandle } from "../catalog/handle.ts";
 import type { Collection } from "../catalog/types.ts";
 import type { ChangeEvent } from "../events/bus.ts";
-import { canRead } from "../records/access.ts";
+import { readDecision } from "../records/access.ts";
+import { and, col as col_, exists, reservedAlias, val, type Cond } from "../db/condition.ts";
+import { q } from "../db/ident.ts";
+import { compileRule, decideRule } from "../rules/expr/compile.ts";
+import { prepareRules } from "../rules/scope.ts";
+import { settleDecisions } from "../rules/expr/settle.ts";
 import type { RecordJson } from "../query/rows.ts";
 import { attachRelationFields } from "../relations/expand.ts";
 import { FilterAsks } from "./filter-queries.ts";
@@ -113,6 +118,8 @@ export async function deliverEvent(ctx: AppContext, d: Delivery, targets: Iterab
   const h = await findHandle(ctx, e.collection);
   if (!h) return;
   const col = h.col;
+  // Its expression rules checked against this reading of the catalog (readDecision reads them without one).
+  prepareRules(h.catalog);
   // The collection a resume will compare with (see replayable), where it was not known at commit.
   held.generation ??= col.createdAt;
   const frames = FrameSet.of(ctx, h, d, () => fan.idOf(held));
@@ -126,6 +133,7 @@ export async function deliverEvent(ctx: AppContext, d: Delivery, targets: Iterab
   };
   const asks = new FilterAsks();
   const pending: [Stream, Principal, string[]][] = [];
+  let ruled: Map<string, boolean> | undefined;
   let looked = 0;
   // Very many streams, or topics heavy to match, do not hold the event loop for longer than SLICE_MS at a time.
   let since = performance.now();
@@ -140,7 +148,9 @@ export async function deliverEvent(ctx: AppContext, d: Delivery, targets: Iterab
     const reader = readers?.get(s) ?? s.identity.principal;
     // SECURITY: the read rule before anything else: a stream that may not read the record gets nothing
     // and costs nothing more (no filter is matched, no query asked for it).
-    if (!canRead(col, reader, e.record)) continue;
+    let may = readDecision(col, reader, e.record);
+    if (typeof may === "object") may = (ruled ??= await ruleDecisions(ctx, col, e.record, d.stub || !!held.ref, targets, readers)).get(ruleReaderKey(reader)) === true;
+    if (!may) continue;
     const taken = topicsTake(topics, col, d, s, reader, asks);
     if (taken === true) sendTo(s, made(s, reader) ?? (await frames.forReader(readerKey(s, reader), reader)));
     else if (taken) pending.push([s, reader, taken]);
@@ -149,6 +159,45 @@ export async function deliverEvent(ctx: AppContext, d: Delivery, targets: Iterab
   const answers = await asks.answer(ctx, h, String(e.record._id));
   for (const [s, reader, keys] of pending)
     if (keys.some((k) => answers.get(k))) sendTo(s, made(s, reader) ?? (await frames.forReader(readerKey(s, reader), reader)));
+}
+
+/** Readers a rule answers alike: one user (their roles and metadata are read once per batch), or one kind of caller. */
+const ruleReaderKey = (p: Principal) => (p.kind === "user" ? `u\u0000${p.userId}` : p.kind);
+
+/** The alias of the stored row an expression rule is asked of, for a record held by reference. */
+const STORED = reservedAlias("s", 0);
+
+/**
+ * An expression read rule on one event's record for every distinct reader among `targets` (the streams of one
+ * user read with the same roles and metadata in a batch, see readersOf): decided in memory where it can be, the rest (relation paths, `@exists`) in one
+ * statement for all readers, so a thousand members of one room cost one query per event, not one per stream.
+ */
+async function ruleDecisions(
+  ctx: AppContext,
+  col: Collection,
+  record: RecordJson,
+  stub: boolean,
+  targets: Iterable<Stream>,
+  readers: Map<Stream, Principal> | null,
+): Promise<Map<string, boolean>> {
+  const order: string[] = [];
+  const decisions: (boolean | Cond)[] = [];
+  const seen = new Set<string>();
+  for (const s of targets) {
+    if (!s.byCollection.has(col.name)) continue;
+    const reader = readers?.get(s) ?? s.identity.principal;
+    const key = ruleReaderKey(reader);
+    if (seen.has(key)) continue;
+    seen.add(key);
+    const d = readDecision(col, reader, record);
+    order.push(key);
+    if (typeof d !== "object") decisions.push(d);
+    // A record held by reference carries its id only: the rule is asked of the stored row.
+    else if (stub) decisions.push(exists(q(col.name), STORED, and([{ k: "cmp", op: "=", a: col_(STORED, "_id", "text"), b: val(String(record._id)) }, compileRule(d.rule, d.env, { table: STORED })])));
+    else decisions.push(decideRule(d.rule, record, d.env));
+  }
+  const answers = await settleDecisions(ctx.db, decisions);
+  return new Map(order.map((k, i) => [k, answers[i]!]));
 }
 
 /**

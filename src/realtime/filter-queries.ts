@@ -41,7 +41,7 @@ export class FilterAsks {
     for (const [key, { query, reader }] of this.asks) {
       let plan: ReadPlan;
       try {
-        plan = planRead(ctx, h, { filters: query.filters, search: null, includeDeleted: true }, "all", reader, relationCondition);
+        plan = planRead(ctx, h, { filters: query.filters, search: null, includeDeleted: true, anyDeleted: true }, "all", reader, relationCondition);
       } catch {
         answers.set(key, false);
         continue;

@@ -47,7 +47,7 @@ export interface TopicFilter {
 function stored(field: FieldRef, v: unknown): SqlValue {
   if (v === undefined || v === null) return null;
   if (field.type === "boolean") return v ? 1 : 0;
-  if (field.type === "json") return typeof v === "string" ? v : JSON.stringify(v);
+  if (field.type === "json" || field.type === "file") return typeof v === "string" ? v : JSON.stringify(v);
   return v as SqlValue;
 }
 
@@ -96,7 +96,7 @@ const queryOf = (filters: FilterCond[]): FilterQuery => ({ filters, key: JSON.st
  * it (unknown field, bad operator or value: 400).
  */
 export function compileFilter(ctx: AppContext, h: CollectionHandle, filters: FilterCond[], p: Principal): TopicFilter {
-  planRead(ctx, h, { filters, search: null, includeDeleted: true }, "all", p, relationCondition);
+  planRead(ctx, h, { filters, search: null, includeDeleted: true, anyDeleted: true }, "all", p, relationCondition);
   const memory: MemoryTest[] = [];
   const virtual: FilterCond[] = [];
   for (const cond of filters) {

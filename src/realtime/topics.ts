@@ -4,6 +4,7 @@ import { findHandle } from "../catalog/catalog.ts";
 import { badRequest } from "../errors.ts";
 import { parseFilters, type FilterCond } from "../query/parse.ts";
 import { checkAccess } from "../rules/access.ts";
+import { prepareRules } from "../rules/scope.ts";
 import { compileFilter, type TopicFilter } from "./match.ts";
 
 /** A subscription of a stream: a whole collection, one record, or the records matching a filter. */
@@ -68,6 +69,7 @@ export async function parseTopic(ctx: AppContext, raw: unknown, p: Principal): P
     const h = await requireTopicCollection(ctx, o.collection);
     // SECURITY: the read rule first (401/403 as the list answers), so a caller who may not read learns
     // nothing of the collection's fields from how its filter is answered.
+    prepareRules(h.catalog);
     checkAccess(h.col, "read", p);
     const filter = o.filter as string | string[];
     const compiled = compileFilter(ctx, h, parseTopicFilter(filter), p);

@@ -8,6 +8,7 @@ import { aggregateGroups, aggregateValue } from "../query/read.ts";
 import { planRead, resolveField, runRead, type SqlValue } from "../query/sql.ts";
 import { relationCondition } from "../relations/filter.ts";
 import { checkAccess } from "../rules/access.ts";
+import { prepareRules } from "../rules/scope.ts";
 
 /** Most groups one `group_by` answer carries; more is 400 (an anonymous client could ask for millions). */
 export const MAX_GROUPS = 1000;
@@ -34,6 +35,7 @@ function decodeValue(type: FieldType, v: SqlValue): unknown {
  */
 export async function aggregateRecords(ctx: AppContext, name: string, params: URLSearchParams, p: Principal, opts: Checked<ReadOptions>): Promise<AggregateResult> {
   const h = await openCollection(ctx, name);
+  prepareRules(h.catalog);
   const col = h.col;
   const access = checkAccess(col, "read", p);
   const aq = parseAggregateQuery(params, bodyOf(opts));

@@ -6,7 +6,8 @@ import { inTransaction } from "../transaction.ts";
 import { AppError, ValidationError, badRequest, bodyOf, type Checked } from "../errors.ts";
 import { fetchRecord, type RecordJson } from "../query/rows.ts";
 import { checkAccess, recordNotFound } from "../rules/access.ts";
-import { checkRecordAccess } from "./access.ts";
+import { checkCreates, checkRecordAccess } from "./access.ts";
+import { prepareRules } from "../rules/scope.ts";
 import { relationEffects } from "./cascade.ts";
 import { insertRecord, softDeleteRecord, updateRecordRow } from "./store.ts";
 
@@ -44,20 +45,29 @@ function readOperation(raw: unknown, check: CheckOperation): { op: BatchOperatio
 }
 
 /** Fetches an active record for update/delete and applies the operation's rule to it. */
-async function loadForWrite(ctx: AppContext, h: CollectionHandle, op: "update" | "delete", id: string, p: Principal): Promise<RecordJson> {
-  const access = checkAccess(h.col, op, p);
+async function loadForWrite(
+  ctx: AppContext,
+  h: CollectionHandle,
+  op: "update" | "delete",
+  id: string,
+  p: Principal,
+  body?: Record<string, unknown>,
+): Promise<RecordJson> {
+  const access = checkAccess(h.col, op, p, body);
   const previous = await fetchRecord(ctx, h.col, id);
   if (!previous || previous._deleted_at !== null) throw recordNotFound();
-  checkRecordAccess(h.col, op, p, access, previous);
+  await checkRecordAccess(ctx, h.col, op, p, access, previous);
   return previous;
 }
 
 async function runOperation(ctx: AppContext, h: CollectionHandle, o: ReturnType<typeof readOperation>, p: Principal): Promise<BatchResult> {
+  prepareRules(h.catalog);
   if (o.op === "create") {
-    checkAccess(h.col, "create", p);
+    await checkCreates(ctx, h.col, p, [o.data!]);
     return { op: "create", record: await insertRecord(ctx, h, o.data!, p) };
   }
-  if (o.op === "update") return { op: "update", record: await updateRecordRow(ctx, h, await loadForWrite(ctx, h, "update", o.id!, p), o.data!, p) };
+  if (o.op === "update")
+    return { op: "update", record: await updateRecordRow(ctx, h, await loadForWrite(ctx, h, "update", o.id!, p, o.data!), o.data!, p) };
   await softDeleteRecord(ctx, h, await loadForWrite(ctx, h, "delete", o.id!, p), p, relationEffects);
   return { op: "delete", id: o.id! };
 }

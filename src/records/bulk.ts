@@ -8,6 +8,9 @@ import { inTransaction } from "../transaction.ts";
 import { AppError, ValidationError, bodyOf, type Checked } from "../errors.ts";
 import type { RecordJson } from "../query/rows.ts";
 import { checkAccess } from "../rules/access.ts";
+import { prepareRules } from "../rules/scope.ts";
+import { checkCreates } from "./access.ts";
+import { isExpressionRule } from "../rules/expr/rule.ts";
 import { flushRows, insertPlain, insertPlainRun, insertRecord, type PendingRow } from "./store.ts";
 
 /** Most records one bulk request may carry (SPEC §8). */
@@ -87,7 +90,9 @@ async function insertEach(ctx: AppContext, name: string, items: readonly Record<
  */
 export async function bulkCreate(ctx: AppContext, name: string, body: Checked<Record<string, unknown>[]>, p: Principal): Promise<RecordJson[]> {
   const outer = await openCollection(ctx, name);
-  checkAccess(outer.col, "create", p);
+  prepareRules(outer.catalog);
+  // An expression rule is decided per record (checkCreates), `@request.body` being each one.
+  if (!isExpressionRule(outer.col.rules.create)) checkAccess(outer.col, "create", p);
   const items = bodyOf(body);
   const fieldsBefore = outer.col.fields;
   return await inTransaction(ctx, async () => {
@@ -95,6 +100,9 @@ export async function bulkCreate(ctx: AppContext, name: string, body: Checked<Re
     const mark = ctx.events.mark();
     // The collection as this transaction sees it (a delete that committed before it began is 404).
     let h = await openCollection(ctx, name);
+    // The create rule on every record as it would be stored (in the transaction: relation paths and `@exists` see its view).
+    prepareRules(h.catalog);
+    await checkCreates(ctx, h.col, p, items);
     if (h.hooks.length === 0 && h.from.length === 0) h = await insertPlainBulk(ctx, h, items, p, out);
     else {
       await insertEach(ctx, name, items, p, out, h.hooks.length === 0 ? [] : undefined);

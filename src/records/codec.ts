@@ -5,6 +5,8 @@ export function encodeValue(type: FieldDef["type"], v: unknown): string | number
   if (v === null || v === undefined) return null;
   if (type === "boolean") return v ? 1 : 0;
   if (type === "json") return JSON.stringify(v);
+  // A file field of several files stores its list of names as JSON (query/rows.ts reads it back).
+  if (type === "file" && typeof v !== "string") return JSON.stringify(v);
   return v as string | number;
 }
 

@@ -7,6 +7,7 @@ import { countRows } from "../query/read.ts";
 import { planRead, runRead, type ReadPlan, type SqlValue } from "../query/sql.ts";
 import { relationCondition } from "../relations/filter.ts";
 import { checkAccess } from "../rules/access.ts";
+import { prepareRules } from "../rules/scope.ts";
 
 /**
  * Counts already made, so that repeating the same count on an unchanged collection does not scan
@@ -82,6 +83,7 @@ export async function countPlan(ctx: AppContext, plan: ReadPlan, collection: str
 /** `GET /:collection/count`: how many records match `filter`/`search`, honouring the read rule. */
 export async function countRecords(ctx: AppContext, name: string, params: URLSearchParams, p: Principal, opts: Checked<ReadOptions>): Promise<{ total: number }> {
   const h = await openCollection(ctx, name);
+  prepareRules(h.catalog);
   const access = checkAccess(h.col, "read", p);
   return { total: await countPlan(ctx, planRead(ctx, h, parseReadQuery(params, bodyOf(opts)), access, p, relationCondition), h.name) };
 }

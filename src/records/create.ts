@@ -8,6 +8,9 @@ import { bodyOf, type Checked } from "../errors.ts";
 import { hasHooks } from "../hooks/run.ts";
 import type { RecordJson } from "../query/rows.ts";
 import { checkAccess } from "../rules/access.ts";
+import { isExpressionRule } from "../rules/expr/rule.ts";
+import { prepareRules } from "../rules/scope.ts";
+import { checkCreates } from "./access.ts";
 import { insertRecord } from "./store.ts";
 
 /**
@@ -35,7 +38,8 @@ function groupOptions(h: CollectionHandle, data: Record<string, unknown>): Trans
 function groupedCreate(ctx: AppContext, name: string, body: Checked<Record<string, unknown>>, p: Principal): Promise<RecordJson> | null {
   // As last known: asking the database here would cost a statement outside the transaction.
   const known = lastKnownHandle(ctx, name);
-  if (!known) return null;
+  // An expression create rule is decided on the record in its own transaction (createRecord).
+  if (!known || isExpressionRule(known.col.rules.create)) return null;
   let data: Record<string, unknown>;
   try {
     checkAccess(known.col, "create", p);
@@ -66,7 +70,18 @@ export async function createRecord(ctx: AppContext, name: string, body: Checked<
     if (grouped) return await grouped;
   }
   const h = await openCollection(ctx, name);
-  checkAccess(h.col, "create", p);
+  prepareRules(h.catalog);
+  // The rule before the body (a caller who may not create learns nothing from how its body is answered); an
+  // expression is checked with the body, which it may name (`@request.body`).
+  const expression = isExpressionRule(h.col.rules.create);
+  if (!expression) checkAccess(h.col, "create", p);
   const data = bodyOf(body);
+  if (expression)
+    return await inTransaction(ctx, async () => {
+      const current = await openCollection(ctx, name);
+      prepareRules(current.catalog);
+      await checkCreates(ctx, current.col, p, [data]);
+      return await insertRecord(ctx, current, data, p);
+    });
   return await inTransaction(ctx, async () => insertRecord(ctx, await openCollection(ctx, name), data, p), groupOptions(h, data));
 }

@@ -10,6 +10,7 @@ import { keysetPhases, orderBySql, orderTerms, planRead, runRead, type Where } f
 import { finishRelations, parseExpand, relationProjection } from "../relations/expand.ts";
 import { relationCondition } from "../relations/filter.ts";
 import { checkAccess } from "../rules/access.ts";
+import { prepareRules } from "../rules/scope.ts";
 import { countPlan } from "./count.ts";
 
 export interface Page {
@@ -41,7 +42,7 @@ export async function runListQuery(ctx: AppContext, h: CollectionHandle, lq: Lis
     }
     const more = rows.length > lq.limit;
     if (more) rows.pop();
-    const items = col.fields.some((f) => f.type === "boolean" || f.type === "json") ? rows.map((r) => decodeRow(col, r)) : rows;
+    const items = col.fields.some((f) => f.type === "boolean" || f.type === "json" || f.type === "file") ? rows.map((r) => decodeRow(col, r)) : rows;
     const total = lq.after === null && lq.total ? await countPlan(ctx, plan, col.name) : null;
     return { items, next_cursor: more ? (items[items.length - 1]._id as string) : null, total };
   });
@@ -53,6 +54,7 @@ export async function runListQuery(ctx: AppContext, h: CollectionHandle, lq: Lis
  */
 export async function listRecords(ctx: AppContext, name: string, params: URLSearchParams, p: Principal, opts: Checked<ListOptions>): Promise<Page> {
   const h = await openCollection(ctx, name);
+  prepareRules(h.catalog);
   const access = checkAccess(h.col, "read", p);
   const lq = parseListQuery(params, bodyOf(opts));
   const expand = parseExpand(h, params.getAll("expand"));

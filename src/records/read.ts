@@ -4,7 +4,9 @@ import { openCollection } from "../catalog/catalog.ts";
 import { attachRelationFields, expandRecords, parseExpand } from "../relations/expand.ts";
 import { badRequest } from "../errors.ts";
 import { fetchRecord, type RecordJson } from "../query/rows.ts";
-import { checkAccess, ownsRecord, recordNotFound } from "../rules/access.ts";
+import { accessOf, checkAccess, recordNotFound } from "../rules/access.ts";
+import { prepareRules } from "../rules/scope.ts";
+import { accessPasses } from "./access.ts";
 
 /** `GET /:collection/:id`: 404 for a missing, soft-deleted (unless asked for) or hidden record. */
 export async function getRecord(
@@ -15,11 +17,17 @@ export async function getRecord(
   opts: { includeDeleted?: boolean; expand?: string[]; fields?: string[] | null } = {},
 ): Promise<RecordJson> {
   const h = await openCollection(ctx, name);
+  prepareRules(h.catalog);
   const access = checkAccess(h.col, "read", p);
   const expand = parseExpand(h, opts.expand);
   const record = await fetchRecord(ctx, h.col, id, true);
   if (!record || (record._deleted_at !== null && !opts.includeDeleted)) throw recordNotFound();
-  if (access === "own" && !ownsRecord(p, record)) throw recordNotFound();
+  if (access !== "all" && !(await accessPasses(ctx, access, p, record))) throw recordNotFound();
+  // SECURITY: a soft-deleted record shows only to a caller whose delete rule holds for it (CONTRACT §12).
+  if (record._deleted_at !== null) {
+    const del = accessOf(h.col, "delete", p);
+    if (!del || !(await accessPasses(ctx, del, p, record))) throw recordNotFound();
+  }
   if (h.from.length) await attachRelationFields(ctx, h, [record], p);
   if (expand.length) await expandRecords(ctx, h, [record], expand, p);
   return opts.fields ? pickFields(h.name, record, opts.fields) : record;

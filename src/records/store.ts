@@ -19,6 +19,7 @@ import { encodeValue, userFields, userFieldsShared } from "./codec.ts";
 import { changeLink, writeLinks, type LinkChange } from "./store-junction.ts";
 import { preconditionFailed } from "./version.ts";
 import { hasOperators, resolveOperators, type NumberDelta } from "./operators.ts";
+import { deleteDroppedFiles, fileFields, fileValueErrors } from "../files/values.ts";
 
 export { dropLinksFrom, dropLinksTo } from "./store-junction.ts";
 
@@ -203,6 +204,8 @@ export function insertPlainRun(
 function newRow(ctx: AppContext, col: Collection, clean: Record<string, unknown>, p: Principal, errors: readonly FieldError[], owner?: string | null) {
   const failed = validateFieldRules(col, clean, "create");
   if (errors.length) failed.push(...errors);
+  // Files (CONTRACT §14): a file field holds only names just uploaded.
+  if (fileFields(col).length) failed.push(...fileValueErrors(col, clean, null));
   if (failed.length) throw new ValidationError(failed);
   const now = ctx.clock.now();
   const shape = shapeOf(col, clean);
@@ -369,7 +372,7 @@ async function writeUpdate(
   if (hasOperators(clean)) ({ clean, deltas } = resolveOperators(h, clean, before));
   const relations = await relationsOf(ctx, h, clean, p);
   h = await grownFor(ctx, h, relations.stored);
-  checkUpdate(h.col, clean, relations, forced);
+  checkUpdate(h.col, clean, relations, forced, previous);
   const now = ctx.clock.now();
   await updateRow(ctx, h.col, previous, clean, now, opts.guard === true, deltas, owner);
   await writeLinks(ctx, relations, previous._id as string);
@@ -398,13 +401,15 @@ function checkDeltas(col: Collection, written: RecordJson, deltas: readonly Numb
 }
 
 /** The field rules of a patch and the relations' errors, as one 422; a field `forced` to null is the relation's call. */
-function checkUpdate(col: Collection, clean: Record<string, unknown>, relations: RelationWrite, forced: string | undefined): void {
+function checkUpdate(col: Collection, clean: Record<string, unknown>, relations: RelationWrite, forced: string | undefined, previous: RecordJson): void {
   let checked = clean;
   if (forced !== undefined && clean[forced] === null) {
     checked = { ...clean };
     delete checked[forced];
   }
   const errors = [...validateFieldRules(col, checked, "update"), ...relations.errors];
+  // Files (CONTRACT §14): a file field holds only names it held or just uploaded.
+  if (fileFields(col).length) errors.push(...fileValueErrors(col, clean, previous));
   if (errors.length) throw new ValidationError(errors);
 }
 
@@ -455,6 +460,8 @@ async function updateRow(
   const where = whereRow(previous, guard, values);
   const done = await ctx.db.run(`UPDATE ${q(col.name)} SET ${sets.join(", ")} WHERE ${where}`, values);
   if (guard && done.changes === 0) throw preconditionFailed();
+  // Files (CONTRACT §14): a replaced or removed file is deleted once this commits.
+  if (fileFields(col).length) deleteDroppedFiles(ctx, col, previous, clean);
 }
 
 /**
@@ -563,6 +570,8 @@ export async function removeRecord(
   const where = whereRow(previous, opts.guard === true, values);
   const done = await ctx.db.run(`DELETE FROM ${q(h.name)} WHERE ${where}`, values);
   if (opts.guard && done.changes === 0) throw preconditionFailed();
+  // Files (CONTRACT §14): a hard-deleted record's files are deleted once this commits.
+  if (fileFields(h.col).length) deleteDroppedFiles(ctx, h.col, previous, null);
   stage(ctx, h.col, "hard_delete", last, last, ctx.clock.now(), p);
   await effects.deleted(ctx, h, previous, "hard", p);
   await runHooks(h.hooks, "afterDelete", event);

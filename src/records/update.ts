@@ -5,6 +5,8 @@ import { inTransaction } from "../transaction.ts";
 import { bodyOf, type Checked } from "../errors.ts";
 import { fetchRecord, type RecordJson } from "../query/rows.ts";
 import { checkAccess, recordNotFound } from "../rules/access.ts";
+import { isExpressionRule } from "../rules/expr/rule.ts";
+import { prepareRules } from "../rules/scope.ts";
 import { checkRecordAccess } from "./access.ts";
 import { updateRecordRow } from "./store.ts";
 import { checkIfMatch, type IfMatch } from "./version.ts";
@@ -18,13 +20,19 @@ export async function updateRecord(
   p: Principal,
   opts: { ifMatch?: IfMatch } = {},
 ): Promise<RecordJson> {
-  const access = checkAccess((await openCollection(ctx, name)).col, "update", p);
+  const opened = await openCollection(ctx, name);
+  prepareRules(opened.catalog);
+  // The rule before the body, unless it is an expression, which may name the body (`@request.body`).
+  const expression = isExpressionRule(opened.col.rules.update);
+  let access = expression ? null : checkAccess(opened.col, "update", p);
   const data = bodyOf(body);
+  access ??= checkAccess(opened.col, "update", p, data);
   return await inTransaction(ctx, async () => {
     const h = await openCollection(ctx, name);
     const previous = await fetchRecord(ctx, h.col, id);
     if (!previous || previous._deleted_at !== null) throw recordNotFound();
-    checkRecordAccess(h.col, "update", p, access, previous);
+    prepareRules(h.catalog);
+    await checkRecordAccess(ctx, h.col, "update", p, access, previous);
     return updateRecordRow(ctx, h, previous, data, p, { guard: checkIfMatch(opts.ifMatch, previous) });
   });
 }

@@ -5,6 +5,7 @@ import type { CatalogSnapshot } from "../catalog/snapshot.ts";
 import type { Relation } from "../catalog/types.ts";
 import type { FieldError } from "../errors.ts";
 import { idsMeeting, readFilter } from "../query/relations.ts";
+import { prepareRules } from "../rules/scope.ts";
 
 /** What a create or update body means for the relations of its collection. */
 export interface RelationWrite {
@@ -86,6 +87,7 @@ export async function prepareRelations(ctx: AppContext, h: CollectionHandle, dat
  */
 async function missingIds(ctx: AppContext, catalog: CatalogSnapshot, rel: Relation, ids: string[], p: Principal): Promise<string[]> {
   if (!ids.length) return [];
+  prepareRules(catalog);
   const target = catalog.get(rel.to_col);
   const visible = target && readFilter(target, p);
   if (!target || !visible) return ids;

@@ -5,6 +5,7 @@ import { junctionTable, type Collection, type Relation } from "../catalog/types.
 import { badRequest } from "../errors.ts";
 import { linkedRows, linksFromAll } from "../query/junction.ts";
 import { pointingRows, readFilter, rowsWithIds, type TargetFilter } from "../query/relations.ts";
+import { prepareRules } from "../rules/scope.ts";
 import { decodeRow, type RecordJson } from "../query/rows.ts";
 
 type Row = Record<string, unknown>;
@@ -63,6 +64,7 @@ export async function attachRelationFields(
         for (const rec of records) rec[rel.from_field] = [];
         continue;
       }
+      prepareRules(h.catalog);
       const filter = readFilter(target, p);
       if (!filter) {
         for (const rec of records) rec[rel.from_field] = null;
@@ -121,6 +123,7 @@ export async function expandRecords(ctx: AppContext, h: CollectionHandle, record
   if (!rels.length || !records.length) return;
   const out = records.map(() => ({}) as Record<string, unknown>);
   for (const rel of rels) {
+    prepareRules(h.catalog);
     const target = h.catalog.get(rel.to_col);
     const filter = target ? readFilter(target, p) : null;
     const empty = rel.type === "one" || !target || filter === null ? null : [];

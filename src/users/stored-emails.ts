@@ -1,6 +1,7 @@
 import type { AppContext } from "../context.ts";
 import { emailKey } from "./passwords.ts";
-import { getMeta } from "../db/meta.ts";
+import { getMeta, setMetaIfAbsent } from "../db/meta.ts";
+import { emailTaken, moveUserEmail, userEmailPage } from "../tables/users.ts";
 
 /** `_meta` key set once every stored email is in the form lookups use (emailKey: NFC). */
 const DONE = "emails_nfc";
@@ -16,19 +17,19 @@ export async function normalizeStoredEmails(ctx: AppContext): Promise<void> {
   if (await getMeta(ctx.db, DONE)) return;
   let after = "";
   for (;;) {
-    const rows = await ctx.db.all<{ id: string; email: string }>("SELECT id, email FROM _users WHERE id > ? ORDER BY id LIMIT 500", [after]);
+    const rows = await userEmailPage(ctx.db, after);
     if (rows.length === 0) break;
     for (const row of rows) {
       const key = emailKey(row.email);
       if (key === row.email) continue;
       const moved = await ctx.db.transaction(async () => {
-        if (await ctx.db.get("SELECT 1 FROM _users WHERE email = ?", [key])) return false;
-        await ctx.db.run("UPDATE _users SET email = ?, updated_at = ? WHERE id = ? AND email = ?", [key, ctx.clock.now(), row.id, row.email]);
+        if (await emailTaken(ctx.db, key)) return false;
+        await moveUserEmail(ctx.db, row.id, row.email, key, ctx.clock.now());
         return true;
       });
       if (!moved) ctx.log.warn("a user's email was left as stored: another account holds its NFC form", { user_id: row.id });
     }
     after = rows[rows.length - 1]!.id;
   }
-  await ctx.db.run("INSERT INTO _meta (key, value) VALUES (?, '1') ON CONFLICT (key) DO NOTHING", [DONE]);
+  await setMetaIfAbsent(ctx.db, DONE, "1");
 }

@@ -2,21 +2,9 @@ import { newUlid } from "../ids.ts";
 import type { AppContext } from "../context.ts";
 import { AppError, badRequest, notFound } from "../errors.ts";
 import { checkPassword, emailKey, hashPassword, normalizeEmail } from "./passwords.ts";
+import { insertUser, userByEmail, userById, type UserRow } from "../tables/users.ts";
 
-/** A user row as stored. */
-export interface UserRow {
-  id: string;
-  email: string;
-  password_hash: string | null;
-  is_verified: number;
-  roles: string;
-  metadata: string;
-  totp_secret: string | null;
-  totp_enabled: number;
-  totp_last_step: number | null;
-  created_at: number;
-  updated_at: number;
-}
+export type { UserRow } from "../tables/users.ts";
 
 /** The public user object of CONTRACT §7. */
 export interface UserJson {
@@ -40,11 +28,11 @@ export function userToJson(u: UserRow): UserJson {
 }
 
 export async function findUserById(ctx: AppContext, id: string): Promise<UserRow | null> {
-  return await ctx.db.get<UserRow>("SELECT * FROM _users WHERE id = ?", [id]);
+  return await userById(ctx.db, id);
 }
 
 export async function findUserByEmail(ctx: AppContext, email: string): Promise<UserRow | null> {
-  return await ctx.db.get<UserRow>("SELECT * FROM _users WHERE email = ?", [emailKey(email)]);
+  return await userByEmail(ctx.db, emailKey(email));
 }
 
 /** Finds a user by id or email; 404 when none. */
@@ -99,8 +87,7 @@ export async function createUser(ctx: AppContext, input: NewUser): Promise<UserR
   const now = ctx.clock.now();
   const id = newUlid(now);
   try {
-    await ctx.db.run(`INSERT INTO _users (id, email, password_hash, is_verified, roles, metadata, created_at, updated_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, [id, email, passwordHash, input.isVerified ? 1 : 0, JSON.stringify(roles), JSON.stringify(metadata), now, now]);
+    await insertUser(ctx.db, { id, email, passwordHash, verified: !!input.isVerified, roles: JSON.stringify(roles), metadata: JSON.stringify(metadata), now });
   } catch (err) {
     throw emailConflictOf(err);
   }

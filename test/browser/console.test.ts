@@ -193,6 +193,22 @@ describe("admin console in a real browser", () => {
     await page.getByRole("button", { name: "Save rules" }).click();
     await okNotice("Access rules saved.");
     expect((await adminApi("GET", "/admin/collections/posts")).rules.update).toBe("@auth.roles ?= 'editor'");
+    // Checked as one types, by the server's parser: the message names the token and its position.
+    const update = page.getByLabel("update rule expression");
+    const verdict = page.locator('[data-rule-check="update"]');
+    await update.fill("staus = 1");
+    await page.waitForFunction(() => document.querySelector('[data-rule-check="update"]')?.textContent?.includes("unknown field 'staus' at 1"));
+    expect(await update.getAttribute("aria-invalid")).toBe("true");
+    await update.fill("_owner_id = @auth.id || @auth.roles ?= 'editor'");
+    await page.waitForFunction(() => document.querySelector('[data-rule-check="update"]')?.textContent === "valid");
+    expect(await verdict.getAttribute("class")).toContain("ok");
+    // Examples to pick from: the input's suggestions.
+    const examples = await page.evaluate(() => {
+      const input = document.querySelector('input[name="expression-read"]') as HTMLInputElement;
+      return [...(input.list?.options ?? [])].map((o) => o.value);
+    });
+    expect(examples).toContain("status = 'published' || _owner_id = @auth.id");
+    expect((await adminApi("GET", "/admin/collections/posts")).rules.update).toBe("@auth.roles ?= 'editor'");
   }, STEP);
 
   test("a field rule is set from the field rules editor", async () => {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { collectionFromRow } from "../../src/catalog/catalog.ts";
-import type { Collection, Relation } from "../../src/catalog/types.ts";
+import { storedType, type Collection, type Relation } from "../../src/catalog/types.ts";
 import type { Bound, Cond } from "../../src/db/condition.ts";
 import type { Engine } from "../../src/db/engine.ts";
 import { q } from "../../src/db/ident.ts";
@@ -165,7 +165,7 @@ async function fill(db: Engine): Promise<void> {
   ];
   for (const [col, rows] of data) {
     for (const sql of db.sql.ddl.createTable(col.name)) await db.exec(sql);
-    for (const f of col.fields) await db.exec(db.sql.ddl.addColumn(col.name, f.name, f.type));
+    for (const f of col.fields) await db.exec(db.sql.ddl.addColumn(col.name, f.name, storedType(f.type)));
     const names = ["_id", "_created_at", "_updated_at", "_owner_id", "_deleted_at", ...col.fields.map((f) => f.name)];
     for (const row of rows) {
       const values = names.map((n) => (n.startsWith("_") ? ((row[n] ?? (n.endsWith("_at") && n !== "_deleted_at" ? 1 : null)) as Bound) : stored(col, n, row[n])));

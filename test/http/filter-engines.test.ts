@@ -13,7 +13,7 @@ const enc = encodeURIComponent;
 const ids: string[] = [];
 
 beforeAll(async () => {
-  expect((await t.admin("POST", "/api/v1/admin/collections", { name: "items", rules: { read: "public" } })).status).toBe(201);
+  expect((await t.admin("POST", "/api/v1/admin/collections", { name: "items", rules: { read: "public", delete: "public" } })).status).toBe(201);
   for (let i = 0; i < 5; i++) {
     t.clock.set(1000 * (i + 1));
     const res = await t.admin("POST", "/api/v1/items", { n: i });

@@ -99,6 +99,27 @@ describe("GET /auth/me/export", () => {
     expect(res.body.collections.likes.length).toBe(EXPORT_PAGE);
   }, 60_000);
 
+  test("files as download paths: each name of a file field becomes its /api/v1/files path, which serves the file", async () => {
+    const fields = [{ name: "cover", type: "file" }, { name: "photos", type: "file", max_count: 3 }];
+    expect((await t.admin("POST", "/api/v1/admin/collections", { name: "albums", fields, rules: { read: "owner", create: "authenticated" } })).status).toBe(201);
+    const u = await registerUser(t, "export-files@example.com");
+    const form = new FormData();
+    form.append("title", "holiday");
+    form.append("cover", new Blob(["cover text"], { type: "text/plain" }), "cover.txt");
+    for (const n of ["a.txt", "b.txt"]) form.append("photos", new Blob([`photo ${n}`], { type: "text/plain" }), n);
+    await t.ready;
+    const made = await t.app.handle(new Request("http://localhost/api/v1/albums", { method: "POST", body: form, headers: { authorization: `Bearer ${u.token}` } }));
+    const album = (await made.json()) as { _id: string; cover: string; photos: string[] };
+    expect(made.status).toBe(201);
+    const res = await t.req("GET", "/api/v1/auth/me/export", { token: u.token });
+    const exported = res.body.collections.albums[0];
+    const path = (name: string) => `/api/v1/files/albums/${album._id}/${name}`;
+    expect(exported).toMatchObject({ _id: album._id, title: "holiday", cover: path(album.cover), photos: album.photos.map(path) });
+    const file = await t.req("GET", exported.photos[1], { token: u.token });
+    expect(file.status).toBe(200);
+    expect(file.text).toBe("photo b.txt");
+  });
+
   test("impersonation tokens are refused (403), API keys are not credentials here (401)", async () => {
     const u = await registerUser(t, "export-imp@example.com");
     const imp = await t.admin("POST", `/api/v1/admin/users/${u.id}/impersonate`);

@@ -212,7 +212,8 @@ describe("cursor walk", () => {
 
 describe("include_deleted and owner-filtered reads", () => {
   test("soft-deleted records are left out unless include_deleted=true", async () => {
-    await t.admin("POST", "/api/v1/admin/collections", { name: "trash", rules: { read: "public" } });
+    // include_deleted shows deleted records to callers whose delete rule holds (CONTRACT §12): public here.
+    await t.admin("POST", "/api/v1/admin/collections", { name: "trash", rules: { read: "public", delete: "public" } });
     const a = (await t.admin("POST", "/api/v1/trash", { v: 1 })).body;
     await t.admin("POST", "/api/v1/trash", { v: 2 });
     expect((await t.admin("DELETE", `/api/v1/trash/${a._id}`)).status).toBe(200);
@@ -224,6 +225,12 @@ describe("include_deleted and owner-filtered reads", () => {
     expect((await t.req("GET", "/api/v1/trash/count?include_deleted=true")).body).toEqual({ total: 2 });
     expect((await t.req("GET", "/api/v1/trash/aggregate?fn=sum&field=v")).body).toEqual({ value: 2 });
     expect((await t.req("GET", "/api/v1/trash/aggregate?fn=sum&field=v&include_deleted=true")).body).toEqual({ value: 3 });
+    // Under a delete rule that does not hold for the caller, deleted records stay hidden, also by id.
+    expect((await t.admin("PUT", "/api/v1/admin/collections/trash/rules", { rules: { delete: "authenticated" } })).status).toBe(200);
+    expect((await t.req("GET", "/api/v1/trash?include_deleted=true")).body.total).toBe(1);
+    expect((await t.req("GET", "/api/v1/trash/count?include_deleted=true")).body).toEqual({ total: 1 });
+    expect((await t.req("GET", `/api/v1/trash/${a._id}?include_deleted=true`)).status).toBe(404);
+    expect((await t.admin("GET", `/api/v1/trash/${a._id}?include_deleted=true`)).status).toBe(200);
   });
 
   test("an owner read rule shows each user only their own records in list, count and aggregate", async () => {

@@ -4,9 +4,7 @@ import { createLiveApp, followBare, syncStreams, type LiveApp } from "../helpers
 
 // Expression rules (CONTRACT §12) at the admin API: accepted for any rule when a collection is made or its rules
 // are set, checked against the catalog then (400 naming the token and its position), returned as given, and
-// checked without being set by the console's dry run. Until they are applied on the data paths, an expression
-// rule lets only admins through on every one of them (it fails closed): no record is read, counted, listed,
-// embedded, sent or written under a rule that was not evaluated.
+// checked without being set by the console's dry run, and applied on the data paths.
 
 const C = "/api/v1/admin/collections";
 let t: LiveApp;
@@ -139,73 +137,71 @@ describe("the dry run: POST …/rules/check", () => {
   });
 });
 
-describe("until expression rules are applied, they let only admins through (fail closed)", () => {
+describe("an expression rule is applied on every data path (rule-apps.test.ts holds the tables per path and rule kind)", () => {
   let id: string;
-  let roomId: string;
+  let refId: string;
   beforeAll(async () => {
-    expect((await t.admin("POST", C, { name: "vault", rules: { read: "true", create: "true", update: "true", delete: "true" } })).status).toBe(201);
+    // Readable where n > 0 or by its owner; the vault's other rules hold for everyone.
+    expect((await t.admin("POST", C, { name: "vault", fields: [{ name: "title", type: "text" }, { name: "n", type: "number" }], rules: { read: "n > 0 || _owner_id = @auth.id", create: "true", update: "true", delete: "true" } })).status).toBe(201);
     id = (await t.admin("POST", "/api/v1/vault", { title: "secret", n: 1 })).body._id;
+    expect((await t.admin("POST", "/api/v1/vault", { title: "hidden", n: 0 })).status).toBe(201);
     // A public collection whose relation points into the vault.
     expect((await t.admin("POST", C, { name: "refs", rules: { read: "public", create: "public", update: "public" } })).status).toBe(201);
     expect((await t.admin("POST", "/api/v1/admin/relations", { from_col: "refs", from_field: "target", to_col: "vault", type: "one" })).status).toBe(201);
-    roomId = (await t.admin("POST", "/api/v1/refs", { target: id })).body._id;
+    refId = (await t.admin("POST", "/api/v1/refs", { target: id })).body._id;
   });
 
-  const denied = (res: { status: number; body: unknown }, op: string) => {
-    expect(res.status).toBe(403);
-    expect(res.body).toEqual({ error: `"${op}" on collection "vault" is not allowed by its rule`, code: "forbidden" });
-  };
-
-  test("reads: get (also the fast anonymous path), list, count, aggregate are 403 to users and anonymous callers", async () => {
+  test("reads: get (also the fast anonymous path), list, count, aggregate see the records the rule lets through", async () => {
     for (const token of [user.token, null]) {
-      denied(await t.req("GET", `/api/v1/vault/${id}`, { token }), "read");
-      denied(await t.req("GET", "/api/v1/vault", { token }), "read");
-      denied(await t.req("GET", "/api/v1/vault/count", { token }), "read");
-      denied(await t.req("GET", "/api/v1/vault/aggregate?fn=count", { token }), "read");
+      expect((await t.req("GET", `/api/v1/vault/${id}`, { token })).body.title).toBe("secret");
+      const list = await t.req("GET", "/api/v1/vault", { token });
+      expect(list.body.items.map((r: { title: string }) => r.title)).toEqual(["secret"]);
+      expect(list.body.total).toBe(1);
+      expect((await t.req("GET", "/api/v1/vault/count", { token })).body).toEqual({ total: 1 });
+      expect((await t.req("GET", "/api/v1/vault/aggregate?fn=count", { token })).body).toEqual({ value: 1 });
     }
     const raw = await fetch(`${t.base}/api/v1/vault/${id}`);
-    expect(raw.status).toBe(403);
-    expect((await t.admin("GET", `/api/v1/vault/${id}`)).body.title).toBe("secret");
-    expect((await t.admin("GET", "/api/v1/vault?filter=title:eq:secret")).body.total).toBe(1);
+    expect(raw.status).toBe(200);
+    expect((await t.admin("GET", "/api/v1/vault")).body.total).toBe(2);
   });
 
-  test("writes: create, bulk, update, delete and restore are 403, a batch fails; nothing changes", async () => {
+  test("writes: create, bulk, update, delete and restore pass a rule that holds, a batch too", async () => {
     const as = (method: string, path: string, body?: unknown) => t.req(method, path, { token: user.token, body });
-    denied(await as("POST", "/api/v1/vault", { title: "mine" }), "create");
-    denied(await as("POST", "/api/v1/vault/bulk", [{ title: "mine" }]), "create");
-    denied(await as("PATCH", `/api/v1/vault/${id}`, { title: "changed" }), "update");
-    denied(await as("DELETE", `/api/v1/vault/${id}`), "delete");
-    denied(await as("POST", `/api/v1/vault/${id}/restore`), "delete");
-    const batch = await as("POST", "/api/v1/vault/batch", { operations: [{ op: "update", id, data: { title: "changed" } }] });
-    expect(batch.status).toBe(400);
-    expect(batch.body).toEqual({ error: 'operation 0 (update): "update" on collection "vault" is not allowed by its rule', code: "batch_failed", index: 0, op: "update" });
-    const after = await t.admin("GET", "/api/v1/vault");
-    const titles = after.body.items.map((r: { title: string }) => r.title);
-    expect(titles).toContain("secret");
-    expect(titles.filter((x: string) => x === "mine" || x === "changed")).toEqual([]);
-    expect((await t.admin("GET", `/api/v1/vault/${id}`)).body._deleted_at).toBeNull();
+    const mine = await as("POST", "/api/v1/vault", { title: "mine", n: 0 });
+    expect(mine.status).toBe(201);
+    expect((await as("POST", "/api/v1/vault/bulk", [{ title: "mine too", n: 0 }])).status).toBe(201);
+    expect((await as("PATCH", `/api/v1/vault/${id}`, { title: "changed" })).status).toBe(200);
+    expect((await as("DELETE", `/api/v1/vault/${mine.body._id}`)).status).toBe(200);
+    expect((await as("POST", `/api/v1/vault/${mine.body._id}/restore`)).status).toBe(200);
+    const batch = await as("POST", "/api/v1/vault/batch", { operations: [{ op: "update", id, data: { title: "secret" } }] });
+    expect(batch.status).toBe(200);
+    // The user's own records (n = 0) are theirs to read; the other hidden one is not.
+    expect((await as("GET", "/api/v1/vault")).body.items.map((r: { title: string }) => r.title).sort()).toEqual(["mine", "mine too", "secret"]);
   });
 
-  test("expand embeds nothing from it, and a relation value pointing into it is refused as unknown", async () => {
-    const ref = await t.req("GET", `/api/v1/refs/${roomId}?expand=target`, { token: user.token });
+  test("expand embeds a readable target, and a relation value pointing at a hidden one is refused as unknown", async () => {
+    const ref = await t.req("GET", `/api/v1/refs/${refId}?expand=target`, { token: user.token });
     expect(ref.status).toBe(200);
-    expect(ref.body._expand).toEqual({ target: null });
-    const write = await t.req("POST", "/api/v1/refs", { token: user.token, body: { target: id } });
+    expect(ref.body._expand.target.title).toBe("secret");
+    const hidden = (await t.admin("GET", "/api/v1/vault?filter=title:eq:hidden")).body.items[0]._id;
+    const write = await t.req("POST", "/api/v1/refs", { token: user.token, body: { target: hidden } });
     expect(write.status).toBe(422);
     expect(write.body.errors[0].rule).toBe("relation");
+    expect((await t.req("POST", "/api/v1/refs", { token: user.token, body: { target: id } })).status).toBe(201);
   });
 
-  test("realtime sends its events to admins only", async () => {
+  test("realtime sends an event to the streams whose reader the rule lets through", async () => {
     expect((await t.admin("POST", C, { name: "markers", rules: { read: "public" } })).status).toBe(201);
     const userStream = await followBare(t, ["vault", "markers"], user.token);
     const anonStream = await followBare(t, ["vault", "markers"]);
     const adminStream = await followBare(t, ["vault", "markers"], ADMIN_SECRET);
-    await t.admin("POST", "/api/v1/vault", { title: "news" });
+    await t.admin("POST", "/api/v1/vault", { title: "news", n: 2 });
+    await t.admin("POST", "/api/v1/vault", { title: "quiet", n: 0 });
     await syncStreams(t, [userStream, anonStream, adminStream]);
     const titles = (s: typeof userStream) => s.changes().filter((e) => e.data.collection === "vault").map((e) => e.data.record.title);
-    expect(titles(userStream)).toEqual([]);
-    expect(titles(anonStream)).toEqual([]);
-    expect(titles(adminStream)).toEqual(["news"]);
+    expect(titles(userStream)).toEqual(["news"]);
+    expect(titles(anonStream)).toEqual(["news"]);
+    expect(titles(adminStream)).toEqual(["news", "quiet"]);
   });
 });
 

@@ -20,7 +20,7 @@ async function search(q: string, extra = ""): Promise<string[]> {
 
 // Every test gets its own app with "articles" holding the first three documents, not yet indexed.
 const t = appPerTest(async (t) => {
-  await createCollection(t, "articles", { read: "public" });
+  await createCollection(t, "articles", { read: "public", delete: "public" });
   for (const d of DOCS.slice(0, 3)) ids[d.title] = (await t.admin("POST", "/api/v1/articles", d)).body._id;
 });
 

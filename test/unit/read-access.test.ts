@@ -2,10 +2,10 @@ import { expect, test } from "bun:test";
 import { ADMIN, ANONYMOUS, type Principal } from "../../src/principal.ts";
 import type { Collection, Operation } from "../../src/catalog/types.ts";
 import { AppError } from "../../src/errors.ts";
-import { canRead } from "../../src/records/access.ts";
+import { readDecision } from "../../src/records/access.ts";
 import { accessOf, checkAccess } from "../../src/rules/access.ts";
 
-// canRead runs per realtime stream per event, so it answers through accessOf, which builds no error for
+// readDecision runs per realtime stream per event, so it answers through accessOf, which builds no error for
 // a refusal. All three must say what the rules say (and checkAccess still refuses with its error).
 const user = (userId: string, roles: string[] = []): Principal => ({ kind: "user", userId, roles, metadata: {}, email: `${userId}@example.com`, verified: true, sessionId: "s", via: "token" });
 const rules = ["public", "authenticated", "owner", "disabled", { role: "staff" }] as const;
@@ -27,7 +27,7 @@ function specified(rule: (typeof rules)[number], p: Principal): "all" | "own" | 
   return p.roles.includes(rule.role) ? "all" : "refused";
 }
 
-test("checkAccess, accessOf and canRead answer as the rules say, for every rule, operation and principal", () => {
+test("checkAccess, accessOf and readDecision answer as the rules say, for every rule, operation and principal", () => {
   const record = { _id: "r1", _owner_id: "u1" };
   for (const rule of rules)
     for (const op of ops)
@@ -37,14 +37,14 @@ test("checkAccess, accessOf and canRead answer as the rules say, for every rule,
         const want = specified(rule, p);
         let got: string;
         try {
-          got = checkAccess(col, op, p);
+          got = checkAccess(col, op, p) as string;
         } catch (err) {
           expect(err).toBeInstanceOf(AppError);
           got = "refused";
         }
         expect(`${where}: ${got}`).toBe(`${where}: ${want}`);
         expect(`${where}: ${accessOf(col, op, p) ?? "refused"}`).toBe(`${where}: ${want}`);
-        if (op === "read") expect(`${where}: ${canRead(col, p, record)}`).toBe(`${where}: ${want === "all" || (want === "own" && who === "owner")}`);
+        if (op === "read") expect(`${where}: ${readDecision(col, p, record)}`).toBe(`${where}: ${want === "all" || (want === "own" && who === "owner")}`);
       }
 });
 

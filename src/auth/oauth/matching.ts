@@ -5,6 +5,7 @@ import { createUser, findUserByEmail, findUserById, type UserRow } from "../../u
 import { normalizeEmail } from "../../users/passwords.ts";
 import { claimUnverifiedAccount } from "../verification.ts";
 import type { ProviderName, ProviderProfile } from "./providers.ts";
+import { deleteOAuthAccounts, insertOAuthAccount, linkedUserId, updateOAuthAccount, userOAuthAccounts } from "../../tables/oauth-accounts.ts";
 
 /** The `error=` reasons of an OAuth callback (SPEC 5.6, CONTRACT §7). */
 export type OAuthFailure = "invalid_state" | "no_email" | "email_not_verified" | "registration_closed" | "provider_error" | "method_disabled";
@@ -18,8 +19,7 @@ export class OAuthLoginError extends Error {
 }
 
 async function linkAccount(ctx: AppContext, provider: ProviderName, profile: ProviderProfile, userId: string, email: string | null): Promise<void> {
-  await ctx.db.run(`INSERT INTO _oauth_accounts (provider, provider_user_id, user_id, email, name, avatar_url, created_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (provider, provider_user_id) DO NOTHING`, [provider, profile.id, userId, email, clip(profile.name), clip(profile.avatarUrl), ctx.clock.now()]);
+  await insertOAuthAccount(ctx.db, { provider, providerUserId: profile.id, userId, email, name: clip(profile.name), avatarUrl: clip(profile.avatarUrl), now: ctx.clock.now() });
 }
 
 function clip(v: string | null): string | null {
@@ -33,11 +33,11 @@ function clip(v: string | null): string | null {
  * only while `registration_open` is true.
  */
 export async function matchOAuthUser(ctx: AppContext, provider: ProviderName, profile: ProviderProfile): Promise<UserRow> {
-  const linked = await ctx.db.get<{ user_id: string }>("SELECT user_id FROM _oauth_accounts WHERE provider = ? AND provider_user_id = ?", [provider, profile.id]);
+  const linked = await linkedUserId(ctx.db, provider, profile.id);
   if (linked) {
-    const user = await findUserById(ctx, linked.user_id);
+    const user = await findUserById(ctx, linked);
     if (user) {
-      await ctx.db.run("UPDATE _oauth_accounts SET name = ?, avatar_url = ?, email = COALESCE(?, email) WHERE provider = ? AND provider_user_id = ?", [clip(profile.name), clip(profile.avatarUrl), profile.email?.slice(0, 254) ?? null, provider, profile.id]);
+      await updateOAuthAccount(ctx.db, provider, profile.id, { name: clip(profile.name), avatarUrl: clip(profile.avatarUrl), email: profile.email?.slice(0, 254) ?? null });
       return user;
     }
   }
@@ -88,13 +88,12 @@ export interface LinkedAccountJson {
 
 /** `GET /auth/oauth/accounts`: the user's linked accounts, oldest first. */
 export async function listLinkedAccounts(ctx: AppContext, userId: string): Promise<{ accounts: LinkedAccountJson[] }> {
-  const accounts = await ctx.db.all<LinkedAccountJson>("SELECT provider, email, name, avatar_url, created_at FROM _oauth_accounts WHERE user_id = ? ORDER BY created_at, provider", [userId]);
+  const accounts: LinkedAccountJson[] = await userOAuthAccounts(ctx.db, userId);
   return { accounts };
 }
 
 /** `DELETE /auth/oauth/:provider`: removes the user's links to that provider; 404 when there is none. */
 export async function unlinkAccount(ctx: AppContext, userId: string, provider: ProviderName): Promise<{ ok: true }> {
-  const r = await ctx.db.run("DELETE FROM _oauth_accounts WHERE user_id = ? AND provider = ?", [userId, provider]);
-  if (r.changes === 0) throw new AppError(404, "not_found", `no ${provider} account is linked`);
+  if (!await deleteOAuthAccounts(ctx.db, userId, provider)) throw new AppError(404, "not_found", `no ${provider} account is linked`);
   return { ok: true };
 }

@@ -1,5 +1,6 @@
 import type { AppContext } from "../../context.ts";
 import { randomToken, safeEqual, sha256 } from "../../crypto.ts";
+import { insertOAuthState, pruneOAuthStates, takeOAuthState } from "../../tables/oauth-states.ts";
 
 /** The cookie that binds a login's `state` to the browser that started it. */
 export const STATE_COOKIE = "baas_oauth";
@@ -26,8 +27,8 @@ export interface OAuthStateRow {
 export async function createOAuthState(ctx: AppContext, provider: string): Promise<NewOAuthState> {
   const now = ctx.clock.now();
   const out: NewOAuthState = { state: randomToken(32), codeVerifier: (require("arctic") as typeof import("arctic")).generateCodeVerifier(), nonce: randomToken(24), cookie: randomToken(32) };
-  await ctx.db.run("DELETE FROM _oauth_states WHERE expires_at <= ?", [now]);
-  await ctx.db.run("INSERT INTO _oauth_states (state_hash, provider, code_verifier, nonce, cookie_hash, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)", [sha256(out.state), provider, out.codeVerifier, out.nonce, sha256(out.cookie), now, now + STATE_TTL_MS]);
+  await pruneOAuthStates(ctx.db, now);
+  await insertOAuthState(ctx.db, { stateHash: sha256(out.state), provider, codeVerifier: out.codeVerifier, nonce: out.nonce, cookieHash: sha256(out.cookie), now, expiresAt: now + STATE_TTL_MS });
   return out;
 }
 
@@ -39,7 +40,7 @@ export async function createOAuthState(ctx: AppContext, provider: string): Promi
  */
 export async function consumeOAuthState(ctx: AppContext, provider: string, state: unknown, cookie: string | null): Promise<OAuthStateRow | null> {
   if (typeof state !== "string" || !state || state.length > 512) return null;
-  const row = await ctx.db.get<{ provider: string; code_verifier: string; nonce: string | null; cookie_hash: string; expires_at: number }>("DELETE FROM _oauth_states WHERE state_hash = ? RETURNING provider, code_verifier, nonce, cookie_hash, expires_at", [sha256(state)]);
+  const row = await takeOAuthState(ctx.db, sha256(state));
   if (!row || row.provider !== provider || row.expires_at <= ctx.clock.now()) return null;
   if (!cookie || !safeEqual(sha256(cookie), row.cookie_hash)) return null;
   return { provider: row.provider, codeVerifier: row.code_verifier, nonce: row.nonce };

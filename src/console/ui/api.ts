@@ -48,10 +48,12 @@ export async function api<T = any>(method: string, path: string, body?: unknown)
   const headers: Record<string, string> = { accept: "application/json" };
   const token = getToken();
   if (token) headers["x-admin-token"] = token;
-  if (body !== undefined) headers["content-type"] = "application/json";
+  // A FormData body (files) goes as multipart/form-data with the boundary fetch sets.
+  const form = body instanceof FormData;
+  if (body !== undefined && !form) headers["content-type"] = "application/json";
   let res: Response;
   try {
-    res = await fetch(`/api/v1${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+    res = await fetch(`/api/v1${path}`, { method, headers, body: body === undefined ? undefined : form ? body : JSON.stringify(body) });
   } catch (err) {
     throw new ApiError(0, "network", `cannot reach the server (${err instanceof Error ? err.message : String(err)})`);
   }

@@ -7,6 +7,7 @@ import { listRecords } from "../../records/list.ts";
 import { getRecord } from "../../records/read.ts";
 import { restoreRecord } from "../../records/restore.ts";
 import { updateRecord } from "../../records/update.ts";
+import { createWithFiles, isMultipart, updateWithFiles } from "../../records/upload.ts";
 import { readJson } from "../body.ts";
 import { bodyChecker, queryChecker } from "../check.ts";
 import { doc } from "../doc.ts";
@@ -73,11 +74,27 @@ export function recordRoutes(ctx: AppContext) {
       "/:collection",
       async ({ request, params, set }) => {
         const p = await principalOf(ctx, request);
+        // Files (CONTRACT §14): a multipart body streams its files to storage (files/upload.ts); not idempotent-keyed.
+        if (isMultipart(request)) {
+          set.status = 201;
+          return tagged(set, await createWithFiles(ctx, params.collection, request, p));
+        }
         const raw = await readJson(request, max, "record");
         const body = recordData.defer(raw);
         return tagged(set, await idempotent(ctx, { request, set }, p, raw, { status: 201, transaction: true }, () => createRecord(ctx, params.collection, body, p)));
       },
-      doc({ idempotent: true, summary: "Create a record", tag, access: "data", body: RecordData, ok: RecordBody, status: 201, errors: [409, 422], etag: "answer" }),
+      doc({
+        idempotent: true,
+        multipart: true,
+        summary: "Create a record (JSON, or multipart/form-data with files)",
+        tag,
+        access: "data",
+        body: RecordData,
+        ok: RecordBody,
+        status: 201,
+        errors: [409, 422],
+        etag: "answer",
+      }),
     )
     .get(
       "/:collection/:id",
@@ -98,10 +115,21 @@ export function recordRoutes(ctx: AppContext) {
       "/:collection/:id",
       async ({ request, params, set }) => {
         const p = await principalOf(ctx, request);
+        const ifMatch = ifMatchOf(request);
+        if (isMultipart(request)) return tagged(set, await updateWithFiles(ctx, params.collection, params.id, request, p, { ifMatch }));
         const body = recordData.defer(await readJson(request, max, "record"));
-        return tagged(set, await updateRecord(ctx, params.collection, params.id, body, p, { ifMatch: ifMatchOf(request) }));
+        return tagged(set, await updateRecord(ctx, params.collection, params.id, body, p, { ifMatch }));
       },
-      doc({ summary: "Update a record (the fields given)", tag, access: "data", body: RecordData, ok: RecordBody, errors: [409, 422], etag: "write" }),
+      doc({
+        summary: "Update a record (the fields given; JSON, or multipart/form-data with files)",
+        tag,
+        access: "data",
+        body: RecordData,
+        multipart: true,
+        ok: RecordBody,
+        errors: [409, 422],
+        etag: "write",
+      }),
     )
     .delete(
       "/:collection/:id",

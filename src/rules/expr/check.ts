@@ -1,5 +1,5 @@
 import type { ColumnType } from "../../db/condition.ts";
-import { junctionTable, type Collection, type Operation, type Relation } from "../../catalog/types.ts";
+import { junctionTable, storedType, type Collection, type Operation, type Relation } from "../../catalog/types.ts";
 import { RuleError, quoted, type CompareOperator, type Literal, type Node, type OperandNode } from "./ast.ts";
 
 // A parsed rule checked against the catalog, for one collection and one operation: every name resolved to a
@@ -224,7 +224,7 @@ class Checker {
       const def = col.fieldMap.get(lower);
       if (def) {
         this.name(col.name, def.name);
-        return { o: { k: "field", scope, hops, name: def.name, type: def.type }, type: def.type, node };
+        return { o: { k: "field", scope, hops, name: def.name, type: storedType(def.type) }, type: storedType(def.type), node };
       }
       if (rel?.type === "many_via") {
         this.name(col.name, rel.from_field);

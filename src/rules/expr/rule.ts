@@ -103,3 +103,8 @@ export function ruleFor(catalog: RuleCatalog, col: Collection, op: Operation): C
   }
   return rule;
 }
+
+/** The rule of `op` on `col` as ruleFor checked it, without a catalog: undefined where it was not checked yet (rules/scope.ts prepareRules checks them). */
+export function checkedRuleOf(col: Collection, op: Operation): CheckedRule | undefined {
+  return checked.get(col)?.[op];
+}

@@ -87,7 +87,7 @@ async function deleteCollection(btn: HTMLButtonElement, name: string): Promise<v
 }
 
 function renderRules(body: HTMLElement, col: CollectionJson): void {
-  const inputs = OPERATIONS.map((op) => ({ op, ...ruleInput(op, col.rules[op]) }));
+  const inputs = OPERATIONS.map((op) => ({ op, ...ruleInput(op, col.rules[op], col.name) }));
   const save = h("button", { type: "submit", class: "btn primary" }, "Save rules");
   replace(
     body,
@@ -109,7 +109,7 @@ function renderRules(body: HTMLElement, col: CollectionJson): void {
       h(
         "p",
         { class: "muted" },
-        "Who may do what on the data API. public: anyone; authenticated: any signed-in user; owner: the record's creator; disabled: nobody; role: users with that role. Admin credentials pass every rule.",
+        "Who may do what on the data API. public: anyone; authenticated: any signed-in user; owner: the record's creator; disabled: nobody; role: users with that role; expression: a condition on the record and the caller (pick an example to start from; it is checked as you type). Admin credentials pass every rule.",
       ),
       h("div", { class: "grid4" }, inputs.map((i) => i.el)),
       h("div", { class: "actions" }, save),

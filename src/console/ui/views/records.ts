@@ -5,6 +5,7 @@ import { follow } from "../live.ts";
 import { badge, busy, button, checkbox, confirmDialog, field, loading, openDialog, parseJsonInput, showError, table, toast } from "../ui.ts";
 import { SYSTEM_FIELDS } from "./collection.ts";
 import type { CollectionJson } from "./collections.ts";
+import { fileCell, fileControl, fileFieldsOf, fileToken } from "./files.ts";
 import { loadRelations, manyPicker, onePicker, relationCell, relationsFrom, relationText, type FieldRelations, type LinkedRec } from "./links.ts";
 
 type Rec = LinkedRec & { _deleted_at: number | null };
@@ -157,6 +158,8 @@ export async function renderRecords(body: HTMLElement, col: CollectionJson, stal
       replace(results, h("p", { class: "empty" }, "Could not load records."));
       throw err;
     }
+    // Previews and links of files carry a file token (an <img> cannot send the admin token).
+    const token = fileFieldsOf(col).length ? await fileToken().catch(() => null) : null;
     if (stale() || mine !== loads) return;
     shownPage = pageIndex;
     if (page.total !== null) total = page.total;
@@ -168,7 +171,7 @@ export async function renderRecords(body: HTMLElement, col: CollectionJson, stal
     };
     lastItems = page.items;
     redraw = () => {
-      const tableEl = recordTable(col, page.items, shownFields(page.items), rels, reload);
+      const tableEl = recordTable(col, page.items, shownFields(page.items), rels, reload, token);
       // Columns past the right edge are reached by scrolling the table: say so when it is wider than the page.
       const more = h("p", { class: "scroll-hint muted", hidden: true, "data-scroll-hint": "" }, "Scroll the table sideways for more columns →");
       replace(results, more, tableEl, pager(pageIndex, page));
@@ -228,8 +231,9 @@ export async function renderRecords(body: HTMLElement, col: CollectionJson, stal
   await load(0).catch((err) => showError(err));
 }
 
-function recordTable(col: CollectionJson, items: Rec[], shown: string[], rels: FieldRelations, reload: () => Promise<void>): HTMLElement {
+function recordTable(col: CollectionJson, items: Rec[], shown: string[], rels: FieldRelations, reload: () => Promise<void>, token: string | null): HTMLElement {
   const path = `/${seg(col.name)}`;
+  const files = new Set(fileFieldsOf(col).map((f) => f.name));
   const el = table(
     ["_id", ...shown, "_updated_at", "Status", "Actions"],
     items.map((r) => {
@@ -241,7 +245,9 @@ function recordTable(col: CollectionJson, items: Rec[], shown: string[], rels: F
         ...shown.map((f) =>
           r[f] === null || r[f] === undefined
             ? h("span", { class: "cell nullv", title: "empty (null)", "data-null": "" }, "null")
-            : rels.has(f)
+            : files.has(f) && token
+              ? fileCell(col.name, r._id, r[f], token)
+              : rels.has(f)
               ? relationCell(rels.get(f)!, r[f], r)
               : h("span", { class: "cell", title: fmtValue(r[f], 2000) }, fmtValue(r[f])),
         ),
@@ -257,7 +263,7 @@ function recordTable(col: CollectionJson, items: Rec[], shown: string[], rels: F
                 await reload();
               })
             : [
-                button("Edit", () => editRecord(col, r, rels, reload)),
+                button("Edit", () => editRecord(col, r, rels, reload, token)),
                 act("Delete", "", async () => {
                   await api("DELETE", `${path}/${seg(r._id)}`);
                   toast(`Record ${r._id} deleted (soft). Tick "Include deleted" to see and restore it.`);
@@ -290,8 +296,16 @@ type FieldReader = () => { present: boolean; value?: unknown };
  * `one` relation field picks a record of its target, a `many_via` field links several; a `many` field is
  * set from the other side and only shown. `expanded` holds the related records the list embedded.
  */
-function recordForm(col: CollectionJson, data: Record<string, unknown>, rels: FieldRelations, expanded: Record<string, unknown> = {}): { el: HTMLElement; read(): Record<string, unknown> } {
+function recordForm(
+  col: CollectionJson,
+  data: Record<string, unknown>,
+  rels: FieldRelations,
+  expanded: Record<string, unknown> = {},
+  files: { id: string | null; token: string | null } = { id: null, token: null },
+): { el: HTMLElement; read(): Record<string, unknown>; parts(): [string, Blob | string, string?][] } {
   const types = new Map(col.fields.map((f) => [f.name, f.type]));
+  const fileDefs = new Map(fileFieldsOf(col).map((f) => [f.name, f]));
+  const fileParts: (() => [string, Blob | string, string?][])[] = [];
   for (const [name, r] of rels) if (!types.has(name)) types.set(name, r.type === "one" ? "text" : "json");
   for (const k of Object.keys(data)) if (!types.has(k)) types.set(k, typeof data[k] === "string" ? "text" : typeof data[k] === "number" ? "number" : typeof data[k] === "boolean" ? "boolean" : "json");
   const readers: [string, FieldReader][] = [];
@@ -301,6 +315,13 @@ function recordForm(col: CollectionJson, data: Record<string, unknown>, rels: Fi
     const empty = () => (had ? { present: true, value: null } : { present: false });
     const label = `${name} (${type})`;
     const rel = rels.get(name);
+    const fileDef = fileDefs.get(name);
+    if (fileDef) {
+      // Files: uploaded and removed through a multipart body (the JSON value is left out).
+      const control = fileControl(col.name, files.id, fileDef, v, files.token);
+      fileParts.push(() => control.parts());
+      return control.el;
+    }
     if (rel?.type === "many") {
       const n = Array.isArray(v) ? v.length : 0;
       return field(`${name} (${relationText(rel)})`, h("p", { class: "muted", "data-many-readonly": name }, `${n} linked: set by the "${rel.to_field}" field of each ${rel.to_col} record.`));
@@ -342,6 +363,7 @@ function recordForm(col: CollectionJson, data: Record<string, unknown>, rels: Fi
   });
   return {
     el: h("div", { class: "record-form grid2" }, rows.length ? rows : h("p", { class: "muted" }, "No fields yet: add the first ones as JSON.")),
+    parts: () => fileParts.flatMap((p) => p()),
     read() {
       const out: Record<string, unknown> = {};
       for (const [name, read] of readers) {
@@ -354,7 +376,7 @@ function recordForm(col: CollectionJson, data: Record<string, unknown>, rels: Fi
 }
 
 /** The create/edit dialog: the record's user fields as JSON, or as a form with one control per field. */
-function editRecord(col: CollectionJson, rec: Rec | null, rels: FieldRelations, reload: () => Promise<void>): void {
+function editRecord(col: CollectionJson, rec: Rec | null, rels: FieldRelations, reload: () => Promise<void>, token: string | null = null): void {
   // A `many` field is set from the other side: it is not sent back.
   const data = rec ? Object.fromEntries(Object.entries(rec).filter(([k]) => !k.startsWith("_") && rels.get(k)?.type !== "many")) : {};
   const text = h("textarea", { name: "record", rows: 14, spellcheck: "false", class: "code" });
@@ -362,6 +384,7 @@ function editRecord(col: CollectionJson, rec: Rec | null, rels: FieldRelations, 
   const jsonPane = field("Fields (JSON object)", text, "System fields (_id, _created_at, …) are set by the server. A new field name adds a field; its first value fixes its type.");
   const formPane = h("div", { hidden: true });
   const manyFields = rec ? Object.fromEntries([...rels].filter(([, r]) => r.type === "many").map(([k]) => [k, rec[k]])) : {};
+  const fileValues = rec ? Object.fromEntries(fileFieldsOf(col).map((f) => [f.name, rec[f.name]])) : {};
   let form: ReturnType<typeof recordForm> | null = null;
   const parseText = () => {
     const body = parseJsonInput(text.value, "the record");
@@ -374,7 +397,7 @@ function editRecord(col: CollectionJson, rec: Rec | null, rels: FieldRelations, 
         text.value = JSON.stringify(form.read(), null, 2);
         form = null;
       } else {
-        form = recordForm(col, { ...parseText(), ...manyFields }, rels, rec?._expand);
+        form = recordForm(col, { ...parseText(), ...manyFields, ...fileValues }, rels, rec?._expand, { id: rec?._id ?? null, token });
         replace(formPane, form.el);
       }
       replace(handle.error);
@@ -398,7 +421,20 @@ function editRecord(col: CollectionJson, rec: Rec | null, rels: FieldRelations, 
       rec ? h("details", null, h("summary", null, "System fields"), h("pre", { class: "code" }, JSON.stringify(Object.fromEntries(Object.entries(rec).filter(([k]) => k.startsWith("_") && k !== "_expand")), null, 2))) : null,
     ],
     onSubmit: async () => {
-      const body = form ? form.read() : parseText();
+      const fields = form ? form.read() : parseText();
+      const parts = form ? form.parts() : [];
+      let body: unknown = fields;
+      if (parts.length) {
+        // Files: one multipart body, text fields as they are and other values as JSON.
+        const fd = new FormData();
+        const types = new Map(col.fields.map((f) => [f.name, f.type]));
+        // (A text field's null cannot be said in a form field: left out, as unchanged.)
+        for (const [k, v] of Object.entries(fields))
+          if (types.get(k) !== "file" && !(v === null && types.get(k) === "text")) fd.append(k, typeof v === "string" && types.get(k) === "text" ? v : JSON.stringify(v));
+        for (const [k, v, filename] of parts) if (typeof v === "string") fd.append(k, v);
+        else fd.append(k, v, filename ?? "file");
+        body = fd;
+      }
       const saved = await api<Rec>(rec ? "PATCH" : "POST", rec ? `/${seg(col.name)}/${seg(rec._id)}` : `/${seg(col.name)}`, body);
       toast(rec ? `Record ${saved._id} saved.` : `Record ${saved._id} created.`);
       await reload().catch((e) => showError(e));

@@ -1,0 +1,251 @@
+import type { Principal } from "../principal.ts";
+import type { AppContext } from "../context.ts";
+import { openCollection } from "../catalog/catalog.ts";
+import { fileOptions, type Collection, type FieldDef } from "../catalog/types.ts";
+import { AppError, ValidationError, badRequest } from "../errors.ts";
+import { fetchRecord, type RecordJson } from "../query/rows.ts";
+import { canRead, checkRecordAccess } from "./access.ts";
+import { createRecord } from "./create.ts";
+import { updateRecord } from "./update.ts";
+import type { IfMatch } from "./version.ts";
+import { checkAccess, recordNotFound } from "../rules/access.ts";
+import { isExpressionRule } from "../rules/expr/rule.ts";
+import { prepareRules } from "../rules/scope.ts";
+import { MultipartReader, multipartBoundary, tooLarge, type Part } from "../files/multipart.ts";
+import { fileKey, fileName, NAME_RE } from "../files/names.ts";
+import { SNIFF_BYTES, sniffType, typeAllowed } from "../files/sniff.ts";
+import { storageOf } from "../files/storage.ts";
+import { fileFields, holdNames, namesOf, releaseNames } from "../files/values.ts";
+
+// Creates and updates sent as multipart/form-data (CONTRACT §14): plain fields as form fields (JSON values as
+// strings of JSON), files under their field's name, `field+` to append to a field of several files, `field-` to
+// name files to remove. Each file streams to storage as it arrives, under its field's size cap; the record is
+// written after, through the usual create or update (its rules, hooks, events), so a crash in between leaves
+// only files that no record names (`baas storage gc` removes them), never a record naming a missing file.
+
+/** True when a request's body is multipart/form-data. */
+export const isMultipart = (request: Request) => multipartBoundary(request.headers.get("content-type")) !== null;
+
+const refuse = (field: string, rule: string, message: string) => new ValidationError([{ field, rule, message }]);
+
+/** The most a multipart body to `col` may hold: every file field's files at their cap, and the plain fields' limit. */
+export function multipartLimit(ctx: AppContext, col: Collection): number {
+  let sum = ctx.config.maxBodyBytes;
+  for (const def of fileFields(col)) {
+    const o = fileOptions(def)!;
+    sum += o.max_size * o.max_count;
+  }
+  return sum;
+}
+
+/** What a multipart body asks of one file field. */
+interface FileChange {
+  /** Files sent under the field's own name: they replace what it held. */
+  replace: string[] | null;
+  /** Files sent under `field+`. */
+  append: string[];
+  /** Names sent under `field-`. */
+  remove: string[];
+  /** The field set to empty (a plain `field` part with an empty value, or `null`). */
+  clear: boolean;
+}
+
+/** `POST /:collection` with a multipart body. */
+export async function createWithFiles(ctx: AppContext, name: string, request: Request, p: Principal): Promise<RecordJson> {
+  const h = await openCollection(ctx, name);
+  prepareRules(h.catalog);
+  const col = h.col;
+  // Checked before a byte is stored, where the rule decides without the record (the create repeats it); an
+  // expression, which may name the body, is decided by the create on the record as it would be stored.
+  if (!isExpressionRule(col.rules.create)) checkAccess(col, "create", p);
+  return await writeWithFiles(ctx, col, request, null, (data) => createRecord(ctx, col.name, data, p));
+}
+
+/** `PATCH /:collection/:id` with a multipart body (`ifMatch` as for a JSON body). */
+export async function updateWithFiles(ctx: AppContext, name: string, id: string, request: Request, p: Principal, opts: { ifMatch?: IfMatch } = {}): Promise<RecordJson> {
+  const h = await openCollection(ctx, name);
+  prepareRules(h.catalog);
+  const col = h.col;
+  // An expression update rule may name the body: only the read rule is checked here, the update rule by the update.
+  const access = isExpressionRule(col.rules.update) ? null : checkAccess(col, "update", p);
+  // Checked before a byte is stored (the update checks again, inside its transaction, on the record as it is then).
+  const previous = await fetchRecord(ctx, col, id);
+  if (!previous || previous._deleted_at !== null) throw recordNotFound();
+  if (access) await checkRecordAccess(ctx, col, "update", p, access, previous);
+  else if (!(await canRead(ctx, col, p, previous))) throw recordNotFound();
+  return await writeWithFiles(ctx, col, request, previous, (data) => updateRecord(ctx, col.name, id, data, p, opts));
+}
+
+async function writeWithFiles(
+  ctx: AppContext,
+  col: Collection,
+  request: Request,
+  previous: RecordJson | null,
+  write: (data: Record<string, unknown>) => Promise<RecordJson>,
+): Promise<RecordJson> {
+  const boundary = multipartBoundary(request.headers.get("content-type"))!;
+  const max = multipartLimit(ctx, col);
+  const declared = Number(request.headers.get("content-length") ?? "NaN");
+  if (Number.isFinite(declared) && declared > max) throw tooLarge(max);
+  if (!request.body) throw badRequest("the request body is empty");
+  const reader = new MultipartReader(request.body, boundary, max);
+  const stored: string[] = [];
+  try {
+    const data: Record<string, unknown> = {};
+    const changes = new Map<FieldDef, FileChange>();
+    const change = (def: FieldDef) => {
+      let c = changes.get(def);
+      if (!c) changes.set(def, (c = { replace: null, append: [], remove: [], clear: false }));
+      return c;
+    };
+    let plainBytes = 0;
+    for (;;) {
+      const part = await reader.next();
+      if (!part) break;
+      const op = part.name.endsWith("+") ? "+" : part.name.endsWith("-") ? "-" : "";
+      const field = op ? part.name.slice(0, -1) : part.name;
+      const def = col.fieldMap.get(field.toLowerCase());
+      const file = def?.type === "file" && def.name === field ? def : undefined;
+      if (part.filename !== undefined) {
+        if (!file || op === "-") {
+          reader.cancel();
+          throw refuse(part.name, "type", `"${part.name}" is not a file field.`);
+        }
+        const c = change(file);
+        const list = op === "+" ? c.append : (c.replace ??= []);
+        const stored1 = await storeFile(ctx, col, file, part, c.append.length + (c.replace?.length ?? 0), reader);
+        if (stored1) {
+          stored.push(stored1);
+          holdNames([stored1]);
+          list.push(stored1);
+        }
+        continue;
+      }
+      const text = await part.text(Math.max(0, ctx.config.maxBodyBytes - plainBytes));
+      plainBytes += text.length;
+      if (file) {
+        if (op === "-") change(file).remove.push(...removalNames(part.name, text));
+        else if (op === "" && (text === "" || text === "null")) change(file).clear = true;
+        else {
+          reader.cancel();
+          throw refuse(part.name, "file", `"${part.name}" takes files: send them as file parts.`);
+        }
+        continue;
+      }
+      // An operator of a plain field ("n+", "tags-": see records/operators.ts) takes the JSON its text holds.
+      if (op) data[part.name] = plainValue(def, part.name, text);
+      else data[field] = plainValue(def, field, text);
+    }
+    for (const [def, c] of changes) data[def.name] = fieldValue(def, c, previous);
+    return await write(data);
+  } catch (err) {
+    reader.cancel();
+    // A refused or failed write leaves nothing behind: what this request stored is deleted.
+    if (stored.length) {
+      const storage = storageOf(ctx);
+      await Promise.all(stored.map((n) => storage.delete(fileKey(col.name, n)).catch(() => {})));
+    }
+    throw err;
+  } finally {
+    releaseNames(stored);
+  }
+}
+
+/** A plain form field's value: the text itself for a text field, else the JSON it holds (text that is not JSON stays text). */
+function plainValue(def: FieldDef | undefined, field: string, text: string): unknown {
+  if (def?.type === "text") return text;
+  try {
+    return JSON.parse(text);
+  } catch {
+    if (def && def.type !== "json") throw refuse(field, "type", `"${field}" must be JSON (a ${def.type}) in a multipart body.`);
+    return text;
+  }
+}
+
+/** The names a `field-` part gives: one name, or a JSON array of names. */
+function removalNames(field: string, text: string): string[] {
+  const t = text.trim();
+  if (t.startsWith("[")) {
+    try {
+      const v = JSON.parse(t);
+      if (Array.isArray(v) && v.every((x) => typeof x === "string")) return v;
+    } catch {
+      // refused below
+    }
+    throw refuse(field, "file", `"${field}" takes a file name or a JSON array of names.`);
+  }
+  return t ? [t] : [];
+}
+
+/** The value a file field gets from what the body asked: its names, at most max_count (else 422 rule `max`). */
+function fieldValue(def: FieldDef, c: FileChange, previous: RecordJson | null): string | string[] | null {
+  const opts = fileOptions(def)!;
+  const had = namesOf(previous?.[def.name]);
+  const base = c.replace ?? (c.clear ? [] : had);
+  const removed = new Set(c.remove);
+  const names = [...base.filter((n) => !removed.has(n)), ...c.append];
+  if (names.length > opts.max_count)
+    throw refuse(def.name, "max", opts.max_count === 1 ? `"${def.name}" takes one file.` : `"${def.name}" holds at most ${opts.max_count} files.`);
+  if (opts.max_count === 1) return names[0] ?? null;
+  return names.length ? names : null;
+}
+
+/**
+ * Streams one file part to storage: refused (and the body no more read) when the field is full (422 `max`),
+ * its type, sniffed from its bytes, is not allowed (422 `mime`), or it passes the field's `max_size` (413).
+ * An empty part without a file name (a form's empty file input) is skipped: null.
+ */
+async function storeFile(ctx: AppContext, col: Collection, def: FieldDef, part: Part, already: number, reader: MultipartReader): Promise<string | null> {
+  const opts = fileOptions(def)!;
+  const it = part.chunks()[Symbol.asyncIterator]();
+  // The first bytes decide the type before anything is stored.
+  const head: Uint8Array[] = [];
+  let headSize = 0;
+  let ended = false;
+  while (headSize < SNIFF_BYTES) {
+    const n = await it.next();
+    if (n.done) {
+      ended = true;
+      break;
+    }
+    head.push(n.value);
+    headSize += n.value.byteLength;
+  }
+  if (ended && headSize === 0 && !part.filename) return null;
+  if (already + 1 > opts.max_count) {
+    reader.cancel();
+    throw refuse(def.name, "max", opts.max_count === 1 ? `"${def.name}" takes one file.` : `"${def.name}" holds at most ${opts.max_count} files.`);
+  }
+  const first = Buffer.concat(head);
+  const type = sniffType(first.subarray(0, SNIFF_BYTES));
+  if (!typeAllowed(type, opts.mime)) {
+    reader.cancel();
+    throw refuse(def.name, "mime", `"${def.name}" does not take ${type} files (allowed: ${opts.mime.join(", ")}).`);
+  }
+  if (headSize > opts.max_size) {
+    reader.cancel();
+    throw fileTooLarge(def, opts.max_size);
+  }
+  const name = fileName(part.filename);
+  if (!NAME_RE.test(name)) throw new Error("made an invalid file name");
+  async function* body(): AsyncIterable<Uint8Array> {
+    let size = first.byteLength;
+    if (size) yield first;
+    if (ended) return;
+    for (;;) {
+      const n = await it.next();
+      if (n.done) return;
+      size += n.value.byteLength;
+      if (size > opts.max_size) {
+        reader.cancel();
+        throw fileTooLarge(def, opts.max_size);
+      }
+      yield n.value;
+    }
+  }
+  await storageOf(ctx).write(fileKey(col.name, name), body(), { type });
+  return name;
+}
+
+const fileTooLarge = (def: FieldDef, max: number) =>
+  new AppError(413, "payload_too_large", `a file of "${def.name}" is larger than ${max >= 1048576 ? `${+(max / 1048576).toFixed(2)} MiB` : `${max} bytes`}`);

@@ -1,0 +1,38 @@
+import type { Engine } from "../db/engine.ts";
+
+// The `_tokens` table (single-use tokens: mail links and the second login step, kept hashed): the SQL that
+// reads or writes it is written here (and only here).
+
+/** The kinds of token stored. */
+export type TokenKind = "magic_link" | "verify_email" | "reset_password" | "totp_login";
+
+/** Stores a token by its hash. */
+export async function insertToken(db: Engine, t: { hash: string; kind: TokenKind; userId: string; now: number; expiresAt: number }): Promise<void> {
+  await db.run("INSERT INTO _tokens (hash, kind, user_id, created_at, expires_at) VALUES (?, ?, ?, ?, ?)", [t.hash, t.kind, t.userId, t.now, t.expiresAt]);
+}
+
+/** Uses up the unused, unexpired token of that hash and kind; its user id, or null. One statement: two requests cannot both use it. */
+export async function consumeToken(db: Engine, hash: string, kind: TokenKind, now: number): Promise<string | null> {
+  const row = await db.get<{ user_id: string }>("UPDATE _tokens SET used_at = ? WHERE hash = ? AND kind = ? AND used_at IS NULL AND expires_at > ? RETURNING user_id", [now, hash, kind, now]);
+  return row ? row.user_id : null;
+}
+
+/** Uses up every unused token of these kinds of a user (links mailed before a change that must void them). */
+export async function useUserTokens(db: Engine, userId: string, kinds: readonly TokenKind[], now: number): Promise<void> {
+  await db.run(`UPDATE _tokens SET used_at = ? WHERE user_id = ? AND kind IN (${kinds.map(() => "?").join(", ")}) AND used_at IS NULL`, [now, userId, ...kinds]);
+}
+
+/** The live second-login-step token of that hash: its user and the wrong codes tried with it; null when none. */
+export async function liveTotpToken(db: Engine, hash: string, now: number): Promise<{ user_id: string; attempts: number } | null> {
+  return await db.get<{ user_id: string; attempts: number }>("SELECT user_id, attempts FROM _tokens WHERE hash = ? AND kind = 'totp_login' AND used_at IS NULL AND expires_at > ?", [hash, now]);
+}
+
+/** Counts a wrong code tried with a token; the token is used up once `attempts` reaches `max`. */
+export async function countTokenAttempt(db: Engine, hash: string, attempts: number, max: number, now: number): Promise<void> {
+  await db.run("UPDATE _tokens SET attempts = ?, used_at = CASE WHEN CAST(? AS BIGINT) >= CAST(? AS BIGINT) THEN CAST(? AS BIGINT) ELSE used_at END WHERE hash = ?", [attempts, attempts, max, now, hash]);
+}
+
+/** Uses up the token of that hash. */
+export async function useToken(db: Engine, hash: string, now: number): Promise<void> {
+  await db.run("UPDATE _tokens SET used_at = ? WHERE hash = ?", [now, hash]);
+}

@@ -1,0 +1,350 @@
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { storageOf } from "../../src/files/storage.ts";
+import { fileDeletionsSettled } from "../../src/files/values.ts";
+import { ADMIN_SECRET, createTestApp, registerUser, type TestApp } from "../helpers/app.ts";
+import { startS3rver, type S3Server } from "../helpers/s3.ts";
+import { Images } from "../../src/files/thumbs.ts";
+import { createClient } from "../../client/src/index.ts";
+
+/** An image in `type` (WebP too: the codec the server uses). */
+const encodeImage = (img: InstanceType<typeof Images>, type: string) => img.getBuffer(type as "image/png");
+const Jimp = Images;
+
+// Files (CONTRACT §14) through HTTP on the configured engine, stored in the data directory's folder and in a
+// bucket of an S3-protocol server (s3rver): the same scenarios on each.
+
+const PNG_1x1 = Buffer.from(
+  "89504e470d0a1a0a0000000d4948445200000001000000010806000000" + "1f15c4890000000d49444154789c6360f8cfc0f01f0005000201" + "f5e2d5d60000000049454e44ae426082",
+  "hex",
+);
+
+// Thumbnails decode and encode images on the test's own CPU: a busy machine takes seconds, not a failure.
+setDefaultTimeout(60_000);
+
+for (const kind of ["local", "s3"] as const) describe(`files stored ${kind === "local" ? "in the data folder" : "in S3"}`, () => {
+let t: TestApp;
+let s3: S3Server | null = null;
+let alice: { token: string; id: string };
+let bob: { token: string; id: string };
+
+/** Sends a multipart body built from `parts` (a Blob is a file part). */
+async function send(method: string, path: string, parts: [string, string | Blob, string?][], token: string | null = ADMIN_SECRET, headers: Record<string, string> = {}) {
+  const form = new FormData();
+  for (const [k, v, filename] of parts) if (typeof v === "string") form.append(k, v);
+  else form.append(k, v, filename ?? "file.bin");
+  await t.ready;
+  const res = await t.app.handle(
+    new Request(`http://localhost${path}`, { method, body: form, headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...headers } }),
+  );
+  const text = await res.text();
+  let body: any = text;
+  try {
+    body = JSON.parse(text);
+  } catch {}
+  return { status: res.status, body, headers: res.headers, text };
+}
+
+async function get(path: string, token: string | null = ADMIN_SECRET, headers: Record<string, string> = {}) {
+  await t.ready;
+  const res = await t.app.handle(new Request(`http://localhost${path}`, { headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...headers } }));
+  return { status: res.status, headers: res.headers, bytes: Buffer.from(await res.arrayBuffer()) };
+}
+
+/** The names of the stored files of the collection (thumbnails aside). */
+const storageFiles = async () => {
+  const names: string[] = [];
+  for await (const f of storageOf(t.ctx).list("docs/")) if (!f.key.startsWith("docs/thumbs/")) names.push(f.key.slice(5));
+  return names;
+};
+
+beforeAll(async () => {
+  if (kind === "s3") s3 = await startS3rver();
+  t = createTestApp(s3 ? { env: s3.env(`run${Date.now()}`) } : {});
+  const made = await t.admin("POST", "/api/v1/admin/collections", {
+    name: "docs",
+    rules: { read: "owner", create: "authenticated", update: "owner", delete: "owner" },
+    fields: [
+      { name: "title", type: "text" },
+      { name: "n", type: "number" },
+      { name: "cover", type: "file", mime: ["image/png", "image/jpeg"], max_size: 64 * 1024 },
+      { name: "attachments", type: "file", max_count: 3, max_size: 1024 },
+    ],
+  });
+  expect(made.status).toBe(201);
+  alice = await registerUser(t, "alice@example.com");
+  bob = await registerUser(t, "bob@example.com");
+});
+afterAll(async () => {
+  await t.close();
+  await s3?.stop();
+});
+
+describe("file fields", () => {
+  test("a file field is declared with its options and shown with their defaults", async () => {
+    const col = await t.admin("GET", "/api/v1/admin/collections/docs");
+    expect(col.body.fields).toContainEqual({ name: "cover", type: "file", max_size: 65536, mime: ["image/png", "image/jpeg"], max_count: 1 });
+    const added = await t.admin("POST", "/api/v1/admin/collections/docs/fields", { name: "extra", type: "file" });
+    expect(added.status).toBe(201);
+    expect(added.body.fields).toContainEqual({ name: "extra", type: "file", max_size: 5 * 1024 * 1024, mime: [], max_count: 1 });
+    for (const bad of [{ max_size: 0 }, { max_size: 1024 ** 3 + 1 }, { mime: "image/png" }, { mime: ["nope"] }, { max_count: 0 }, { colour: 1 }]) {
+      const r = await t.admin("POST", "/api/v1/admin/collections/docs/fields", { name: "bad", type: "file", ...bad });
+      expect(r.status).toBe(400);
+    }
+    expect((await t.admin("PATCH", "/api/v1/admin/collections/docs/fields/extra", { type: "text" })).status).toBe(409);
+    expect((await t.admin("DELETE", "/api/v1/admin/collections/docs/fields/extra")).status).toBe(200);
+  });
+});
+
+describe("upload and download", () => {
+  test("a multipart create stores the file and the record names it; the owner downloads it with the safety headers", async () => {
+    const events: { record: Record<string, unknown> }[] = [];
+    const stop = t.ctx.events.subscribe((e) => void events.push(e as { record: Record<string, unknown> }));
+    const r = await send("POST", "/api/v1/docs", [["title", "hello"], ["n", "12"], ["cover", new Blob([PNG_1x1], { type: "text/html" }), "My Photo!.png"]], alice.token);
+    expect(r.status).toBe(201);
+    // The change event carries the record as read: the file's name, never its bytes.
+    await fileDeletionsSettled(t.ctx);
+    expect(events.find((e) => e.record._id === r.body._id)?.record.cover).toBe(r.body.cover);
+    stop();
+    expect(r.body.title).toBe("hello");
+    expect(r.body.n).toBe(12);
+    expect(r.body.cover).toMatch(/^[a-z0-9]{10}_My_Photo\.png$/);
+    expect(r.body.attachments).toBeNull();
+    const url = `/api/v1/files/docs/${r.body._id}/${r.body.cover}`;
+    const d = await get(url, alice.token);
+    expect(d.status).toBe(200);
+    expect(d.bytes.equals(PNG_1x1)).toBe(true);
+    // The stored type is the sniffed one, not what the client said (text/html).
+    expect(d.headers.get("content-type")).toBe("image/png");
+    expect(d.headers.get("x-content-type-options")).toBe("nosniff");
+    expect(d.headers.get("content-security-policy")).toBe("default-src 'none'; sandbox");
+    expect(d.headers.get("accept-ranges")).toBe("bytes");
+    expect(d.headers.get("content-disposition")).toBe(`inline; filename="${r.body.cover}"`);
+    expect((await get(`${url}?download=1`, alice.token)).headers.get("content-disposition")).toStartWith("attachment");
+    // Range and 304.
+    const etag = d.headers.get("etag")!;
+    expect(etag).toBeTruthy();
+    expect((await get(url, alice.token, { "if-none-match": etag })).status).toBe(304);
+    const part = await get(url, alice.token, { range: "bytes=1-3" });
+    expect(part.status).toBe(206);
+    expect(part.headers.get("content-range")).toBe(`bytes 1-3/${PNG_1x1.length}`);
+    expect(part.bytes.equals(PNG_1x1.subarray(1, 4))).toBe(true);
+    const tail = await get(url, alice.token, { range: "bytes=-4" });
+    expect(tail.bytes.equals(PNG_1x1.subarray(PNG_1x1.length - 4))).toBe(true);
+    expect((await get(url, alice.token, { range: "bytes=9999-" })).status).toBe(416);
+    // Hidden from others (the read rule is owner): 404; anonymous callers 401 (the rule needs a user), as on record reads; admins pass.
+    expect((await get(url, bob.token)).status).toBe(404);
+    expect((await get(url, null)).status).toBe(401);
+    expect((await get(url)).status).toBe(200);
+    // A name the record does not hold: 404.
+    expect((await get(`/api/v1/files/docs/${r.body._id}/abcdefghij_other.png`, alice.token)).status).toBe(404);
+  });
+
+  test("file tokens: any signed-in caller gets one, valid 2 minutes, standing for that caller only", async () => {
+    const r = await send("POST", "/api/v1/docs", [["cover", new Blob([PNG_1x1]), "a.png"]], alice.token);
+    const url = `/api/v1/files/docs/${r.body._id}/${r.body.cover}`;
+    expect((await t.req("POST", "/api/v1/files/token")).status).toBe(401);
+    const tok = await t.req("POST", "/api/v1/files/token", { token: alice.token });
+    expect(tok.status).toBe(200);
+    expect((await get(`${url}?token=${tok.body.token}`, null)).status).toBe(200);
+    const bobs = await t.req("POST", "/api/v1/files/token", { token: bob.token });
+    expect((await get(`${url}?token=${bobs.body.token}`, null)).status).toBe(404);
+    // Not an access token.
+    expect((await t.req("GET", "/api/v1/auth/me", { token: tok.body.token })).status).toBe(401);
+    expect((await get(`${url}?token=${alice.token}`, null)).status).toBe(401);
+    t.clock.advance(121_000);
+    expect((await get(`${url}?token=${tok.body.token}`, null)).status).toBe(401);
+  });
+
+  test("refusals: a type not allowed (422 mime), a file too large (413), too many files (422 max), a name sent as JSON (422 file), nothing stored", async () => {
+    const before = (await storageFiles()).length;
+    const html = Buffer.from("<html><script>alert(1)</script></html>");
+    let r = await send("POST", "/api/v1/docs", [["cover", new Blob([html], { type: "image/png" }), "x.png"]], alice.token);
+    expect(r.status).toBe(422);
+    expect(r.body.errors[0]).toMatchObject({ field: "cover", rule: "mime" });
+    r = await send("POST", "/api/v1/docs", [["cover", new Blob([PNG_1x1, Buffer.alloc(70 * 1024)]), "big.png"]], alice.token);
+    expect(r.status).toBe(413);
+    expect(r.body.code).toBe("payload_too_large");
+    const small = (s: string) => new Blob([s]);
+    r = await send("POST", "/api/v1/docs", [["attachments", small("a"), "a.txt"], ["attachments", small("b"), "b.txt"], ["attachments", small("c"), "c.txt"], ["attachments", small("d"), "d.txt"]], alice.token);
+    expect(r.status).toBe(422);
+    expect(r.body.errors[0]).toMatchObject({ field: "attachments", rule: "max" });
+    r = await send("POST", "/api/v1/docs", [["title", "x"], ["title+", small("a"), "a.txt"]], alice.token);
+    expect(r.status).toBe(422);
+    expect((await storageFiles()).length).toBe(before);
+    const json = await t.req("POST", "/api/v1/docs", { token: alice.token, body: { cover: "abcdefghij_a.png" } });
+    expect(json.status).toBe(422);
+    expect(json.body.errors[0]).toMatchObject({ field: "cover", rule: "file" });
+    // The create rule is checked before anything is stored.
+    r = await send("POST", "/api/v1/docs", [["cover", new Blob([PNG_1x1]), "a.png"]], null);
+    expect(r.status).toBe(401);
+    expect((await storageFiles()).length).toBe(before);
+  });
+
+  test("a Content-Length over the limit is refused before the body is read", async () => {
+    await t.ready;
+    let pulled = 0;
+    const body = new ReadableStream({
+      pull(c) {
+        pulled++;
+        c.enqueue(new Uint8Array(1024));
+        if (pulled > 10_000) c.close();
+      },
+    });
+    const res = await t.app.handle(
+      new Request("http://localhost/api/v1/docs", {
+        method: "POST",
+        body,
+        headers: { authorization: `Bearer ${alice.token}`, "content-type": "multipart/form-data; boundary=xyz", "content-length": String(1 << 30) },
+      }),
+    );
+    expect(res.status).toBe(413);
+    expect(pulled).toBeLessThan(5);
+  });
+
+  test("a file over its field's size or of a type not allowed is refused without reading the rest of the body", async () => {
+    await t.ready;
+    for (const [head, status] of [[PNG_1x1, 413], [Buffer.from("<html><script>x</script>"), 422]] as const) {
+      let pulled = 0;
+      const boundary = "refusalboundary";
+      const start = Buffer.concat([Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="cover"; filename="a.png"\r\n\r\n`), head]);
+      const body = new ReadableStream<Uint8Array>({
+        start(c) {
+          c.enqueue(new Uint8Array(start));
+        },
+        pull(c) {
+          pulled += 64 * 1024;
+          // 100 MiB in all if it were read to its end.
+          if (pulled > 100 * 1024 * 1024) return c.close();
+          c.enqueue(new Uint8Array(64 * 1024));
+        },
+      });
+      const res = await t.app.handle(
+        new Request("http://localhost/api/v1/docs", { method: "POST", body, headers: { authorization: `Bearer ${alice.token}`, "content-type": `multipart/form-data; boundary=${boundary}` } }),
+      );
+      expect(res.status).toBe(status);
+      // The cap is 64 KiB: a few pieces past it at most.
+      expect(pulled).toBeLessThan(1024 * 1024);
+    }
+  });
+
+  test("multi-file fields: append with field+, remove with field-; a replaced or removed file is deleted after commit", async () => {
+    const f = (s: string, n: string): [string, Blob, string] => ["attachments", new Blob([s]), n];
+    let r = await send("POST", "/api/v1/docs", [f("one", "1.txt"), f("two", "2.txt")], alice.token);
+    expect(r.status).toBe(201);
+    expect(r.body.attachments).toHaveLength(2);
+    const id = r.body._id;
+    const [a, b] = r.body.attachments;
+    r = await send("PATCH", `/api/v1/docs/${id}`, [["attachments+", new Blob(["three"]), "3.txt"], ["attachments-", a]], alice.token);
+    expect(r.status).toBe(200);
+    expect(r.body.attachments).toHaveLength(2);
+    expect(r.body.attachments[0]).toBe(b);
+    const c = r.body.attachments[1];
+    const txt = await get(`/api/v1/files/docs/${id}/${c}`, alice.token);
+    expect(txt.headers.get("content-type")).toBe("text/plain; charset=utf-8");
+    expect(txt.bytes.toString()).toBe("three");
+    await fileDeletionsSettled(t.ctx);
+    expect(await storageFiles()).not.toContain(a);
+    expect(await storageFiles()).toContain(b);
+    // Too many after appending: 422 max, and the new upload is not kept.
+    const count = (await storageFiles()).length;
+    r = await send("PATCH", `/api/v1/docs/${id}`, [["attachments+", new Blob(["x"]), "x.txt"], ["attachments+", new Blob(["y"]), "y.txt"]], alice.token);
+    expect(r.status).toBe(422);
+    expect(r.body.errors[0]).toMatchObject({ field: "attachments", rule: "max" });
+    expect((await storageFiles()).length).toBe(count);
+    // JSON may reorder or drop names the record holds, never add one.
+    r = await t.req("PATCH", `/api/v1/docs/${id}`, { token: alice.token, body: { attachments: [c] } });
+    expect(r.status).toBe(200);
+    expect(r.body.attachments).toEqual([c]);
+    r = await t.req("PATCH", `/api/v1/docs/${id}`, { token: alice.token, body: { attachments: [c, a] } });
+    expect(r.status).toBe(422);
+    await fileDeletionsSettled(t.ctx);
+    expect(await storageFiles()).not.toContain(b);
+  });
+
+  test("a write that fails after its files were stored (a unique index) leaves no file behind", async () => {
+    expect((await t.admin("POST", "/api/v1/admin/collections/docs/indexes", { fields: ["title"], unique: true })).status).toBe(201);
+    const first = await send("POST", "/api/v1/docs", [["title", "only once"], ["cover", new Blob([PNG_1x1]), "a.png"]], alice.token);
+    expect(first.status).toBe(201);
+    const count = (await storageFiles()).length;
+    const again = await send("POST", "/api/v1/docs", [["title", "only once"], ["cover", new Blob([PNG_1x1]), "b.png"]], alice.token);
+    expect(again.status).toBe(409);
+    const patch = await send("PATCH", `/api/v1/docs/${first.body._id}`, [["n", "1"], ["cover", new Blob([PNG_1x1]), "c.png"]], bob.token);
+    expect(patch.status).toBe(404);
+    expect((await storageFiles()).length).toBe(count);
+    // The replaced file goes once the update commits; the record's own stays.
+    const replaced = await send("PATCH", `/api/v1/docs/${first.body._id}`, [["cover", new Blob([PNG_1x1]), "d.png"]], alice.token);
+    expect(replaced.status).toBe(200);
+    await fileDeletionsSettled(t.ctx);
+    const names = await storageFiles();
+    expect(names).toContain(replaced.body.cover);
+    expect(names).not.toContain(first.body.cover);
+  });
+
+  test("thumbnails of PNG, JPEG, GIF and WebP have exact sizes, are made once and kept; other types are served as they are", async () => {
+    await t.admin("POST", "/api/v1/admin/collections/docs/fields", { name: "pics", type: "file", max_count: 4, mime: ["image/*"] });
+    const source = new Jimp({ width: 300, height: 200, color: 0x3366ccff });
+    const files: [string, Blob, string][] = [];
+    for (const [type, ext] of [["image/png", "png"], ["image/jpeg", "jpg"], ["image/gif", "gif"], ["image/webp", "webp"]] as const)
+      files.push(["pics", new Blob([new Uint8Array(await encodeImage(source, type))]), `p.${ext}`]);
+    const r = await send("POST", "/api/v1/docs", files, alice.token);
+    expect(r.status).toBe(201);
+    const types = ["image/png", "image/jpeg", "image/gif", "image/webp"];
+    for (const [i, name] of (r.body.pics as string[]).entries()) {
+      const url = `/api/v1/files/docs/${r.body._id}/${name}`;
+      for (const [thumb, w, h] of [["40x120", 40, 120], ["0x50", 75, 50], ["150x0", 150, 100]] as const) {
+        // Two at once: made once, both answered.
+        const [a, b] = await Promise.all([get(`${url}?thumb=${thumb}`, alice.token), get(`${url}?thumb=${thumb}`, alice.token)]);
+        expect(a.status).toBe(200);
+        expect(a.headers.get("content-type")).toBe(types[i]);
+        expect(a.bytes.equals(b.bytes)).toBe(true);
+        const img = await Jimp.read(a.bytes);
+        expect([img.bitmap.width, img.bitmap.height]).toEqual([w, h]);
+      }
+    }
+    const kept = [];
+    for await (const f of storageOf(t.ctx).list("docs/thumbs/")) kept.push(f.key);
+    expect(kept).toHaveLength(12);
+    expect((await get(`/api/v1/files/docs/${r.body._id}/${r.body.pics[0]}?thumb=3000x10`, alice.token)).status).toBe(400);
+    expect((await get(`/api/v1/files/docs/${r.body._id}/${r.body.pics[0]}?thumb=0x0`, alice.token)).status).toBe(400);
+    const txt = await send("POST", "/api/v1/docs", [["attachments", new Blob(["plain"]), "a.txt"]], alice.token);
+    const plain = await get(`/api/v1/files/docs/${txt.body._id}/${txt.body.attachments[0]}?thumb=10x10`, alice.token);
+    expect(plain.bytes.toString()).toBe("plain");
+  });
+
+  test("the typed client uploads with create(data, { files }) and update(…, { files }), and builds file URLs with a token and a thumb", async () => {
+    await t.ready;
+    const client = createClient("http://localhost", { fetch: (u, init) => t.app.handle(new Request(u, init)) });
+    await client.auth.login("alice@example.com", "password123");
+    const rec = await client.collection<{ _id: string; title: string | null; cover: string | null; attachments: string[] | null }>("docs").create(
+      { title: "from the client" },
+      { files: { cover: new File([PNG_1x1], "c.png"), attachments: [new Blob(["x"]), new Blob(["y"])] } },
+    );
+    expect(rec.title).toBe("from the client");
+    expect(rec.attachments).toHaveLength(2);
+    const docs = client.collection<typeof rec>("docs");
+    const updated = await docs.update(rec._id, {}, { files: { "attachments-": rec.attachments![0]!, "attachments+": new Blob(["z"]) } });
+    expect(updated.attachments).toEqual([rec.attachments![1]!, expect.stringMatching(/_file$/)]);
+    const token = await client.fileToken();
+    const url = docs.fileUrl(updated, "cover", { token, thumb: "0x1" })!;
+    expect(url).toBe(`http://localhost/api/v1/files/docs/${rec._id}/${rec.cover}?thumb=0x1&token=${token}`);
+    const res = await t.app.handle(new Request(url));
+    expect(res.status).toBe(200);
+    expect(docs.fileUrl({ ...updated, cover: null }, "cover")).toBeNull();
+  });
+
+  test("soft delete hides the files until restore; hard delete removes them", async () => {
+    const r = await send("POST", "/api/v1/docs", [["cover", new Blob([PNG_1x1]), "a.png"]], alice.token);
+    const id = r.body._id;
+    const url = `/api/v1/files/docs/${id}/${r.body.cover}`;
+    expect((await t.req("DELETE", `/api/v1/docs/${id}`, { token: alice.token })).status).toBe(200);
+    expect((await get(url, alice.token)).status).toBe(404);
+    expect((await get(url)).status).toBe(404);
+    expect(await storageFiles()).toContain(r.body.cover);
+    expect((await t.req("POST", `/api/v1/docs/${id}/restore`, { token: alice.token })).status).toBe(200);
+    expect((await get(url, alice.token)).status).toBe(200);
+    expect((await t.admin("DELETE", `/api/v1/admin/collections/docs/records/${id}`)).status).toBe(200);
+    await fileDeletionsSettled(t.ctx);
+    expect(await storageFiles()).not.toContain(r.body.cover);
+  });
+});
+});
