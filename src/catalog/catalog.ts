@@ -342,7 +342,9 @@ export async function requireCollection(ctx: CatalogContext, name: string): Prom
  */
 export function lastKnownHandle(ctx: CatalogContext, name: string): CollectionHandle | undefined {
   const view = catalogView(ctx);
-  return view.stale ? undefined : view.snapshot.handle(name);
+  // A catalog marked stale (a commit of this process, reloaded hook files), or being read again, holds handles
+  // of the old reading.
+  return view.stale || ctx.catalog.stale || ctx.catalog.reloading ? undefined : view.snapshot.handle(name);
 }
 
 /** All collections, by name. */

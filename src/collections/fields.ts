@@ -1,7 +1,7 @@
 import type { AppContext } from "../context.ts";
 import { AppError, badRequest, conflict, notFound } from "../errors.ts";
 import { describeRules, rulesNaming } from "../rules/naming.ts";
-import { dropFtsObjects, ftsAfterNewFields } from "../search/fts.ts";
+import { dropFtsObjects, ftsAfterNewFields, indexedFields } from "../search/fts.ts";
 import { inTransaction } from "../transaction.ts";
 import { collectionToJson, currentCatalog, findCollection, listCollections, noteCatalogChange, requireCollection, saveCollectionRow } from "../catalog/catalog.ts";
 import { convertValue, storedToValue, valueToFill } from "./convert.ts";
@@ -150,7 +150,6 @@ export async function addFieldsIn(ctx: AppContext, col: Collection, defs: readon
 }
 
 /** The text fields of a list, which the full-text index covers. */
-const textFields = (fields: readonly FieldDef[]) => fields.filter((f) => f.type === "text").map((f) => f.name);
 
 /** Renames `def` of `col` to `to` inside the caller's transaction; field rules, indexes, full text and relations follow. */
 export async function renameFieldIn(ctx: AppContext, col: Collection, def: FieldDef, to: string): Promise<void> {
@@ -253,7 +252,7 @@ export async function retypeFieldIn(ctx: AppContext, col: Collection, def: Field
   });
   await fill.finish();
   for (const i of indexes) await recreateIndex(ctx, col.name, i);
-  const fts = rebuildFts ? await fillFts(ctx, col.name, textFields(fields)) : col.fts;
+  const fts = rebuildFts ? await fillFts(ctx, col.name, await indexedFields(ctx, col.name, fields)) : col.fts;
   await saveCollectionRow(ctx, { ...col, fields, fts, updatedAt: ctx.clock.now() }, { fields: "replace" });
 }
 
@@ -296,7 +295,7 @@ export async function dropFieldIn(ctx: AppContext, col: Collection, def: FieldDe
   const rebuildFts = col.fts.enabled && def.type === "text";
   if (rebuildFts) await dropFtsObjects(ctx.db, col.name);
   await dropColumn(ctx.db, col.name, def.name);
-  const fts = rebuildFts ? await fillFts(ctx, col.name, textFields(fields)) : col.fts;
+  const fts = rebuildFts ? await fillFts(ctx, col.name, await indexedFields(ctx, col.name, fields)) : col.fts;
   await saveCollectionRow(
     ctx,
     { ...col, fields, fieldRules: col.fieldRules.filter((r) => r.field !== def.name), fts, updatedAt: ctx.clock.now() },

@@ -2,7 +2,7 @@ import type { AppContext } from "../context.ts";
 import { AppError, badRequest, conflict } from "../errors.ts";
 import { createRelation, deleteRelation } from "./relations.ts";
 import { mergeRules } from "../rules/validate.ts";
-import { disableFts } from "../search/fts.ts";
+import { disableFts, indexedFields } from "../search/fts.ts";
 import { inTransaction } from "../transaction.ts";
 import { createCollection, deleteCollection, updateCollectionRules, type CollectionJson } from "./admin.ts";
 import { collectionToJson, currentCatalog, listCollections, noteCatalogChange, requireCollection, saveCollectionRow, touchCatalog } from "../catalog/catalog.ts";
@@ -510,7 +510,7 @@ function ftsStep(ctx: AppContext, collection: string, enable: boolean, textField
     run: async () => {
       if (!enable) return void (await disableFts(ctx, collection));
       const col = await requireCollection(ctx, collection);
-      const fts = await fillFts(ctx, col.name, col.fields.filter((f) => f.type === "text").map((f) => f.name));
+      const fts = await fillFts(ctx, col.name, await indexedFields(ctx, col.name, col.fields));
       await saveCollectionRow(ctx, { ...col, fts, updatedAt: ctx.clock.now() });
     },
   };

@@ -43,7 +43,7 @@ export function localStorage(root: string): FileStorage & { root: string } {
         for await (const chunk of body) {
           size += chunk.byteLength;
           const pending = sink.write(chunk);
-          if (pending instanceof Promise) await pending;
+          if (pending instanceof Promise) await pending; // Bun's FileSink answers a promise only when its buffer is flushing (its API, not ours)
         }
         await sink.end();
         await rename(tmp, final);

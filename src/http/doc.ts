@@ -23,6 +23,8 @@ export interface RouteDoc {
   errors?: number[];
   /** The body may also be multipart/form-data with files (CONTRACT §14). */
   multipart?: boolean;
+  /** The body may be left out (`requestBody.required: false`). */
+  optionalBody?: boolean;
   /** Takes an `Idempotency-Key` (http/idempotency.ts): its header, the replay's header, 409 and 422 of a key. */
   idempotent?: boolean;
   /**
@@ -181,7 +183,7 @@ function operation(d: RouteDoc): OpenAPIV3.OperationObject {
     ...(d.description ? { description: d.description } : {}),
     security: SECURITY[d.access],
     ...(parameters.length ? { parameters } : {}),
-    ...(d.body ? { requestBody: { required: true, content: { ...json(d.body), ...(d.multipart ? MULTIPART : {}) } as OpenAPIV3.RequestBodyObject["content"] } } : {}),
+    ...(d.body ? { requestBody: { required: !d.optionalBody, content: { ...json(d.body), ...(d.multipart ? MULTIPART : {}) } as OpenAPIV3.RequestBodyObject["content"] } } : {}),
     responses,
   };
 }

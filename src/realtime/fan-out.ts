@@ -143,6 +143,8 @@ export async function deliverEvent(ctx: AppContext, d: Delivery, targets: Iterab
       since = performance.now();
     }
     if (held.seq <= s.lastSeq && !held.unnumbered) continue;
+    // Committed here before the stream opened (its notice came back after): not a change after the subscription.
+    if (held.own !== undefined && held.own <= s.ownAfter) continue;
     const topics = s.byCollection.get(col.name);
     if (!topics) continue;
     const reader = readers?.get(s) ?? s.identity.principal;

@@ -72,6 +72,8 @@ export interface RealtimeHub {
   readonly size: number;
   /** Events held for resumes, for tests. */
   readonly held: number;
+  /** Topic changes waiting for this process's own earlier events to come back (OwnEvents), for tests. */
+  readonly waiting: number;
 }
 
 /**
@@ -133,7 +135,28 @@ interface Hub {
   node: { tag: string; forward: ForwardSubscribe; limits: SharedLimits } | null;
   /** Events come numbered by the database (OrderedFeed), not from the event bus; `listened`: it listened once. */
   ordered: { listened: boolean } | null;
+  own: OwnEvents;
 }
+
+/**
+ * This process's own events while they come numbered by the database: they reach the feed one round trip after
+ * their commit (their notice comes back), so a stream opened, or a topic set, after a write was answered could
+ * otherwise get that write as new. Each is counted at its commit: a stream remembers the count when it opens and
+ * skips those at or below it (Stream.ownAfter); a topic change waits for those committed before it to arrive.
+ */
+interface OwnEvents {
+  /** Own events committed so far. */
+  committed: number;
+  /** The count of the last own event that reached the feed (they arrive in commit order). */
+  arrived: number;
+  /** Each own event's count, by the event object the relay hands back. */
+  count: WeakMap<ChangeEvent, number>;
+  /** Topic changes waiting for the own events committed before them. */
+  waiters: { n: number; done: () => void }[];
+}
+
+/** How long a topic change waits at most for this process's own events to come back (a notice lost on the way). */
+const OWN_WAIT_MS = 5_000;
 
 function createHub(ctx: AppContext): RealtimeHub {
   const h: Hub = {
@@ -146,9 +169,11 @@ function createHub(ctx: AppContext): RealtimeHub {
     timers: [],
     node: null,
     ordered: null,
+    own: { committed: 0, arrived: 0, count: new WeakMap(), waiters: [] },
   };
   ctx.events.subscribe((event) => {
     if (!h.ordered) accept(h, event);
+    else h.own.count.set(event, ++h.own.committed);
   });
   return {
     get size() {
@@ -156,6 +181,9 @@ function createHub(ctx: AppContext): RealtimeHub {
     },
     get held() {
       return h.resume.buffer.size;
+    },
+    get waiting() {
+      return h.own.waiters.length;
     },
     open: (opts) => openStream(h, opts),
     subscribe: (clientId, raw, identity) => subscribeStream(h, clientId, raw, identity),
@@ -181,15 +209,17 @@ function orderedFeed(h: Hub, ids: EventIds): OrderedFeed {
   return {
     accept(event, seq) {
       const b = r.buffer;
+      const own = event ? h.own.count.get(event) : undefined;
       if (seq <= b.lastSeq) {
         // Numbered before this node knew where the sequence stood (just after it listened): sent, not held.
-        if (event) queueLive(h, heldEvent(event, h.ctx.clock.now(), generationOf(h, event), seq), event);
-        return;
+        if (event) queueLive(h, ownHeld(heldEvent(event, h.ctx.clock.now(), generationOf(h, event), seq), own), event);
+      } else {
+        // A number skipped: whatever it was, it was missed here, and no resume may reach back over it.
+        if (seq !== b.lastSeq + 1) r.floor = Math.max(r.floor, seq - 1);
+        if (!event) return b.skip(seq);
+        queueLive(h, ownHeld(b.push(event, h.ctx.clock.now(), generationOf(h, event), seq), own), event);
       }
-      // A number skipped: whatever it was, it was missed here, and no resume may reach back over it.
-      if (seq !== b.lastSeq + 1) r.floor = Math.max(r.floor, seq - 1);
-      if (!event) return b.skip(seq);
-      queueLive(h, b.push(event, h.ctx.clock.now(), generationOf(h, event), seq), event);
+      if (own !== undefined) ownArrived(h, own);
     },
     acceptUnnumbered(event) {
       const held = heldEvent(event, h.ctx.clock.now(), generationOf(h, event), r.buffer.lastSeq);
@@ -199,8 +229,12 @@ function orderedFeed(h: Hub, ids: EventIds): OrderedFeed {
     lost(reason) {
       r.gap = true;
       endAll(h, reason);
+      ownArrived(h, h.own.committed);
     },
-    reset: (reason) => endAll(h, reason),
+    reset(reason) {
+      endAll(h, reason);
+      ownArrived(h, h.own.committed);
+    },
     listening(n) {
       const b = r.buffer;
       const first = !h.ordered!.listened;
@@ -212,6 +246,37 @@ function orderedFeed(h: Hub, ids: EventIds): OrderedFeed {
       if (!first) endAll(h, "reconnected");
     },
   };
+}
+
+/** Marks a held event as this process's own, counted `own` at its commit. */
+function ownHeld(held: HeldEvent, own: number | undefined): HeldEvent {
+  if (own !== undefined) held.own = own;
+  return held;
+}
+
+/** Own events up to count `n` have reached the feed (or never will: the streams were reset): their waiters go on. */
+function ownArrived(h: Hub, n: number): void {
+  const o = h.own;
+  if (n > o.arrived) o.arrived = n;
+  if (!o.waiters.length) return;
+  o.waiters = o.waiters.filter((w) => (w.n <= o.arrived ? (w.done(), false) : true));
+}
+
+/** Settles once this process's own events up to count `n` have reached the feed (at most OWN_WAIT_MS). */
+function ownEventsIn(h: Hub, n: number): Promise<void> {
+  if (n <= h.own.arrived) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => {
+      h.own.waiters = h.own.waiters.filter((w) => w.done !== done);
+      h.ctx.log.warn("realtime: this node's own changes did not come back in time; topics set without them");
+      resolve();
+    }, OWN_WAIT_MS);
+    const done = () => {
+      clearTimeout(timer);
+      resolve();
+    };
+    h.own.waiters.push({ n, done });
+  });
 }
 
 const generationOf = (h: Hub, event: ChangeEvent) => lastKnownHandle(h.ctx, event.collection)?.col.createdAt ?? null;
@@ -374,10 +439,12 @@ async function openStream(h: Hub, { identity, ip, lastEventId, subscribe, onEnd 
   }
   const last = r.buffer.lastSeq;
   const sink = new SseSink(STREAM_BUFFER_BYTES, () => forgetStream(h, s), onEnd, () => idAt(r, r.buffer.lastSeq));
-  const s: Stream = { id, ip, identity, topics: [], byCollection: new Map(), sink, resumeFrom: last, lastSeq: last };
+  // Own events committed before now are not this stream's, even those whose notice is still on its way.
+  const s: Stream = { id, ip, identity, topics: [], byCollection: new Map(), sink, resumeFrom: last, lastSeq: last, ownAfter: h.own.committed };
   const resume = resumePoint(r, lastEventId);
   if (resume !== null) {
-    if (canResume(r, resume)) s.resumeFrom = s.lastSeq = resume;
+    // A resume gets what followed its event, own events still on their way included.
+    if (canResume(r, resume)) (s.resumeFrom = s.lastSeq = resume), (s.ownAfter = 0);
     else sink.send(sseFrame("reset", JSON.stringify({ reason: "too_old" }), idAt(r, last)));
   }
   sink.send(sseFrame("connect", JSON.stringify({ client_id: id }), idAt(r, Math.max(s.lastSeq, s.resumeFrom ?? 0))));
@@ -389,6 +456,8 @@ async function openStream(h: Hub, { identity, ip, lastEventId, subscribe, onEnd 
 
 async function subscribeStream(h: Hub, clientId: unknown, raw: unknown, identity: Identity): Promise<SubscribeResult> {
   const { ctx, node } = h;
+  // The own events committed before this call, whose notices may still be on their way (see OwnEvents).
+  const committed = h.own.committed;
   if (typeof clientId !== "string") throw badRequest("client_id is required: the id the stream's connect event gave");
   const s = h.reg.streams.get(clientId);
   if (!s) {
@@ -404,6 +473,8 @@ async function subscribeStream(h: Hub, clientId: unknown, raw: unknown, identity
   if (node && (await node.limits.retopic(s.id, s.ip, topics.length, await getSetting(ctx, "realtime_max_topics_per_ip")))) throw tooMany(TOPICS_OVER);
   // Changes committed before this call go out under the topics (and identity) they were
   // committed under: a paused stream does not get them later, a dropped topic not at all.
+  // Own events on their way come back first (those from before the stream opened are not its own anyway).
+  if (committed > s.ownAfter) await ownEventsIn(h, committed);
   await flush(h);
   s.identity = identity;
   await setTopics(h, s, topics);

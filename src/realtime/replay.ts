@@ -20,6 +20,8 @@ export interface HeldEvent {
    * stream whatever it got before, under the id of the last numbered event, and never held.
    */
   unnumbered?: true;
+  /** With events numbered by the database: this process's own event, counted so at its commit (see OwnEvents in hub.ts). */
+  own?: number;
 }
 
 /** Events are held at least this long, and at least the last MIN_HELD of them... */

@@ -15,6 +15,8 @@ export interface Stream {
   resumeFrom: number | null;
   /** Number of the last event sent, so a replay and the live flow never send one twice. */
   lastSeq: number;
+  /** This process's own events counted at or below this (committed before the stream opened) are not sent (hub.ts, OwnEvents). */
+  ownAfter: number;
 }
 
 /** The open streams of a process, and who follows which collection. */

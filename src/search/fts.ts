@@ -48,6 +48,11 @@ async function idFields(ctx: AppContext, name: string): Promise<Set<string>> {
   return ids;
 }
 
+/** The fields of collection `name` an index over `fields` takes: the text fields that do not hold record ids. */
+export async function indexedFields(ctx: AppContext, name: string, fields: FieldDef[]): Promise<string[]> {
+  return textFields(fields, await idFields(ctx, name));
+}
+
 /** Drops the index of a collection and what keeps it current (no-op when there is none). */
 export async function dropFtsObjects(db: Engine, name: string): Promise<void> {
   await execAll(db, db.sql.fts.drop(name));

@@ -1,6 +1,6 @@
 import { listParam } from "../db/condition.ts";
 import type { Engine } from "../db/engine.ts";
-import { ACCESS_COLUMNS, type UserAccessRow } from "./users.ts";
+import { accessColumnsOf, type UserAccessRow } from "./users.ts";
 
 // The `_api_keys` table: the SQL that reads or writes it is written here (and only here).
 
@@ -13,11 +13,11 @@ export interface ApiKeyCheckRow extends UserAccessRow {
 
 /** The live (not revoked) key of that hash, with its user's roles, metadata and address; null when none. */
 export async function liveApiKeyByHash(db: Engine, hash: string): Promise<ApiKeyCheckRow | null> {
-  return await db.get<ApiKeyCheckRow>(
-    `SELECT k.id, k.user_id, k.last_used_at, ${ACCESS_COLUMNS} FROM _api_keys k JOIN _users u ON u.id = k.user_id
-       WHERE k.key_hash = ? AND k.revoked_at IS NULL`,
+  const row = await db.get<ApiKeyCheckRow>(
+    `SELECT k.id, k.user_id, k.last_used_at, ${accessColumnsOf("k.user_id")} FROM _api_keys k WHERE k.key_hash = ? AND k.revoked_at IS NULL`,
     [hash],
   );
+  return row && row.email !== null ? row : null;
 }
 
 /** Notes that key `id` was used at `now`. */

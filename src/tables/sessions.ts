@@ -1,6 +1,6 @@
 import { listParam } from "../db/condition.ts";
 import type { Engine } from "../db/engine.ts";
-import { ACCESS_COLUMNS, type UserAccessRow } from "./users.ts";
+import { accessColumnsOf, type UserAccessRow } from "./users.ts";
 
 // The `_sessions` table: the SQL that reads or writes it is written here (and only here).
 
@@ -12,8 +12,9 @@ export interface SessionCheckRow extends UserAccessRow {
   last_used_at: number;
 }
 
-const CHECK_SQL = `SELECT s.user_id, s.revoked_at, s.expires_at, s.last_used_at, ${ACCESS_COLUMNS}
-  FROM _sessions s JOIN _users u ON u.id = s.user_id WHERE s.id = ?`;
+const CHECK_SQL = `SELECT s.user_id, s.revoked_at, s.expires_at, s.last_used_at, ${accessColumnsOf("s.user_id")} FROM _sessions s WHERE s.id = ?`;
+
+const withUser = (row: SessionCheckRow | null) => (row && row.email !== null ? row : null);
 
 /**
  * The session `id` and its user's roles and metadata as committed when asked (null: no such session, or its
@@ -21,7 +22,7 @@ const CHECK_SQL = `SELECT s.user_id, s.revoked_at, s.expires_at, s.last_used_at,
  * transaction (Engine.getBatched).
  */
 export function sessionCheckRow(db: Engine, id: string): Promise<SessionCheckRow | null> {
-  return db.getBatched ? db.getBatched<SessionCheckRow>(CHECK_SQL, [id]) : db.get<SessionCheckRow>(CHECK_SQL, [id]);
+  return (db.getBatched ? db.getBatched<SessionCheckRow>(CHECK_SQL, [id]) : db.get<SessionCheckRow>(CHECK_SQL, [id])).then(withUser);
 }
 
 /** Notes that session `id` was used at `now`. */

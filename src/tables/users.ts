@@ -22,6 +22,15 @@ export interface UserAccess {
 /** The select list of UserAccessRow, for a query that joins `_users` as `u`. */
 export const ACCESS_COLUMNS = "u.roles, u.metadata, u.email, u.is_verified";
 
+/**
+ * The same columns of the user whose id is the SQL expression `userId`, as correlated subqueries: beside a
+ * session or key row they cost two index lookups, where a JOIN measured 5–10 times a lookup on SQLite (the
+ * session check runs on every request). `email` is null only when there is no such user (it is NOT NULL).
+ */
+export function accessColumnsOf(userId: string): string {
+  return ["roles", "metadata", "email", "is_verified"].map((c) => `(SELECT ${c} FROM _users WHERE id = ${userId}) AS ${c}`).join(", ");
+}
+
 const NO_METADATA: Readonly<Record<string, unknown>> = Object.freeze({});
 
 /** Reads the stored roles (a JSON array of names) and metadata (a JSON object); a damaged value reads as none. */

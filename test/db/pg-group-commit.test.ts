@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { inTransaction } from "../../src/transaction.ts";
+import { noteHooksChanged } from "../../src/catalog/catalog.ts";
 import type { ChangeEvent } from "../../src/events/bus.ts";
 import { createCollection, createTestApp, registerUser, type TestApp } from "../helpers/app.ts";
 import { onPostgres } from "../helpers/engine.ts";
@@ -223,6 +224,8 @@ describe.skipIf(!onPostgres)("group commit on PostgreSQL", () => {
   test("a create of a collection with a create hook keeps a transaction of its own", async () => {
     await createCollection(t, "hooked", { create: "public", read: "public" });
     t.ctx.hooks.list.push({ collection: "hooked", beforeCreate: () => {} });
+    // As a reload of the hook files does: collection handles carry their hooks.
+    noteHooksChanged(t.ctx);
     await t.db.exec(`ALTER TABLE "hooked" ADD COLUMN "gc_tx" bigint DEFAULT txid_current()`);
     const res = await Promise.all(Array.from({ length: N }, (_, i) => t.req("POST", "/api/v1/hooked", { body: { n: i } })));
     expect(res.every((r) => r.status === 201)).toBe(true);

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { afterAll, afterEach, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { buildBinary, runCli } from "../helpers/cli.ts";
 import { freshDatabaseUrl } from "../helpers/engine.ts";
 import { postgresAvailable, warnIfSkipped } from "../helpers/postgres.ts";
@@ -38,6 +38,14 @@ async function call(node: ServerProcess, method: string, path: string, opts: { b
 
 const admin = (node: ServerProcess, method: string, path: string, body?: unknown) => call(node, method, path, { body, token: secret });
 
+/** Streams opened by the running test: closed after it, also when it failed (a stream left open would count against the next test's per-address limits). */
+const opened: SseClient[] = [];
+async function follow(url: string, headers: Record<string, string> = {}): Promise<SseClient> {
+  const s = await SseClient.open(url, headers);
+  opened.push(s);
+  return s;
+}
+
 describe.skipIf(!postgresAvailable)("two nodes on one PostgreSQL database", () => {
   beforeAll(async () => {
     [bin, url] = await Promise.all([buildBinary(), freshDatabaseUrl()]);
@@ -46,6 +54,10 @@ describe.skipIf(!postgresAvailable)("two nodes on one PostgreSQL database", () =
     a = await node();
     secret = /baas_admin_[A-Za-z0-9_-]+/.exec(a.stderr())![0];
     b = await node();
+  });
+
+  afterEach(() => {
+    for (const s of opened.splice(0)) s.close();
   });
 
   afterAll(async () => {
@@ -122,7 +134,7 @@ describe.skipIf(!postgresAvailable)("two nodes on one PostgreSQL database", () =
   test("a realtime subscriber on B gets A's writes, each once and in order; A's own subscriber gets them once too", async () => {
     expect((await admin(a, "POST", "/admin/collections", { name: "live", rules: { read: "public", create: "public", update: "public" } })).status).toBe(201);
     const streams = await Promise.all(
-      [b, a].map((node) => SseClient.open(`${node.url}/api/v1/realtime?subscribe=live`, { authorization: `Bearer ${secret}` })),
+      [b, a].map((node) => follow(`${node.url}/api/v1/realtime?subscribe=live`, { authorization: `Bearer ${secret}` })),
     );
     for (const s of streams) {
       expect(s.response.status).toBe(200);
@@ -155,11 +167,14 @@ describe.skipIf(!postgresAvailable)("two nodes on one PostgreSQL database", () =
   });
 
   test("events of a record too large for a notice carry the record as each change left it", async () => {
-    expect((await admin(a, "POST", "/admin/collections", { name: "huge", rules: { read: "public", create: "public", update: "public", delete: "public" } })).status).toBe(201);
+    const fields = [{ name: "v", type: "text" }, { name: "text", type: "text" }];
+    expect((await admin(a, "POST", "/admin/collections", { name: "huge", fields, rules: { read: "public", create: "public", update: "public", delete: "public" } })).status).toBe(201);
+    // Subscribed before the record is made: a change committed on another node just before a stream's topics are
+    // set may reach it or not (its notice may still be on its way), so the create is in the stream, first.
+    const stream = await follow(`${b.url}/api/v1/realtime`, { authorization: `Bearer ${secret}` });
+    expect((await call(b, "POST", "/realtime", { token: secret, body: { client_id: await stream.clientId(), subscriptions: ["huge", { collection: "huge", filter: "v:eq:a" }] } })).status).toBe(200);
     const made = await call(a, "POST", "/huge", { body: { v: "first", text: "y".repeat(9_000) } });
     expect(made.status).toBe(201);
-    const stream = await SseClient.open(`${b.url}/api/v1/realtime`, { authorization: `Bearer ${secret}` });
-    expect((await call(b, "POST", "/realtime", { token: secret, body: { client_id: await stream.clientId(), subscriptions: ["huge", { collection: "huge", filter: "v:eq:a" }] } })).status).toBe(200);
     // One transaction changes it twice, then deletes it: each event on B carries the state of its own change.
     const id = made.body._id;
     const operations = [
@@ -168,8 +183,9 @@ describe.skipIf(!postgresAvailable)("two nodes on one PostgreSQL database", () =
       { op: "delete", id },
     ];
     expect((await admin(a, "POST", "/huge/batch", { operations })).status).toBe(200);
-    const got = await stream.waitChanges(3);
+    const got = await stream.waitChanges(4);
     expect(got.map((m) => [m.event, m.data.record.v, m.data.record._deleted_at === null, m.data.record.text.length])).toEqual([
+      ["create", "first", true, 9_000],
       ["update", "a", true, 9_000],
       ["update", "b", true, 9_000],
       ["delete", "b", false, 9_000],
@@ -181,7 +197,7 @@ describe.skipIf(!postgresAvailable)("two nodes on one PostgreSQL database", () =
     expect((await admin(a, "POST", "/admin/collections", { name: "gone", rules: { read: "public", delete: "public" } })).status).toBe(201);
     const made = await admin(a, "POST", "/gone", { title: "to be removed" });
     expect(made.status).toBe(201);
-    const s = await SseClient.open(`${a.url}/api/v1/realtime?subscribe=gone`, { authorization: `Bearer ${secret}` });
+    const s = await follow(`${a.url}/api/v1/realtime?subscribe=gone`, { authorization: `Bearer ${secret}` });
     await s.clientId();
     expect((await call(b, "DELETE", `/gone/${made.body._id}`)).status).toBe(200);
     expect((await admin(b, "DELETE", `/admin/collections/gone/records/${made.body._id}`)).status).toBe(200);
@@ -198,7 +214,7 @@ describe.skipIf(!postgresAvailable)("two nodes on one PostgreSQL database", () =
     const owner = await call(b, "POST", "/auth/register", { body: { email: "owner@example.com", password: "correct horse 5" } });
     const other = await call(b, "POST", "/auth/register", { body: { email: "other@example.com", password: "correct horse 6" } });
     // A bare stream, as a browser's EventSource opens it, on A; its topics set through B.
-    const s = await SseClient.open(`${a.url}/api/v1/realtime`);
+    const s = await follow(`${a.url}/api/v1/realtime`);
     const clientId = await s.clientId();
     const set = await call(b, "POST", "/realtime", { body: { client_id: clientId, subscriptions: ["owned"] }, token: owner.body.access_token });
     expect(set).toEqual({ status: 200, body: { ok: true, subscriptions: ["owned"] } });
@@ -226,7 +242,7 @@ describe.skipIf(!postgresAvailable)("two nodes on one PostgreSQL database", () =
   });
 
   test("the realtime per-address limits count the streams and topics of both nodes", async () => {
-    const open = async (node: ServerProcess, query = "") => SseClient.open(`${node.url}/api/v1/realtime${query}`);
+    const open = async (node: ServerProcess, query = "") => follow(`${node.url}/api/v1/realtime${query}`);
     for (const name of ["lim_a", "lim_b"]) expect((await admin(a, "POST", "/admin/collections", { name, rules: { read: "public" } })).status).toBe(201);
     expect((await admin(b, "PATCH", "/admin/settings", { realtime_max_streams_per_ip: 2, realtime_max_topics_per_ip: 3 })).status).toBe(200);
     const held: SseClient[] = [];
@@ -269,7 +285,7 @@ describe.skipIf(!postgresAvailable)("two nodes on one PostgreSQL database", () =
 
   test("the admin secret rotated on A is refused on B", async () => {
     // An admin stream held by B, bound through A with the secret: it ends with the rotation.
-    const s = await SseClient.open(`${b.url}/api/v1/realtime`);
+    const s = await follow(`${b.url}/api/v1/realtime`);
     const bound = await call(a, "POST", "/realtime", { body: { client_id: await s.clientId(), subscriptions: [] }, token: secret });
     expect(bound.status).toBe(200);
     const rotated = await admin(a, "POST", "/admin/rotate-secret");

@@ -71,7 +71,7 @@ describe("changes of a field on a table of 10,000 records", () => {
     const renamed = await ok("PATCH", "/admin/collections/posts/fields/title", { name: "headline" });
     expect(renamed.indexes.find((i: any) => i.unique).fields).toEqual(["headline"]);
     expect(renamed.field_rules).toEqual([{ field: "headline", required: true }]);
-    expect(renamed.fts).toEqual({ enabled: true, fields: ["headline", "code", "flag", "author"] });
+    expect(renamed.fts).toEqual({ enabled: true, fields: ["headline", "code", "flag"] });
     expect(await total("filter=headline:like:title %")).toBe(N);
     expect(await total("search=word42")).toBe(100);
     const dup = await t.admin("POST", "/api/v1/posts", { headline: "title 5 word5" });
@@ -123,7 +123,7 @@ describe("changes of a field on a table of 10,000 records", () => {
     await ok("POST", "/admin/collections/posts/fts", undefined, 201);
     expect(await total("search=word42")).toBe(100);
     const json = await ok("PATCH", "/admin/collections/posts/fields/headline", { type: "json" });
-    expect(json.fts.fields).toEqual(["code", "flag", "meta", "writer"]);
+    expect(json.fts.fields).toEqual(["code", "flag", "meta"]);
     expect(await total("search=word42")).toBe(0);
     expect(await total("search=tags")).toBe(N);
     expect((await bySeq([7]))[0].headline).toBe("title 7 word7");

@@ -404,6 +404,20 @@ describe("Prism (proxy mode) over a run covering every operation", () => {
     await call("DELETE", "/api/v1/admin/collections/notes/records/missing", admin);
     await call("DELETE", "/api/v1/admin/collections/authors", admin);
 
+    // ---- Own data, files, routes of hook files (none loaded here: 404)
+    const leaver = await call("POST", "/api/v1/auth/register", { body: { email: "leaver@example.com", password } });
+    const leaverToken = leaver.body.access_token as string;
+    await call("POST", "/api/v1/notes", { token: leaverToken, body: { title: "mine" } });
+    await call("GET", "/api/v1/auth/me/export", { token: leaverToken });
+    await call("GET", "/api/v1/auth/me/export", bad);
+    const fileToken = await call("POST", "/api/v1/files/token", { token: leaverToken });
+    expect(typeof fileToken.body.token).toBe("string");
+    await call("POST", "/api/v1/files/token", bad);
+    await call("GET", `/api/v1/files/notes/nope/cover.png?token=${fileToken.body.token}`);
+    await call("DELETE", "/api/v1/auth/me", { token: leaverToken, body: { password: "wrong-password" } });
+    await call("DELETE", "/api/v1/auth/me", { token: leaverToken, body: { password } });
+    for (const method of ["GET", "POST", "PUT", "PATCH", "DELETE"]) await call(method, "/api/v1/fn/pay", method === "GET" || method === "DELETE" ? {} : { body: {} });
+
     // ---- Admin: users and sessions
     await call("GET", "/api/v1/admin/users?limit=5&page=1&search=example", admin);
     await call("GET", "/api/v1/admin/users?limit=0", { ...admin, ...bad });

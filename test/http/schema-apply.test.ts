@@ -94,7 +94,7 @@ describe("POST /admin/schema/apply", () => {
       field_rules: [{ field: "title", required: true, min: 3 }],
       fields: APP.collections[1]!.fields,
       indexes: [{ name: "posts_by_views", fields: ["published", "views"], unique: false }],
-      fts: { enabled: true, fields: ["title", "author"] },
+      fts: { enabled: true, fields: ["title"] },
     });
     const rels = (await ok("GET", "/admin/relations")).items;
     expect(rels.map((r: any) => [r.from_col, r.from_field, r.to_col, r.to_field, r.type, r.on_delete])).toEqual([

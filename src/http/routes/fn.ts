@@ -1,5 +1,5 @@
 import { basename } from "node:path";
-import { Elysia } from "elysia";
+import { Elysia, t } from "elysia";
 import type { Principal } from "../../principal.ts";
 import type { AppContext } from "../../context.ts";
 import { AppError, ValidationError, badRequest, type FieldError } from "../../errors.ts";
@@ -178,6 +178,8 @@ export function fnRoutes(ctx: AppContext) {
       access: "data",
       description: "Served by a `routes` export of a hook file; its answer is whatever the handler returns (JSON, or a Response of its own).",
       errors: [400, 404, 405, 413],
+      // A route takes any body (JSON, form fields, or raw bytes for a signature check), or none.
+      ...(method === "GET" || method === "DELETE" ? {} : { body: t.Unknown({ description: "whatever the route reads: JSON, form fields or raw bytes" }), multipart: true, optionalBody: true }),
     });
   return new Elysia({ prefix: "/api/v1/fn" })
     .get("/*", handler, d("GET"))
