@@ -14,6 +14,22 @@ import type {
   WritableFields,
 } from "./types.js";
 
+/**
+ * A write's precondition (CONTRACT §15): the record as last read (its `_updated_at` is its version), the
+ * version itself, or `"*"` (any existing record). A stale one fails with a BaasError of status 412,
+ * code `precondition_failed`.
+ */
+export interface WriteOptions {
+  ifMatch?: { _updated_at: number } | number | "*";
+}
+
+/** The `If-Match` header of a write's options (none without `ifMatch`). */
+function ifMatchHeaders(opts: WriteOptions | undefined): { headers?: Record<string, string> } {
+  const m = opts?.ifMatch;
+  if (m === undefined) return {};
+  return { headers: { "If-Match": m === "*" ? "*" : `"${typeof m === "number" ? m : m._updated_at}"` } };
+}
+
 /** The data API of one collection. `T` is the record type (e.g. from `baas types`). */
 export interface CollectionApi<T extends object = BaasRecord> {
   readonly name: string;
@@ -27,9 +43,9 @@ export interface CollectionApi<T extends object = BaasRecord> {
   /**
    * Changes the fields given (`null` clears one); answers the whole record. `files` replaces a file field's files
    * (`{ cover: blob }`), appends with `field+` (`{ "photos+": [blob] }`), removes by name with `field-`
-   * (`{ "photos-": ["abc123defg_a.png"] }`).
+   * (`{ "photos-": ["abc123defg_a.png"] }`). `ifMatch`: only if the record is still at that version.
    */
-  update(id: string, data: WritableFields<T>, opts?: FileOptions): Promise<T>;
+  update(id: string, data: WritableFields<T>, opts?: FileOptions & WriteOptions): Promise<T>;
   /**
    * The URL of a file of a record (the field's file, or `name` among its files), or null when it has none.
    * `thumb` (`"100x100"`, `"0x300"`) asks for a thumbnail of an image; `token` (from `fileToken()`) lets an
@@ -37,8 +53,8 @@ export interface CollectionApi<T extends object = BaasRecord> {
    */
   fileUrl(record: T, field: FieldName<T> & string, opts?: { name?: string; thumb?: string; token?: string; download?: boolean }): string | null;
   /** Soft delete: answers the record with `_deleted_at` set. */
-  delete(id: string): Promise<T>;
-  restore(id: string): Promise<T>;
+  delete(id: string, opts?: WriteOptions): Promise<T>;
+  restore(id: string, opts?: WriteOptions): Promise<T>;
   count(opts?: MatchOptions<T>): Promise<number>;
   aggregate(opts: AggregateOptions<T> & { group_by: FieldName<T> }): Promise<{ groups: AggregateGroup[] }>;
   aggregate(opts: AggregateOptions<T>): Promise<{ value: number | string | boolean | null }>;
@@ -82,7 +98,7 @@ export function createCollectionApi<T extends object>(t: Transport, name: string
     },
     get: (id, opts) => t.request("GET", one(id), { query: getQuery(opts) }),
     create: (data, opts) => t.request("POST", base, { body: writeBody(data, opts) }),
-    update: (id, data, opts) => t.request("PATCH", one(id), { body: writeBody(data, opts) }),
+    update: (id, data, opts) => t.request("PATCH", one(id), { body: writeBody(data, opts), ...ifMatchHeaders(opts) }),
     fileUrl(record, field, opts = {}) {
       const r = record as Record<string, unknown>;
       const v = r[field];
@@ -96,8 +112,8 @@ export function createCollectionApi<T extends object>(t: Transport, name: string
       const query = q.toString();
       return `${t.baseUrl}/files/${encodeURIComponent(name)}/${encodeURIComponent(r._id)}/${encodeURIComponent(file)}${query ? `?${query}` : ""}`;
     },
-    delete: (id) => t.request("DELETE", one(id)),
-    restore: (id) => t.request("POST", `${one(id)}/restore`),
+    delete: (id, opts) => t.request("DELETE", one(id), ifMatchHeaders(opts)),
+    restore: (id, opts) => t.request("POST", `${one(id)}/restore`, ifMatchHeaders(opts)),
     count: async (opts) => (await t.request<{ total: number }>("GET", `${base}/count`, { query: matchQuery(opts) })).total,
     aggregate: ((opts: AggregateOptions<T>) => t.request("GET", `${base}/aggregate`, { query: aggregateQuery(opts) })) as CollectionApi<T>["aggregate"],
     bulk: (records) => t.request("POST", `${base}/bulk`, { body: records }),

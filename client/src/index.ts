@@ -8,7 +8,7 @@ import type { BaasRecord } from "./types.js";
 export { BaasError, isBaasError, type FieldError } from "./errors.js";
 export { memoryStorage, type SessionStorage } from "./storage.js";
 export type { AuthApi } from "./auth.js";
-export type { CollectionApi, FileOptions } from "./collection.js";
+export type { CollectionApi, FileOptions, WriteOptions } from "./collection.js";
 export { fetchEventSource, type EventSourceFactory, type EventSourceLike, type SseEvent } from "./event-source.js";
 export type { RealtimeAction, RealtimeApi, RealtimeEvent, Topic, Unsubscribe } from "./realtime.js";
 export type { ClientOptions, FetchFunction, RequestOptions, StoredSession } from "./transport.js";

@@ -32,6 +32,8 @@ export interface RequestOptions {
   body?: unknown;
   /** false: send no access token and never refresh (login, register, …). Default true. */
   auth?: boolean;
+  /** Headers of this request only (e.g. `If-Match`). */
+  headers?: Record<string, string>;
 }
 
 export interface Transport {
@@ -83,7 +85,7 @@ export function createTransport(url: string, options: ClientOptions = {}): Trans
 
   async function send<R>(method: string, path: string, opts: RequestOptions, token: string | null): Promise<R> {
     const query = opts.query?.toString();
-    const headers: Record<string, string> = { Accept: "application/json", ...options.headers };
+    const headers: Record<string, string> = { Accept: "application/json", ...options.headers, ...opts.headers };
     // A FormData body (files) goes as multipart/form-data, with the boundary fetch sets.
     const form = typeof FormData !== "undefined" && opts.body instanceof FormData;
     if (opts.body !== undefined && !form) headers["Content-Type"] = "application/json";

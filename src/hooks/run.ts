@@ -1,4 +1,3 @@
-import { basename } from "node:path";
 import type { Principal } from "../principal.ts";
 import { AppError } from "../errors.ts";
 import type { HookEvent, HookModule, HookName } from "./types.ts";
@@ -15,29 +14,47 @@ export function hasHooks(hooks: readonly HookModule[], ...names: HookName[]): bo
 
 /**
  * Runs the handlers of `name` among `hooks` (a collection's, in load order: CollectionHandle.hooks) inside
- * the caller's transaction. A throw becomes 400 `hook_rejected` (or the thrown object's `status`), and the
+ * the caller's transaction, one after the other. A handler may be async (CONTRACT §15): the rest wait for it, and
+ * the answer is then a promise (undefined when every handler was synchronous, so a caller of synchronous hooks
+ * waits for nothing). A throw or rejection becomes 400 `hook_rejected` (or the thrown object's `status`), and the
  * caller's transaction rolls back.
  */
-export function runHooks(hooks: readonly HookModule[], name: HookName, event: HookEvent): void {
-  for (const h of hooks) {
-    const fn = h[name];
+export function runHooks(hooks: readonly HookModule[], name: HookName, event: HookEvent, from = 0): Promise<void> | undefined {
+  for (let i = from; i < hooks.length; i++) {
+    const fn = hooks[i]![name];
     if (!fn) continue;
     const data = event.data;
+    let out: unknown;
     try {
-      const out = fn(event) as unknown;
-      if (out && typeof (out as Promise<unknown>).then === "function") {
-        // A rejected promise nobody awaits would be reported as unhandled; the hook already failed.
-        (out as Promise<unknown>).catch(() => {});
-        // The file's name only: the client must not learn where the server keeps its hooks.
-        throw new Error(`hook ${name} of ${h.file ? basename(h.file) : h.collection} returned a promise; hooks must be synchronous`);
-      }
+      out = fn(event);
     } catch (err) {
-      if (err instanceof AppError) throw err;
-      throw hookRejected(err);
+      throw rejected(err);
     }
-    if (data && event.data !== data) adoptReplacedData(data, event.data);
-    event.data = data;
+    if (out && typeof (out as Promise<unknown>).then === "function") return finishAsync(hooks, name, event, i, out as Promise<unknown>, data);
+    settleData(event, data);
   }
+  return undefined;
+}
+
+/** `runHooks` from handler `i`, whose promise `pending` is still running, on. */
+async function finishAsync(hooks: readonly HookModule[], name: HookName, event: HookEvent, i: number, pending: Promise<unknown>, data: HookEvent["data"]): Promise<void> {
+  try {
+    await pending;
+  } catch (err) {
+    throw rejected(err);
+  }
+  settleData(event, data);
+  await runHooks(hooks, name, event, i + 1);
+}
+
+function rejected(err: unknown): AppError {
+  return err instanceof AppError ? err : hookRejected(err);
+}
+
+/** After a handler: `data` stays the object the write reads, with what a handler that replaced it put in the new one. */
+function settleData(event: HookEvent, data: HookEvent["data"]): void {
+  if (data && event.data !== data) adoptReplacedData(data, event.data);
+  event.data = data;
 }
 
 /** A before* hook may also assign a new object to `event.data`: its fields replace the original's. */

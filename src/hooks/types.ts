@@ -18,7 +18,10 @@ export const HOOK_NAMES = [
 ] as const;
 export type HookName = (typeof HOOK_NAMES)[number];
 
-/** What a hook handler receives (CONTRACT §5). `data` is mutable in before* handlers. */
+/**
+ * What a hook handler receives (CONTRACT §5, §15). `data` is mutable in before* handlers (`_owner_id` included);
+ * `tx` is a handle on the write's transaction (admin rights; nested hooks up to 3 deep).
+ */
 export interface HookEvent {
   collection: string;
   op: "create" | "update" | "delete" | "restore";
@@ -26,19 +29,23 @@ export interface HookEvent {
   record: Record<string, unknown> | null;
   previous: Record<string, unknown> | null;
   auth: { kind: Principal["kind"]; id: string | null; roles: string[] };
+  tx?: Tx;
 }
+
+/** A hook handler: synchronous, or async (the write waits for it inside its transaction). */
+export type HookHandler = (e: HookEvent) => void | Promise<void>;
 
 export interface HookModule {
   collection: string;
   file?: string;
-  beforeCreate?: (e: HookEvent) => void;
-  afterCreate?: (e: HookEvent) => void;
-  beforeUpdate?: (e: HookEvent) => void;
-  afterUpdate?: (e: HookEvent) => void;
-  beforeDelete?: (e: HookEvent) => void;
-  afterDelete?: (e: HookEvent) => void;
-  beforeRestore?: (e: HookEvent) => void;
-  afterRestore?: (e: HookEvent) => void;
+  beforeCreate?: HookHandler;
+  afterCreate?: HookHandler;
+  beforeUpdate?: HookHandler;
+  afterUpdate?: HookHandler;
+  beforeDelete?: HookHandler;
+  afterDelete?: HookHandler;
+  beforeRestore?: HookHandler;
+  afterRestore?: HookHandler;
   /** Runs after the transaction commits, once per changed record; may be async; errors are logged. */
   onCommit?: (e: CommitEvent) => unknown;
 }

@@ -27,6 +27,11 @@ export interface RouteDoc {
   optionalBody?: boolean;
   /** Takes an `Idempotency-Key` (http/idempotency.ts): its header, the replay's header, 409 and 422 of a key. */
   idempotent?: boolean;
+  /**
+   * Answers one record with its version as `ETag` (CONTRACT §15): `read` also takes `If-None-Match` (304),
+   * `write` takes `If-Match` (412 when stale), `answer` only carries the header.
+   */
+  etag?: "answer" | "read" | "write";
   /** A second path the route answers under its own documentation (`/_` also serves `/_/`). */
   also?: { path: string; doc: RouteDoc };
 }
@@ -40,6 +45,7 @@ const ERROR_TEXT: Record<number, string> = {
   413: "body larger than the limit",
   422: "field validation failed",
   429: "rate limited or locked (Retry-After)",
+  412: "If-Match names a version the record is no longer at (precondition_failed)",
   503: "unavailable",
 };
 
@@ -65,6 +71,21 @@ const IDEMPOTENCY_KEY: OpenAPIV3.ParameterObject = {
     "Makes a retry safe: the same key from the same caller within 24 h answers the first answer again (Idempotent-Replayed: true) " +
     "instead of doing the work twice; with another body 422 idempotency_key_reused.",
   schema: { type: "string", minLength: 1, maxLength: 255 },
+};
+const ETAG: OpenAPIV3.HeaderObject = { description: "the record's version, quoted; it changes with every update, delete and restore", schema: { type: "string" } };
+const IF_MATCH: OpenAPIV3.ParameterObject = {
+  name: "If-Match",
+  in: "header",
+  required: false,
+  description: "Writes only while the record is at one of these versions (ETag values; * any existing record), else 412 precondition_failed.",
+  schema: { type: "string" },
+};
+const IF_NONE_MATCH: OpenAPIV3.ParameterObject = {
+  name: "If-None-Match",
+  in: "header",
+  required: false,
+  description: "304 without a body when the record is still at one of these versions (ETag values; * any).",
+  schema: { type: "string" },
 };
 const REPLAYED: OpenAPIV3.HeaderObject = { description: "true when this is the kept answer of an earlier request with the same Idempotency-Key", schema: { type: "string", enum: ["true"] } };
 
@@ -128,11 +149,20 @@ function operation(d: RouteDoc): OpenAPIV3.OperationObject {
     responses[status] = {
       description: redirect ? "redirect" : "success",
       ...(redirect ? { headers: { Location: { description: "where to go", required: true, schema: { type: "string" } } } } : {}),
-      ...(d.idempotent && !redirect ? { headers: { "Idempotent-Replayed": REPLAYED } } : {}),
+      ...(!redirect && (d.idempotent || d.etag)
+        ? { headers: { ...(d.idempotent ? { "Idempotent-Replayed": REPLAYED } : {}), ...(d.etag ? { ETag: ETAG } : {}) } }
+        : {}),
       ...(okContent ? { content: okContent } : {}),
     };
   }
-  const errors = new Set([...ACCESS_ERRORS[d.access], ...(d.body ? [400, 413] : []), ...(d.errors ?? []), ...(d.idempotent ? [400, 409, 422] : [])]);
+  if (d.etag === "read") responses[304] = { description: "not modified (If-None-Match names the current version)", headers: { ETag: ETAG } };
+  const errors = new Set([
+    ...ACCESS_ERRORS[d.access],
+    ...(d.body ? [400, 413] : []),
+    ...(d.errors ?? []),
+    ...(d.idempotent ? [400, 409, 422] : []),
+    ...(d.etag === "write" ? [412] : []),
+  ]);
   for (const status of [...errors].sort()) {
     // An Idempotency-Key used with another request is a 422 with the error body.
     const schema = status !== 422 ? ERROR_REF : d.idempotent ? { oneOf: [VALIDATION_REF, ERROR_REF] } : VALIDATION_REF;
@@ -145,6 +175,8 @@ function operation(d: RouteDoc): OpenAPIV3.OperationObject {
   for (const [name, schema] of Object.entries(props))
     parameters.push({ name, in: "query", required: required.has(name), schema: queryParamSchema(schema) as OpenAPIV3.SchemaObject, ...(schema.description ? { description: schema.description } : {}) });
   if (d.idempotent) parameters.push(IDEMPOTENCY_KEY);
+  if (d.etag === "write") parameters.push(IF_MATCH);
+  if (d.etag === "read") parameters.push(IF_NONE_MATCH);
   return {
     summary: d.summary,
     tags: [d.tag],

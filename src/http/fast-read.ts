@@ -2,14 +2,16 @@ import { ANONYMOUS } from "../principal.ts";
 import { noteRequest } from "../catalog/catalog.ts";
 import type { AppContext } from "../context.ts";
 import { getRecord } from "../records/read.ts";
+import type { RecordJson } from "../query/rows.ts";
+import { etagOf } from "../records/version.ts";
 
 /** The CORS settings of the app (`@elysiajs/cors`), shared with the read path below that answers without it. */
 export function corsOptions(origins: string[] | "*") {
   return {
     origin: origins === "*" ? true : origins,
     methods: ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"],
-    allowedHeaders: ["Content-Type", "Authorization", "X-Admin-Token", "X-API-Key", "X-Request-Id"],
-    exposeHeaders: ["Retry-After", "WWW-Authenticate", "X-Request-Id"],
+    allowedHeaders: ["Content-Type", "Authorization", "X-Admin-Token", "X-API-Key", "X-Request-Id", "If-Match", "If-None-Match"],
+    exposeHeaders: ["Retry-After", "WWW-Authenticate", "X-Request-Id", "ETag"],
     credentials: origins !== "*",
     maxAge: 600,
   };
@@ -55,13 +57,15 @@ export function fastRecordReads(ctx: AppContext, routes: () => { method: string;
   const allowMethods = cors.methods.join(", ");
 
   const answer = async (fn: Handler, request: Request, collection: string, id: string, origin: string | null): Promise<unknown> => {
-    let record: unknown;
+    let record: RecordJson;
     try {
       record = await getRecord(ctx, collection, id, ANONYMOUS, { includeDeleted: false, expand: [], fields: null });
     } catch {
       return fn(request);
     }
-    return new Response(JSON.stringify(record), { headers: origin ? headersFor(origin) : anyOrigin });
+    const headers = new Headers(origin ? headersFor(origin) : anyOrigin);
+    headers.set("etag", etagOf(record));
+    return new Response(JSON.stringify(record), { headers });
   };
   // As `@elysiajs/cors` sets them for any origin (its defaults first, then its request hook's), then the type
   // Response.json gives. Built once: a Response copies the Headers it is given (cheaper than from an object).
@@ -90,6 +94,8 @@ export function fastRecordReads(ctx: AppContext, routes: () => { method: string;
     if (!SEGMENT.test(collection) || !SEGMENT.test(id)) return fn(request);
     const h = request.headers;
     if (h.get("authorization") !== null || h.get("x-admin-token") !== null || h.get("x-api-key") !== null) return fn(request);
+    // A conditional read (304) is the route's to answer.
+    if (h.get("if-none-match") !== null) return fn(request);
     if (!firsts) learnRoutes();
     if (firsts!.has(collection) || seconds!.has(id)) return fn(request);
     return answer(fn, request, collection, id, h.get("origin"));

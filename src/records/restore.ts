@@ -9,9 +9,13 @@ import { prepareRules } from "../rules/scope.ts";
 import { checkRecordAccess } from "./access.ts";
 import { relationEffects } from "./cascade.ts";
 import { restoreRecordRow } from "./store.ts";
+import { checkIfMatch, type IfMatch } from "./version.ts";
 
-/** `POST /:collection/:id/restore` (delete rule applies): clears `_deleted_at`; an active record is a no-op. */
-export async function restoreRecord(ctx: AppContext, name: string, id: string, p: Principal): Promise<RecordJson> {
+/**
+ * `POST /:collection/:id/restore` (delete rule applies): clears `_deleted_at`; an active record is a no-op.
+ * With `ifMatch`, 412 unless the record is at a version it names.
+ */
+export async function restoreRecord(ctx: AppContext, name: string, id: string, p: Principal, opts: { ifMatch?: IfMatch } = {}): Promise<RecordJson> {
   const opened = await openCollection(ctx, name);
   prepareRules(opened.catalog);
   const access = checkAccess(opened.col, "delete", p);
@@ -21,7 +25,8 @@ export async function restoreRecord(ctx: AppContext, name: string, id: string, p
     if (!record) throw recordNotFound();
     prepareRules(h.catalog);
     await checkRecordAccess(ctx, h.col, "delete", p, access, record);
+    const guard = checkIfMatch(opts.ifMatch, record);
     if (record._deleted_at === null) return (await attachRelationFields(ctx, h, [record], p))[0];
-    return restoreRecordRow(ctx, h, record, p, relationEffects);
+    return restoreRecordRow(ctx, h, record, p, relationEffects, { guard });
   });
 }

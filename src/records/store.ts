@@ -6,9 +6,10 @@ import type { CollectionHandle } from "../catalog/handle.ts";
 import { addFields, newFieldsOf } from "../collections/grow.ts";
 import { shapeOf, type BodyShape, type Collection, type FieldDef } from "../catalog/types.ts";
 import { validateFieldRules } from "../collections/validate.ts";
-import { ValidationError, type FieldError } from "../errors.ts";
+import { AppError, ValidationError, type FieldError } from "../errors.ts";
 import type { ChangeAction, ChangeEvent } from "../events/bus.ts";
 import { hookAuth, runHooks } from "../hooks/run.ts";
+import { hookTx } from "./tx.ts";
 import type { HookEvent } from "../hooks/types.ts";
 import { newRecordId } from "../ids.ts";
 import { fetchRecord, type RecordJson } from "../query/rows.ts";
@@ -16,6 +17,8 @@ import { prepareRelations, withoutRelations, type RelationWrite } from "../relat
 import { attachRelationFields } from "../relations/expand.ts";
 import { encodeValue, userFields, userFieldsShared } from "./codec.ts";
 import { changeLink, writeLinks, type LinkChange } from "./store-junction.ts";
+import { preconditionFailed } from "./version.ts";
+import { hasOperators, resolveOperators, type NumberDelta } from "./operators.ts";
 import { deleteDroppedFiles, fileFields, fileValueErrors } from "../files/values.ts";
 
 export { dropLinksFrom, dropLinksTo } from "./store-junction.ts";
@@ -71,8 +74,38 @@ function stage(
   ctx.events.stage(event);
 }
 
-function hookEvent(h: CollectionHandle, op: HookEvent["op"], p: Principal, record: RecordJson | null, previous: RecordJson | null, data: Record<string, unknown> | null = null): HookEvent {
-  return { collection: h.name, op, data, record, previous, auth: hookAuth(p) };
+/** What a hook handler gets (CONTRACT §5, §15): with `tx`, a handle on the write's transaction, when the collection has hooks. */
+function hookEvent(
+  ctx: AppContext,
+  h: CollectionHandle,
+  op: HookEvent["op"],
+  p: Principal,
+  record: RecordJson | null,
+  previous: RecordJson | null,
+  data: Record<string, unknown> | null = null,
+): HookEvent {
+  const event: HookEvent = { collection: h.name, op, data, record, previous, auth: hookAuth(p) };
+  // Not enumerable: a hook that logs or copies its event (JSON, spread) gets the event's data, not the handle.
+  if (h.hooks.length) Object.defineProperty(event, "tx", { value: hookTx(ctx), enumerable: false });
+  return event;
+}
+
+/** `event` with the record as the write left it, for the after* hooks (with its `tx`). */
+function withRecord(event: HookEvent, record: RecordJson): HookEvent {
+  const next = { ...event, record };
+  if (event.tx) Object.defineProperty(next, "tx", { value: event.tx, enumerable: false });
+  return next;
+}
+
+/**
+ * The `_owner_id` a before* hook put in `data` (CONTRACT §15): a user id or null; undefined when it set none.
+ * Clients cannot: a body's `_` keys are dropped before hooks see it.
+ */
+function ownerSetByHook(data: Record<string, unknown>): string | null | undefined {
+  if (!Object.hasOwn(data, "_owner_id")) return undefined;
+  const v = data._owner_id;
+  if (v === null || (typeof v === "string" && v.length > 0 && v.length <= 64)) return v;
+  throw new AppError(400, "hook_rejected", "a hook set _owner_id to something that is neither a user id nor null");
 }
 
 /** Rows of a bulk insert not yet written: see `insertRecord`'s `pending` and `flushRows`. */
@@ -168,7 +201,7 @@ export function insertPlainRun(
  * and the values of the system columns then of the body's fields. Past the checks every key names a field
  * under its own spelling, but for nulls of fields never seen (nothing to store): the shape lists the fields to write.
  */
-function newRow(ctx: AppContext, col: Collection, clean: Record<string, unknown>, p: Principal, errors: readonly FieldError[]) {
+function newRow(ctx: AppContext, col: Collection, clean: Record<string, unknown>, p: Principal, errors: readonly FieldError[], owner?: string | null) {
   const failed = validateFieldRules(col, clean, "create");
   if (errors.length) failed.push(...errors);
   // Files (CONTRACT §14): a file field holds only names just uploaded.
@@ -176,7 +209,7 @@ function newRow(ctx: AppContext, col: Collection, clean: Record<string, unknown>
   if (failed.length) throw new ValidationError(failed);
   const now = ctx.clock.now();
   const shape = shapeOf(col, clean);
-  const values: (string | number | null)[] = [newRecordId(now), now, now, p.kind === "user" ? p.userId : null, null];
+  const values: (string | number | null)[] = [newRecordId(now), now, now, owner !== undefined ? owner : p.kind === "user" ? p.userId : null, null];
   let i = 0;
   for (const k in clean) {
     const def = shape.defs[i++];
@@ -200,12 +233,13 @@ async function grownFor(ctx: AppContext, h: CollectionHandle, stored: Record<str
 async function insertLinked(ctx: AppContext, h: CollectionHandle, body: Record<string, unknown>, p: Principal, pending: PendingRow[] | undefined): Promise<RecordJson> {
   const hooked = h.hooks.length > 0;
   const data = hooked ? userFields(body) : userFieldsShared(body);
-  if (hooked) runHooks(h.hooks, "beforeCreate", hookEvent(h, "create", p, null, null, data));
+  if (hooked) await runHooks(h.hooks, "beforeCreate", hookEvent(ctx, h, "create", p, null, null, data));
+  const owner = hooked ? ownerSetByHook(data) : undefined;
   const clean = hooked ? userFields(data) : data;
   const relations = await relationsOf(ctx, h, clean, p);
   h = await grownFor(ctx, h, relations.stored);
   const col = h.col;
-  const row = newRow(ctx, col, clean, p, relations.errors);
+  const row = newRow(ctx, col, clean, p, relations.errors, owner);
   const id = row.values[0] as string;
   const plain = h.from.length === 0;
   if (pending && plain) pending.push({ table: col.name, fields: row.shape.names, values: row.values });
@@ -214,7 +248,7 @@ async function insertLinked(ctx: AppContext, h: CollectionHandle, body: Record<s
   const inserted = insertedRecord(col, row.shape, row.values, clean);
   const record = plain ? inserted : (await attachRelationFields(ctx, h, [inserted], p))[0];
   stage(ctx, col, "create", plain ? { ...record } : await adminView(ctx, h, record, p), undefined, row.now, p);
-  if (hooked) runHooks(h.hooks, "afterCreate", hookEvent(h, "create", p, record, null, clean));
+  if (hooked) await runHooks(h.hooks, "afterCreate", hookEvent(ctx, h, "create", p, record, null, clean));
   return record;
 }
 
@@ -326,22 +360,44 @@ async function writeUpdate(
   previous: RecordJson,
   body: Record<string, unknown>,
   p: Principal,
-  forced?: string,
+  opts: WriteOptions & { forced?: string } = {},
 ): Promise<RecordJson> {
+  const forced = opts.forced;
   const data = userFields(body);
   const before = await adminView(ctx, h, previous, null);
-  runHooks(h.hooks, "beforeUpdate", hookEvent(h, "update", p, previous, previous, data));
-  const clean = userFields(data);
+  await runHooks(h.hooks, "beforeUpdate", hookEvent(ctx, h, "update", p, previous, previous, data));
+  const owner = h.hooks.length ? ownerSetByHook(data) : undefined;
+  let clean = userFields(data);
+  let deltas: NumberDelta[] | undefined;
+  if (hasOperators(clean)) ({ clean, deltas } = resolveOperators(h, clean, before));
   const relations = await relationsOf(ctx, h, clean, p);
   h = await grownFor(ctx, h, relations.stored);
   checkUpdate(h.col, clean, relations, forced, previous);
   const now = ctx.clock.now();
-  await updateRow(ctx, h.col, previous, clean, now);
+  await updateRow(ctx, h.col, previous, clean, now, opts.guard === true, deltas, owner);
   await writeLinks(ctx, relations, previous._id as string);
-  const record = (await attachRelationFields(ctx, h, [(await fetchRecord(ctx, h.col, previous._id as string))!], p))[0];
+  const written = (await fetchRecord(ctx, h.col, previous._id as string))!;
+  if (deltas) checkDeltas(h.col, written, deltas);
+  const record = (await attachRelationFields(ctx, h, [written], p))[0];
   stage(ctx, h.col, "update", await adminView(ctx, h, record, p), before, now, p);
-  runHooks(h.hooks, "afterUpdate", hookEvent(h, "update", p, record, previous, clean));
+  await runHooks(h.hooks, "afterUpdate", hookEvent(ctx, h, "update", p, record, previous, clean));
   return record;
+}
+
+/**
+ * The field rules hold for what the atomic operators left (CONTRACT §15): checked on the row as written, inside
+ * the write's transaction, so a 422 here rolls the write back (`min: 0` keeps a stock from going below zero).
+ */
+function checkDeltas(col: Collection, written: RecordJson, deltas: readonly NumberDelta[]): void {
+  const result: Record<string, unknown> = {};
+  const errors: FieldError[] = [];
+  for (const d of deltas) {
+    const v = written[d.def.name];
+    if (typeof v !== "number" || !Number.isFinite(v)) errors.push({ field: d.def.name, rule: "type", message: `"${d.def.name}" would leave the range of a number.` });
+    else result[d.def.name] = v;
+  }
+  errors.push(...validateFieldRules(col, result, "update"));
+  if (errors.length) throw new ValidationError(errors);
 }
 
 /** The field rules of a patch and the relations' errors, as one 422; a field `forced` to null is the relation's call. */
@@ -357,20 +413,73 @@ function checkUpdate(col: Collection, clean: Record<string, unknown>, relations:
   if (errors.length) throw new ValidationError(errors);
 }
 
-/** The UPDATE of a patch: `_updated_at` (never moved back) and every field the patch names that the collection has. */
-async function updateRow(ctx: AppContext, col: Collection, previous: RecordJson, clean: Record<string, unknown>, now: number): Promise<void> {
-  const sets = ['"_updated_at" = ?'];
-  const values: (string | number | null)[] = [Math.max(now, previous._updated_at as number)];
+/**
+ * How a write moves a record's version (`_updated_at`, see version.ts): to now, or one past the stored value
+ * when that is already now or later, computed in the database so two writes never leave the same version.
+ * Its two parameters are both `now`.
+ */
+const BUMP = '"_updated_at" = CASE WHEN "_updated_at" >= ? THEN "_updated_at" + 1 ELSE ? END';
+
+/** The WHERE of a write of one row: by id, and with `guard` only while the row is still at the version read (If-Match). */
+function whereRow(previous: RecordJson, guard: boolean, values: (string | number | null)[]): string {
+  values.push(previous._id as string);
+  if (!guard) return '"_id" = ?';
+  values.push(previous._updated_at as number);
+  return '"_id" = ? AND "_updated_at" = ?';
+}
+
+/** The UPDATE of a patch: the version (`BUMP`) and every field the patch names that the collection has. 412 when `guard` and the row moved on. */
+async function updateRow(
+  ctx: AppContext,
+  col: Collection,
+  previous: RecordJson,
+  clean: Record<string, unknown>,
+  now: number,
+  guard: boolean,
+  deltas: readonly NumberDelta[] | undefined,
+  owner: string | null | undefined,
+): Promise<void> {
+  const sets = [BUMP];
+  const values: (string | number | null)[] = [now, now];
+  if (owner !== undefined) {
+    sets.push('"_owner_id" = ?');
+    values.push(owner);
+  }
   for (const [k, v] of Object.entries(clean)) {
     const def = col.fieldMap.get(k.toLowerCase());
     if (!def) continue;
     sets.push(`${q(def.name)} = ?`);
     values.push(encodeValue(def.type, v));
   }
-  values.push(previous._id as string);
-  await ctx.db.run(`UPDATE ${q(col.name)} SET ${sets.join(", ")} WHERE "_id" = ?`, values);
+  // Atomic operators: computed by the database from the row as it is now, never from a value read before.
+  if (deltas)
+    for (const d of deltas) {
+      sets.push(`${q(d.def.name)} = COALESCE(${q(d.def.name)}, 0) + ?`);
+      values.push(d.delta);
+    }
+  const where = whereRow(previous, guard, values);
+  const done = await ctx.db.run(`UPDATE ${q(col.name)} SET ${sets.join(", ")} WHERE ${where}`, values);
+  if (guard && done.changes === 0) throw preconditionFailed();
   // Files (CONTRACT §14): a replaced or removed file is deleted once this commits.
   if (fileFields(col).length) deleteDroppedFiles(ctx, col, previous, clean);
+}
+
+/**
+ * Sets `_deleted_at` of a row (null: restores it) and moves its version; returns the new version. 412 when
+ * `guard` and the row moved on since `previous` was read.
+ */
+async function markDeleted(ctx: AppContext, table: string, previous: RecordJson, deletedAt: number | null, now: number, guard: boolean): Promise<number> {
+  const values: (string | number | null)[] = [deletedAt, now, now];
+  const where = whereRow(previous, guard, values);
+  const row = await ctx.db.get<{ v: number }>(`UPDATE ${q(table)} SET "_deleted_at" = ?, ${BUMP} WHERE ${where} RETURNING "_updated_at" AS v`, values);
+  if (!row) throw preconditionFailed();
+  return Number(row.v);
+}
+
+/** What a write of one fetched record may be asked for besides its data. */
+export interface WriteOptions {
+  /** The write applies only while the row is still at the version `previous` was read at, else 412 (If-Match). */
+  guard?: boolean;
 }
 
 /** Applies a patch to a fetched active record (update and batch); `h` as resolved in the caller's transaction. */
@@ -380,13 +489,14 @@ export async function updateRecordRow(
   previous: RecordJson,
   body: Record<string, unknown>,
   p: Principal,
+  opts: WriteOptions = {},
 ): Promise<RecordJson> {
-  return await writeUpdate(ctx, h, previous, body, p);
+  return await writeUpdate(ctx, h, previous, body, p, opts);
 }
 
 /** A relation's `set_null`: clears `field` of a fetched record, through its update hooks. */
 export async function setFieldNull(ctx: AppContext, h: CollectionHandle, previous: RecordJson, field: string, p: Principal): Promise<RecordJson> {
-  return await writeUpdate(ctx, h, previous, { [field]: null }, p, field);
+  return await writeUpdate(ctx, h, previous, { [field]: null }, p, { forced: field });
 }
 
 /**
@@ -394,17 +504,24 @@ export async function setFieldNull(ctx: AppContext, h: CollectionHandle, previou
  * the relations' on_delete (cascades write through this store), afterDelete hooks. Returns the
  * record as `p` reads it.
  */
-export async function softDeleteRecord(ctx: AppContext, h: CollectionHandle, previous: RecordJson, p: Principal, effects: RelationEffects): Promise<RecordJson> {
-  const event = hookEvent(h, "delete", p, previous, previous);
-  runHooks(h.hooks, "beforeDelete", event);
+export async function softDeleteRecord(
+  ctx: AppContext,
+  h: CollectionHandle,
+  previous: RecordJson,
+  p: Principal,
+  effects: RelationEffects,
+  opts: WriteOptions = {},
+): Promise<RecordJson> {
+  const event = hookEvent(ctx, h, "delete", p, previous, previous);
+  await runHooks(h.hooks, "beforeDelete", event);
   const now = ctx.clock.now();
   const before = await adminView(ctx, h, previous, null);
-  await ctx.db.run(`UPDATE ${q(h.name)} SET "_deleted_at" = ? WHERE "_id" = ?`, [now, previous._id as string]);
-  stage(ctx, h.col, "delete", { ...before, _deleted_at: now }, before, now, p);
+  const version = await markDeleted(ctx, h.name, previous, now, now, opts.guard === true);
+  stage(ctx, h.col, "delete", { ...before, _updated_at: version, _deleted_at: now }, before, now, p);
   await effects.deleted(ctx, h, previous, "soft", p);
   const record = (await fetchRecord(ctx, h.col, previous._id as string))!;
   if (h.from.length) await attachRelationFields(ctx, h, [record], p);
-  runHooks(h.hooks, "afterDelete", { ...event, record });
+  await runHooks(h.hooks, "afterDelete", withRecord(event, record));
   return record;
 }
 
@@ -413,17 +530,24 @@ export async function softDeleteRecord(ctx: AppContext, h: CollectionHandle, pre
  * `restore` event, what its cascade soft-deleted, afterRestore hooks. Returns the record as
  * `p` reads it.
  */
-export async function restoreRecordRow(ctx: AppContext, h: CollectionHandle, previous: RecordJson, p: Principal, effects: RelationEffects): Promise<RecordJson> {
-  const event = hookEvent(h, "restore", p, previous, previous);
-  runHooks(h.hooks, "beforeRestore", event);
+export async function restoreRecordRow(
+  ctx: AppContext,
+  h: CollectionHandle,
+  previous: RecordJson,
+  p: Principal,
+  effects: RelationEffects,
+  opts: WriteOptions = {},
+): Promise<RecordJson> {
+  const event = hookEvent(ctx, h, "restore", p, previous, previous);
+  await runHooks(h.hooks, "beforeRestore", event);
   const now = ctx.clock.now();
   const before = await adminView(ctx, h, previous, null);
-  await ctx.db.run(`UPDATE ${q(h.name)} SET "_deleted_at" = NULL WHERE "_id" = ?`, [previous._id as string]);
-  stage(ctx, h.col, "restore", { ...before, _deleted_at: null }, before, now, p);
+  const version = await markDeleted(ctx, h.name, previous, null, now, opts.guard === true);
+  stage(ctx, h.col, "restore", { ...before, _updated_at: version, _deleted_at: null }, before, now, p);
   await effects.restored(ctx, h, previous._id as string, p);
   const record = (await fetchRecord(ctx, h.col, previous._id as string))!;
   if (h.from.length) await attachRelationFields(ctx, h, [record], p);
-  runHooks(h.hooks, "afterRestore", { ...event, record });
+  await runHooks(h.hooks, "afterRestore", withRecord(event, record));
   return record;
 }
 
@@ -431,16 +555,26 @@ export async function restoreRecordRow(ctx: AppContext, h: CollectionHandle, pre
  * Hard-deletes a fetched record (active or soft-deleted): beforeDelete hooks, the row, the
  * `hard_delete` event carrying its last state, the relations' on_delete, afterDelete hooks.
  */
-export async function removeRecord(ctx: AppContext, h: CollectionHandle, previous: RecordJson, p: Principal, effects: RelationEffects): Promise<void> {
-  const event = hookEvent(h, "delete", p, previous, previous);
-  runHooks(h.hooks, "beforeDelete", event);
+export async function removeRecord(
+  ctx: AppContext,
+  h: CollectionHandle,
+  previous: RecordJson,
+  p: Principal,
+  effects: RelationEffects,
+  opts: WriteOptions = {},
+): Promise<void> {
+  const event = hookEvent(ctx, h, "delete", p, previous, previous);
+  await runHooks(h.hooks, "beforeDelete", event);
   const last = await adminView(ctx, h, previous, null);
-  await ctx.db.run(`DELETE FROM ${q(h.name)} WHERE "_id" = ?`, [previous._id as string]);
+  const values: (string | number | null)[] = [];
+  const where = whereRow(previous, opts.guard === true, values);
+  const done = await ctx.db.run(`DELETE FROM ${q(h.name)} WHERE ${where}`, values);
+  if (opts.guard && done.changes === 0) throw preconditionFailed();
   // Files (CONTRACT §14): a hard-deleted record's files are deleted once this commits.
   if (fileFields(h.col).length) deleteDroppedFiles(ctx, h.col, previous, null);
   stage(ctx, h.col, "hard_delete", last, last, ctx.clock.now(), p);
   await effects.deleted(ctx, h, previous, "hard", p);
-  runHooks(h.hooks, "afterDelete", event);
+  await runHooks(h.hooks, "afterDelete", event);
 }
 
 /**
@@ -462,9 +596,9 @@ export async function relinkRecord(
   if (!previous) return;
   const before = await adminView(ctx, h, previous, null);
   const data = { [link.field]: link.next };
-  runHooks(h.hooks, "beforeUpdate", hookEvent(h, "update", p, previous, previous, data));
+  await runHooks(h.hooks, "beforeUpdate", hookEvent(ctx, h, "update", p, previous, previous, data));
   await changeLink(ctx, id, change);
   const record = await adminView(ctx, h, (await fetchRecord(ctx, h.col, id))!, null);
   stage(ctx, h.col, "update", record, before, ctx.clock.now(), p);
-  runHooks(h.hooks, "afterUpdate", hookEvent(h, "update", p, record, previous, data));
+  await runHooks(h.hooks, "afterUpdate", hookEvent(ctx, h, "update", p, record, previous, data));
 }

@@ -108,7 +108,7 @@ const callDepth = new AsyncLocalStorage<number>();
 
 /**
  * The handle a hook that runs now gets: one level below the tx call whose write runs it, or depth 1 for a hook run
- * by a client's request. (Lifecycle hooks are synchronous and do not get it yet; this is where they will.)
+ * by a client's request. The store gives it to every lifecycle hook event (HookEvent.tx).
  */
 export function hookTx(ctx: AppContext): Tx {
   return createTx(ctx, (callDepth.getStore() ?? 0) + 1);

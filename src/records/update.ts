@@ -9,9 +9,17 @@ import { isExpressionRule } from "../rules/expr/rule.ts";
 import { prepareRules } from "../rules/scope.ts";
 import { checkRecordAccess } from "./access.ts";
 import { updateRecordRow } from "./store.ts";
+import { checkIfMatch, type IfMatch } from "./version.ts";
 
-/** `PATCH /:collection/:id`: only the given fields change; `null` clears a field. */
-export async function updateRecord(ctx: AppContext, name: string, id: string, body: Checked<Record<string, unknown>>, p: Principal): Promise<RecordJson> {
+/** `PATCH /:collection/:id`: only the given fields change; `null` clears a field. With `ifMatch`, 412 unless the record is at a version it names. */
+export async function updateRecord(
+  ctx: AppContext,
+  name: string,
+  id: string,
+  body: Checked<Record<string, unknown>>,
+  p: Principal,
+  opts: { ifMatch?: IfMatch } = {},
+): Promise<RecordJson> {
   const opened = await openCollection(ctx, name);
   prepareRules(opened.catalog);
   // The rule before the body, unless it is an expression, which may name the body (`@request.body`).
@@ -25,6 +33,6 @@ export async function updateRecord(ctx: AppContext, name: string, id: string, bo
     if (!previous || previous._deleted_at !== null) throw recordNotFound();
     prepareRules(h.catalog);
     await checkRecordAccess(ctx, h.col, "update", p, access, previous);
-    return updateRecordRow(ctx, h, previous, data, p);
+    return updateRecordRow(ctx, h, previous, data, p, { guard: checkIfMatch(opts.ifMatch, previous) });
   });
 }

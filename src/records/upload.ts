@@ -7,6 +7,7 @@ import { fetchRecord, type RecordJson } from "../query/rows.ts";
 import { canRead, checkRecordAccess } from "./access.ts";
 import { createRecord } from "./create.ts";
 import { updateRecord } from "./update.ts";
+import type { IfMatch } from "./version.ts";
 import { checkAccess, recordNotFound } from "../rules/access.ts";
 import { isExpressionRule } from "../rules/expr/rule.ts";
 import { prepareRules } from "../rules/scope.ts";
@@ -60,8 +61,8 @@ export async function createWithFiles(ctx: AppContext, name: string, request: Re
   return await writeWithFiles(ctx, col, request, null, (data) => createRecord(ctx, col.name, data, p));
 }
 
-/** `PATCH /:collection/:id` with a multipart body. */
-export async function updateWithFiles(ctx: AppContext, name: string, id: string, request: Request, p: Principal): Promise<RecordJson> {
+/** `PATCH /:collection/:id` with a multipart body (`ifMatch` as for a JSON body). */
+export async function updateWithFiles(ctx: AppContext, name: string, id: string, request: Request, p: Principal, opts: { ifMatch?: IfMatch } = {}): Promise<RecordJson> {
   const h = await openCollection(ctx, name);
   prepareRules(h.catalog);
   const col = h.col;
@@ -72,7 +73,7 @@ export async function updateWithFiles(ctx: AppContext, name: string, id: string,
   if (!previous || previous._deleted_at !== null) throw recordNotFound();
   if (access) await checkRecordAccess(ctx, col, "update", p, access, previous);
   else if (!(await canRead(ctx, col, p, previous))) throw recordNotFound();
-  return await writeWithFiles(ctx, col, request, previous, (data) => updateRecord(ctx, col.name, id, data, p));
+  return await writeWithFiles(ctx, col, request, previous, (data) => updateRecord(ctx, col.name, id, data, p, opts));
 }
 
 async function writeWithFiles(
@@ -131,7 +132,8 @@ async function writeWithFiles(
         }
         continue;
       }
-      if (op) data[part.name] = text;
+      // An operator of a plain field ("n+", "tags-": see records/operators.ts) takes the JSON its text holds.
+      if (op) data[part.name] = plainValue(def, part.name, text);
       else data[field] = plainValue(def, field, text);
     }
     for (const [def, c] of changes) data[def.name] = fieldValue(def, c, previous);

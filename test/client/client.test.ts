@@ -241,6 +241,23 @@ describe("the client against a real server", () => {
     expect(await client.auth.session()).toBeNull();
   });
 
+  test("update, delete and restore send If-Match when asked: a stale version fails with 412 precondition_failed", async () => {
+    const { client } = newClient();
+    await client.auth.register(newEmail(), "correct horse");
+    const col = client.collection<Post>("posts");
+    const first = await col.create({ title: "v1", views: 1 });
+    const second = await col.update(first._id, { views: 2 }, { ifMatch: first });
+    expect(second.views).toBe(2);
+    const stale = await col.update(first._id, { views: 9 }, { ifMatch: first }).catch((e) => e);
+    expect(stale).toBeInstanceOf(BaasError);
+    expect({ status: stale.status, code: stale.code }).toEqual({ status: 412, code: "precondition_failed" });
+    const staleDelete = await col.delete(first._id, { ifMatch: first._updated_at }).catch((e) => e);
+    expect(staleDelete.status).toBe(412);
+    const deleted = await col.delete(first._id, { ifMatch: second });
+    expect(deleted._deleted_at).toBeNumber();
+    expect((await col.restore(first._id, { ifMatch: "*" }))._deleted_at).toBeNull();
+  });
+
   test("update, delete, restore, count, aggregate, bulk and batch", async () => {
     const { client } = newClient();
     await client.auth.register(newEmail(), "correct horse");

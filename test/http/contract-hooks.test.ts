@@ -28,8 +28,8 @@ export default hook;
 );
 
 writeFileSync(
-  join(hooksDir, "sync-only.js"),
-  `export default { collection: "drafts", async beforeCreate(e) { e.data.late = true; } };
+  join(hooksDir, "async.js"),
+  `export default { collection: "drafts", async beforeCreate(e) { await new Promise((r) => setTimeout(r, 1)); e.data.late = true; } };
 `,
 );
 
@@ -187,14 +187,12 @@ test("a thrown status: bulk answers it with the record's index; a batch is alway
   expect(commits.map((e) => e.record.title)).toEqual(["kept"]);
 });
 
-test("handlers are synchronous: one that returns a promise rejects the operation with hook_rejected, nothing saved", async () => {
+test("handlers may be async (CONTRACT §15): the write waits for one, and what it put in data is saved", async () => {
   await createCollection(t, "drafts");
   const res = await t.admin("POST", api("/drafts"), { title: "x" });
-  expect(res.status).toBe(400);
-  // The message names the file, never where the server keeps it.
-  expect(res.body).toEqual({ error: "hook beforeCreate of sync-only.js returned a promise; hooks must be synchronous", code: "hook_rejected" });
-  expect((await t.admin("GET", api("/drafts"))).body.items).toEqual([]);
-  expect(commits.filter((e) => e.collection === "drafts")).toEqual([]);
+  expect(res.status).toBe(201);
+  expect(res.body).toMatchObject({ title: "x", late: true });
+  expect((await t.admin("GET", api(`/drafts/${res.body._id}`))).body.late).toBe(true);
 });
 
 describe("onCommit gets the change event of section 10", () => {

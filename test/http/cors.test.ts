@@ -9,8 +9,8 @@ afterEach(async () => {
   for (const a of apps.splice(0)) await a.close();
 });
 
-const ALLOW_HEADERS = "Content-Type, Authorization, X-Admin-Token, X-API-Key, X-Request-Id";
-const EXPOSE = "Retry-After, WWW-Authenticate, X-Request-Id";
+const ALLOW_HEADERS = "Content-Type, Authorization, X-Admin-Token, X-API-Key, X-Request-Id, If-Match, If-None-Match";
+const EXPOSE = "Retry-After, WWW-Authenticate, X-Request-Id, ETag";
 const METHODS = "GET, POST, PUT, PATCH, DELETE, OPTIONS";
 
 async function corsHeaders(t: TestApp, method: string, path: string, headers: Record<string, string> = {}) {

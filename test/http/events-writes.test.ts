@@ -194,7 +194,9 @@ scenarios("single writes", { users: ["ann", "bob"], setup }, [
     method: "DELETE",
     url: ({ v }) => api(`/posts/${v._id}`),
     status: 200,
-    events: ({ v, res }) => [{ collection: "posts", action: "delete", id: v._id, record: { ...v, _deleted_at: res.body._deleted_at }, previous: v }],
+    events: ({ v, res }) => [
+      { collection: "posts", action: "delete", id: v._id, record: { ...v, _updated_at: res.body._updated_at, _deleted_at: res.body._deleted_at }, previous: v },
+    ],
   },
   {
     name: "another user's delete (403) emits nothing",
@@ -225,7 +227,11 @@ scenarios("single writes", { users: ["ann", "bob"], setup }, [
     url: ({ v }) => api(`/posts/${v._id}/restore`),
     status: 200,
     contains: { _deleted_at: null },
-    events: ({ v }) => [{ collection: "posts", action: "restore", id: v._id, record: { _deleted_at: null }, previous: { _deleted_at: v._deleted_at } }],
+    events: ({ v, res }) => [
+      { collection: "posts", action: "restore", id: v._id, record: { _deleted_at: null, _updated_at: res.body._updated_at }, previous: { _deleted_at: v._deleted_at, _updated_at: v._updated_at } },
+    ],
+    // The restore moves the version, even within the millisecond of the delete.
+    after: ({ v, res }) => expect(res.body._updated_at).toBeGreaterThan(v._updated_at),
   },
   {
     // CONTRACT §4: restoring an active record is a no-op 200; nothing changed, so nothing is published.

@@ -263,12 +263,12 @@ describe("PATCH /:collection/:id", () => {
 });
 
 describe("DELETE and restore", () => {
-  test("DELETE answers 200 with _deleted_at set and _updated_at unchanged; again 404", async () => {
+  test("DELETE answers 200 with _deleted_at and _updated_at set to now; again 404", async () => {
     const rec = await create({ title: "bye" });
     t.clock.advance(1000);
     const res = await t.req("DELETE", `/api/v1/items/${rec.body._id}`);
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ ...rec.body, _deleted_at: t.clock.now() });
+    expect(res.body).toEqual({ ...rec.body, _updated_at: t.clock.now(), _deleted_at: t.clock.now() });
     const again = await t.req("DELETE", `/api/v1/items/${rec.body._id}`);
     expect(again.status).toBe(404);
     expect(again.body.code).toBe("not_found");
@@ -284,14 +284,14 @@ describe("DELETE and restore", () => {
     expect((await t.req("PATCH", `/api/v1/items/${rec.body._id}`, { body: { title: "x" } })).status).toBe(404);
   });
 
-  test("restore answers 200 with _deleted_at null and _updated_at unchanged", async () => {
+  test("restore answers 200 with _deleted_at null and _updated_at set to now", async () => {
     const rec = await create({ title: "back" });
     t.clock.advance(1000);
     await t.req("DELETE", `/api/v1/items/${rec.body._id}`);
     t.clock.advance(1000);
     const res = await t.req("POST", `/api/v1/items/${rec.body._id}/restore`);
     expect(res.status).toBe(200);
-    expect(res.body).toEqual(rec.body);
+    expect(res.body).toEqual({ ...rec.body, _updated_at: t.clock.now() });
     expect((await t.req("GET", `/api/v1/items/${rec.body._id}`)).status).toBe(200);
   });
 

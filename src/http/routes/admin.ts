@@ -13,6 +13,7 @@ import {
 } from "../../collections/admin.ts";
 import type { AppContext } from "../../context.ts";
 import { hardDeleteRecord } from "../../records/delete.ts";
+import { parseIfMatch } from "../../records/version.ts";
 import { settingsForDisplay, updateSettings } from "../../settings/settings.ts";
 import { readJson } from "../body.ts";
 import { bodyChecker } from "../check.ts";
@@ -74,8 +75,14 @@ export function adminRoutes(ctx: AppContext) {
     )
     .delete(
       "/collections/:name/records/:id",
-      ({ params }) => hardDeleteRecord(ctx, params.name, params.id, ADMIN),
-      doc({ summary: "Hard-delete a record (active or soft-deleted)", tag, access: "admin", ok: t.Object({ ok: t.Literal(true), id: t.String() }), errors: [404, 409] }),
+      ({ params, request }) => hardDeleteRecord(ctx, params.name, params.id, ADMIN, { ifMatch: parseIfMatch(request.headers.get("if-match")) }),
+      doc({
+        summary: "Hard-delete a record (active or soft-deleted); If-Match as for the data API",
+        tag,
+        access: "admin",
+        ok: t.Object({ ok: t.Literal(true), id: t.String() }),
+        errors: [404, 409, 412],
+      }),
     )
     .get("/settings", () => settingsForDisplay(ctx), doc({ summary: "Every runtime setting (secrets masked)", tag, access: "admin", ok: SettingsBody }))
     .patch(
