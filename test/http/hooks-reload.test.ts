@@ -38,8 +38,21 @@ afterAll(() => {
 
 const version = async () => (await t.req("POST", "/api/v1/posts", { body: {} })).body.version;
 
+const tagsFile = `import { tag } from "./_helper.js";\nexport default { collection: "tags", beforeCreate(e) { e.data.tag = tag; } };\n`;
+
+/** The hook files as a test starts from (posts.js at version `v`, tags.js with its helper), loaded; the log empty. */
+async function reset(v: number): Promise<void> {
+  writeFileSync(join(dir, "posts.js"), postsFile(v));
+  writeFileSync(join(dir, "_helper.js"), `export const tag = "one";\n`);
+  writeFileSync(join(dir, "tags.js"), tagsFile);
+  rmSync(join(dir, "more.js"), { force: true });
+  await reloadHooks(t.ctx);
+  log.length = 0;
+}
+
 describe("POST /admin/hooks/reload and GET /admin/hooks", () => {
   test("GET lists each file with its collection, handlers and no error", async () => {
+    await reset(1);
     const res = await t.admin("GET", "/api/v1/admin/hooks");
     expect(res.status).toBe(200);
     expect(res.body.dir).toBe(dir);
@@ -58,6 +71,7 @@ describe("POST /admin/hooks/reload and GET /admin/hooks", () => {
   });
 
   test("a changed file is used after a reload; its onCommit handler is the new one, once", async () => {
+    await reset(1);
     expect(await version()).toBe(1);
     writeFileSync(join(dir, "posts.js"), postsFile(2));
     const res = await t.admin("POST", "/api/v1/admin/hooks/reload");
@@ -71,12 +85,14 @@ describe("POST /admin/hooks/reload and GET /admin/hooks", () => {
   });
 
   test("a helper a hook file imports is loaded again too", async () => {
+    await reset(1);
     writeFileSync(join(dir, "_helper.js"), `export const tag = "two";\n`);
     await t.admin("POST", "/api/v1/admin/hooks/reload");
     expect((await t.req("POST", "/api/v1/tags", { body: {} })).body.tag).toBe("two");
   });
 
   test("a broken file keeps its previous version and says why; the others load; fixed, it is used again", async () => {
+    await reset(2);
     writeFileSync(join(dir, "posts.js"), "export default { collection: ");
     writeFileSync(join(dir, "tags.js"), `export default { collection: "tags", beforeCreate(e) { e.data.tag = "three"; } };\n`);
     const res = await t.admin("POST", "/api/v1/admin/hooks/reload");
@@ -102,6 +118,7 @@ describe("POST /admin/hooks/reload and GET /admin/hooks", () => {
   });
 
   test("a file removed takes its hooks with it; a new file is loaded", async () => {
+    await reset(3);
     unlinkSync(join(dir, "tags.js"));
     writeFileSync(join(dir, "more.js"), `export default { collection: "tags", beforeCreate(e) { e.data.more = true; } };\n`);
     const res = await t.admin("POST", "/api/v1/admin/hooks/reload");
@@ -111,6 +128,9 @@ describe("POST /admin/hooks/reload and GET /admin/hooks", () => {
   });
 
   test("reloads asked for side by side run one after the other and agree", async () => {
+    await reset(3);
+    unlinkSync(join(dir, "tags.js"));
+    writeFileSync(join(dir, "more.js"), `export default { collection: "tags", beforeCreate(e) { e.data.more = true; } };\n`);
     const all = await Promise.all(Array.from({ length: 5 }, () => t.admin("POST", "/api/v1/admin/hooks/reload")));
     for (const r of all) expect(r.body.items.map((i: any) => [i.file, i.error])).toEqual([["more.js", null], ["posts.js", null]]);
     expect(await version()).toBe(3);
@@ -119,6 +139,7 @@ describe("POST /admin/hooks/reload and GET /admin/hooks", () => {
 
 describe("watching HOOKS_DIR", () => {
   test("a file changed on disk is picked up; a broken save keeps the version before", async () => {
+    await reset(3);
     const stop = watchHooks(t.ctx, { debounceMs: 20 });
     try {
       const loads = () => t.log.lines.filter((l) => l.msg === "hooks reloaded").length;

@@ -1,21 +1,23 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { createCollection, createTestApp, registerUser } from "../helpers/app.ts";
+import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { createCollection, createTestApp, registerUser, type TestApp } from "../helpers/app.ts";
 import { countRows } from "../helpers/schema.ts";
 import { waitFor } from "../helpers/wait.ts";
 import { AppError } from "../../src/errors.ts";
 import { IDEMPOTENCY_CLAIM_MS, runIdempotent } from "../../src/idempotency/store.ts";
 
-// One app for the file: every scenario uses keys and collections of its own.
-const t = createTestApp();
+// A fresh app per scenario: they count records, move the clock a day on and leave claims behind, so they run in
+// any order.
+let t: TestApp;
 let alice: { token: string; id: string };
 let bob: { token: string; id: string };
-beforeAll(async () => {
+beforeEach(async () => {
+  t = createTestApp();
   for (const name of ["items", "bulky", "batched", "ruled", "raced", "aging", "plain"]) await createCollection(t, name);
   await t.admin("PUT", "/api/v1/admin/collections/ruled/rules", { field_rules: [{ field: "title", required: true, min: 3 }] });
   alice = await registerUser(t, "alice@example.com");
   bob = await registerUser(t, "bob@example.com");
 });
-afterAll(() => t.close());
+afterEach(() => t.close());
 
 const post = (path: string, body: unknown, key: string | null, token: string | null = alice.token) =>
   t.req("POST", path, { body, token, headers: key === null ? {} : { "idempotency-key": key } });
@@ -41,7 +43,7 @@ describe("Idempotency-Key on POST", () => {
     expect(other.body).toEqual({ error: expect.any(String), code: "idempotency_key_reused" });
     expect((await post("/api/v1/plain", { title: "two" }, "create-2")).status).toBe(422);
     expect((await post("/api/v1/items/bulk", [{ title: "two" }], "create-2")).status).toBe(422);
-    expect(await countRows(t, "items")).toBe(2);
+    expect(await countRows(t, "items")).toBe(1);
     expect(await countRows(t, "plain")).toBe(0);
   });
 
