@@ -151,6 +151,13 @@ describe("an expression rule is applied on every data path (rule-apps.test.ts ho
     refId = (await t.admin("POST", "/api/v1/refs", { target: id })).body._id;
   });
 
+  /** Back to the two records of beforeAll (the tests that write run in any order). */
+  async function resetVault(): Promise<void> {
+    const all = (await t.admin("GET", "/api/v1/vault?include_deleted=true&limit=500")).body.items as { _id: string; title: string }[];
+    for (const r of all) if (r._id !== id && r.title !== "hidden") expect((await t.admin("DELETE", `/api/v1/admin/collections/vault/records/${r._id}`)).status).toBe(200);
+    expect((await t.admin("PATCH", `/api/v1/vault/${id}`, { title: "secret" })).status).toBe(200);
+  }
+
   test("reads: get (also the fast anonymous path), list, count, aggregate see the records the rule lets through", async () => {
     for (const token of [user.token, null]) {
       expect((await t.req("GET", `/api/v1/vault/${id}`, { token })).body.title).toBe("secret");
@@ -177,6 +184,7 @@ describe("an expression rule is applied on every data path (rule-apps.test.ts ho
     expect(batch.status).toBe(200);
     // The user's own records (n = 0) are theirs to read; the other hidden one is not.
     expect((await as("GET", "/api/v1/vault")).body.items.map((r: { title: string }) => r.title).sort()).toEqual(["mine", "mine too", "secret"]);
+    await resetVault();
   });
 
   test("expand embeds a readable target, and a relation value pointing at a hidden one is refused as unknown", async () => {
@@ -202,6 +210,7 @@ describe("an expression rule is applied on every data path (rule-apps.test.ts ho
     expect(titles(userStream)).toEqual(["news"]);
     expect(titles(anonStream)).toEqual(["news"]);
     expect(titles(adminStream)).toEqual(["news", "quiet"]);
+    await resetVault();
   });
 });
 
