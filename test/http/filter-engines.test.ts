@@ -91,11 +91,13 @@ const CASES: [string, boolean, number[]][] = [
   ["_created_at:gt:1999.5", false, [2, 4]],
   ["_created_at:lt:1e999", false, [0, 2, 4]],
   ["_created_at:ne:-1e999", false, [0, 2, 4]],
-  // `_updated_at` (equal to `_created_at` here: a delete does not change it).
+  // `_updated_at`: `_created_at`, but 6000 and 7000 for r1 and r3 (a delete sets it).
   ["_updated_at:lte:1e999", true, ALL],
-  ["_updated_at:gt:2500.5", true, [2, 3, 4]],
-  ["_updated_at:lt:3000.5", true, [0, 1, 2]],
-  ["_updated_at:in:3000.5,4000", true, [3]],
+  ["_updated_at:gt:2500.5", true, [1, 2, 3, 4]],
+  ["_updated_at:lt:3000.5", true, [0, 2]],
+  ["_updated_at:in:3000.5,4000", true, NONE],
+  ["_updated_at:in:3000.5,7000", true, [3]],
+  ["_updated_at:gt:5500.5", true, [1, 3]],
   // `_deleted_at`, null on live records: comparisons never match a null, `ne` and `in … null` do.
   ["_deleted_at:gt:6000", true, [3]],
   ["_deleted_at:ne:6000", true, [0, 2, 3, 4]],
