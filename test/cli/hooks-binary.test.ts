@@ -55,6 +55,8 @@ const call = (method: string, path: string, body?: unknown) =>
 beforeAll(async () => {
   bin = await buildBinary();
   srv = await spawnServer({ cmd: [bin], env: { HOOKS_DIR: hooksDir } });
+  // The collection the hooks and the routes write (the tests run in any order).
+  expect((await call("POST", "/admin/collections", { name: "posts" })).status).toBe(201);
 }, 180_000);
 afterAll(async () => {
   await srv?.cleanup();
@@ -63,7 +65,6 @@ afterAll(async () => {
 
 describe("the compiled binary loads TypeScript hook files from HOOKS_DIR", () => {
   test("a .ts hook (with a relative import) mutates and rejects records", async () => {
-    expect((await call("POST", "/admin/collections", { name: "posts" })).status).toBe(201);
     const ok = await call("POST", "/posts", { title: "hello" });
     expect(ok.status).toBe(201);
     expect(ok.body).toMatchObject({ title: "hello", loud: "HELLO!" });
