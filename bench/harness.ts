@@ -60,3 +60,36 @@ export async function load(
   rmSync(file, { force: true });
   return JSON.parse(out.trim().split("\n").pop()!) as Result;
 }
+
+/** `--name value` pairs of a benchmark's command line; `--postgres` alone asks for a throwaway PostgreSQL cluster,
+ * made as the tests make theirs, whose address then goes in `database`. */
+export async function benchOptions(args = process.argv.slice(2)): Promise<Record<string, string>> {
+  const opt: Record<string, string> = {};
+  for (let i = 0; i < args.length; i++) {
+    const k = args[i]!.replace(/^--/, "");
+    if (k === "postgres") opt.postgres = "1";
+    else opt[k] = args[++i]!;
+  }
+  if (opt.postgres) opt.database = await (await import("../test/helpers/postgres.ts")).createTestDatabase({ migrated: true });
+  return opt;
+}
+
+/** Starts `baas serve` from source on `dir` (on `database` when given) with the benchmarks' admin secret. */
+export function startSource(dir: string, database?: string, env: Record<string, string> = {}): Promise<Proc> {
+  const cmd = [process.execPath, join(ROOT, "cli/index.ts"), "serve", "--port", "0", "--host", "127.0.0.1", "--data", dir];
+  return startProc(database ? [...cmd, "--database", database] : cmd, dir, { ADMIN_SECRET: SECRET, ...env });
+}
+
+/** A JSON call to `url`'s API as `token` (the admin secret unless given); throws on a 4xx or 5xx. */
+export function apiCaller(url: string) {
+  return async (method: string, path: string, body?: unknown, token = SECRET): Promise<any> => {
+    const res = await fetch(`${url}/api/v1${path}`, {
+      method,
+      headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), "content-type": "application/json" },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.text();
+    if (res.status >= 400) throw new Error(`${method} ${path}: ${res.status} ${text.slice(0, 300)}`);
+    return text ? JSON.parse(text) : null;
+  };
+}

@@ -11,37 +11,16 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { load, ROOT, SECRET, startProc, type Result } from "./harness.ts";
+import { apiCaller, benchOptions, load, startSource, type Result } from "./harness.ts";
 
-const args = process.argv.slice(2);
-const opt: Record<string, string> = {};
-for (let i = 0; i < args.length; i++) {
-  const k = args[i]!.replace(/^--/, "");
-  if (k === "postgres") opt.postgres = "1";
-  else opt[k] = args[++i]!;
-}
-if (opt.postgres) opt.database = await (await import("../test/helpers/postgres.ts")).createTestDatabase({ migrated: true });
+const opt = await benchOptions();
 const RECORDS = Number(opt.records ?? 100_000);
 const SECONDS = Number(opt.seconds ?? 5);
 const RULE = "status = 'published' || _owner_id = @auth.id";
 
 const dir = mkdtempSync(join(tmpdir(), "baas-bench-rules-"));
-const server = await startProc(
-  [process.execPath, join(ROOT, "cli/index.ts"), "serve", "--port", "0", "--host", "127.0.0.1", "--data", dir, ...(opt.database ? ["--database", opt.database] : [])],
-  dir,
-  { ADMIN_SECRET: SECRET },
-);
-
-async function call(method: string, path: string, body?: unknown, token = SECRET): Promise<any> {
-  const res = await fetch(`${server.url}/api/v1${path}`, {
-    method,
-    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  if (res.status >= 400) throw new Error(`${method} ${path}: ${res.status} ${text}`);
-  return text ? JSON.parse(text) : null;
-}
+const server = await startSource(dir, opt.database);
+const call = apiCaller(server.url);
 
 async function user(email: string): Promise<string> {
   return (await call("POST", "/auth/register", { email, password: "bench-password-1" }, "")).access_token;

@@ -13,50 +13,15 @@ export {};
 
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
+import { apiCaller, benchOptions, startSource } from "./harness.ts";
 
-const args = process.argv.slice(2);
-const opt: Record<string, string> = {};
-for (let i = 0; i < args.length; i++) {
-  const k = args[i]!.replace(/^--/, "");
-  if (k === "postgres") opt.postgres = "1";
-  else opt[k] = args[++i]!;
-}
-if (opt.postgres) opt.database = await (await import("../test/helpers/postgres.ts")).createTestDatabase({ migrated: true });
+const opt = await benchOptions();
 const RECORDS = Number(opt.records ?? 100_000);
-const SECRET = "bench-schema-secret-0123456789";
-const ROOT = resolve(import.meta.dir, "..");
-
 const dir = mkdtempSync(join(tmpdir(), "baas-bench-schema-"));
-const server = Bun.spawn([process.execPath, join(ROOT, "cli/index.ts"), "serve", "--port", "0", "--host", "127.0.0.1", "--data", dir, ...(opt.database ? ["--database", opt.database] : [])], {
-  env: { ...process.env, ADMIN_SECRET: SECRET, LOG_LEVEL: "warn" },
-  stdout: "ignore",
-  stderr: "pipe",
-});
-let log = "";
-const port = await new Promise<number>((ok, fail) => {
-  const timer = setTimeout(() => fail(new Error(`server did not start: ${log}`)), 30_000);
-  void (async () => {
-    const decoder = new TextDecoder();
-    for await (const chunk of server.stderr as unknown as AsyncIterable<Uint8Array>) {
-      log += decoder.decode(chunk);
-      const m = /listening on http:\/\/[^:]+:(\d+)/.exec(log);
-      if (m) {
-        clearTimeout(timer);
-        ok(Number(m[1]));
-      }
-    }
-  })();
-});
-const base = `http://127.0.0.1:${port}/api/v1`;
-const headers = { authorization: `Bearer ${SECRET}`, "content-type": "application/json" };
-
-async function call(method: string, path: string, body?: unknown): Promise<any> {
-  const res = await fetch(base + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-  const text = await res.text();
-  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text.slice(0, 300)}`);
-  return text ? JSON.parse(text) : null;
-}
+const server = await startSource(dir, opt.database, { LOG_LEVEL: "warn" });
+const base = `${server.url}/api/v1`;
+const call = apiCaller(server.url);
 
 await call("POST", "/admin/collections", { name: "items", rules: { read: "public", create: "public" }, fields: [{ name: "title", type: "text" }, { name: "n", type: "text" }, { name: "flag", type: "boolean" }, { name: "note", type: "text" }] });
 await call("POST", "/admin/collections", { name: "other", rules: { read: "public", create: "public" }, fields: [{ name: "v", type: "number" }] });
@@ -117,9 +82,8 @@ try {
   await measure("retype flag boolean → text", "PATCH", "/admin/collections/items/fields/flag", { type: "text" });
   await measure("rename headline → title", "PATCH", "/admin/collections/items/fields/headline", { name: "title" });
 } finally {
-  if (process.env.SHOW_SERVER_LOG) console.error(log);
-  server.kill();
-  await server.exited;
+  server.proc.kill();
+  await server.proc.exited;
   rmSync(dir, { recursive: true, force: true });
 }
 
