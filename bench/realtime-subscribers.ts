@@ -12,7 +12,8 @@ export {};
 // two blank lines, so a chunk of the transfer encoding never splits one mid-way unless TCP did (then
 // its start waits for the rest).
 
-const spec = (await Bun.file(process.argv[2]).json()) as { url: string; count: number };
+// `tokens`, when given: stream i signs in with tokens[i % tokens.length] (as a user, for rules that name @auth).
+const spec = (await Bun.file(process.argv[2]).json()) as { url: string; count: number; tokens?: string[] };
 const url = new URL(spec.url);
 // Delays in whole milliseconds (both clocks are Date.now()): a histogram keeps every one, allocation-free.
 const MAX_MS = 60_000;
@@ -28,9 +29,11 @@ const CREATED = Buffer.from('"_created_at":');
 const CONNECT = Buffer.from("event: connect");
 const RESET = Buffer.from("event: reset");
 const FRAME_END = Buffer.from("\n\n");
-const request = Buffer.from(
-  `GET ${url.pathname}${url.search} HTTP/1.1\r\nHost: ${url.host}\r\nAccept: text/event-stream\r\nConnection: keep-alive\r\n\r\n`,
-);
+const requestOf = (token?: string) =>
+  Buffer.from(
+    `GET ${url.pathname}${url.search} HTTP/1.1\r\nHost: ${url.host}\r\nAccept: text/event-stream\r\n` +
+      `${token ? `Authorization: Bearer ${token}\r\n` : ""}Connection: keep-alive\r\n\r\n`,
+  );
 
 interface State {
   /** The start of a frame TCP split, waiting for its end. */
@@ -64,7 +67,7 @@ function scan(s: State, data: Buffer, now: number): Buffer | null {
   return tail > 2 ? Buffer.from(data.subarray(last + FRAME_END.length)) : null;
 }
 
-function subscriber() {
+function subscriber(request: Buffer) {
   const s: State = { rest: null, answered: false, connected: false };
   let settled = false;
   const fail = () => {
@@ -99,7 +102,8 @@ function subscriber() {
   }).catch(fail);
 }
 
-for (let i = 0; i < spec.count; i++) subscriber();
+const requests = spec.tokens?.length ? spec.tokens.map(requestOf) : [requestOf()];
+for (let i = 0; i < spec.count; i++) subscriber(requests[i % requests.length]!);
 while (connected + failures < spec.count) await Bun.sleep(20);
 console.log(JSON.stringify({ ready: true, connected, failures }));
 for await (const line of console) {

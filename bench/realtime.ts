@@ -10,6 +10,9 @@
 // to CPU 0 (`BENCH_PIN=0` turns that off; `SERVER_CPU`, `CLIENT_CPU` choose the CPUs). W1 is driven by
 // wrk with ../shared/bench's create script when both are there (`BENCH_W1=wrk`, the default then), else
 // by the in-process loader bench/load.ts (`BENCH_W1=bun`); `BENCH_W1=none` measures the fan-out alone. `W1_SECONDS` (5) is each W1 run's measured time.
+// `BENCH_ROOMS=N` (the rooms mode): `chat` is read under `@exists(members, room = @record.room && user = @auth.id)`;
+// every subscriber signs in as its own user (made by the admin API, signed in by impersonation), a member of
+// one of N rooms, and the writes go round the rooms, so each reaches a tenth of the streams at N = 10.
 // Prints a Markdown table for bench/RESULTS.md.
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { availableParallelism, tmpdir } from "node:os";
@@ -68,9 +71,34 @@ const rss = () => {
 
 await api("PATCH", "/admin/settings", { realtime_max_streams_per_ip: SUBS + 100, realtime_max_topics_per_ip: SUBS * 2 + 100 });
 await api("POST", "/admin/collections", { name: "posts", rules: { read: "public", create: "authenticated" } });
-await api("POST", "/admin/collections", { name: "chat", rules: { read: "public", create: "authenticated" } });
+const ROOMS = Number(process.env.BENCH_ROOMS ?? 0);
+const ROOM_RULE = "@exists(members, room = @record.room && user = @auth.id)";
 const user = await api("POST", "/auth/register", { email: "bench@example.com", password: "bench-password-1" }, "");
 const token = user.access_token as string;
+/** In the rooms mode, one token per subscriber: user i is a member of room i % ROOMS. */
+const subscriberTokens: string[] = [];
+if (ROOMS) {
+  await api("POST", "/admin/collections", { name: "members", fields: [{ name: "room", type: "text" }, { name: "user", type: "text" }] });
+  await api("POST", "/admin/collections/members/indexes", { fields: ["room", "user"] });
+}
+await api("POST", "/admin/collections", {
+  name: "chat",
+  fields: [{ name: "text", type: "text" }, { name: "room", type: "text" }],
+  rules: { read: ROOMS ? ROOM_RULE : "public", create: "authenticated" },
+});
+if (ROOMS) {
+  const ids: string[] = new Array(SUBS);
+  for (let i = 0; i < SUBS; i += 20)
+    await Promise.all(
+      Array.from({ length: Math.min(20, SUBS - i) }, async (_, k) => {
+        const u = await api("POST", "/admin/users", { email: `member${i + k}@example.com` });
+        ids[i + k] = u.id;
+        subscriberTokens[i + k] = (await api("POST", `/admin/users/${u.id}/impersonate`)).access_token;
+      }),
+    );
+  for (let i = 0; i < SUBS; i += 500)
+    await api("POST", "/members/bulk", ids.slice(i, i + 500).map((id, k) => ({ room: `room${(i + k) % ROOMS}`, user: id })));
+}
 
 const colours = ["red", "green", "blue", "cyan", "magenta", "yellow", "black", "white"];
 const w1Requests = Array.from({ length: 2000 }, (_, i) => ({
@@ -115,7 +143,7 @@ const idleRss = rss();
 
 // Subscribers in their own process.
 const specFile = join(tmpdir(), `baas-rt-subs-${process.pid}.json`);
-writeFileSync(specFile, JSON.stringify({ url: `${base}/api/v1/realtime?subscribe=chat`, count: SUBS }));
+writeFileSync(specFile, JSON.stringify({ url: `${base}/api/v1/realtime?subscribe=chat`, count: SUBS, tokens: subscriberTokens }));
 const subs = Bun.spawn(onClientCpu([process.execPath, join(ROOT, "bench/realtime-subscribers.ts"), specFile]), {
   stdin: "pipe",
   stdout: "pipe",
@@ -153,7 +181,7 @@ const writer = (async () => {
     fetch(`${base}/api/v1/chat`, {
       method: "POST",
       headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-      body: JSON.stringify({ text: `message ${written}`, room: "bench" }),
+      body: JSON.stringify({ text: `message ${written}`, room: ROOMS ? `room${written % ROOMS}` : "bench" }),
     }).then((r) => (r.ok ? r.arrayBuffer() : (writeErrors++, r.arrayBuffer())), () => writeErrors++);
   }
 })();
@@ -195,7 +223,7 @@ rmSync(specFile, { force: true });
 const f = (n: number, d = 1) => n.toLocaleString("en-US", { maximumFractionDigits: d, minimumFractionDigits: d });
 console.log(`| Figure | Value |
 |---|---:|
-| subscribers connected (anonymous, topic \`chat\`) | ${ready.connected} (${ready.failures} refused) |
+| subscribers connected (${ROOMS ? `each its own user, in ${ROOMS} rooms, read rule \`${ROOM_RULE}\`` : "anonymous"}, topic \`chat\`) | ${ready.connected} (${ready.failures} refused) |
 | chat writes | ${RATE}/s for ${SECONDS} s, then on during the second W1 run (${written} sent, ${writeErrors} errors) |
 | deliveries in the ${SECONDS} s | ${delivery.deliveries.toLocaleString("en-US")} (${delivery.resets} resets), ${f(delivery.deliveries / Math.max(1, delivery.reads))} events per read (a read takes one server write or more) |
 | delivery delay commit → client, p50 / p99 / max | ${f(delivery.p50, 0)} / ${f(delivery.p99, 0)} / ${f(delivery.max, 0)} ms |
