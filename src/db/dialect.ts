@@ -40,6 +40,11 @@ export interface Dialect {
   escapedLike(column: string): string;
   /** What follows a text expression for "is one of the values" with one parameter, `listParam(values)`. */
   readonly inList: string;
+  /**
+   * A FROM item: the table `alias` of one text column `value`, a row per value of one parameter, `listParam(values)`
+   * (a set of values a statement is asked about at once, e.g. the users a realtime event may go to).
+   */
+  textRows(alias: string): string;
   /** The column that orders the rows of a system table by insertion, as a last tie-break (`rowid`). */
   readonly insertOrder: string;
   /**

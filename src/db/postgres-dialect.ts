@@ -152,6 +152,7 @@ export const postgresDialect: Dialect = {
   // Its lower case, compared by code point.
   escapedLike: (column) => `lower(${column}) COLLATE "C" LIKE ? ESCAPE '\\'`,
   inList: spelling.oneOf,
+  textRows: (alias) => `jsonb_array_elements_text(CAST(CAST(? AS text) AS jsonb)) AS ${alias}(value)`,
   // An identity column of that name in the system tables listed this way (SQLite's implicit rowid).
   insertOrder: "rowid",
   skipLocked: " FOR UPDATE SKIP LOCKED",

@@ -140,6 +140,7 @@ export const sqliteDialect: Dialect = {
   },
   escapedLike: (column) => `${column} LIKE ? ESCAPE '\\'`,
   inList: spelling.oneOf,
+  textRows: (alias) => `json_each(?) AS ${alias}`,
   insertOrder: "rowid",
   // One writer at a time: a claim's SELECT and UPDATE run as one, and no other writer can take the same rows.
   skipLocked: "",

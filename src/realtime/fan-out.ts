@@ -5,11 +5,14 @@ import type { CollectionHandle } from "../catalog/handle.ts";
 import type { Collection } from "../catalog/types.ts";
 import type { ChangeEvent } from "../events/bus.ts";
 import { readDecision } from "../records/access.ts";
-import { and, col as col_, exists, reservedAlias, val, type Cond } from "../db/condition.ts";
+import { and, col as col_, exists, FALSE, reservedAlias, TRUE, val, type Cond } from "../db/condition.ts";
+import type { CheckedRule } from "../rules/expr/check.ts";
 import { q } from "../db/ident.ts";
-import { compileRule, decideRule } from "../rules/expr/compile.ts";
+import { compileRule, compileRuleForUsers, decideRule, decideRuleForUsers, readsOnlyAuthId } from "../rules/expr/compile.ts";
+import { checkedRuleOf, isExpressionRule } from "../rules/expr/rule.ts";
+import { ruleUserOf } from "../rules/access.ts";
 import { prepareRules } from "../rules/scope.ts";
-import { settleDecisions } from "../rules/expr/settle.ts";
+import { settleDecisions, USER_ID, usersPassing } from "../rules/expr/settle.ts";
 import type { RecordJson } from "../query/rows.ts";
 import { attachRelationFields } from "../relations/expand.ts";
 import { FilterAsks } from "./filter-queries.ts";
@@ -42,6 +45,17 @@ export interface FanOut {
   idOf(held: HeldEvent): string;
   /** Ends a stream whose buffer overflowed. */
   drop(s: Stream): void;
+  /** The distinct readers of each collection's streams, gathered once for the batch (see readerGroups). */
+  groups?: Map<string, ReaderGroups>;
+}
+
+/** The distinct readers among the streams that follow a collection: users (by id) and the other kinds of caller. */
+interface ReaderGroups {
+  /** The streams they were gathered from (a stream opened since is not among them). */
+  streams: number;
+  userIds: string[];
+  users: Extract<Principal, { kind: "user" }>[];
+  others: Principal[];
 }
 
 /** Lets the event loop run (other requests) before going on. */
@@ -133,7 +147,8 @@ export async function deliverEvent(ctx: AppContext, d: Delivery, targets: Iterab
   };
   const asks = new FilterAsks();
   const pending: [Stream, Principal, string[]][] = [];
-  let ruled: Map<string, boolean> | undefined;
+  // An expression read rule is decided for every reader of the event at once, before the first stream needs it.
+  const ruled = isExpressionRule(col.rules.read) ? await ruleDecisions(ctx, col, e.record, d.stub || !!held.ref, readerGroups(fan, col.name, targets, readers)) : null;
   let looked = 0;
   // Very many streams, or topics heavy to match, do not hold the event loop for longer than SLICE_MS at a time.
   let since = performance.now();
@@ -150,9 +165,8 @@ export async function deliverEvent(ctx: AppContext, d: Delivery, targets: Iterab
     const reader = readers?.get(s) ?? s.identity.principal;
     // SECURITY: the read rule before anything else: a stream that may not read the record gets nothing
     // and costs nothing more (no filter is matched, no query asked for it).
-    let may = readDecision(col, reader, e.record);
-    if (typeof may === "object") may = (ruled ??= await ruleDecisions(ctx, col, e.record, d.stub || !!held.ref, targets, readers)).get(ruleReaderKey(reader)) === true;
-    if (!may) continue;
+    // Absent from the decisions (true only) is refused, as a reader gathered after they were made is.
+    if (ruled ? ruled.get(ruleReaderKey(reader)) !== true : readDecision(col, reader, e.record) !== true) continue;
     const taken = topicsTake(topics, col, d, s, reader, asks);
     if (taken === true) sendTo(s, made(s, reader) ?? (await frames.forReader(readerKey(s, reader), reader)));
     else if (taken) pending.push([s, reader, taken]);
@@ -164,42 +178,84 @@ export async function deliverEvent(ctx: AppContext, d: Delivery, targets: Iterab
 }
 
 /** Readers a rule answers alike: one user (their roles and metadata are read once per batch), or one kind of caller. */
-const ruleReaderKey = (p: Principal) => (p.kind === "user" ? `u\u0000${p.userId}` : p.kind);
+const ruleReaderKey = (p: Principal) => (p.kind === "user" ? userKey(p.userId) : p.kind);
+const userKey = (id: string) => `u\u0000${id}`;
 
 /** The alias of the stored row an expression rule is asked of, for a record held by reference. */
 const STORED = reservedAlias("s", 0);
 
+/** The distinct readers of the streams among `targets` that follow `collection`, gathered once per batch and collection. */
+function readerGroups(fan: FanOut, collection: string, targets: Iterable<Stream>, readers: Map<Stream, Principal> | null): ReaderGroups {
+  const size = (targets as { size?: number }).size;
+  const known = fan.groups?.get(collection);
+  // The same streams as when gathered (streams are only ever added to or taken from the set, never swapped).
+  if (known && size !== undefined && known.streams === size) return known;
+  const g: ReaderGroups = { streams: size ?? -1, userIds: [], users: [], others: [] };
+  const seen = new Set<string>();
+  for (const s of targets) {
+    if (!s.byCollection.has(collection)) continue;
+    const reader = readers?.get(s) ?? s.identity.principal;
+    const key = ruleReaderKey(reader);
+    if (seen.has(key)) continue;
+    seen.add(key);
+    if (reader.kind === "user") {
+      g.userIds.push(reader.userId);
+      g.users.push(reader);
+    } else g.others.push(reader);
+  }
+  (fan.groups ??= new Map()).set(collection, g);
+  return g;
+}
+
 /**
- * An expression read rule on one event's record for every distinct reader among `targets` (the streams of one
- * user read with the same roles and metadata in a batch, see readersOf): decided in memory where it can be, the rest (relation paths, `@exists`) in one
- * statement for all readers, so a thousand members of one room cost one query per event, not one per stream.
+ * An expression read rule on one event's record for every distinct reader of its collection's streams (the streams of one
+ * user read with the same roles and metadata in a batch, see readersOf), keyed by ruleReaderKey: decided in
+ * memory where it can be, the rest (relation paths, `@exists`) asked of the database. A rule that reads nothing
+ * of the user but `@auth.id` is compiled once and asked for all users in one statement (usersPassing), so a
+ * thousand members of rooms cost one query per event; other rules, one condition per user, a hundred to a
+ * statement (settleDecisions).
  */
 async function ruleDecisions(
   ctx: AppContext,
   col: Collection,
   record: RecordJson,
   stub: boolean,
-  targets: Iterable<Stream>,
-  readers: Map<Stream, Principal> | null,
+  g: ReaderGroups,
 ): Promise<Map<string, boolean>> {
+  const rule = checkedRuleOf(col, "read");
+  const now = Date.now();
+  const byId = rule !== undefined && readsOnlyAuthId(rule);
+  // A record held by reference carries its id only: the rule is asked of the stored row.
+  const ofStored = (rule: Cond) => exists(col.name, STORED, and([{ k: "cmp", op: "=", a: col_(STORED, "_id", "text"), b: val(String(record._id)) }, rule]));
   const order: string[] = [];
   const decisions: (boolean | Cond)[] = [];
-  const seen = new Set<string>();
-  for (const s of targets) {
-    if (!s.byCollection.has(col.name)) continue;
-    const reader = readers?.get(s) ?? s.identity.principal;
-    const key = ruleReaderKey(reader);
-    if (seen.has(key)) continue;
-    seen.add(key);
+  const decide = (reader: Principal) => {
+    order.push(ruleReaderKey(reader));
+    if (reader.kind === "user" && rule) {
+      const env = { auth: ruleUserOf(reader), now, body: null };
+      decisions.push(stub ? ofStored(compileRule(rule, env, { table: STORED })) : decideRule(rule, record, env));
+      return;
+    }
+    // The admin, anonymous readers, and (failing closed) users under a rule not checked against this catalog.
     const d = readDecision(col, reader, record);
-    order.push(key);
-    if (typeof d !== "object") decisions.push(d);
-    // A record held by reference carries its id only: the rule is asked of the stored row.
-    else if (stub) decisions.push(exists(q(col.name), STORED, and([{ k: "cmp", op: "=", a: col_(STORED, "_id", "text"), b: val(String(record._id)) }, compileRule(d.rule, d.env, { table: STORED })])));
-    else decisions.push(decideRule(d.rule, record, d.env));
-  }
-  const answers = await settleDecisions(ctx.db, decisions);
-  return new Map(order.map((k, i) => [k, answers[i]!]));
+    decisions.push(typeof d !== "object" ? d : stub ? ofStored(compileRule(d.rule, d.env, { table: STORED })) : decideRule(d.rule, record, d.env));
+  };
+  g.others.forEach(decide);
+  if (!byId) g.users.forEach(decide);
+  const [answers, passing] = await Promise.all([
+    settleDecisions(ctx.db, decisions),
+    byId && g.userIds.length ? usersPassing(ctx.db, usersCondition(rule!, record, stub, now, ofStored), g.userIds) : null,
+  ]);
+  const out = new Map(order.map((k, i) => [k, answers[i]!]));
+  if (passing) for (const id of passing) out.set(userKey(id), true);
+  return out;
+}
+
+/** The read rule for every user at once (readsOnlyAuthId): a condition on USER_ID, or true or false for all. */
+function usersCondition(rule: CheckedRule, record: RecordJson, stub: boolean, now: number, ofStored: (c: Cond) => Cond): Cond {
+  if (stub) return ofStored(compileRuleForUsers(rule, now, USER_ID, { table: STORED }));
+  const d = decideRuleForUsers(rule, record, now, USER_ID);
+  return d === true ? TRUE : d === false ? FALSE : d;
 }
 
 /**

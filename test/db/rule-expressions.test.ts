@@ -1,16 +1,16 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { collectionFromRow } from "../../src/catalog/catalog.ts";
 import { storedType, type Collection, type Relation } from "../../src/catalog/types.ts";
-import type { Bound, Cond } from "../../src/db/condition.ts";
+import { col, exists, type Bound, type Cond } from "../../src/db/condition.ts";
 import type { Engine } from "../../src/db/engine.ts";
 import { q } from "../../src/db/ident.ts";
 import { openDatabase } from "../../src/db/open.ts";
 import { openPostgres } from "../../src/db/postgres.ts";
 import { SqliteEngine } from "../../src/db/sqlite.ts";
 import type { RuleCatalog } from "../../src/rules/expr/check.ts";
-import { compileRule, decideRule, type RuleEnv } from "../../src/rules/expr/compile.ts";
+import { compileRule, compileRuleForUsers, decideRule, decideRuleForUsers, readsOnlyAuthId, type RuleEnv } from "../../src/rules/expr/compile.ts";
 import { checkRuleValue } from "../../src/rules/expr/rule.ts";
-import { idsPassing, settleDecisions } from "../../src/rules/expr/settle.ts";
+import { idsPassing, settleDecisions, USER_ID, usersPassing } from "../../src/rules/expr/settle.ts";
 import { createTestDatabase, postgresAvailable, warnIfSkipped } from "../helpers/postgres.ts";
 
 // Expression rules (CONTRACT §12) decided three ways must agree: by SQLite and by PostgreSQL selecting the rows
@@ -429,6 +429,37 @@ for (const engine of engines) {
       expect(refusals).toEqual([]);
       expect(refused).toBe(0);
       expect(checked).toBe(480);
+    }, 120_000);
+
+    test("a rule that reads only @auth.id, asked for many users in one statement, lets through the users it lets through one by one", async () => {
+      const r = prng(SEED + 2);
+      const next = ruleGenerator(r);
+      const texts = [...CHOSEN.map(([text]) => text), ...Array.from({ length: 120 }, next)];
+      // The users as a realtime event asks about them: the same time, no request body.
+      const now = 1150;
+      const users = ["u1", "u2", "editor"].map((who) => ({ auth: ENVS[who]!.auth, now, body: null }) as RuleEnv);
+      const ids = users.map((e) => e.auth!.id);
+      const wrong: string[] = [];
+      let asked = 0;
+      for (const text of texts) {
+        const rule = checkRuleValue(catalog, ITEMS, "update", text);
+        if (!readsOnlyAuthId(rule)) continue;
+        for (const rec of ITEM_ROWS) {
+          asked++;
+          const one = await settleDecisions(db, users.map((env) => decideRule(rule, rec, env)));
+          const want = ids.filter((_, i) => one[i]).sort();
+          const d = decideRuleForUsers(rule, rec, now, USER_ID);
+          const inMemory = d === true ? [...ids].sort() : d === false ? [] : [...(await usersPassing(db, d, ids))].sort();
+          // The stored row asked by its id, as for an event held by reference.
+          const stored = exists("items", "pg_s0", { k: "and", of: [{ k: "cmp", op: "=", a: col("pg_s0", "_id", "text"), b: { k: "val", v: rec._id as string } }, compileRuleForUsers(rule, now, USER_ID, { table: "pg_s0" })] });
+          const byRow = [...(await usersPassing(db, stored, ids))].sort();
+          if (JSON.stringify(inMemory) !== JSON.stringify(want) || JSON.stringify(byRow) !== JSON.stringify(want))
+            wrong.push(`${text} on ${rec._id}: one by one ${want.join(",")}; at once ${inMemory.join(",")}; stored ${byRow.join(",")}`);
+        }
+      }
+      expect(wrong.slice(0, 10)).toEqual([]);
+      // Most rules read nothing of the caller or only the id: the test asks about many of them.
+      expect(asked).toBeGreaterThan(300);
     }, 120_000);
   });
 }

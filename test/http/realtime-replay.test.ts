@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { ADMIN_SECRET, createCollection, patchSettings } from "../helpers/app.ts";
+import { ADMIN_SECRET, createCollection, patchSettings, registerUser } from "../helpers/app.ts";
 import { createLiveApp, followBare, syncStreams, type LiveApp, type SseClient } from "../helpers/sse.ts";
 
 let t: LiveApp;
@@ -77,6 +77,31 @@ describe("a record too large for a stream's buffer", () => {
       { collection: "big", action: "create", record: { _id: big.body._id }, ref: true },
       { collection: "big", action: "create", record: small.body },
     ]);
+  });
+});
+
+describe("a record too large, read under an expression rule", () => {
+  test("its reference goes to the streams the rule lets through, the rule asked of the stored row", async () => {
+    const fields = [{ name: "title", type: "text" }, { name: "vis", type: "text" }];
+    // One rule reads only the caller's id (asked for all users in one statement), one reads their roles.
+    await createCollection(t, "byowner", { read: "vis = 'all' || _owner_id = @auth.id", create: "authenticated" }, { fields });
+    await createCollection(t, "byrole", { read: "vis = 'all' || @auth.roles ?= 'staff'" }, { fields });
+    const alice = await registerUser(t, "alice@example.com");
+    const bob = await registerUser(t, "bob@example.com");
+    expect((await t.admin("PATCH", `/api/v1/admin/users/${alice.id}`, { roles: ["staff"] })).status).toBe(200);
+    const topics = ["byowner", "byrole", "markers"];
+    const [a, b, anon] = [await followBare(t, topics, alice.token), await followBare(t, topics, bob.token), await followBare(t, topics)];
+    const big = "x".repeat(2 * 1024 * 1024);
+    const mine = await t.req("POST", "/api/v1/byowner", { token: bob.token, body: { title: big, vis: "none" } });
+    expect(mine.status).toBe(201);
+    const open = await t.admin("POST", "/api/v1/byowner", { title: big, vis: "all" });
+    const staff = await t.admin("POST", "/api/v1/byrole", { title: big, vis: "none" });
+    const shown = await t.admin("POST", "/api/v1/byrole", { title: big, vis: "all" });
+    await syncStreams(t, [a, b, anon]);
+    const refs = (s: SseClient) => s.changes().filter((e) => e.data.ref === true).map((e) => e.data.record._id);
+    expect(refs(a)).toEqual([open.body._id, staff.body._id, shown.body._id]);
+    expect(refs(b)).toEqual([mine.body._id, open.body._id, shown.body._id]);
+    expect(refs(anon)).toEqual([open.body._id, shown.body._id]);
   });
 });
 

@@ -50,6 +50,54 @@ export function decideRule(rule: CheckedRule, record: Readonly<Record<string, un
   return c.k === "true" ? true : c.k === "false" ? false : c;
 }
 
+/**
+ * Whether a rule reads nothing of the caller but `@auth.id`, and that nowhere a column could not stand for it (a
+ * `~` pattern is matched from known text only): then one statement decides it for many users at once
+ * (compileRuleForUsers, decideRuleForUsers), the id being a column of the set of users asked about.
+ */
+export function readsOnlyAuthId(rule: CheckedRule): boolean {
+  let only = onlyAuthId.get(rule);
+  if (only === undefined) onlyAuthId.set(rule, (only = termReadsOnlyId(rule.term)));
+  return only;
+}
+
+const onlyAuthId = new WeakMap<CheckedRule, boolean>();
+
+function termReadsOnlyId(t: Term): boolean {
+  switch (t.k) {
+    case "const":
+      return true;
+    case "and":
+    case "or":
+      return t.of.every(termReadsOnlyId);
+    case "not":
+      return termReadsOnlyId(t.x);
+    case "null":
+      return operandFits(t.a);
+    case "cmp":
+      if ((t.op === "~" || t.op === "!~") && (t.a.k === "auth" || t.b.k === "auth")) return false;
+      return operandFits(t.a) && operandFits(t.b);
+    case "exists":
+      return termReadsOnlyId(t.where);
+  }
+}
+
+const operandFits = (o: Operand) => o.k !== "meta" && (o.k !== "auth" || o.key === "id");
+
+/**
+ * compileRule for every signed-in caller at once: `@auth.id` is the text column `id` (see readsOnlyAuthId; the
+ * rule may read nothing else of the caller, and is read with no request body).
+ */
+export function compileRuleForUsers(rule: CheckedRule, now: number, id: Column, opts: { table?: string } = {}): Cond {
+  return new Compiler({ auth: null, now }, { q: opts.table ?? q(rule.collection) }, id).term(rule.term, false);
+}
+
+/** decideRule for every signed-in caller at once, `@auth.id` being the text column `id` (see compileRuleForUsers). */
+export function decideRuleForUsers(rule: CheckedRule, record: Readonly<Record<string, unknown>>, now: number, id: Column): boolean | Cond {
+  const c = new Compiler({ auth: null, now }, { record }, id).term(rule.term, false);
+  return c.k === "true" ? true : c.k === "false" ? false : c;
+}
+
 /** Where the fields of a scope are read: columns of a table (its quoted name or alias), or a record in memory. */
 type Place = { q: string } | { record: Readonly<Record<string, unknown>> };
 
@@ -101,6 +149,8 @@ class Compiler {
   constructor(
     private readonly env: RuleEnv,
     root: Place,
+    /** The column that holds the caller's id, when one statement asks for many callers (readsOnlyAuthId). */
+    private readonly authId?: Column,
   ) {
     this.places = [root];
   }
@@ -156,9 +206,14 @@ class Compiler {
       case "now":
         return known(this.env.now);
       case "auth":
+        if (this.authId) {
+          if (o.key !== "id") throw new Error(`a rule compiled for many callers reads @auth.${o.key}`);
+          return { k: "col", col: this.authId, wraps: [] };
+        }
         if (!auth) return known(null);
         return known(o.key === "id" ? auth.id : o.key === "email" ? auth.email : o.key === "verified" ? auth.verified : auth.roles);
       case "meta":
+        if (this.authId) throw new Error("a rule compiled for many callers reads @auth.metadata");
         return known(lookup(auth?.metadata, o.keys));
       case "body":
         return known(lookup(this.env.body, [o.field]));

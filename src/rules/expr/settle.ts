@@ -1,4 +1,4 @@
-import { listParam, type Bound, type Cond } from "../../db/condition.ts";
+import { col, listParam, reservedAlias, type Bound, type Column, type Cond } from "../../db/condition.ts";
 import type { Engine } from "../../db/engine.ts";
 import { q } from "../../db/ident.ts";
 import type { CheckedRule } from "./check.ts";
@@ -53,4 +53,20 @@ export async function idsPassing(db: Pick<Engine, "sql" | "all">, rule: CheckedR
   const table = q(rule.collection);
   const rows = await db.all<{ _id: string }>(`SELECT ${table}."_id" FROM ${table} WHERE ${table}."_id" ${db.sql.inList} AND ${db.sql.cond(cond, params)}`, params);
   return new Set(rows.map((r) => r._id));
+}
+
+/** The alias of the set of users a condition is asked about (usersPassing), and their id as a column of it. */
+const USERS = reservedAlias("u", 0);
+export const USER_ID: Column = col(USERS, "value", "text");
+
+/**
+ * Which of the users `ids` meet `cond`, a condition on USER_ID (compiled by compileRuleForUsers or
+ * decideRuleForUsers), in one statement however many they are.
+ */
+export async function usersPassing(db: Pick<Engine, "sql" | "all">, cond: Cond, ids: readonly string[]): Promise<Set<string>> {
+  if (cond.k === "false" || !ids.length) return new Set();
+  if (cond.k === "true") return new Set(ids);
+  const params: Bound[] = [listParam([...ids])];
+  const rows = await db.all<{ id: string }>(`SELECT ${USER_ID.sql} AS id FROM ${db.sql.textRows(USERS)} WHERE ${db.sql.cond(cond, params)}`, params);
+  return new Set(rows.map((r) => r.id));
 }
