@@ -12,6 +12,7 @@ export function registerTypes(program: Command): void {
     .description("print TypeScript interfaces of the collections (fields, system fields, relations) for the typed client")
     .option("--collection <name>", "only this collection")
     .option("--out <file>", "write to this file instead of stdout")
+    .option("--hooks", "add the types of hook files: Hook, Route, a tx typed per collection, the events")
     .addHelpText(
       "after",
       `
@@ -21,13 +22,20 @@ object or array; each may be null), a one relation as the target's _id, many and
 of _ids, and _expand with the related records. Collections maps names to interfaces. Run it again
 when fields change. --json prints { "collections": [...], "types": "<source>" }.
 
+--hooks adds the types of hook files (tx typed per collection, each handler's event, onCommit's event,
+routes). Write them into the hooks directory under a name starting with _ (not loaded as a hook) and
+check a hook with satisfies:
+  import type { Hook } from "./_types.ts";
+  export default { collection: "orders", async beforeCreate({ data, tx }) { ... } } satisfies Hook;
+
 Examples:
   $ baas types > src/baas-types.ts
   $ baas types --out src/baas-types.ts --data ./baas_data
-  $ baas types --collection posts`,
+  $ baas types --collection posts
+  $ baas types --hooks --out baas_data/hooks/_types.ts`,
     )
-    .action(async (opts: { collection?: string; out?: string }, cmd: Command) => {
-      const res = await withContext(cmd, (ctx) => generateTypes(ctx, { collection: opts.collection }));
+    .action(async (opts: { collection?: string; out?: string; hooks?: boolean }, cmd: Command) => {
+      const res = await withContext(cmd, (ctx) => generateTypes(ctx, { collection: opts.collection, hooks: opts.hooks }));
       if (opts.out !== undefined) {
         const file = resolve(opts.out);
         try {

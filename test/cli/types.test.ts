@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
+import { loadHooks } from "../../src/hooks/load.ts";
 import { createTestApp } from "../helpers/app.ts";
 import { buildBinary, runCli, tempDataDir } from "../helpers/cli.ts";
 import { onPostgres } from "../helpers/engine.ts";
@@ -142,11 +143,106 @@ export async function use(): Promise<void> {
     expect(u.code).toBe(2);
   });
 
+  test("--hooks adds the types of hook files: a hook and routes written against them compile, wrong uses do not, and the file loads and runs", async () => {
+    const hooks = join(work, "hooks");
+    mkdirSync(hooks, { recursive: true });
+    const r = await runCli(bin, ["types", "--hooks", "--out", join(hooks, "_types.ts"), "--data", dir]);
+    expect(r.code).toBe(0);
+    const types = readFileSync(join(hooks, "_types.ts"), "utf8");
+    expect(types.startsWith(EXPECTED)).toBe(true);
+    for (const name of ["Hook", "Route", "Tx", "HookEvent", "CommitEvent", "RouteRequest", "WriteData"]) expect(types).toMatch(new RegExp(`export (type|interface) ${name}\\b`));
+    // A hook of posts and a route, typed by the generated file (as docs/API.md shows it).
+    writeFileSync(
+      join(hooks, "posts.ts"),
+      `import type { Hook, Route } from "./_types.ts";
+
+export default {
+  collection: "posts",
+  async beforeCreate({ data, tx }) {
+    const author = data?.author ? await tx.get("authors", data.author) : null;
+    if (data) data.title = \`\${data.title ?? ""} (\${author?.name ?? "nobody"})\`;
+  },
+  onCommit(event) {
+    const views: number | null = event.record.views;
+    void views;
+  },
+} satisfies Hook;
+
+export const routes = [
+  { method: "GET", path: "/posts/:id/views", handler: async ({ params, tx }) => {
+      const post = await tx.get("posts", params.id);
+      return { views: post?.views ?? 0 };
+  } },
+] satisfies Route[];
+`,
+    );
+    writeFileSync(
+      join(hooks, "_wrong.ts"),
+      `import type { Hook, Route, Tx } from "./_types.ts";
+
+export async function wrong(tx: Tx): Promise<void> {
+  // @ts-expect-error no such collection
+  await tx.get("nope", "01A");
+  // @ts-expect-error views holds numbers
+  await tx.update("posts", "01A", { views: "many" });
+  const gone = await tx.delete("posts", "01A", { hard: true });
+  const ok: true = gone.ok;
+  const soft = await tx.delete("posts", "01A");
+  const title: string | null = soft.title;
+  await tx.update("posts", "01A", { "views+": 1 });
+  void [ok, title];
+}
+
+// @ts-expect-error no such handler
+export const misspelt = { collection: "posts", beforeCreated() {} } satisfies Hook;
+// @ts-expect-error no such collection
+export const unknown = { collection: "nope", beforeCreate() {} } satisfies Hook;
+export const everyOne = { collection: "*", afterCreate(e) { void e.record?._id; } } satisfies Hook;
+// @ts-expect-error not a method a route answers
+export const badRoute = [{ method: "HEAD", path: "/x", handler: () => 1 }] satisfies Route[];
+`,
+    );
+    writeFileSync(
+      join(hooks, "tsconfig.json"),
+      JSON.stringify({
+        compilerOptions: {
+          strict: true,
+          noEmit: true,
+          target: "ES2022",
+          module: "ESNext",
+          moduleResolution: "bundler",
+          allowImportingTsExtensions: true,
+          lib: ["ES2022", "DOM", "DOM.Iterable"],
+          types: [],
+          skipLibCheck: true,
+        },
+        files: ["_types.ts", "posts.ts", "_wrong.ts"],
+      }),
+    );
+    const tsc = Bun.spawn([join(ROOT, "node_modules/.bin/tsc"), "--noEmit", "-p", hooks], { cwd: hooks, stdout: "pipe", stderr: "pipe" });
+    const [stdout, code] = await Promise.all([new Response(tsc.stdout).text(), tsc.exited]);
+    expect(stdout).toBe("");
+    expect(code).toBe(0);
+    // The typed file is an ordinary hook file: it loads (the `_` files are not hooks) and runs.
+    rmSync(join(hooks, "tsconfig.json"));
+    const t = createTestApp({ dir, context: { hooks: await loadHooks(hooks) } });
+    try {
+      const ann = (await t.admin("GET", "/api/v1/authors")).body.items[0];
+      const post = await t.admin("POST", "/api/v1/posts", { title: "Typed", views: 7, author: ann._id });
+      expect(post.status).toBe(201);
+      expect(post.body.title).toBe("Typed (Ann)");
+      expect((await t.admin("GET", `/api/v1/fn/posts/${post.body._id}/views`)).body).toEqual({ views: 7 });
+    } finally {
+      await t.close();
+    }
+  });
+
   test("help shows the options with examples", async () => {
     const r = await runCli(bin, ["help", "types"]);
     expect(r.code).toBe(0);
     expect(r.stdout).toContain("--collection <name>");
     expect(r.stdout).toContain("--out <file>");
     expect(r.stdout).toContain("$ baas types --out src/baas-types.ts");
+    expect(r.stdout).toContain("--hooks");
   });
 });
