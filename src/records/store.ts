@@ -504,25 +504,8 @@ export async function setFieldNull(ctx: AppContext, h: CollectionHandle, previou
  * the relations' on_delete (cascades write through this store), afterDelete hooks. Returns the
  * record as `p` reads it.
  */
-export async function softDeleteRecord(
-  ctx: AppContext,
-  h: CollectionHandle,
-  previous: RecordJson,
-  p: Principal,
-  effects: RelationEffects,
-  opts: WriteOptions = {},
-): Promise<RecordJson> {
-  const event = hookEvent(ctx, h, "delete", p, previous, previous);
-  await runHooks(h.hooks, "beforeDelete", event);
-  const now = ctx.clock.now();
-  const before = await adminView(ctx, h, previous, null);
-  const version = await markDeleted(ctx, h.name, previous, now, now, opts.guard === true);
-  stage(ctx, h.col, "delete", { ...before, _updated_at: version, _deleted_at: now }, before, now, p);
-  await effects.deleted(ctx, h, previous, "soft", p);
-  const record = (await fetchRecord(ctx, h.col, previous._id as string))!;
-  if (h.from.length) await attachRelationFields(ctx, h, [record], p);
-  await runHooks(h.hooks, "afterDelete", withRecord(event, record));
-  return record;
+export function softDeleteRecord(ctx: AppContext, h: CollectionHandle, previous: RecordJson, p: Principal, effects: RelationEffects, opts: WriteOptions = {}): Promise<RecordJson> {
+  return setDeleted(ctx, h, previous, p, opts, true, () => effects.deleted(ctx, h, previous, "soft", p));
 }
 
 /**
@@ -530,24 +513,36 @@ export async function softDeleteRecord(
  * `restore` event, what its cascade soft-deleted, afterRestore hooks. Returns the record as
  * `p` reads it.
  */
-export async function restoreRecordRow(
+export function restoreRecordRow(ctx: AppContext, h: CollectionHandle, previous: RecordJson, p: Principal, effects: RelationEffects, opts: WriteOptions = {}): Promise<RecordJson> {
+  return setDeleted(ctx, h, previous, p, opts, false, () => effects.restored(ctx, h, previous._id as string, p));
+}
+
+/**
+ * A soft delete (`deleting`) or a restore of a fetched record: its before* hooks, `_deleted_at` and
+ * `_updated_at`, its event, then `relations` (the on_delete of a delete, the cascade's restore), the
+ * stored record read back, its after* hooks.
+ */
+async function setDeleted(
   ctx: AppContext,
   h: CollectionHandle,
   previous: RecordJson,
   p: Principal,
-  effects: RelationEffects,
-  opts: WriteOptions = {},
+  opts: WriteOptions,
+  deleting: boolean,
+  relations: () => Promise<unknown>,
 ): Promise<RecordJson> {
-  const event = hookEvent(ctx, h, "restore", p, previous, previous);
-  await runHooks(h.hooks, "beforeRestore", event);
+  const op = deleting ? "delete" : "restore";
+  const event = hookEvent(ctx, h, op, p, previous, previous);
+  await runHooks(h.hooks, deleting ? "beforeDelete" : "beforeRestore", event);
   const now = ctx.clock.now();
   const before = await adminView(ctx, h, previous, null);
-  const version = await markDeleted(ctx, h.name, previous, null, now, opts.guard === true);
-  stage(ctx, h.col, "restore", { ...before, _updated_at: version, _deleted_at: null }, before, now, p);
-  await effects.restored(ctx, h, previous._id as string, p);
+  const deletedAt = deleting ? now : null;
+  const version = await markDeleted(ctx, h.name, previous, deletedAt, now, opts.guard === true);
+  stage(ctx, h.col, op, { ...before, _updated_at: version, _deleted_at: deletedAt }, before, now, p);
+  await relations();
   const record = (await fetchRecord(ctx, h.col, previous._id as string))!;
   if (h.from.length) await attachRelationFields(ctx, h, [record], p);
-  await runHooks(h.hooks, "afterRestore", withRecord(event, record));
+  await runHooks(h.hooks, deleting ? "afterDelete" : "afterRestore", withRecord(event, record));
   return record;
 }
 

@@ -248,10 +248,7 @@ export async function listAttempts(ctx: AppContext, id: string): Promise<{ items
     items: rows.map((r) => ({
       id: String(r.id),
       delivery_id: String(r.delivery_id),
-      event_id: String(r.event_id),
-      collection: String(r.collection),
-      action: String(r.action),
-      record_id: String(r.record_id),
+      ...eventOf(r),
       attempt: Number(r.attempt),
       at: Number(r.at),
       duration_ms: Number(r.duration_ms),
@@ -262,6 +259,11 @@ export async function listAttempts(ctx: AppContext, id: string): Promise<{ items
       next_attempt_at: r.status === "pending" ? Number(r.next_at) : null,
     })),
   };
+}
+
+/** The event a row of `_webhook_deliveries` (or a join with it) delivers. */
+function eventOf(r: Record<string, unknown>): Pick<DeliveryJson, "event_id" | "collection" | "action" | "record_id"> {
+  return { event_id: String(r.event_id), collection: String(r.collection), action: String(r.action), record_id: String(r.record_id) };
 }
 
 /** A delivery as `POST …/deliveries/:id/retry` answers it. */
@@ -302,10 +304,7 @@ export async function retryDelivery(ctx: AppContext, id: string, deliveryId: str
     return {
       id: String(r.id),
       webhook_id: String(r.webhook_id),
-      event_id: String(r.event_id),
-      collection: String(r.collection),
-      action: String(r.action),
-      record_id: String(r.record_id),
+      ...eventOf(r),
       status: r.status as DeliveryStatus,
       attempts: Number(r.attempts),
       next_attempt_at: Number(r.next_at),

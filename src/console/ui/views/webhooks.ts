@@ -3,35 +3,12 @@ import { api, seg } from "../api.ts";
 import { fmtTime, h, replace } from "../dom.ts";
 import { badge, busy, button, checkbox, confirmDialog, field, showError, table, toast } from "../ui.ts";
 import type { CollectionJson } from "./collections.ts";
+import type { WebhookJson } from "../../../webhooks/rows.ts";
+import type { AttemptJson } from "../../../webhooks/store.ts";
 
-interface Webhook {
-  id: string;
-  url: string;
-  collections: string[];
-  actions: string[];
-  secret: string;
-  enabled: boolean;
-  pending: number;
-  created_at: number;
-  updated_at: number;
-}
-
-interface Attempt {
-  id: string;
-  delivery_id: string;
-  event_id: string;
-  collection: string;
-  action: string;
-  record_id: string;
-  attempt: number;
-  at: number;
-  duration_ms: number;
-  ok: boolean;
-  response_status: number | null;
-  error: string | null;
-  status: "pending" | "delivered" | "failed";
-  next_attempt_at: number | null;
-}
+// The admin API's own answer types (type-only: nothing of the server goes into the console's bundle).
+type Webhook = WebhookJson;
+type Attempt = AttemptJson;
 
 const ACTIONS = ["create", "update", "delete", "restore"];
 
