@@ -2,7 +2,7 @@ import type { AppContext } from "../context.ts";
 import { AppError, badRequest, conflict } from "../errors.ts";
 import { createRelation, deleteRelation } from "./relations.ts";
 import { mergeRules } from "../rules/validate.ts";
-import { disableFts, indexedFields } from "../search/fts.ts";
+import { disableFts, indexedFields, indexedFieldsAmong } from "../search/fts.ts";
 import { inTransaction } from "../transaction.ts";
 import { createCollection, deleteCollection, updateCollectionRules, type CollectionJson } from "./admin.ts";
 import { collectionToJson, currentCatalog, listCollections, noteCatalogChange, requireCollection, saveCollectionRow, touchCatalog } from "../catalog/catalog.ts";
@@ -252,7 +252,7 @@ function planSteps(ctx: AppContext, cols: readonly Collection[], rels: readonly 
   for (const w of want.collections) {
     const have = byName.get(lower(w.name));
     if (!have) {
-      planNewCollection(ctx, plan, w);
+      planNewCollection(ctx, plan, w, relationsAfter(rels, want, prune));
       continue;
     }
     const map = new Map<string, string>();
@@ -263,10 +263,8 @@ function planSteps(ctx: AppContext, cols: readonly Collection[], rels: readonly 
     if (wantedFields) planFields(ctx, plan, have, wantedFields, prune, map);
     planRules(ctx, plan, have, w, map);
     if (wantedIndexes) planIndexes(ctx, plan, have, w, wantedIndexes, prune);
-    if (w.fts !== undefined && w.fts !== have.fts.enabled) {
-      const text = (w.fields ? w.fields.map((f) => f.def) : have.fields).filter((f) => f.type === "text").map((f) => f.name);
-      plan.ftsSteps.push(ftsStep(ctx, have.name, w.fts, text));
-    }
+    if (w.fts !== undefined && w.fts !== have.fts.enabled)
+      plan.ftsSteps.push(ftsStep(ctx, have.name, w.fts, indexedFieldsAmong(have.name, w.fields ? w.fields.map((f) => f.def) : have.fields, relationsAfter(rels, want, prune))));
   }
   if (prune)
     for (const c of cols) {
@@ -288,7 +286,7 @@ function planSteps(ctx: AppContext, cols: readonly Collection[], rels: readonly 
 }
 
 /** A collection the document has and the database lacks: made with its fields, then its indexes and full-text index. */
-function planNewCollection(ctx: AppContext, plan: Plan, w: WantedCollection): void {
+function planNewCollection(ctx: AppContext, plan: Plan, w: WantedCollection, relations: (Relation | WantedRelation)[]): void {
   const fields = (w.fields ?? []).map((f) => f.def);
   plan.creates.push({
     action: "create_collection",
@@ -299,7 +297,13 @@ function planNewCollection(ctx: AppContext, plan: Plan, w: WantedCollection): vo
     },
   });
   for (const i of w.indexes ?? []) plan.addIndexes.push(indexStep(ctx, w.name, i));
-  if (w.fts) plan.ftsSteps.push(ftsStep(ctx, w.name, true, fields.filter((f) => f.type === "text").map((f) => f.name)));
+  if (w.fts) plan.ftsSteps.push(ftsStep(ctx, w.name, true, indexedFieldsAmong(w.name, fields, relations)));
+}
+
+/** The relations there will be once the document is applied: its own where it lists them (with those it keeps unless pruned). */
+function relationsAfter(rels: readonly Relation[], want: Wanted, prune: boolean): (Relation | WantedRelation)[] {
+  if (!want.relations) return prune ? [] : [...rels];
+  return prune ? want.relations : [...rels, ...want.relations];
 }
 
 /** The renames, type changes and additions that give `have` the wanted fields; with prune, the drops of the others. */
@@ -502,6 +506,7 @@ function dropRelationStep(ctx: AppContext, r: Relation, why: string): Step {
   };
 }
 
+/** Full text on or off; `textFields`: the fields the plan says it will take (the step reads them again when it runs). */
 function ftsStep(ctx: AppContext, collection: string, enable: boolean, textFields: string[]): Step {
   return {
     action: enable ? "enable_fts" : "disable_fts",

@@ -1,7 +1,7 @@
 import { execAll, type Engine } from "../db/engine.ts";
 import type { AppContext } from "../context.ts";
 import { findCollection, findHandle, listCollections, requireCollection, saveCollectionRow } from "../catalog/catalog.ts";
-import type { Collection, FieldDef, FtsState } from "../catalog/types.ts";
+import type { Collection, FieldDef, FtsState, Relation } from "../catalog/types.ts";
 import type { FtsSearch } from "../db/dialect.ts";
 import { inTransaction } from "../transaction.ts";
 import { tokenize } from "./syntax.ts";
@@ -37,20 +37,32 @@ function textFields(fields: FieldDef[], ids: ReadonlySet<string>): string[] {
 }
 
 /**
- * The fields of collection `name` that hold ids of records (a `one` relation's field, the field of a `many`
- * relation's target naming its parent), lower-cased: words of an id found nothing a person searches for.
+ * The fields of collection `name` that hold ids of records among `relations` (a `one` relation's field, the field
+ * of a `many` relation's target naming its parent), lower-cased: words of an id find nothing a person searches for.
  */
+function idFieldsAmong(name: string, relations: Iterable<Pick<Relation, "type" | "from_col" | "from_field" | "to_col" | "to_field">>): Set<string> {
+  const ids = new Set<string>();
+  const n = name.toLowerCase();
+  for (const r of relations) {
+    if (r.type === "one" && r.from_col.toLowerCase() === n) ids.add(r.from_field.toLowerCase());
+    if (r.type === "many" && r.to_field && r.to_col.toLowerCase() === n) ids.add(r.to_field.toLowerCase());
+  }
+  return ids;
+}
+
 async function idFields(ctx: AppContext, name: string): Promise<Set<string>> {
   const h = await findHandle(ctx, name);
-  const ids = new Set<string>();
-  for (const r of h?.from ?? []) if (r.type === "one") ids.add(r.from_field.toLowerCase());
-  for (const r of h?.to ?? []) if (r.type === "many" && r.to_field) ids.add(r.to_field.toLowerCase());
-  return ids;
+  return idFieldsAmong(name, h ? [...h.from, ...h.to] : []);
 }
 
 /** The fields of collection `name` an index over `fields` takes: the text fields that do not hold record ids. */
 export async function indexedFields(ctx: AppContext, name: string, fields: FieldDef[]): Promise<string[]> {
   return textFields(fields, await idFields(ctx, name));
+}
+
+/** indexedFields where the relations are given (those a schema document will leave, for its plan's text). */
+export function indexedFieldsAmong(name: string, fields: FieldDef[], relations: Parameters<typeof idFieldsAmong>[1]): string[] {
+  return textFields(fields, idFieldsAmong(name, relations));
 }
 
 /** Drops the index of a collection and what keeps it current (no-op when there is none). */

@@ -88,6 +88,8 @@ describe("POST /admin/schema/apply", () => {
       "enable_fts posts",
     ]);
     expect(plan.changes.every((c) => typeof c.detail === "string" && c.detail.length > 0)).toBe(true);
+    // The plan names the fields the index takes: not `author`, a relation's id field.
+    expect(plan.changes.find((c) => c.action === "enable_fts")!.detail).toBe("over title");
     const posts = await ok("GET", "/admin/collections/posts");
     expect(posts).toMatchObject({
       rules: { read: "public", create: { role: "editor" }, update: "owner", delete: "owner" },
