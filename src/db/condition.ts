@@ -56,6 +56,12 @@ export type Cond =
   /** A row of `table` (named `alias` in `where`) meets `where`, which may name the outer query's columns. */
   | { k: "exists"; table: string; alias: string; where: Cond }
   /**
+   * `a` is among the values of `column` over the rows of `table` (named `alias`) that meet `where`: `a IN (SELECT
+   * …)`, which the engine answers once for every outer row when `where` names no outer column. Unknown (NULL)
+   * rather than false where the column holds a null and `a` is not found: for positive positions only.
+   */
+  | { k: "inRows"; a: Operand; table: string; alias: string; column: Column; where: Cond }
+  /**
    * Some element of the JSON array `array` holds equals `value` as a JSON value of kind `kind` (a string, a number
    * by value, a boolean); with `differs`, some element does not equal it (a null `value` equals no element). A
    * column holding anything but an array has no element. Never null.
@@ -201,6 +207,11 @@ export function renderCond(c: Cond, params: Bound[], spelling: Spelling): string
       return c.c.k === "exists" ? `NOT ${renderCond(c.c, params, spelling)}` : `NOT (${renderCond(c.c, params, spelling)})`;
     case "exists":
       return `EXISTS (SELECT 1 FROM ${q(c.table)} AS ${c.alias} WHERE ${renderCond(c.where, params, spelling)})`;
+    case "inRows": {
+      if (!ALIAS_RE.test(c.alias)) throw new Error(`refusing unsafe alias ${JSON.stringify(c.alias)}`);
+      const a = operand(c.a, params);
+      return `${a} IN (SELECT ${c.column.sql} FROM ${q(c.table)} AS ${c.alias} WHERE ${renderCond(c.where, params, spelling)})`;
+    }
     case "element":
       return spelling.element(c.array.sql, operand(c.value, params), c.kind, c.differs);
     case "raw":

@@ -167,6 +167,7 @@ function deletedShown(c: Collection, p: Principal, v: { owner: Column }): Cond {
 function reachesOut(c: Cond): boolean {
   switch (c.k) {
     case "exists":
+    case "inRows":
       return true;
     case "and":
     case "or":

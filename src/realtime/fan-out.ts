@@ -166,7 +166,7 @@ export async function deliverEvent(ctx: AppContext, d: Delivery, targets: Iterab
     // SECURITY: the read rule before anything else: a stream that may not read the record gets nothing
     // and costs nothing more (no filter is matched, no query asked for it).
     // Absent from the decisions (true only) is refused, as a reader gathered after they were made is.
-    if (ruled ? ruled.get(ruleReaderKey(reader)) !== true : readDecision(col, reader, e.record) !== true) continue;
+    if (ruled ? !passes(ruled, reader) : readDecision(col, reader, e.record) !== true) continue;
     const taken = topicsTake(topics, col, d, s, reader, asks);
     if (taken === true) sendTo(s, made(s, reader) ?? (await frames.forReader(readerKey(s, reader), reader)));
     else if (taken) pending.push([s, reader, taken]);
@@ -209,7 +209,7 @@ function readerGroups(fan: FanOut, collection: string, targets: Iterable<Stream>
 
 /**
  * An expression read rule on one event's record for every distinct reader of its collection's streams (the streams of one
- * user read with the same roles and metadata in a batch, see readersOf), keyed by ruleReaderKey: decided in
+ * user read with the same roles and metadata in a batch, see readersOf), as the users and kinds of caller it passes: decided in
  * memory where it can be, the rest (relation paths, `@exists`) asked of the database. A rule that reads nothing
  * of the user but `@auth.id` is compiled once and asked for all users in one statement (usersPassing), so a
  * thousand members of rooms cost one query per event; other rules, one condition per user, a hundred to a
@@ -221,16 +221,16 @@ async function ruleDecisions(
   record: RecordJson,
   stub: boolean,
   g: ReaderGroups,
-): Promise<Map<string, boolean>> {
+): Promise<Passing> {
   const rule = checkedRuleOf(col, "read");
   const now = Date.now();
   const byId = rule !== undefined && readsOnlyAuthId(rule);
   // A record held by reference carries its id only: the rule is asked of the stored row.
   const ofStored = (rule: Cond) => exists(col.name, STORED, and([{ k: "cmp", op: "=", a: col_(STORED, "_id", "text"), b: val(String(record._id)) }, rule]));
-  const order: string[] = [];
+  const order: Principal[] = [];
   const decisions: (boolean | Cond)[] = [];
   const decide = (reader: Principal) => {
-    order.push(ruleReaderKey(reader));
+    order.push(reader);
     if (reader.kind === "user" && rule) {
       const env = { auth: ruleUserOf(reader), now, body: null };
       decisions.push(stub ? ofStored(compileRule(rule, env, { table: STORED })) : decideRule(rule, record, env));
@@ -246,10 +246,22 @@ async function ruleDecisions(
     settleDecisions(ctx.db, decisions),
     byId && g.userIds.length ? usersPassing(ctx.db, usersCondition(rule!, record, stub, now, ofStored), g.userIds) : null,
   ]);
-  const out = new Map(order.map((k, i) => [k, answers[i]!]));
-  if (passing) for (const id of passing) out.set(userKey(id), true);
+  const out: Passing = { users: passing ?? new Set(), kinds: new Set() };
+  order.forEach((reader, i) => {
+    if (!answers[i]) return;
+    if (reader.kind === "user") out.users.add(reader.userId);
+    else out.kinds.add(reader.kind);
+  });
   return out;
 }
+
+/** Who an event's read rule lets through: users by id, and other kinds of caller (the admin, anonymous). */
+interface Passing {
+  users: Set<string>;
+  kinds: Set<Principal["kind"]>;
+}
+
+const passes = (p: Passing, reader: Principal) => (reader.kind === "user" ? p.users.has(reader.userId) : p.kinds.has(reader.kind));
 
 /** The read rule for every user at once (readsOnlyAuthId): a condition on USER_ID, or true or false for all. */
 function usersCondition(rule: CheckedRule, record: RecordJson, stub: boolean, now: number, ofStored: (c: Cond) => Cond): Cond {

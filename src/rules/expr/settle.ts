@@ -1,4 +1,4 @@
-import { col, listParam, reservedAlias, type Bound, type Column, type Cond } from "../../db/condition.ts";
+import { col, listParam, reservedAlias, type Bound, type Column, type Cond, type Operand } from "../../db/condition.ts";
 import type { Engine } from "../../db/engine.ts";
 import { q } from "../../db/ident.ts";
 import type { CheckedRule } from "./check.ts";
@@ -67,6 +67,66 @@ export async function usersPassing(db: Pick<Engine, "sql" | "all">, cond: Cond, 
   if (cond.k === "false" || !ids.length) return new Set();
   if (cond.k === "true") return new Set(ids);
   const params: Bound[] = [listParam([...ids])];
-  const rows = await db.all<{ id: string }>(`SELECT ${USER_ID.sql} AS id FROM ${db.sql.textRows(USERS)} WHERE ${db.sql.cond(cond, params)}`, params);
+  const rows = await db.all<{ id: string }>(`SELECT ${USER_ID.sql} AS id FROM ${db.sql.textRows(USERS)} WHERE ${db.sql.cond(uncorrelated(cond), params)}`, params);
   return new Set(rows.map((r) => r.id));
+}
+
+/**
+ * `cond` with each EXISTS that finds a row by the user's id (`x = USER_ID` among its conditions, none other naming
+ * the user) asked as `USER_ID IN (SELECT x …)`: the rows are then found once for all users, not once per user
+ * (a room's members, not a lookup per user). Only where the EXISTS is not negated: an IN over a column holding
+ * nulls is unknown, not false, for a value it does not find, which a WHERE reads as false, but NOT would not.
+ */
+function uncorrelated(c: Cond): Cond {
+  switch (c.k) {
+    case "and":
+    case "or":
+      return { k: c.k, of: c.of.map(uncorrelated) };
+    case "exists": {
+      const parts = c.where.k === "and" ? c.where.of : [c.where];
+      const at = parts.findIndex((p) => p.k === "cmp" && p.op === "=" && ((isUser(p.a) && own(p.b, c.alias)) || (isUser(p.b) && own(p.a, c.alias))));
+      if (at < 0) return c;
+      const rest = parts.filter((_, i) => i !== at);
+      if (rest.some(namesUser)) return c;
+      const link = parts[at] as Extract<Cond, { k: "cmp" }>;
+      const column = (isUser(link.a) ? link.b : link.a) as Column;
+      return { k: "inRows", a: USER_ID, table: c.table, alias: c.alias, column, where: rest.length === 1 ? rest[0]! : { k: "and", of: rest } };
+    }
+    default:
+      return c;
+  }
+}
+
+const isUser = (o: Operand) => o.k === "col" && o.sql === USER_ID.sql;
+/** A column of the EXISTS's own row (`alias."name"`). */
+const own = (o: Operand, alias: string) => o.k === "col" && o.sql.startsWith(`${alias}.`);
+
+/** Whether a condition names the user's id anywhere (then it cannot be asked once for all users). */
+function namesUser(c: Cond): boolean {
+  switch (c.k) {
+    case "cmp":
+    case "distinct":
+      return isUser(c.a) || isUser(c.b);
+    case "null":
+    case "in":
+    case "oneOf":
+      return isUser(c.a);
+    case "like":
+      return c.a.sql === USER_ID.sql;
+    case "element":
+      return c.array.sql === USER_ID.sql || isUser(c.value);
+    case "and":
+    case "or":
+      return c.of.some(namesUser);
+    case "not":
+      return namesUser(c.c);
+    case "exists":
+      return namesUser(c.where);
+    case "inRows":
+      return isUser(c.a) || namesUser(c.where);
+    case "true":
+    case "false":
+    case "raw":
+      return false;
+  }
 }
