@@ -54,8 +54,8 @@ export function localStorage(root: string): FileStorage & { root: string } {
             for (const c of held.splice(0)) await sink.write(c);
             continue;
           }
-          const pending = sink.write(chunk);
-          if (pending instanceof Promise) await pending; // Bun's FileSink answers a promise only when its buffer is flushing (its API, not ours)
+          // A promise while its buffer is flushing, else a number: awaited either way (a large file's pieces only).
+          await sink.write(chunk);
         }
         if (sink) await sink.end();
         else await Bun.write(tmp, new Blob(held as Uint8Array<ArrayBuffer>[]));
