@@ -55,6 +55,8 @@ try {
     const rps = rs.reduce((n, r) => n + r.rps, 0) / rs.length;
     console.log(`| ${label} | ${rps.toFixed(0)} | ${Math.max(...rs.map((r) => r.p50)).toFixed(1)} | ${Math.max(...rs.map((r) => r.p99)).toFixed(1)} | ${rs.reduce((n, r) => n + r.errors, 0)} |`);
   }
+  const firstError = [...results.flat(), check].map((r) => r.firstError).find(Boolean);
+  if (firstError) console.log(`\nFirst error: ${firstError}`);
   const ok = check.requests - check.errors;
   console.log(`\nCheck: ${ok.toLocaleString("en")} decrements answered 200 in a 2 s run; the stock went from ${before} to ${after} (${before - after === ok ? "exactly that many" : `a difference of ${before - after}: WRONG`}).`);
 } finally {

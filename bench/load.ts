@@ -35,11 +35,11 @@ async function fire(r: Req): Promise<number> {
     headers: r.body ? { "content-type": "application/json", ...r.headers } : r.headers,
     body: r.body,
   });
-  await res.arrayBuffer();
+  const body = await res.arrayBuffer();
   const ms = performance.now() - t0;
   if (expectStatus ? res.status !== expectStatus : res.status >= 400) {
     errors++;
-    firstError ||= `${r.method} ${r.path} → ${res.status}`;
+    firstError ||= `${r.method} ${r.path} → ${res.status} ${new TextDecoder().decode(body.slice(0, 200))}`;
   }
   return ms;
 }
