@@ -7,7 +7,6 @@ import type { ChangeEvent } from "../events/bus.ts";
 import { readDecision } from "../records/access.ts";
 import { and, col as col_, exists, FALSE, reservedAlias, TRUE, val, type Cond } from "../db/condition.ts";
 import type { CheckedRule } from "../rules/expr/check.ts";
-import { q } from "../db/ident.ts";
 import { compileRule, compileRuleForUsers, decideRule, decideRuleForUsers, readsOnlyAuthId } from "../rules/expr/compile.ts";
 import { checkedRuleOf, isExpressionRule } from "../rules/expr/rule.ts";
 import { ruleUserOf } from "../rules/access.ts";
