@@ -1,20 +1,11 @@
-import { createJimp } from "@jimp/core";
-import { defaultFormats, defaultPlugins } from "jimp";
-import decodeWebp, { init as initWebpDecoder } from "@jsquash/webp/decode.js";
-import encodeWebp, { init as initWebpEncoder } from "@jsquash/webp/encode.js";
-import { simd } from "wasm-feature-detect";
-import webpDecoderWasm from "@jsquash/webp/codec/dec/webp_dec.wasm" with { type: "file" };
-import webpEncoderWasm from "@jsquash/webp/codec/enc/webp_enc.wasm" with { type: "file" };
-import webpEncoderSimdWasm from "@jsquash/webp/codec/enc/webp_enc_simd.wasm" with { type: "file" };
 import type { AppContext } from "../context.ts";
 import { fileKey, thumbKey } from "./names.ts";
 import { bodyChunks, storageOf, type StoredFile } from "./storage.ts";
 
 // Thumbnails (CONTRACT §14) of PNG, JPEG, GIF and WebP images: made at the first request of a size, stored beside
 // the file (`<collection>/thumbs/<name>/<WxH>`) and served from there after; requests for one that is being made
-// wait for it. jimp decodes and encodes PNG, JPEG and GIF in plain JavaScript, and WebP goes through the
-// WebAssembly codec of @jsquash/webp, whose .wasm files are imported as files so that `bun build --compile`
-// embeds them (jimp's own WebP plugin loads them from node_modules by path, which the single binary lacks).
+// wait for it. The image codecs (images.ts) are loaded at the first thumbnail made, not at start: a server that
+// makes none never holds them.
 //
 // Fit, as PocketBase does: `WxH` scales to cover the box and crops the middle (exactly W by H); `0xH` and `Wx0`
 // scale to that height or width, keeping the ratio. A GIF's thumbnail is its first frame.
@@ -43,38 +34,6 @@ export function parseThumbSize(raw: string): ThumbSize | null {
   if (w > MAX_THUMB || h > MAX_THUMB || (w === 0 && h === 0)) return null;
   return { w, h };
 }
-
-let webpReady: Promise<void> | null = null;
-
-/** Loads the WebP codec from the embedded .wasm files, once. */
-function loadWebp(): Promise<void> {
-  webpReady ??= (async () => {
-    const compile = async (path: string) => WebAssembly.compile(await Bun.file(path).arrayBuffer());
-    await initWebpDecoder(await compile(webpDecoderWasm));
-    // The encoder picks its SIMD build where the engine has SIMD: the module must be the matching one.
-    await initWebpEncoder(await compile((await simd()) ? webpEncoderSimdWasm : webpEncoderWasm));
-  })();
-  return webpReady;
-}
-
-const webp = () => ({
-  mime: "image/webp" as const,
-  hasAlpha: true,
-  encode: async (bitmap: { data: Buffer; width: number; height: number }) => {
-    await loadWebp();
-    const out = await encodeWebp({ data: new Uint8ClampedArray(bitmap.data), width: bitmap.width, height: bitmap.height, colorSpace: "srgb" }, { quality: 82 });
-    return Buffer.from(out);
-  },
-  decode: async (data: Buffer) => {
-    await loadWebp();
-    const r = await decodeWebp(new Uint8Array(data).buffer);
-    return { data: Buffer.from(r.data.buffer, r.data.byteOffset, r.data.byteLength), width: r.width, height: r.height };
-  },
-});
-
-const Jimp = createJimp({ formats: [...defaultFormats, webp], plugins: defaultPlugins });
-/** jimp with the WebP codec: reads and writes the four types thumbnails are made of. */
-export const Images = Jimp;
 
 /** Thumbnails being made, by key: a second request for the same one waits for the first. */
 const making = new Map<string, Promise<{ key: string; stat: StoredFile } | null>>();
@@ -117,7 +76,8 @@ export async function thumbnail(ctx: AppContext, collection: string, name: strin
 export async function resize(bytes: Buffer, type: string, size: ThumbSize): Promise<Buffer | null> {
   const dims = imageSize(bytes, type);
   if (!dims || dims.w * dims.h > MAX_PIXELS) return null;
-  const img = await Jimp.read(bytes);
+  const { Images } = await import("./images.ts");
+  const img = await Images.read(bytes);
   const { width, height } = img.bitmap;
   if (size.w && size.h) img.cover({ w: size.w, h: size.h });
   else if (size.w) img.resize({ w: size.w, h: Math.max(1, Math.round((height * size.w) / width)) });

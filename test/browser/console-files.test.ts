@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import type { Browser, Page } from "playwright-core";
-import { Images } from "../../src/files/thumbs.ts";
+import { Images } from "../../src/files/images.ts";
 import { ADMIN_SECRET } from "../helpers/app.ts";
 import { launchBrowser, openRecordingPage, TEST_MS } from "../helpers/browser.ts";
 import { spawnServer, type ServerProcess } from "../helpers/server.ts";

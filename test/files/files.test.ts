@@ -3,7 +3,7 @@ import { storageOf } from "../../src/files/storage.ts";
 import { fileDeletionsSettled } from "../../src/files/values.ts";
 import { ADMIN_SECRET, createTestApp, registerUser, type TestApp } from "../helpers/app.ts";
 import { startS3rver, type S3Server } from "../helpers/s3.ts";
-import { Images } from "../../src/files/thumbs.ts";
+import { Images } from "../../src/files/images.ts";
 import { createClient } from "../../client/src/index.ts";
 
 /** An image in `type` (WebP too: the codec the server uses). */
