@@ -63,9 +63,10 @@ export function fastRecordReads(ctx: AppContext, routes: () => { method: string;
     } catch {
       return fn(request);
     }
-    const headers = new Headers(origin ? headersFor(origin) : anyOrigin);
-    headers.set("etag", etagOf(record));
-    return new Response(JSON.stringify(record), { headers });
+    // The Response copies the headers it is given; the ETag goes on its own copy (one copy, not two).
+    const res = new Response(JSON.stringify(record), { headers: origin ? headersFor(origin) : anyOrigin });
+    res.headers.set("etag", etagOf(record));
+    return res;
   };
   // As `@elysiajs/cors` sets them for any origin (its defaults first, then its request hook's), then the type
   // Response.json gives. Built once: a Response copies the Headers it is given (cheaper than from an object).
