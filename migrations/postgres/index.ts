@@ -8,6 +8,7 @@ import realtimePayloads from "./0008_realtime_payloads.sql" with { type: "text" 
 import webhooks from "./0009_webhooks.sql" with { type: "text" };
 import realtimeSequence from "./0010_realtime_sequence.sql" with { type: "text" };
 import idempotencyKeys from "./0011_idempotency_keys.sql" with { type: "text" };
+import usersAccessVersion from "./0012_users_access_version.sql" with { type: "text" };
 
 /** Migrations in the order they apply. */
 export const postgresMigrations: { name: string; sql: string }[] = [
@@ -19,4 +20,5 @@ export const postgresMigrations: { name: string; sql: string }[] = [
   { name: "0009_webhooks", sql: webhooks },
   { name: "0010_realtime_sequence", sql: realtimeSequence },
   { name: "0011_idempotency_keys", sql: idempotencyKeys },
+  { name: "0012_users_access_version", sql: usersAccessVersion },
 ];

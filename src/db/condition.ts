@@ -102,10 +102,15 @@ export function reservedAlias(prefix: string, n: number): string {
   return `pg_${prefix}${n}`;
 }
 
+/** `alias`, refused unless it is safe to write into SQL as it is. */
+export function checkedAlias(alias: string): string {
+  if (!ALIAS_RE.test(alias)) throw new Error(`refusing unsafe alias ${JSON.stringify(alias)}`);
+  return alias;
+}
+
 /** A row of `table` meets `where`; `alias` names its columns there (see `col`). */
 export function exists(table: string, alias: string, where: Cond): Cond {
-  if (!ALIAS_RE.test(alias)) throw new Error(`refusing unsafe alias ${JSON.stringify(alias)}`);
-  return { k: "exists", table, alias, where };
+  return { k: "exists", table, alias: checkedAlias(alias), where };
 }
 
 /** The one parameter of Dialect.inList and of a `oneOf` condition. */
@@ -208,9 +213,8 @@ export function renderCond(c: Cond, params: Bound[], spelling: Spelling): string
     case "exists":
       return `EXISTS (SELECT 1 FROM ${q(c.table)} AS ${c.alias} WHERE ${renderCond(c.where, params, spelling)})`;
     case "inRows": {
-      if (!ALIAS_RE.test(c.alias)) throw new Error(`refusing unsafe alias ${JSON.stringify(c.alias)}`);
       const a = operand(c.a, params);
-      return `${a} IN (SELECT ${c.column.sql} FROM ${q(c.table)} AS ${c.alias} WHERE ${renderCond(c.where, params, spelling)})`;
+      return `${a} IN (SELECT ${c.column.sql} FROM ${q(c.table)} AS ${checkedAlias(c.alias)} WHERE ${renderCond(c.where, params, spelling)})`;
     }
     case "element":
       return spelling.element(c.array.sql, operand(c.value, params), c.kind, c.differs);

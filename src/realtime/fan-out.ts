@@ -21,7 +21,7 @@ import { REF_RECORD_BYTES, type HeldEvent } from "./replay.ts";
 import { sseFrame } from "./sse.ts";
 import type { Stream } from "./streams.ts";
 import type { Topic } from "./topics.ts";
-import type { UserAccess } from "../tables/users.ts";
+import { usersAccessVersion, type UserAccess } from "../tables/users.ts";
 
 /** How long the fan-out of one event holds the event loop before it lets other work (requests) run. */
 const SLICE_MS = 50;
@@ -46,26 +46,47 @@ export interface FanOut {
   drop(s: Stream): void;
   /** The distinct readers of each collection's streams, gathered once for the batch (see readerGroups). */
   groups?: Map<string, ReaderGroups>;
+  /** A count that changes whenever a stream's topics change (the stream registry's), so groups are known to be current. */
+  changes?: () => number;
+  /** Frames sent so far. */
+  sent: number;
 }
 
 /** The distinct readers among the streams that follow a collection: users (by id) and the other kinds of caller. */
 interface ReaderGroups {
-  /** The streams they were gathered from (a stream opened since is not among them). */
-  streams: number;
-  userIds: string[];
+  /** The registry's count of topic changes when they were gathered (a stream that follows the collection since is not among them). */
+  changes: number;
+  userIds: Set<string>;
   users: Extract<Principal, { kind: "user" }>[];
   others: Principal[];
+  /** The streams of each reader (by ruleReaderKey). */
+  streamsOf: Map<string, Stream[]>;
 }
 
 /** Lets the event loop run (other requests) before going on. */
 const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
 
 /**
- * The principal each stream's user reads as now, for the streams of users among `streams`: their
- * roles and metadata as stored (one query for all users), not as they were when the stream was opened (CONTRACT
- * §10: "may read the record at that moment"). Streams of admin and anonymous callers are not listed.
+ * The users' access as read for earlier batches, kept while the users' access version stands (a trigger changes it
+ * with every change of a user's access or a user's deletion, by any process: see usersAccessVersion).
  */
-export async function readersOf(ctx: AppContext, streams: Iterable<Stream>): Promise<Map<Stream, Principal>> {
+export interface AccessCache {
+  version: string | null;
+  byUser: Map<string, UserAccess>;
+  /** How many users it keeps at most: past that (users whose streams closed) it is read again whole. */
+  limit: number;
+}
+
+export const newAccessCache = (limit = 1000): AccessCache => ({ version: null, byUser: new Map(), limit });
+
+/**
+ * The principal each stream's user reads as now, for the streams of users among `streams`: their
+ * roles and metadata as stored (CONTRACT §10: "may read the record at that moment"), not as they were when the
+ * stream was opened. What `cache` holds is used while no user's access changed since it was read (one small query
+ * tells, or `version` as read before the call); the users it lacks are read in one query. Streams of admin and
+ * anonymous callers are not listed.
+ */
+export async function readersOf(ctx: AppContext, streams: Iterable<Stream>, cache = newAccessCache(), version?: string): Promise<Map<Stream, Principal>> {
   const byUser = new Map<string, Stream[]>();
   for (const s of streams) {
     const p = s.identity.principal;
@@ -73,9 +94,20 @@ export async function readersOf(ctx: AppContext, streams: Iterable<Stream>): Pro
   }
   const readers = new Map<Stream, Principal>();
   if (!byUser.size) return readers;
-  const access = await currentAccess(ctx, [...byUser.keys()]);
+  // IMPORTANT: the version before the rows: a change committed between the two reads makes the next version differ.
+  version ??= await usersAccessVersion(ctx.db);
+  if (version !== cache.version || cache.byUser.size > Math.max(cache.limit, byUser.size)) {
+    cache.byUser.clear();
+    cache.version = version;
+  }
+  const missing: string[] = [];
+  for (const id of byUser.keys()) if (!cache.byUser.has(id)) missing.push(id);
+  if (missing.length) {
+    const access = await currentAccess(ctx, missing);
+    for (const id of missing) cache.byUser.set(id, access.get(id) ?? GONE);
+  }
   for (const [userId, list] of byUser) {
-    const now = access.get(userId) ?? GONE;
+    const now = cache.byUser.get(userId)!;
     for (const s of list) {
       const p = s.identity.principal as Extract<Principal, { kind: "user" }>;
       readers.set(s, sameAccess(p, now) ? p : { ...p, ...now });
@@ -141,17 +173,20 @@ export async function deliverEvent(ctx: AppContext, d: Delivery, targets: Iterab
   // The frame made for this reader, if there is one yet (a reader's own is made, awaited, once).
   const made = (s: Stream, reader: Principal) => (frames.perReader ? frames.cached(readerKey(s, reader)) : (common ??= frames.common()));
   const sendTo = (s: Stream, frame: Uint8Array) => {
+    fan.sent++;
     if (!held.unnumbered) s.lastSeq = held.seq;
     if (!s.sink.send(frame)) fan.drop(s);
   };
   const asks = new FilterAsks();
   const pending: [Stream, Principal, string[]][] = [];
   // An expression read rule is decided for every reader of the event at once, before the first stream needs it.
-  const ruled = isExpressionRule(col.rules.read) ? await ruleDecisions(ctx, col, e.record, d.stub || !!held.ref, readerGroups(fan, col.name, targets, readers)) : null;
+  const groups = isExpressionRule(col.rules.read) ? readerGroups(fan, col.name, targets, readers) : null;
+  const ruled = groups ? await ruleDecisions(ctx, col, e.record, d.stub || !!held.ref, groups) : null;
   let looked = 0;
   // Very many streams, or topics heavy to match, do not hold the event loop for longer than SLICE_MS at a time.
   let since = performance.now();
-  for (const s of targets) {
+  // Under an expression rule only the streams of the readers it passes are looked at (a room's members, not all).
+  for (const s of ruled ? streamsPassing(groups!, ruled) : targets) {
     if (++looked % STREAMS_PER_LOOK === 0 && performance.now() - since > SLICE_MS) {
       await nextTurn();
       since = performance.now();
@@ -185,25 +220,33 @@ const STORED = reservedAlias("s", 0);
 
 /** The distinct readers of the streams among `targets` that follow `collection`, gathered once per batch and collection. */
 function readerGroups(fan: FanOut, collection: string, targets: Iterable<Stream>, readers: Map<Stream, Principal> | null): ReaderGroups {
-  const size = (targets as { size?: number }).size;
+  const changes = fan.changes?.() ?? -1;
   const known = fan.groups?.get(collection);
-  // The same streams as when gathered (streams are only ever added to or taken from the set, never swapped).
-  if (known && size !== undefined && known.streams === size) return known;
-  const g: ReaderGroups = { streams: size ?? -1, userIds: [], users: [], others: [] };
-  const seen = new Set<string>();
+  if (known && changes >= 0 && known.changes === changes) return known;
+  const g: ReaderGroups = { changes, userIds: new Set(), users: [], others: [], streamsOf: new Map() };
   for (const s of targets) {
     if (!s.byCollection.has(collection)) continue;
     const reader = readers?.get(s) ?? s.identity.principal;
     const key = ruleReaderKey(reader);
-    if (seen.has(key)) continue;
-    seen.add(key);
+    const list = g.streamsOf.get(key);
+    if (list) {
+      list.push(s);
+      continue;
+    }
+    g.streamsOf.set(key, [s]);
     if (reader.kind === "user") {
-      g.userIds.push(reader.userId);
+      g.userIds.add(reader.userId);
       g.users.push(reader);
     } else g.others.push(reader);
   }
   (fan.groups ??= new Map()).set(collection, g);
   return g;
+}
+
+/** The streams of the readers a rule lets through (see ruleDecisions). */
+function* streamsPassing(g: ReaderGroups, p: Passing): Generator<Stream> {
+  for (const id of p.users) yield* g.streamsOf.get(userKey(id)) ?? [];
+  for (const kind of p.kinds) yield* g.streamsOf.get(kind) ?? [];
 }
 
 /**
@@ -243,7 +286,7 @@ async function ruleDecisions(
   if (!byId) g.users.forEach(decide);
   const [answers, passing] = await Promise.all([
     settleDecisions(ctx.db, decisions),
-    byId && g.userIds.length ? usersPassing(ctx.db, usersCondition(rule!, record, stub, now, ofStored), g.userIds) : null,
+    byId && g.userIds.size ? usersPassing(ctx.db, usersCondition(rule!, record, stub, now, ofStored), g.userIds) : null,
   ]);
   const out: Passing = { users: passing ?? new Set(), kinds: new Set() };
   order.forEach((reader, i) => {

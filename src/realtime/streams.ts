@@ -24,10 +24,12 @@ export interface StreamRegistry {
   streams: Map<string, Stream>;
   /** Collection name → the streams with a topic on it, so an event of a collection nobody follows costs nothing. */
   followers: Map<string, Set<Stream>>;
+  /** How many times a stream's topics were set: what was gathered from the follower index holds while it stands. */
+  changes: number;
 }
 
 export function createRegistry(): StreamRegistry {
-  return { streams: new Map(), followers: new Map() };
+  return { streams: new Map(), followers: new Map(), changes: 0 };
 }
 
 export function addStream(reg: StreamRegistry, s: Stream): void {
@@ -44,6 +46,7 @@ export function removeStream(reg: StreamRegistry, s: Stream): boolean {
 
 /** Sets a stream's topics and keeps the follower index in step. */
 export function setStreamTopics(reg: StreamRegistry, s: Stream, topics: Topic[]): void {
+  reg.changes++;
   for (const name of s.byCollection.keys()) {
     const set = reg.followers.get(name);
     set?.delete(s);

@@ -69,6 +69,15 @@ export async function usersAccessRows(db: Engine, ids: readonly string[]): Promi
   return await db.all<UserAccessRow & { id: string }>(`SELECT u.id, ${ACCESS_COLUMNS} FROM _users u WHERE u.id ${db.sql.inList}`, [listParam(ids)]);
 }
 
+/**
+ * A number that changes whenever any user's access columns change or a user is deleted (a trigger keeps it, see
+ * migrations/0012_users_access_version.sql), so access read after it was read may be kept until it changes. Read
+ * it before the rows it vouches for: a change committed between the two reads makes the next reading differ.
+ */
+export async function usersAccessVersion(db: Engine): Promise<string> {
+  return (await db.get<{ value: string }>("SELECT value FROM _meta WHERE key = 'users_access_version'"))?.value ?? "0";
+}
+
 /** Which of these users exist: one query for all. */
 export async function existingUserIds(db: Engine, ids: readonly string[]): Promise<string[]> {
   if (!ids.length) return [];

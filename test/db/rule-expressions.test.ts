@@ -10,7 +10,7 @@ import { SqliteEngine } from "../../src/db/sqlite.ts";
 import type { RuleCatalog } from "../../src/rules/expr/check.ts";
 import { compileRule, compileRuleForUsers, decideRule, decideRuleForUsers, readsOnlyAuthId, type RuleEnv } from "../../src/rules/expr/compile.ts";
 import { checkRuleValue } from "../../src/rules/expr/rule.ts";
-import { idsPassing, settleDecisions, USER_ID, usersPassing } from "../../src/rules/expr/settle.ts";
+import { idsPassing, settleDecisions, uncorrelated, USER_ID, usersFound, usersPassing } from "../../src/rules/expr/settle.ts";
 import { createTestDatabase, postgresAvailable, warnIfSkipped } from "../helpers/postgres.ts";
 
 // Expression rules (CONTRACT §12) decided three ways must agree: by SQLite and by PostgreSQL selecting the rows
@@ -434,13 +434,22 @@ for (const engine of engines) {
     test("a rule that reads only @auth.id, asked for many users in one statement, lets through the users it lets through one by one", async () => {
       const r = prng(SEED + 2);
       const next = ruleGenerator(r);
-      const texts = [...CHOSEN.map(([text]) => text), ...Array.from({ length: 120 }, next)];
+      // Shapes a room's rule takes: membership, an owner, and parts that hold for all users alike.
+      const shapes = [
+        "@exists(members, item = @record._id && user = @auth.id) || _owner_id = @auth.id",
+        "@exists(members, item = @record._id) && _owner_id = @auth.id",
+        "@exists(members, item = @record._id && level > 1 && user = @auth.id) && @exists(people, name = 'Ann')",
+        "(@exists(members, item = @record._id && user = @auth.id) && !@exists(people, age > 200)) || s = 'a'",
+        "@exists(members, user = @auth.id && item = @record._id) || @exists(members, level = 2 && user = @auth.id)",
+      ];
+      const texts = [...CHOSEN.map(([text]) => text), ...shapes, ...Array.from({ length: 120 }, next)];
       // The users as a realtime event asks about them: the same time, no request body.
       const now = 1150;
       const users = ["u1", "u2", "editor"].map((who) => ({ auth: ENVS[who]!.auth, now, body: null }) as RuleEnv);
       const ids = users.map((e) => e.auth!.id);
       const wrong: string[] = [];
       let asked = 0;
+      let bySet = 0;
       for (const text of texts) {
         const rule = checkRuleValue(catalog, ITEMS, "update", text);
         if (!readsOnlyAuthId(rule)) continue;
@@ -449,15 +458,25 @@ for (const engine of engines) {
           const one = await settleDecisions(db, users.map((env) => decideRule(rule, rec, env)));
           const want = ids.filter((_, i) => one[i]).sort();
           const d = decideRuleForUsers(rule, rec, now, USER_ID);
-          const inMemory = d === true ? [...ids].sort() : d === false ? [] : [...(await usersPassing(db, d, ids))].sort();
+          const inMemory = d === true ? [...ids].sort() : d === false ? [] : [...(await usersPassing(db, d, new Set(ids)))].sort();
           // The stored row asked by its id, as for an event held by reference.
           const stored = exists("items", "pg_s0", { k: "and", of: [{ k: "cmp", op: "=", a: col("pg_s0", "_id", "text"), b: { k: "val", v: rec._id as string } }, compileRuleForUsers(rule, now, USER_ID, { table: "pg_s0" })] });
-          const byRow = [...(await usersPassing(db, stored, ids))].sort();
+          const byRow = [...(await usersPassing(db, stored, new Set(ids)))].sort();
           if (JSON.stringify(inMemory) !== JSON.stringify(want) || JSON.stringify(byRow) !== JSON.stringify(want))
             wrong.push(`${text} on ${rec._id}: one by one ${want.join(",")}; at once ${inMemory.join(",")}; stored ${byRow.join(",")}`);
+          // The users found without their list (a room's members, an owner), where the rule is of that shape.
+          const found = typeof d === "object" ? await usersFound(db, uncorrelated(d), ids.length) : null;
+          if (found) {
+            bySet++;
+            const passing = ids.filter((id) => found.has(id)).sort();
+            if (JSON.stringify(passing) !== JSON.stringify(want)) wrong.push(`${text} on ${rec._id}: one by one ${want.join(",")}; found ${passing.join(",")}`);
+          }
         }
       }
       expect(wrong.slice(0, 10)).toEqual([]);
+      // Both ways of asking for all users at once are compared above.
+      expect(bySet).toBeGreaterThan(20);
+      expect(asked - bySet).toBeGreaterThan(20);
       // Most rules read nothing of the caller or only the id: the test asks about many of them.
       expect(asked).toBeGreaterThan(300);
     }, 120_000);

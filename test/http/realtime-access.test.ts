@@ -136,4 +136,31 @@ describe("a rule changed by another process", () => {
     await marker([anon]);
     expect(ids(anon, "posts")).toEqual(["before"]);
   });
+
+  test("so do a user's roles and metadata another process changed: each holds for the next event", async () => {
+    await createCollection(t, "staff", { read: "@auth.roles ?= 'editor' || @auth.metadata.plan = 'pro'" });
+    const ed = await registerUser(t, "ed@example.com");
+    const s = await follow(["staff", "markers"], ed.token);
+    const elsewhere = async (change: Record<string, unknown>) => {
+      const other = createTestApp({ dir: t.dir });
+      try {
+        expect((await other.admin("PATCH", `/api/v1/admin/users/${ed.id}`, change)).status).toBe(200);
+      } finally {
+        await other.close();
+      }
+    };
+    const post = async (title: string) => {
+      expect((await t.admin("POST", "/api/v1/staff", { title })).status).toBe(201);
+      await marker([s]);
+    };
+    await post("none");
+    await elsewhere({ roles: ["editor"] });
+    await post("editor");
+    await post("editor again");
+    await elsewhere({ roles: [], metadata: { plan: "pro" } });
+    await post("pro");
+    await elsewhere({ metadata: { plan: "free" } });
+    await post("free");
+    expect(ids(s, "staff")).toEqual(["editor", "editor again", "pro"]);
+  });
 });

@@ -1,4 +1,4 @@
-import { col, listParam, reservedAlias, type Bound, type Column, type Cond, type Operand } from "../../db/condition.ts";
+import { and, checkedAlias, col, listParam, reservedAlias, type Bound, type Column, type Cond, type Operand } from "../../db/condition.ts";
 import type { Engine } from "../../db/engine.ts";
 import { q } from "../../db/ident.ts";
 import type { CheckedRule } from "./check.ts";
@@ -63,12 +63,79 @@ export const USER_ID: Column = col(USERS, "value", "text");
  * Which of the users `ids` meet `cond`, a condition on USER_ID (compiled by compileRuleForUsers or
  * decideRuleForUsers), in one statement however many they are.
  */
-export async function usersPassing(db: Pick<Engine, "sql" | "all">, cond: Cond, ids: readonly string[]): Promise<Set<string>> {
-  if (cond.k === "false" || !ids.length) return new Set();
+export async function usersPassing(db: Pick<Engine, "sql" | "all">, cond: Cond, ids: ReadonlySet<string>): Promise<Set<string>> {
+  if (cond.k === "false" || !ids.size) return new Set();
   if (cond.k === "true") return new Set(ids);
+  const asked = uncorrelated(cond);
+  const found = await usersFound(db, asked, ids.size);
+  if (found) {
+    const passing = new Set<string>();
+    for (const id of found) if (ids.has(id)) passing.add(id);
+    return passing;
+  }
   const params: Bound[] = [listParam([...ids])];
-  const rows = await db.all<{ id: string }>(`SELECT ${USER_ID.sql} AS id FROM ${db.sql.textRows(USERS)} WHERE ${db.sql.cond(uncorrelated(cond), params)}`, params);
+  const rows = await db.all<{ id: string }>(`SELECT ${USER_ID.sql} AS id FROM ${db.sql.textRows(USERS)} WHERE ${db.sql.cond(asked, params)}`, params);
   return new Set(rows.map((r) => r.id));
+}
+
+/**
+ * The users `c` holds for, found without the list of users asked about, where `c` names the user only as
+ * `USER_ID IN (SELECT …)` or `USER_ID = '<text>'`, under AND and OR (a room's members, a record's owner): one
+ * index range instead of a lookup per user. Null where `c` is not of that shape, or where the users found are more
+ * than a few times those asked about (the rule then asks over the list).
+ */
+export async function usersFound(db: Pick<Engine, "sql" | "all">, c: Cond, asked: number): Promise<Set<string> | null> {
+  const params: Bound[] = [];
+  const sql = userSetSql(db, c, params);
+  if (sql === null) return null;
+  const most = Math.max(1000, 4 * asked);
+  params.push(most + 1);
+  const rows = await db.all<{ id: unknown }>(`SELECT ${FOUND}.id FROM (${sql}) AS ${FOUND} LIMIT ?`, params);
+  if (rows.length > most) return null;
+  const found = new Set<string>();
+  for (const r of rows) if (typeof r.id === "string") found.add(r.id);
+  return found;
+}
+
+/** Aliases of the set queries of usersFound. */
+const FOUND = reservedAlias("f", 0);
+const KEPT = reservedAlias("k", 0);
+
+/** The SELECT of the ids of the users `c` holds for (see usersFound), its values added to `params`; null where it cannot be said so. */
+function userSetSql(db: Pick<Engine, "sql">, c: Cond, params: Bound[]): string | null {
+  switch (c.k) {
+    case "inRows":
+      if (!isUser(c.a) || c.column.type !== "text" || namesUser(c.where)) return null;
+      return `SELECT ${c.column.sql} AS id FROM ${q(c.table)} AS ${checkedAlias(c.alias)} WHERE ${db.sql.cond(c.where, params)}`;
+    case "cmp": {
+      const v = c.op !== "=" ? null : isUser(c.a) ? c.b : isUser(c.b) ? c.a : null;
+      if (v?.k !== "val" || typeof v.v !== "string") return null;
+      params.push(v.v);
+      return "SELECT CAST(? AS text) AS id";
+    }
+    case "or": {
+      const parts: string[] = [];
+      for (const branch of c.of) {
+        if (branch.k === "false") continue;
+        const sql = userSetSql(db, branch, params);
+        if (sql === null) return null;
+        parts.push(sql);
+      }
+      return parts.length ? parts.join(" UNION ALL ") : null;
+    }
+    case "and": {
+      // One part names the user; the others hold for all users alike, or for none.
+      const naming = c.of.filter(namesUser);
+      if (naming.length !== 1) return null;
+      const set = userSetSql(db, naming[0]!, params);
+      if (set === null) return null;
+      const rest = c.of.filter((part) => part !== naming[0]);
+      if (!rest.length) return set;
+      return `SELECT ${KEPT}.id FROM (${set}) AS ${KEPT} WHERE ${db.sql.cond(and(rest), params)}`;
+    }
+    default:
+      return null;
+  }
 }
 
 /**
@@ -77,7 +144,7 @@ export async function usersPassing(db: Pick<Engine, "sql" | "all">, cond: Cond, 
  * (a room's members, not a lookup per user). Only where the EXISTS is not negated: an IN over a column holding
  * nulls is unknown, not false, for a value it does not find, which a WHERE reads as false, but NOT would not.
  */
-function uncorrelated(c: Cond): Cond {
+export function uncorrelated(c: Cond): Cond {
   switch (c.k) {
     case "and":
     case "or":
