@@ -20,7 +20,7 @@ const multipart = Buffer.concat([
 ]);
 
 /** Runs `op` on CONCURRENCY workers for DURATION ms; answers MiB/s and requests/s. */
-async function drive(op: (i: number) => Promise<boolean>): Promise<{ mibps: number; rps: number; errors: number }> {
+async function drive(op: (i: number) => Promise<boolean>): Promise<{ mibps: number; rps: number; ok: number; errors: number }> {
   const end = performance.now() + DURATION;
   const start = performance.now();
   let ok = 0;
@@ -36,7 +36,28 @@ async function drive(op: (i: number) => Promise<boolean>): Promise<{ mibps: numb
     }),
   );
   const s = (performance.now() - start) / 1000;
-  return { mibps: ok / s, rps: ok / s, errors };
+  return { mibps: ok / s, rps: ok / s, ok, errors };
+}
+
+/**
+ * Waits until the files written so far are on disk: the phase after one that wrote gigabytes would otherwise pay for
+ * the kernel's write-back of them (writers are throttled while dirty pages are many), which is not its own cost.
+ */
+function settleDisk(): void {
+  Bun.spawnSync(["sync"]);
+}
+
+/** CPU seconds (user + system) a process has used so far (/proc/<pid>/stat, in clock ticks of 1/100 s). */
+function cpuSeconds(pid: number): number {
+  const f = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+  return (Number(f[11]) + Number(f[12])) / 100;
+}
+
+/** `drive`, with the server's CPU time per request (µs) over the run. */
+async function driveMeasured(pid: number, op: (i: number) => Promise<boolean>) {
+  const before = cpuSeconds(pid);
+  const r = await drive(op);
+  return { ...r, cpuUs: ((cpuSeconds(pid) - before) / Math.max(1, r.ok)) * 1e6 };
 }
 
 function rssMiB(pid: number): number {
@@ -63,28 +84,32 @@ async function main() {
   try {
     // Ceiling.
     const ceiling = await startProc([process.execPath, join(ROOT, "bench/files-ceiling.ts"), join(dir, "ceiling")], dir);
-    const cUp = await drive(async () => (await fetch(`${ceiling.url}/upload`, { method: "POST", body: file })).status === 201);
-    const cDown = await drive(async (i) => {
+    settleDisk();
+    const cUp = await driveMeasured(ceiling.proc.pid, async () => (await fetch(`${ceiling.url}/upload`, { method: "POST", body: file })).status === 201);
+    const cDown = await driveMeasured(ceiling.proc.pid, async (i) => {
       const r = await fetch(`${ceiling.url}/file/f${(i % 64) + 1}`);
       return r.status === 200 && (await r.arrayBuffer()).byteLength === MIB;
     });
     ceiling.proc.kill();
+    rmSync(join(dir, "ceiling"), { recursive: true, force: true });
+    settleDisk();
     // baas.
     const baas = await startBaas(join(dir, "baas"));
     const ids: [string, string][] = [];
-    const up = await drive(async () => {
+    const up = await driveMeasured(baas.proc.pid, async () => {
       const r = await fetch(`${baas.url}/api/v1/docs`, { method: "POST", body: multipart, headers: { "content-type": `multipart/form-data; boundary=${boundary}` } });
       if (r.status !== 201) return false;
       const rec = await r.json();
       if (ids.length < 64) ids.push([rec._id, rec.doc]);
       return true;
     });
-    const down = await drive(async (i) => {
+    const down = await driveMeasured(baas.proc.pid, async (i) => {
       const [id, name] = ids[i % ids.length]!;
       const r = await fetch(`${baas.url}/api/v1/files/docs/${id}/${name}`);
       return r.status === 200 && (await r.arrayBuffer()).byteLength === MIB;
     });
     // RSS while one 500 MiB file streams in.
+    settleDisk();
     const pid = baas.proc.pid;
     const before = rssMiB(pid);
     let peak = before;
@@ -113,8 +138,15 @@ async function main() {
     const after = rssMiB(pid);
     results.big = { status: big.status, seconds: +secs.toFixed(2), mibps: +(500 / secs).toFixed(0), rss_before: +before.toFixed(0), rss_peak: +peak.toFixed(0), rss_after: +after.toFixed(0) };
     baas.proc.kill();
-    results.upload = { baas_mibps: +up.mibps.toFixed(0), ceiling_mibps: +cUp.mibps.toFixed(0), ratio: `${Math.round((up.mibps / cUp.mibps) * 100)}%`, errors: up.errors + cUp.errors };
-    results.download = { baas_mibps: +down.mibps.toFixed(0), ceiling_mibps: +cDown.mibps.toFixed(0), ratio: `${Math.round((down.mibps / cDown.mibps) * 100)}%`, errors: down.errors + cDown.errors };
+    const figures = (b: typeof up, c: typeof up) => ({
+      baas_mibps: +b.mibps.toFixed(0),
+      ceiling_mibps: +c.mibps.toFixed(0),
+      ratio: `${Math.round((b.mibps / c.mibps) * 100)}%`,
+      server_cpu_us_per_file: { baas: Math.round(b.cpuUs), ceiling: Math.round(c.cpuUs) },
+      errors: b.errors + c.errors,
+    });
+    results.upload = figures(up, cUp);
+    results.download = figures(down, cDown);
     console.log(JSON.stringify(results, null, 2));
   } finally {
     rmSync(dir, { recursive: true, force: true });

@@ -96,8 +96,17 @@ export class MultipartReader {
     if (this.open) throw new Error("the previous part was not read to its end");
     if (this.done) return null;
     if (this.parts === 0) {
-      // The preamble, up to the first delimiter, is skipped.
-      for (;;) {
+      // The preamble, up to the first delimiter, is skipped. The body usually begins with that delimiter: then
+      // its first chunk is taken as it is, not joined to the line break read before it (a copy of what may be
+      // the whole file).
+      const first = await this.chunk();
+      const opening = this.delimiter.subarray(2);
+      let found = false;
+      if (first && first.length >= opening.length && Buffer.from(first.buffer, first.byteOffset, opening.length).equals(opening)) {
+        this.buf = first.subarray(opening.length);
+        found = true;
+      } else if (first) this.buf = Buffer.concat([this.buf, first]);
+      while (!found) {
         const i = Buffer.from(this.buf.buffer, this.buf.byteOffset, this.buf.length).indexOf(this.delimiter);
         if (i >= 0) {
           this.buf = this.buf.subarray(i + this.delimiter.length);

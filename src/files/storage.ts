@@ -19,9 +19,10 @@ export interface FileStorage {
   readonly kind: "local" | "s3";
   /**
    * Stores the bytes of `body` under `key`, replacing nothing (keys are new names): the file appears whole or
-   * not at all, and when `body` throws nothing stays behind. Answers the size written.
+   * not at all, and when `body` throws nothing stays behind. Answers the size written. `size`, where known up
+   * front, is the most bytes `body` can hold (an upload's request length): a file known to be small is written faster.
    */
-  write(key: string, body: AsyncIterable<Uint8Array>, opts: { type: string }): Promise<number>;
+  write(key: string, body: AsyncIterable<Uint8Array>, opts: { type: string; size?: number }): Promise<number>;
   /** What is stored under `key`, or null. */
   stat(key: string): Promise<StoredFile | null>;
   /**
@@ -56,7 +57,7 @@ export async function copyStorage(from: FileStorage, to: FileStorage): Promise<n
     if (key.endsWith(".partial")) continue;
     const st = await from.stat(key);
     if (!st) continue;
-    await to.write(key, bodyChunks(from.read(key)), { type: st.type });
+    await to.write(key, bodyChunks(from.read(key)), { type: st.type, size: st.size });
     n++;
   }
   return n;

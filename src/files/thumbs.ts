@@ -57,7 +57,7 @@ export async function thumbnail(ctx: AppContext, collection: string, name: strin
         if (!out) return null;
         await storage.write(key, (async function* () {
           yield out;
-        })(), { type: st.type });
+        })(), { type: st.type, size: out.byteLength });
         const made = await storage.stat(key);
         return made ? { key, stat: made } : null;
       } catch (err) {
