@@ -13,6 +13,7 @@ import { parseFieldList } from "./fields.ts";
 import { DEFAULT_RULES, isValidCollectionName, OPERATIONS, type Collection, type Operation } from "../catalog/types.ts";
 import { parseFieldRules } from "./validate.ts";
 import { dropRelationsOf } from "./relations.ts";
+import { deleteCollectionFiles } from "../files/values.ts";
 
 export type CollectionJson = ReturnType<typeof collectionToJson>;
 
@@ -104,10 +105,13 @@ export async function checkCollectionRule(ctx: AppContext, name: string, body: {
   return { ok: true };
 }
 
-/** Drops a collection: its table, indexes, full-text index and relations. */
+/** Drops a collection: its table, indexes, full-text index and relations; once committed, its stored files. */
 export async function deleteCollection(ctx: AppContext, name: string): Promise<{ ok: true }> {
   const col = await requireCollection(ctx, name);
+  // Wall-clock, as the storage's file times are.
+  const startedAt = Date.now();
   await inTransaction(ctx, async () => {
+    deleteCollectionFiles(ctx, col.name, startedAt);
     await dropRelationsOf(ctx, col.name);
     // Whatever of a full-text index the table does not take with it (also what an interrupted change may have left).
     await dropFtsBesideTable(ctx.db, col.name);

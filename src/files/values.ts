@@ -90,6 +90,22 @@ export function deleteDroppedFiles(ctx: AppContext, col: Collection, before: Rec
   });
 }
 
+/**
+ * After the current transaction commits, deletes the files of a dropped collection (its thumbnails too): every key
+ * under its folder written before `startedAt`, the wall-clock time the drop began. A collection made again under
+ * the same name writes after that and keeps its own; a file written while the drop ran is left to `baas storage gc`.
+ */
+export function deleteCollectionFiles(ctx: AppContext, collection: string, startedAt: number): void {
+  ctx.db.afterCommit(() => {
+    track(ctx, (async () => {
+      const storage = storageOf(ctx);
+      // A bucket tells the time of a write to the second: only what is a whole second older is sure to be of the drop.
+      const before = storage.kind === "s3" ? Math.floor(startedAt / 1000) * 1000 - 1000 : startedAt;
+      for await (const { key, mtime } of storage.list(`${collection}/`)) if (mtime < before) await storage.delete(key);
+    })().catch((err) => ctx.log.error("deleting a dropped collection's files failed", { collection, error: err })));
+  });
+}
+
 const running = new WeakMap<AppContext, Set<Promise<void>>>();
 
 function track(ctx: AppContext, p: Promise<void>): void {
