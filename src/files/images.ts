@@ -42,3 +42,16 @@ const webp = () => ({
 
 /** jimp with the WebP codec: reads and writes the four types thumbnails are made of. */
 export const Images = createJimp({ formats: [...defaultFormats, webp], plugins: defaultPlugins });
+
+/**
+ * The image `bytes` of type `type` resized, in the same type: `w` by `h` covering the box and cropped in the middle,
+ * or to one side with the other 0 (the ratio kept). Decodes the whole image: callers check its size first.
+ */
+export async function resizeImage(bytes: Buffer, type: string, size: { w: number; h: number }): Promise<Buffer> {
+  const img = await Images.read(bytes);
+  const { width, height } = img.bitmap;
+  if (size.w && size.h) img.cover({ w: size.w, h: size.h });
+  else if (size.w) img.resize({ w: size.w, h: Math.max(1, Math.round((height * size.w) / width)) });
+  else img.resize({ w: Math.max(1, Math.round((width * size.h) / height)), h: size.h });
+  return await img.getBuffer(type as "image/png");
+}

@@ -1,6 +1,7 @@
 import type { AppContext } from "../context.ts";
 import { fileKey, thumbKey } from "./names.ts";
 import { bodyChunks, storageOf, type StoredFile } from "./storage.ts";
+import type { ThumbDone, ThumbJob } from "./thumb-worker.ts";
 
 // Thumbnails (CONTRACT §14) of PNG, JPEG, GIF and WebP images: made at the first request of a size, stored beside
 // the file (`<collection>/thumbs/<name>/<WxH>`) and served from there after; requests for one that is being made
@@ -54,6 +55,10 @@ export async function thumbnail(ctx: AppContext, collection: string, name: strin
       try {
         const bytes = Buffer.concat(await Array.fromAsync(bodyChunks(storage.read(fileKey(collection, name)))));
         const out = await resize(bytes, st.type, size);
+        if (worker === null && !warned) {
+          warned = true;
+          ctx.log.warn("thumbnails are made on the server's own thread: the image thread could not start");
+        }
         if (!out) return null;
         await storage.write(key, (async function* () {
           yield out;
@@ -72,17 +77,89 @@ export async function thumbnail(ctx: AppContext, collection: string, name: strin
   return await job;
 }
 
-/** The image `bytes` of type `type` at `size` (see the fit above), in the same type; null when it is too large to decode. */
+/**
+ * The image `bytes` of type `type` at `size` (see the fit above), in the same type; null when it is too large to
+ * decode. Made on a thread of its own (thumb-worker.ts), one thumbnail at a time, so the server's thread goes on
+ * answering requests meanwhile; where no worker can be started, on this thread.
+ */
 export async function resize(bytes: Buffer, type: string, size: ThumbSize): Promise<Buffer | null> {
   const dims = imageSize(bytes, type);
   if (!dims || dims.w * dims.h > MAX_PIXELS) return null;
-  const { Images } = await import("./images.ts");
-  const img = await Images.read(bytes);
-  const { width, height } = img.bitmap;
-  if (size.w && size.h) img.cover({ w: size.w, h: size.h });
-  else if (size.w) img.resize({ w: size.w, h: Math.max(1, Math.round((height * size.w) / width)) });
-  else img.resize({ w: Math.max(1, Math.round((width * size.h) / height)), h: size.h });
-  return await img.getBuffer(type as "image/png");
+  const w = imageWorker();
+  if (w) {
+    try {
+      return await w.resize(bytes, type, size);
+    } catch (err) {
+      if (!(err instanceof ThreadGone)) throw err;
+    }
+  }
+  const { resizeImage } = await import("./images.ts");
+  return await resizeImage(bytes, type, size);
+}
+
+/** The image thread ended before it answered (its job is made on this thread instead). */
+class ThreadGone extends Error {}
+
+interface ImageWorker {
+  resize(bytes: Buffer, type: string, size: ThumbSize): Promise<Buffer>;
+}
+
+/**
+ * The worker's module: beside this one when run from source; in the single binary (where it is an entry point of the
+ * build, see package.json), by its path from the project's root, as the binary names what it embeds.
+ */
+const WORKER_ENTRY = /\$bunfs|~BUN/.test(import.meta.url) ? "./src/files/thumb-worker.ts" : new URL("./thumb-worker.ts", import.meta.url).href;
+
+let warned = false;
+
+/** Where thumbnails are made: on their own thread, on the server's (no thread could start), or none made yet. */
+export function imageThread(): "own thread" | "server thread" | "not started" {
+  return worker === undefined ? "not started" : worker ? "own thread" : "server thread";
+}
+
+/** The image thread: undefined until started; null where none can run (thumbnails are then made on this thread). */
+let worker: ImageWorker | null | undefined;
+
+/** The thread thumbnails are made on, started at the first one (and again after one ended); null where none runs. */
+function imageWorker(): ImageWorker | null {
+  if (worker !== undefined) return worker;
+  let thread: Worker & { unref(): void };
+  try {
+    thread = new Worker(WORKER_ENTRY) as Worker & { unref(): void };
+  } catch {
+    return (worker = null);
+  }
+  // It does not keep the process alive.
+  thread.unref();
+  const waiting = new Map<number, { resolve: (b: Buffer) => void; reject: (e: Error) => void }>();
+  let next = 0;
+  let answered = false;
+  thread.onmessage = (e: MessageEvent<ThumbDone>) => {
+    answered = true;
+    const job = waiting.get(e.data.id);
+    if (!job) return;
+    waiting.delete(e.data.id);
+    if ("out" in e.data) job.resolve(Buffer.from(e.data.out.buffer, e.data.out.byteOffset, e.data.out.byteLength));
+    else job.reject(new Error(e.data.error));
+  };
+  thread.onerror = () => {
+    // A thread that never answered will not start (no worker in this build): none is started again. One that
+    // worked and ended (out of memory on a huge image) is started again at the next thumbnail.
+    if (worker === self) worker = answered ? undefined : null;
+    for (const w of waiting.values()) w.reject(new ThreadGone());
+    waiting.clear();
+    thread.terminate();
+  };
+  const self: ImageWorker = {
+    resize: (bytes, type, size) =>
+      new Promise<Buffer>((resolve, reject) => {
+        const id = ++next;
+        waiting.set(id, { resolve, reject });
+        const job: ThumbJob = { id, bytes, type, size };
+        thread.postMessage(job);
+      }),
+  };
+  return (worker = self);
 }
 
 /** An image's width and height read from its header (PNG, GIF, WebP, JPEG), or null when it cannot be read. */

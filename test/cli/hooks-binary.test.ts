@@ -117,3 +117,22 @@ describe("the compiled binary loads TypeScript hook files from HOOKS_DIR", () =>
     }
   }, 60_000);
 });
+
+describe("the compiled binary makes thumbnails on a thread of its own", () => {
+  test("a thumbnail of an uploaded PNG has its exact size, and the server never falls back to its own thread", async () => {
+    const { Images } = await import("../../src/files/images.ts");
+    expect((await call("POST", "/admin/collections", { name: "pics", rules: { read: "public", create: "public" }, fields: [{ name: "pic", type: "file" }] })).status).toBe(201);
+    const png = await new Images({ width: 40, height: 30, color: 0x3366ccff }).getBuffer("image/png");
+    const form = new FormData();
+    form.append("pic", new Blob([new Uint8Array(png)]), "p.png");
+    const made = await fetch(`${srv.url}/api/v1/pics`, { method: "POST", body: form, headers: { authorization: `Bearer ${ADMIN_SECRET}` } });
+    expect(made.status).toBe(201);
+    const rec = (await made.json()) as { _id: string; pic: string };
+    const thumb = await fetch(`${srv.url}/api/v1/files/pics/${rec._id}/${rec.pic}?thumb=10x5`);
+    expect(thumb.status).toBe(200);
+    const img = await Images.read(Buffer.from(await thumb.arrayBuffer()));
+    expect([img.bitmap.width, img.bitmap.height]).toEqual([10, 5]);
+    // The worker's module is an entry point of the build (package.json): a binary without it warns and decodes inline.
+    expect(srv.stderr()).not.toContain("the image thread could not start");
+  });
+});

@@ -4,6 +4,7 @@ import { fileDeletionsSettled } from "../../src/files/values.ts";
 import { ADMIN_SECRET, createTestApp, registerUser, type TestApp } from "../helpers/app.ts";
 import { startS3rver, type S3Server } from "../helpers/s3.ts";
 import { Images } from "../../src/files/images.ts";
+import { imageThread } from "../../src/files/thumbs.ts";
 import { createClient } from "../../client/src/index.ts";
 
 /** An image in `type` (WebP too: the codec the server uses). */
@@ -309,6 +310,8 @@ describe("upload and download", () => {
     const txt = await send("POST", "/api/v1/docs", [["attachments", new Blob(["plain"]), "a.txt"]], alice.token);
     const plain = await get(`/api/v1/files/docs/${txt.body._id}/${txt.body.attachments[0]}?thumb=10x10`, alice.token);
     expect(plain.bytes.toString()).toBe("plain");
+    // Made on a thread of their own, not the server's (the binary's build is checked in test/cli).
+    expect(imageThread()).toBe("own thread");
   });
 
   test("the typed client uploads with create(data, { files }) and update(…, { files }), and builds file URLs with a token and a thumb", async () => {

@@ -11,23 +11,24 @@ const ROOT = resolve(import.meta.dir, "../..");
 let built: Promise<string> | null = null;
 let buildDir: string | null = null;
 
-/** The options of package.json's `build` script (its `bun build` command, but the output path). */
-function buildFlags(): string[] {
+/** The options and entry points of package.json's `build` script (its `bun build` command, but the output path). */
+function buildCommand(): { flags: string[]; entries: string[] } {
   const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { scripts: { build: string } };
   const command = pkg.scripts.build.split("&&")[0]!.trim().split(/\s+/);
-  const flags = command.filter((w, i) => w.startsWith("--") && w !== "--outfile" && command[i - 1] !== "--outfile");
+  const words = command.slice(2).filter((w, i, all) => w !== "--outfile" && all[i - 1] !== "--outfile");
+  const flags = words.filter((w) => w.startsWith("--"));
   if (!flags.includes("--compile")) throw new Error("package.json's build script no longer compiles with bun build --compile");
-  return flags;
+  return { flags, entries: words.filter((w) => !w.startsWith("--")) };
 }
 
-/** Compiles `cli/index.ts` into a temporary executable once per test process, as `npm run build` does. */
+/** Compiles `cli/index.ts` (and the other entry points of the build) into a temporary executable once per test process, as `npm run build` does. */
 export function buildBinary(): Promise<string> {
   built ??= (async () => {
     buildDir = mkdtempSync(join(tmpdir(), "baas-bin-"));
     const out = join(buildDir, "baas");
     // The flags of `npm run build`, read from package.json: the tests run what ships.
-    const flags = buildFlags();
-    const proc = Bun.spawn([process.execPath, "build", ...flags, join(ROOT, "cli/index.ts"), "--outfile", out], {
+    const { flags, entries } = buildCommand();
+    const proc = Bun.spawn([process.execPath, "build", ...flags, ...entries, "--outfile", out], {
       cwd: ROOT,
       stdout: "pipe",
       stderr: "pipe",
