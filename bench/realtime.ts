@@ -13,6 +13,8 @@
 // `BENCH_ROOMS=N` (the rooms mode): `chat` is read under `@exists(members, room = @record.room && user = @auth.id)`;
 // every subscriber signs in as its own user (made by the admin API, signed in by impersonation), a member of
 // one of N rooms, and the writes go round the rooms, so each reaches a tenth of the streams at N = 10.
+// `BENCH_TARGET=ceiling` (with `BENCH_W1=none`): the same subscribers and writes against bench/realtime-ceiling.ts, a
+// bare Bun.serve that sends each message to every stream at once (what "the bare fan-out" means in bench/RESULTS.md).
 // Prints a Markdown table for bench/RESULTS.md.
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { availableParallelism, tmpdir } from "node:os";
@@ -36,12 +38,17 @@ const NO_W1 = { rps: NaN, p99: NaN, errors: 0, serverCpu: NaN };
 
 const dir = mkdtempSync(join(tmpdir(), "baas-rt-bench-"));
 const bin = process.env.BAAS_BIN ?? BIN;
+// BENCH_TARGET=ceiling: the same subscribers and writes against bench/realtime-ceiling.ts, a bare fan-out (no W1, no rooms).
+const CEILING = process.env.BENCH_TARGET === "ceiling";
+if (CEILING && (process.env.BENCH_ROOMS || W1_MODE !== "none")) throw new Error("BENCH_TARGET=ceiling measures the public fan-out alone: set BENCH_W1=none, no BENCH_ROOMS");
 // BENCH_CPU_PROF=dir: the source under `bun --cpu-prof`, the profile written into dir when the server stops.
 const prof = process.env.BENCH_CPU_PROF;
 const cmd = prof
   ? [process.execPath, "--cpu-prof", "--cpu-prof-dir", prof, join(ROOT, "cli/index.ts")]
   : (await Bun.file(bin).exists()) ? [bin] : [process.execPath, join(ROOT, "cli/index.ts")];
-const server = await startProc(onServerCpu([...cmd, "serve", "--port", "0", "--host", "127.0.0.1", "--data", dir]), dir, { ADMIN_SECRET: SECRET });
+const server = CEILING
+  ? await startProc(onServerCpu([process.execPath, join(ROOT, "bench/realtime-ceiling.ts")]), dir)
+  : await startProc(onServerCpu([...cmd, "serve", "--port", "0", "--host", "127.0.0.1", "--data", dir]), dir, { ADMIN_SECRET: SECRET });
 const base = server.url;
 const api = async (method: string, path: string, body?: unknown, token = SECRET) => {
   const res = await fetch(`${base}/api/v1${path}`, {
@@ -69,23 +76,27 @@ const rss = () => {
   return m ? Number(m[1]) / 1024 : NaN;
 };
 
-await api("PATCH", "/admin/settings", { realtime_max_streams_per_ip: SUBS + 100, realtime_max_topics_per_ip: SUBS * 2 + 100 });
-await api("POST", "/admin/collections", { name: "posts", rules: { read: "public", create: "authenticated" } });
 const ROOMS = Number(process.env.BENCH_ROOMS ?? 0);
 const ROOM_RULE = "@exists(members, room = @record.room && user = @auth.id)";
-const user = await api("POST", "/auth/register", { email: "bench@example.com", password: "bench-password-1" }, "");
-const token = user.access_token as string;
+let token = "";
+if (!CEILING) {
+  await api("PATCH", "/admin/settings", { realtime_max_streams_per_ip: SUBS + 100, realtime_max_topics_per_ip: SUBS * 2 + 100 });
+  await api("POST", "/admin/collections", { name: "posts", rules: { read: "public", create: "authenticated" } });
+  const user = await api("POST", "/auth/register", { email: "bench@example.com", password: "bench-password-1" }, "");
+  token = user.access_token as string;
+}
 /** In the rooms mode, one token per subscriber: user i is a member of room i % ROOMS. */
 const subscriberTokens: string[] = [];
 if (ROOMS) {
   await api("POST", "/admin/collections", { name: "members", fields: [{ name: "room", type: "text" }, { name: "user", type: "text" }] });
   await api("POST", "/admin/collections/members/indexes", { fields: ["room", "user"] });
 }
-await api("POST", "/admin/collections", {
-  name: "chat",
-  fields: [{ name: "text", type: "text" }, { name: "room", type: "text" }],
-  rules: { read: ROOMS ? ROOM_RULE : "public", create: "authenticated" },
-});
+if (!CEILING)
+  await api("POST", "/admin/collections", {
+    name: "chat",
+    fields: [{ name: "text", type: "text" }, { name: "room", type: "text" }],
+    rules: { read: ROOMS ? ROOM_RULE : "public", create: "authenticated" },
+  });
 if (ROOMS) {
   const ids: string[] = new Array(SUBS);
   for (let i = 0; i < SUBS; i += 20)
@@ -223,7 +234,7 @@ rmSync(specFile, { force: true });
 const f = (n: number, d = 1) => n.toLocaleString("en-US", { maximumFractionDigits: d, minimumFractionDigits: d });
 console.log(`| Figure | Value |
 |---|---:|
-| subscribers connected (${ROOMS ? `each its own user, in ${ROOMS} rooms, read rule \`${ROOM_RULE}\`` : "anonymous"}, topic \`chat\`) | ${ready.connected} (${ready.failures} refused) |
+| ${CEILING ? "the bare fan-out (bench/realtime-ceiling.ts): " : ""}subscribers connected (${ROOMS ? `each its own user, in ${ROOMS} rooms, read rule \`${ROOM_RULE}\`` : "anonymous"}, topic \`chat\`) | ${ready.connected} (${ready.failures} refused) |
 | chat writes | ${RATE}/s for ${SECONDS} s, then on during the second W1 run (${written} sent, ${writeErrors} errors) |
 | deliveries in the ${SECONDS} s | ${delivery.deliveries.toLocaleString("en-US")} (${delivery.resets} resets), ${f(delivery.deliveries / Math.max(1, delivery.reads))} events per read (a read takes one server write or more) |
 | delivery delay commit → client, p50 / p99 / max | ${f(delivery.p50, 0)} / ${f(delivery.p99, 0)} / ${f(delivery.max, 0)} ms |
