@@ -452,6 +452,8 @@ describe("admin console in a real browser", () => {
     await page.getByLabel("Metadata (JSON object)").fill('{"plan": "pro"}');
     await page.getByRole("button", { name: "Save user" }).click();
     await okNotice("User saved.");
+    // The notice comes before the page shows the saved user again (a new form): what is typed before that is lost.
+    await page.locator('button[aria-busy="true"]').waitFor({ state: "detached" });
     const { items } = await adminApi("GET", "/admin/users?search=ann");
     expect(items[0]).toMatchObject({ email: "ann@example.com", is_verified: true, roles: ["editor", "staff"], metadata: { plan: "pro" } });
     await page.getByLabel("Metadata (JSON object)").fill('{"a": {"b": {"c": {"d": 1}}}}');
