@@ -144,6 +144,8 @@ export function startWebhookWorker(ctx: AppContext, opts: WorkerOptions = {}): W
   // The enabled webhooks, read again at most every CONFIG_MS (and at once after a webhook of this process changed):
   // a round under load must not read them each time.
   let hooksRead: { hooks: Webhook[]; at: number } | null = null;
+  /** How many times this process changed the webhooks (see enabledWebhooks). */
+  let hooksChanged = 0;
 
   const log = (err: unknown, what: string) => ctx.log.error(what, { error: err instanceof Error ? err.message : String(err) });
 
@@ -217,8 +219,11 @@ export function startWebhookWorker(ctx: AppContext, opts: WorkerOptions = {}): W
   async function enabledWebhooks(): Promise<Webhook[]> {
     if (hooksRead && Date.now() - hooksRead.at < CONFIG_MS) return hooksRead.hooks;
     const at = Date.now();
+    const changes = hooksChanged;
     const hooks = (await ctx.db.all<WebhookRow>(`SELECT ${WEBHOOK_COLUMNS} FROM _webhooks WHERE enabled = TRUE ORDER BY id`)).map(webhookFromRow);
-    hooksRead = { hooks, at };
+    // IMPORTANT: a list read while the webhooks changed may predate the change (on PostgreSQL the read is a round
+    // trip): it serves this round only, and the next one (the change asked for it) reads them again.
+    if (changes === hooksChanged) hooksRead = { hooks, at };
     return hooks;
   }
 
@@ -374,7 +379,10 @@ export function startWebhookWorker(ctx: AppContext, opts: WorkerOptions = {}): W
   }
 
   const wake = (changed?: boolean) => {
-    if (changed) hooksRead = null;
+    if (changed) {
+      hooksRead = null;
+      hooksChanged++;
+    }
     soon();
   };
   setOutboxWaker(ctx, wake);

@@ -288,6 +288,35 @@ describe("deliveries", () => {
     expect(new Set(receiver.got.map((r) => r.eventId)).size).toBe(3);
   });
 
+  test("a webhook added while a round reads the webhooks gets the next event at once: a list read before the change is not kept", async () => {
+    const t = createTestApp();
+    await createCollection(t, "orders", { read: "public", create: "public" });
+    const receiver = startReceiver();
+    // The worker's first round reads the webhooks (none yet) and is held before it gets the answer, until a webhook
+    // has been added: its list then predates the change, as a round trip to PostgreSQL can make it.
+    let release!: () => void;
+    let gate: Promise<void> | null = new Promise<void>((r) => (release = r));
+    let held = false;
+    const all = t.ctx.db.all.bind(t.ctx.db);
+    (t.ctx.db as { all: typeof all }).all = (async (sql: string, params?: unknown[]) => {
+      const rows = await all(sql, params as never);
+      if (gate && sql.includes("FROM _webhooks WHERE enabled")) {
+        held = true;
+        await gate;
+      }
+      return rows;
+    }) as typeof all;
+    // Rounds come only from commits here (the poll is a minute away).
+    const worker = startWebhookWorker(t.ctx, { pollMs: 60_000 });
+    s = { t, receiver, worker, close: async () => (await worker.stop({ graceMs: 0 }), receiver.stop(), await t.close()) };
+    await waitFor(() => held, { what: "the first round reading the webhooks" });
+    await addWebhook(t, receiver);
+    gate = null;
+    release();
+    expect((await t.req("POST", "/api/v1/orders", { body: { n: 1 } })).status).toBe(201);
+    await waitFor(() => receiver.got.length === 1, { what: "the delivery", timeoutMs: 10_000 });
+  });
+
   test("a slow receiver never slows a write: writes complete while every delivery is held unanswered", async () => {
     let release!: () => void;
     const held = new Promise<void>((r) => (release = r));
