@@ -147,8 +147,8 @@ interface Hub {
   own: OwnEvents;
   /** The users' access read for earlier deliveries, kept while no user's access changes (see readersOf). */
   access: AccessCache;
-  /** The fan-out state of live batches while it holds (see liveFanOut). */
-  live: { version: string; changes: number; fan: FanOut } | null;
+  /** The fan-out state of live batches while it holds (see liveFanOut); `version` null when it has no user's stream. */
+  live: { version: string | null; changes: number; fan: FanOut } | null;
   /** Live deliveries since `since`, and whether streams got events densely in the last window (the batch length). */
   rate: { sent: number; since: number; dense: boolean };
 }
@@ -353,14 +353,16 @@ async function fanOutTo(h: Hub, streams: Iterable<Stream>, version?: string): Pr
  */
 async function liveFanOut(h: Hub): Promise<FanOut> {
   // IMPORTANT: both counts before the readers they vouch for are read.
-  const version = await usersAccessVersion(h.ctx.db);
   const changes = h.reg.changes;
   const live = h.live;
+  // No user's stream when it was made and no stream's topics set since: no user's access to look at (no query).
+  if (live && live.changes === changes && live.version === null) return live.fan;
+  const version = await usersAccessVersion(h.ctx.db);
   if (live && live.version === version && live.changes === changes) return live.fan;
   const users: Stream[] = [];
   for (const s of h.reg.streams.values()) if (s.identity.principal.kind === "user") users.push(s);
   const fan = await fanOutTo(h, users, version);
-  h.live = { version, changes, fan };
+  h.live = { version: users.length ? version : null, changes, fan };
   return fan;
 }
 

@@ -143,8 +143,8 @@ export function startWebhookWorker(ctx: AppContext, opts: WorkerOptions = {}): W
   const stopAll = new AbortController();
   // The enabled webhooks, read again at most every CONFIG_MS (and at once after a webhook of this process changed):
   // a round under load must not read them each time.
-  let hooksRead: { hooks: Webhook[]; at: number } | null = null;
-  /** How many times this process changed the webhooks (see enabledWebhooks). */
+  let hooksRead: { hooks: Webhook[]; at: number; changes: number } | null = null;
+  /** How many times this process changed the webhooks: a list read before the last change is not used. */
   let hooksChanged = 0;
 
   const log = (err: unknown, what: string) => ctx.log.error(what, { error: err instanceof Error ? err.message : String(err) });
@@ -217,13 +217,13 @@ export function startWebhookWorker(ctx: AppContext, opts: WorkerOptions = {}): W
   }
 
   async function enabledWebhooks(): Promise<Webhook[]> {
-    if (hooksRead && Date.now() - hooksRead.at < CONFIG_MS) return hooksRead.hooks;
+    if (hooksRead && hooksRead.changes === hooksChanged && Date.now() - hooksRead.at < CONFIG_MS) return hooksRead.hooks;
     const at = Date.now();
+    // IMPORTANT: counted before the read: a list read while the webhooks changed may predate the change (on
+    // PostgreSQL the read is a round trip), so the next round (the change asked for it) reads them again.
     const changes = hooksChanged;
     const hooks = (await ctx.db.all<WebhookRow>(`SELECT ${WEBHOOK_COLUMNS} FROM _webhooks WHERE enabled = TRUE ORDER BY id`)).map(webhookFromRow);
-    // IMPORTANT: a list read while the webhooks changed may predate the change (on PostgreSQL the read is a round
-    // trip): it serves this round only, and the next one (the change asked for it) reads them again.
-    if (changes === hooksChanged) hooksRead = { hooks, at };
+    hooksRead = { hooks, at, changes };
     return hooks;
   }
 
@@ -379,10 +379,7 @@ export function startWebhookWorker(ctx: AppContext, opts: WorkerOptions = {}): W
   }
 
   const wake = (changed?: boolean) => {
-    if (changed) {
-      hooksRead = null;
-      hooksChanged++;
-    }
+    if (changed) hooksChanged++;
     soon();
   };
   setOutboxWaker(ctx, wake);
