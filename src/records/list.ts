@@ -6,12 +6,13 @@ import { badRequest, bodyOf, type Checked } from "../errors.ts";
 import { parseListQuery, type ListOptions, type ListQuery } from "../query/parse.ts";
 import { cursorValues, listColumns, pageRows } from "../query/read.ts";
 import { decodeRow, type RecordJson } from "../query/rows.ts";
-import { keysetPhases, orderBySql, orderTerms, planRead, runRead, type Where } from "../query/sql.ts";
+import { keysetPhases, orderBySql, orderTerms, planRead, runRead, type ReadPlan, type Where } from "../query/sql.ts";
 import { finishRelations, parseExpand, relationProjection } from "../relations/expand.ts";
 import { relationCondition } from "../relations/filter.ts";
 import { checkAccess } from "../rules/access.ts";
 import { prepareRules } from "../rules/scope.ts";
 import { countPlan } from "./count.ts";
+import { planKey, remembered } from "./read-cache.ts";
 
 export interface Page {
   items: RecordJson[];
@@ -19,12 +20,10 @@ export interface Page {
   total: number | null;
 }
 
-/** Runs a parsed list query on a collection the caller may read (access already decided). */
-export async function runListQuery(ctx: AppContext, h: CollectionHandle, lq: ListQuery, access: ReturnType<typeof checkAccess>, p: Principal): Promise<Page> {
+/** The rows of a page, decoded, and the cursor of the next one. */
+async function readPage(ctx: AppContext, h: CollectionHandle, lq: ListQuery, plan: ReadPlan, select: string): Promise<Omit<Page, "total">> {
   const col = h.col;
-  const plan = planRead(ctx, h, lq, access, p, relationCondition);
   const terms = orderTerms(col, plan, lq.sort);
-  const select = listColumns(col, lq.fields);
   const order = orderBySql(ctx, plan, terms);
   const page = (where: Where, limit: number, offset: number) => pageRows(ctx, plan, select, order, where, limit, offset);
   return await runRead(ctx, plan, async () => {
@@ -43,9 +42,29 @@ export async function runListQuery(ctx: AppContext, h: CollectionHandle, lq: Lis
     const more = rows.length > lq.limit;
     if (more) rows.pop();
     const items = col.fields.some((f) => f.type === "boolean" || f.type === "json" || f.type === "file") ? rows.map((r) => decodeRow(col, r)) : rows;
-    const total = lq.after === null && lq.total ? await countPlan(ctx, plan, col.name) : null;
-    return { items, next_cursor: more ? (items[items.length - 1]._id as string) : null, total };
+    return { items, next_cursor: more ? (items[items.length - 1]._id as string) : null };
   });
+}
+
+/** The total of a list query: null in cursor mode and when not asked. */
+const totalOf = (ctx: AppContext, h: CollectionHandle, lq: ListQuery, plan: ReadPlan) => (lq.after === null && lq.total ? countPlan(ctx, plan, h.col.name) : null);
+
+/** Runs a parsed list query on a collection the caller may read (access already decided). */
+export async function runListQuery(ctx: AppContext, h: CollectionHandle, lq: ListQuery, access: ReturnType<typeof checkAccess>, p: Principal): Promise<Page> {
+  const plan = planRead(ctx, h, lq, access, p, relationCondition);
+  const { items, next_cursor } = await readPage(ctx, h, lq, plan, listColumns(h.col, lq.fields));
+  return { items, next_cursor, total: await totalOf(ctx, h, lq, plan) };
+}
+
+/** What `listRecords` needs before reading: the collection, the parsed query, and what relations add. */
+async function openList(ctx: AppContext, name: string, params: URLSearchParams, p: Principal, opts: Checked<ListOptions>) {
+  const h = await openCollection(ctx, name);
+  prepareRules(h.catalog);
+  const access = checkAccess(h.col, "read", p);
+  const lq = parseListQuery(params, bodyOf(opts));
+  const expand = parseExpand(h, params.getAll("expand"));
+  const projection = relationProjection(h, lq.fields, expand);
+  return { h, access, lq: { ...lq, fields: projection.fields }, expand, projection };
 }
 
 /**
@@ -53,13 +72,38 @@ export async function runListQuery(ctx: AppContext, h: CollectionHandle, lq: Lis
  * is read by the query language; `opts` holds the scalar parameters the route's schema checked.
  */
 export async function listRecords(ctx: AppContext, name: string, params: URLSearchParams, p: Principal, opts: Checked<ListOptions>): Promise<Page> {
-  const h = await openCollection(ctx, name);
-  prepareRules(h.catalog);
-  const access = checkAccess(h.col, "read", p);
-  const lq = parseListQuery(params, bodyOf(opts));
-  const expand = parseExpand(h, params.getAll("expand"));
-  const projection = relationProjection(h, lq.fields, expand);
-  const page = await runListQuery(ctx, h, { ...lq, fields: projection.fields }, access, p);
+  const { h, access, lq, expand, projection } = await openList(ctx, name, params, p, opts);
+  const page = await runListQuery(ctx, h, lq, access, p);
   if (h.from.length) await finishRelations(ctx, h, page.items, projection, expand, p);
   return page;
+}
+
+/**
+ * `listRecords` as the JSON text of the page, for the HTTP answer. A collection without relations keeps the
+ * text of its items: the same page asked again, of an unchanged collection under the same scope (the read
+ * plan's statement and values), is answered without reading or encoding the rows again (see read-cache.ts).
+ */
+export async function listRecordsJson(ctx: AppContext, name: string, params: URLSearchParams, p: Principal, opts: Checked<ListOptions>): Promise<string> {
+  const { h, access, lq, expand, projection } = await openList(ctx, name, params, p, opts);
+  if (h.from.length) {
+    const page = await runListQuery(ctx, h, lq, access, p);
+    await finishRelations(ctx, h, page.items, projection, expand, p);
+    return JSON.stringify(page);
+  }
+  const plan = planRead(ctx, h, lq, access, p, relationCondition);
+  const select = listColumns(h.col, lq.fields);
+  const key = `page\0${lq.limit}\0${lq.page}\0${JSON.stringify(lq.sort)}\0${select}\0${planKey(plan)}\0${lq.after === null ? "" : `after ${lq.after}`}`;
+  const page = await remembered(
+    ctx,
+    plan,
+    h.col.name,
+    key,
+    async () => {
+      const { items, next_cursor } = await readPage(ctx, h, lq, plan, select);
+      return { items: JSON.stringify(items), next_cursor: JSON.stringify(next_cursor) };
+    },
+    (t) => t.items.length,
+  );
+  const total = await totalOf(ctx, h, lq, plan);
+  return `{"items":${page.items},"next_cursor":${page.next_cursor},"total":${total === null ? "null" : total}}`;
 }

@@ -1,4 +1,4 @@
-import { resolve } from "node:path";
+import { join, resolve } from "node:path";
 import type { Engine, SqlValue } from "../../src/db/engine.ts";
 import { openPostgres } from "../../src/db/postgres.ts";
 import { postgresDialect } from "../../src/db/postgres-dialect.ts";
@@ -63,4 +63,51 @@ export function lazyPostgres(url: Promise<string> = freshDatabaseUrl()): { engin
  */
 export async function secondEngine(t: { databaseUrl: Promise<string> | null }): Promise<{ engine?: Engine }> {
   return t.databaseUrl ? { engine: openPostgres({ url: await t.databaseUrl, poolSize: 2 }) } : {};
+}
+
+/**
+ * Runs one statement as another process on a test app's database would (the CLI, any other tool, another
+ * node): on SQLite a second bun process writing the database file, on PostgreSQL a connection pool of its own.
+ */
+export async function runElsewhere(t: { dir: string; databaseUrl: Promise<string> | null }, sql: string, params: SqlValue[] = []): Promise<void> {
+  const { engine } = await secondEngine(t);
+  if (engine) {
+    try {
+      await engine.run(sql, params);
+    } finally {
+      await engine.close();
+    }
+    return;
+  }
+  const script = `import { Database } from "bun:sqlite"; const db = new Database(process.env.DB_FILE); db.exec("PRAGMA busy_timeout = 5000"); const s = JSON.parse(process.env.STATEMENT); db.query(s.sql).run(...s.params); db.close();`;
+  const proc = Bun.spawn([process.execPath, "-e", script], {
+    cwd: t.dir,
+    env: { ...process.env, DB_FILE: join(t.dir, "baas.db"), STATEMENT: JSON.stringify({ sql, params }) },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  if ((await proc.exited) !== 0) throw new Error(`other process failed: ${await new Response(proc.stderr).text()}`);
+}
+
+/**
+ * Holds the answer of the next statement `db.get` or `db.all` runs whose text `matches` (already run) until
+ * `release` is called; `reached` settles when it got there.
+ */
+export function holdNextStatement(db: Engine, method: "get" | "all", matches: (sql: string) => boolean): { reached: Promise<void>; release: () => void } {
+  const run = db[method].bind(db) as (sql: string, params?: readonly SqlValue[]) => Promise<unknown>;
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  let reach!: () => void;
+  const reached = new Promise<void>((r) => (reach = r));
+  let armed = true;
+  (db as unknown as Record<string, unknown>)[method] = async (sql: string, params?: readonly SqlValue[]) => {
+    const answer = await run(sql, params);
+    if (armed && matches(sql)) {
+      armed = false;
+      reach();
+      await gate;
+    }
+    return answer;
+  };
+  return { reached, release };
 }

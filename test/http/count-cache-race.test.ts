@@ -1,6 +1,7 @@
 import { expect, test } from "bun:test";
 import type { SqlValue } from "../../src/db/engine.ts";
 import { appPerTest, createCollection } from "../helpers/app.ts";
+import { holdNextStatement } from "../helpers/engine.ts";
 
 // A total kept in memory must never outlive a write it does not count: a count that was running when a
 // write of this server committed is answered, but not kept (CONTRACT §4, both engines).
@@ -18,30 +19,12 @@ const total = async () => {
 };
 
 /** Holds the answer of the next COUNT(*) statement (already counted) until `release` is called. */
-function holdNextCount() {
-  const db = t.ctx.db;
-  const get = db.get.bind(db);
-  let release!: () => void;
-  const gate = new Promise<void>((r) => (release = r));
-  let reached!: () => void;
-  const counted = new Promise<void>((r) => (reached = r));
-  let armed = true;
-  db.get = async <T>(sql: string, params?: readonly SqlValue[]) => {
-    const row = await get<T>(sql, params);
-    if (armed && sql.startsWith("SELECT COUNT(*)")) {
-      armed = false;
-      reached();
-      await gate;
-    }
-    return row;
-  };
-  return { counted, release };
-}
+const holdNextCount = () => holdNextStatement(t.ctx.db, "get", (sql) => sql.startsWith("SELECT COUNT(*)"));
 
 test("a count that was running when a write committed is not kept: the next total counts the write", async () => {
   const hold = holdNextCount();
   const slow = total();
-  await hold.counted;
+  await hold.reached;
   expect((await t.req("POST", "/api/v1/notes", { body: { cat: "even" } })).status).toBe(201);
   hold.release();
   expect(await slow).toBe(3);

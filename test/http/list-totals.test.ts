@@ -1,8 +1,7 @@
 import { describe, expect, test } from "bun:test";
-import { join } from "node:path";
 import type { SqlValue } from "../../src/db/engine.ts";
 import { appPerTest, createCollection, registerUser } from "../helpers/app.ts";
-import { secondEngine } from "../helpers/engine.ts";
+import { runElsewhere } from "../helpers/engine.ts";
 
 // `total` on a list (CONTRACT §4): `total=false` skips the count; a repeated count of the same filter
 // is answered from memory, and any committed write to the collection (by this server, or by another
@@ -21,29 +20,7 @@ const total = async (path = EVEN) => {
 };
 const evenIds = async () => (await t.req("GET", "/api/v1/notes?filter=cat:eq:even&limit=50")).body.items.map((r: { _id: string }) => r._id) as string[];
 
-/**
- * Runs one statement as another process on the same database would (the CLI, any other tool, another
- * node): on SQLite a second bun process writing the database file, on PostgreSQL a connection pool of its own.
- */
-async function writeElsewhere(sql: string, params: SqlValue[] = []) {
-  const { engine } = await secondEngine(t);
-  if (engine) {
-    try {
-      await engine.run(sql, params);
-    } finally {
-      await engine.close();
-    }
-    return;
-  }
-  const script = `import { Database } from "bun:sqlite"; const db = new Database(process.env.DB_FILE); db.exec("PRAGMA busy_timeout = 5000"); const s = JSON.parse(process.env.STATEMENT); db.query(s.sql).run(...s.params); db.close();`;
-  const proc = Bun.spawn([process.execPath, "-e", script], {
-    cwd: t.dir,
-    env: { ...process.env, DB_FILE: join(t.dir, "baas.db"), STATEMENT: JSON.stringify({ sql, params }) },
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  if ((await proc.exited) !== 0) throw new Error(`other process failed: ${await new Response(proc.stderr).text()}`);
-}
+const writeElsewhere = (sql: string, params: SqlValue[] = []) => runElsewhere(t, sql, params);
 
 describe("total=false", () => {
   test("skips the count in offset mode: total is null, items and next_cursor are as without it", async () => {

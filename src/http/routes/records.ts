@@ -3,7 +3,7 @@ import type { AppContext } from "../../context.ts";
 import { createRecord } from "../../records/create.ts";
 import { deleteRecord } from "../../records/delete.ts";
 import { parseFields } from "../../query/parse.ts";
-import { listRecords } from "../../records/list.ts";
+import { listRecordsJson } from "../../records/list.ts";
 import { getRecord } from "../../records/read.ts";
 import { restoreRecord } from "../../records/restore.ts";
 import { updateRecord } from "../../records/update.ts";
@@ -18,6 +18,8 @@ import { etagOf, parseIfMatch } from "../../records/version.ts";
 import type { RecordJson } from "../../query/rows.ts";
 
 const NO_PARAMS = new URLSearchParams();
+/** The content type Elysia gives an answer it encodes, for the answers encoded here. */
+const JSON_HEADERS = { "content-type": "application/json;charset=utf-8" };
 
 /** The query string of a request; most reads have none, so the URL is parsed only when there is one. */
 const searchParams = (request: Request) => {
@@ -66,7 +68,8 @@ export function recordRoutes(ctx: AppContext) {
       "/:collection",
       async ({ request, params }) => {
         const q = searchParams(request);
-        return listRecords(ctx, params.collection, q, await principalOf(ctx, request), listOptions.defer(q));
+        const text = await listRecordsJson(ctx, params.collection, q, await principalOf(ctx, request), listOptions.defer(q));
+        return new Response(text, { headers: JSON_HEADERS });
       },
       doc({ summary: "List records", tag, access: "data", query: ListQuery, ok: RecordList, errors: [400] }),
     )

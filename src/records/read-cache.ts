@@ -1,0 +1,117 @@
+import type { AppContext } from "../context.ts";
+import type { ReadPlan, SqlValue } from "../query/sql.ts";
+
+/**
+ * Reads already made, so that repeating the same read on an unchanged collection does not run it again:
+ * counts (a `total`), and the JSON text of list pages. Buckets by lower-cased collection name (`EXTERNAL`
+ * for reads whose filter looks at other tables), entries by a key the caller builds from the statement
+ * and its bound values, which carry the requester's scope (the owner filter, the rule's `@auth` values,
+ * `@now`) and `include_deleted`. Each entry remembers the catalog's data version: another process's
+ * commit moves it (seen at the next request, see refreshCatalog; on PostgreSQL any commit anywhere, this
+ * process's own included, moves it).
+ */
+interface ReadCache {
+  buckets: Map<string, Bucket>;
+  /** Bumped by every invalidation: a read that ran across one is not kept (it may predate the commit). */
+  generation: number;
+  /** Characters of page text held in all buckets (counts weigh nothing). */
+  size: number;
+}
+
+interface Bucket {
+  entries: Map<string, { value: unknown; dataVersion: number; size: number }>;
+  size: number;
+}
+
+const CACHE_KEY = "reads";
+const EXTERNAL = "\0external";
+const MAX_PER_BUCKET = 1000;
+/** Characters of page text kept at most, all collections together; a single page of more than a sixteenth is not kept. */
+const MAX_SIZE = 16 * 1024 * 1024;
+
+function readCache(ctx: AppContext): ReadCache {
+  let cache = ctx.cache.get(CACHE_KEY) as ReadCache | undefined;
+  if (cache) return cache;
+  const made: ReadCache = { buckets: new Map(), generation: 0, size: 0 };
+  const drop = (name: string) => {
+    const bucket = made.buckets.get(name);
+    if (!bucket) return;
+    made.size -= bucket.size;
+    made.buckets.delete(name);
+  };
+  // A committed change of records drops the reads of its collections and those looking at other tables;
+  // a commit without change events (a schema change, an index) drops every read.
+  ctx.events.onCommit((events) => {
+    made.generation++;
+    if (events.length === 0) {
+      made.buckets.clear();
+      made.size = 0;
+      return;
+    }
+    drop(EXTERNAL);
+    for (const e of events) drop(e.collection.toLowerCase());
+  });
+  ctx.cache.set(CACHE_KEY, made);
+  return made;
+}
+
+/**
+ * Bound values as key text, one spelling per distinct value. Not JSON.stringify, which writes Infinity,
+ * -Infinity and NaN all as null (a filter of `1e999` is Infinity) and -0 as 0; a string is quoted, so it
+ * never reads as a number or null, and its commas stay inside its quotes.
+ */
+export function paramsKey(params: readonly SqlValue[]): string {
+  let key = "";
+  for (const v of params) key += `${typeof v === "string" ? JSON.stringify(v) : Object.is(v, -0) ? "-0" : String(v)},`;
+  return key;
+}
+
+/** The key of a plan's rows: its FROM and WHERE with their bound values. */
+export function planKey(plan: ReadPlan): string {
+  return `${plan.from.sql} WHERE ${plan.where.sql}\0${paramsKey(plan.from.params)}\0${paramsKey(plan.where.params)}`;
+}
+
+/**
+ * `read()` of a plan, or what the same read (same `key`, which must name everything the answer depends on
+ * besides the plan's rows) gave on the collection unchanged since. `size`: the characters the value holds
+ * (0 for a number). Not kept inside a write transaction (the answer may include changes that roll back) nor
+ * for a full-text search (its index may still be building).
+ */
+export async function remembered<T>(ctx: AppContext, plan: ReadPlan, collection: string, key: string, read: () => Promise<T>, size: (value: T) => number = () => 0): Promise<T> {
+  if (plan.search || ctx.db.inTransaction()) return await read();
+  const cache = readCache(ctx);
+  const name = plan.external ? EXTERNAL : collection.toLowerCase();
+  // Both taken before reading: a commit that lands while the read runs (its invalidation, or a moved data
+  // version) leaves the result unkept, or kept under a version already gone. (Reads do not wait for a
+  // transaction open meanwhile: one that commits before this read is stored may postdate it.)
+  const dataVersion = ctx.catalog.dataVersion;
+  const generation = cache.generation;
+  const hit = cache.buckets.get(name)?.entries.get(key);
+  if (hit && hit.dataVersion === dataVersion) return hit.value as T;
+  const value = await read();
+  const weight = size(value);
+  if (cache.generation !== generation || weight > MAX_SIZE / 16) return value;
+  let bucket = cache.buckets.get(name);
+  if (!bucket) cache.buckets.set(name, (bucket = { entries: new Map(), size: 0 }));
+  if (bucket.entries.size >= MAX_PER_BUCKET) {
+    cache.size -= bucket.size;
+    bucket.entries.clear();
+    bucket.size = 0;
+  }
+  if (cache.size + weight > MAX_SIZE) {
+    cache.buckets.clear();
+    cache.size = 0;
+    cache.buckets.set(name, bucket);
+    bucket.entries.clear();
+    bucket.size = 0;
+  }
+  const old = bucket.entries.get(key);
+  if (old) {
+    bucket.size -= old.size;
+    cache.size -= old.size;
+  }
+  bucket.entries.set(key, { value, dataVersion, size: weight });
+  bucket.size += weight;
+  cache.size += weight;
+  return value;
+}
