@@ -92,7 +92,7 @@ export async function listRecordsJson(ctx: AppContext, name: string, params: URL
   }
   const plan = planRead(ctx, h, lq, access, p, relationCondition);
   const select = listColumns(h.col, lq.fields);
-  const key = `page\0${lq.limit}\0${lq.page}\0${JSON.stringify(lq.sort)}\0${select}\0${planKey(plan)}\0${lq.after === null ? "" : `after ${lq.after}`}`;
+  const key = `page\0${lq.limit}\0${lq.page}\0${JSON.stringify(lq.after)}\0${JSON.stringify(lq.sort)}\0${select}\0${planKey(plan)}`;
   const page = await remembered(
     ctx,
     plan,
