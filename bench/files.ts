@@ -1,5 +1,6 @@
 // Files benchmark (CONTRACT §14): upload and download throughput of 1 MiB files with 32 connections, baas
-// against the bare Bun.serve + Bun.file ceiling (bench/files-ceiling.ts) in the same run, and the server's RSS
+// against the bare Bun.serve + Bun.file ceiling (bench/files-ceiling.ts) in the same run (uploads also against
+// its bare write of a multipart body's pieces, `upload_vs_pieces`), and the server's RSS
 // while one 500 MiB file is uploaded. `bun bench/files.ts` (env DURATION=seconds per phase, default 8;
 // BAAS_CMD="bun cli/index.ts" to run from source instead of dist/baas).
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -82,6 +83,16 @@ async function main() {
   const dir = mkdtempSync(join(tmpdir(), "baas-bench-files-"));
   const results: Record<string, unknown> = {};
   try {
+    // The bare write of a multipart body's pieces, in a ceiling process and folder of its own (the phase after one
+    // that wrote gigabytes would pay for their pages).
+    const bare = await startProc([process.execPath, join(ROOT, "bench/files-ceiling.ts"), join(dir, "pieces")], dir);
+    settleDisk();
+    const cPieces = await driveMeasured(bare.proc.pid, async () => {
+      const r = await fetch(`${bare.url}/upload-pieces`, { method: "POST", body: multipart, headers: { "content-type": `multipart/form-data; boundary=${boundary}` } });
+      return r.status === 201;
+    });
+    bare.proc.kill();
+    rmSync(join(dir, "pieces"), { recursive: true, force: true });
     // Ceiling.
     const ceiling = await startProc([process.execPath, join(ROOT, "bench/files-ceiling.ts"), join(dir, "ceiling")], dir);
     settleDisk();
@@ -146,6 +157,8 @@ async function main() {
       errors: b.errors + c.errors,
     });
     results.upload = figures(up, cUp);
+    // Against the bare server that writes the multipart body's pieces as they come (no Bun.write of the request).
+    results.upload_vs_pieces = figures(up, cPieces);
     results.download = figures(down, cDown);
     console.log(JSON.stringify(results, null, 2));
   } finally {

@@ -1,14 +1,15 @@
 export {};
-// The table of bench/postgres.sh: W1-W4 of baas on PostgreSQL, one node and two nodes (medians of
-// the runs' summary.json files, in the shape run.sh of ../shared/bench writes), next to Parse
+// The table of bench/postgres.sh: W1-W4 of baas on PostgreSQL, one node and two or three nodes (medians
+// of the runs' summary.json files, in the shape run.sh of ../shared/bench writes), next to Parse
 // Server 9 on PostgreSQL 15 measured with the same workload on the same kind of machine.
 //
-// usage: bun bench/postgres-report.ts [--one SUMMARY.json]... [--two SUMMARY.json]...
+// usage: bun bench/postgres-report.ts [--one SUMMARY.json]... [--two SUMMARY.json]... [--three SUMMARY.json]...
 const one: any[] = [];
 const two: any[] = [];
+const three: any[] = [];
 const args = process.argv.slice(2);
 for (let i = 0; i < args.length; i += 2) {
-  const list = args[i] === "--one" ? one : args[i] === "--two" ? two : null;
+  const list = args[i] === "--one" ? one : args[i] === "--two" ? two : args[i] === "--three" ? three : null;
   if (!list || !args[i + 1]) throw new Error(`unexpected argument ${args[i]}`);
   list.push(await Bun.file(args[i + 1]).json());
 }
@@ -46,14 +47,13 @@ function cell(runs: any[], w: W): string[] {
   ];
 }
 
-console.log(
-  "| Workload | Parse 9, PG 15 | goal (3x) | baas, 1 node | p99 ms | vs Parse | baas, 2 nodes | p99 ms | vs Parse |",
-);
-console.log("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+const groups = three.length ? ([[one, "1 node"], [two, "2 nodes"], [three, "3 nodes"]] as const) : ([[one, "1 node"], [two, "2 nodes"]] as const);
+console.log(`| Workload | Parse 9, PG 15 | goal (3x) | ${groups.map(([, name]) => `baas, ${name} | p99 ms | vs Parse`).join(" | ")} |`);
+console.log(`|---|---:|---:|${groups.map(() => "---:|---:|---:|").join("")}`);
 for (const w of ["w1", "w2", "w3", "w4"] as W[]) {
-  console.log(`| ${NAMES[w]} | ${k(PARSE[w])} | ${k(PARSE[w] * GOAL)} | ${[...cell(one, w), ...cell(two, w)].join(" | ")} |`);
+  console.log(`| ${NAMES[w]} | ${k(PARSE[w])} | ${k(PARSE[w] * GOAL)} | ${groups.flatMap(([runs]) => cell([...runs], w)).join(" | ")} |`);
 }
-console.log(`\nMedians of ${one.length} one-node and ${two.length} two-node runs; W4 p99 is the slowest request of 500 records.`);
+console.log(`\nMedians of ${one.length} one-node, ${two.length} two-node and ${three.length} three-node runs; W4 p99 is the slowest request of 500 records.`);
 const cpu = (runs: any[], w: W) =>
   w === "w4"
     ? `${k(median(runs.map((s) => s.w4?.server_cpu_pct)))}`
@@ -61,8 +61,9 @@ const cpu = (runs: any[], w: W) =>
 for (const [name, runs] of [
   ["1 node ", one],
   ["2 nodes", two],
+  ["3 nodes", three],
 ] as const) {
   if (runs.length) console.log(`CPU busy %, server CPU/load CPU, ${name}: W1 ${cpu(runs, "w1")}  W2 ${cpu(runs, "w2")}  W3 ${cpu(runs, "w3")}  W4 ${cpu(runs, "w4")} (server)`);
 }
-const failed = [...one, ...two].some((s) => (["w1", "w2", "w3", "w4"] as W[]).some((w) => errors(s, w)));
+const failed = [...one, ...two, ...three].some((s) => (["w1", "w2", "w3", "w4"] as W[]).some((w) => errors(s, w)));
 process.exit(failed ? 1 : 0);
