@@ -16,6 +16,8 @@ interface ReadCache {
   generation: number;
   /** Characters of page text held in all buckets (counts weigh nothing). */
   size: number;
+  /** Reads running now, by bucket and key: the same read asked meanwhile waits for it instead of running again. */
+  flights: Map<string, { answer: Promise<unknown>; dataVersion: number; generation: number }>;
 }
 
 interface Bucket {
@@ -32,7 +34,7 @@ const MAX_SIZE = 16 * 1024 * 1024;
 function readCache(ctx: AppContext): ReadCache {
   let cache = ctx.cache.get(CACHE_KEY) as ReadCache | undefined;
   if (cache) return cache;
-  const made: ReadCache = { buckets: new Map(), generation: 0, size: 0 };
+  const made: ReadCache = { buckets: new Map(), generation: 0, size: 0, flights: new Map() };
   const drop = (name: string) => {
     const bucket = made.buckets.get(name);
     if (!bucket) return;
@@ -88,7 +90,19 @@ export async function remembered<T>(ctx: AppContext, plan: ReadPlan, collection:
   const generation = cache.generation;
   const hit = cache.buckets.get(name)?.entries.get(key);
   if (hit && hit.dataVersion === dataVersion) return hit.value as T;
-  const value = await read();
+  // The same read already running, started since the last change seen: its answer is as good as a kept one
+  // (many clients asking one page right after a write wait for one read, not one each).
+  const flightKey = `${name}\0${key}`;
+  const flying = cache.flights.get(flightKey);
+  if (flying && flying.dataVersion === dataVersion && flying.generation === generation) return (await flying.answer) as T;
+  const flight = { answer: read(), dataVersion, generation };
+  cache.flights.set(flightKey, flight);
+  let value: T;
+  try {
+    value = (await flight.answer) as T;
+  } finally {
+    if (cache.flights.get(flightKey) === flight) cache.flights.delete(flightKey);
+  }
   const weight = size(value);
   if (cache.generation !== generation || weight > MAX_SIZE / 16) return value;
   let bucket = cache.buckets.get(name);

@@ -49,6 +49,21 @@ test("a repeated page is answered from memory, byte for byte as the first time",
   expect(first.body).toEqual({ items: [expect.objectContaining({ n: 4, cat: "even" }), expect.objectContaining({ n: 2, cat: "even" })], next_cursor: first.body.items[1]._id, total: 3 });
 });
 
+test("the same page asked by many clients at once is read once, and each gets it", async () => {
+  await t.req("POST", "/api/v1/notes", { body: { n: 7, cat: "even" } });
+  const reads = countPageReads();
+  // A few tries: on PostgreSQL the cluster's own commits (autovacuum) rightly start a read anew.
+  let once = false;
+  for (let i = 0; i < 3 && !once; i++) {
+    await t.req("POST", "/api/v1/notes", { body: { n: 100 + i, cat: "odd" } });
+    const before = reads.n;
+    const pages = await Promise.all(Array.from({ length: 10 }, () => page()));
+    for (const p of pages) expect(p).toMatchObject({ ns: [7, 4], total: 4 });
+    once = reads.n - before === 1;
+  }
+  expect(once).toBe(true);
+});
+
 describe("every write shows in the next page", () => {
   test("create, update, soft delete, restore and hard delete", async () => {
     expect((await page()).ns).toEqual([4, 2]);
@@ -109,8 +124,12 @@ describe("every write shows in the next page", () => {
     const slow = page();
     await hold.reached;
     expect((await t.req("POST", "/api/v1/notes", { body: { n: 8, cat: "even" } })).status).toBe(201);
+    // Asked after the write while the first read still runs: it does not wait for that read's older answer.
+    const after = page();
+    await Bun.sleep(50);
     hold.release();
     expect((await slow).ns).toEqual([4, 2]);
+    expect((await after).ns).toEqual([8, 4]);
     expect((await page()).ns).toEqual([8, 4]);
     expect((await page()).ns).toEqual([8, 4]);
   });
