@@ -7,6 +7,7 @@ import { BaasError, createClient, type BaasClient, type SessionStorage, type Sys
 import { ADMIN_SECRET } from "../helpers/app.ts";
 import { spawnServer, type ServerProcess } from "../helpers/server.ts";
 import { waitFor } from "../helpers/wait.ts";
+import { removeWhenGone } from "../helpers/when-gone.ts";
 
 setDefaultTimeout(60_000);
 
@@ -84,7 +85,7 @@ beforeAll(async () => {
     join(dir, "hooks", "echo.ts"),
     `export const routes = [{ method: "POST", path: "/echo/:id", handler: ({ params, query, body, auth }) => ({ id: params.id, query, body, user: auth?.email ?? null }) }];\n`,
   );
-  process.once("exit", () => rmSync(dir, { recursive: true, force: true }));
+  removeWhenGone(dir);
   srv = await spawnServer({ dir });
   await admin("POST", "/admin/collections", { name: "authors" });
   await admin("POST", "/admin/collections", { name: "posts", rules: { read: "owner" } });

@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { loadConfig } from "../../src/config.ts";
@@ -6,10 +6,10 @@ import { closeContext, openContext } from "../../src/app-context.ts";
 import { type AppContext } from "../../src/context.ts";
 import { databaseUrlForDir, onPostgres } from "./engine.ts";
 import { waitFor } from "./wait.ts";
+import { removeWhenGone } from "./when-gone.ts";
 
 const ROOT = resolve(import.meta.dir, "../..");
 let built: Promise<string> | null = null;
-let buildDir: string | null = null;
 
 /** The options and entry points of package.json's `build` script (its `bun build` command, but the output path). */
 function buildCommand(): { flags: string[]; entries: string[] } {
@@ -24,7 +24,8 @@ function buildCommand(): { flags: string[]; entries: string[] } {
 /** Compiles `cli/index.ts` (and the other entry points of the build) into a temporary executable once per test process, as `npm run build` does. */
 export function buildBinary(): Promise<string> {
   built ??= (async () => {
-    buildDir = mkdtempSync(join(tmpdir(), "baas-bin-"));
+    const buildDir = mkdtempSync(join(tmpdir(), "baas-bin-"));
+    removeWhenGone(buildDir);
     const out = join(buildDir, "baas");
     // The flags of `npm run build`, read from package.json: the tests run what ships.
     const { flags, entries } = buildCommand();
@@ -35,7 +36,6 @@ export function buildBinary(): Promise<string> {
     });
     const code = await proc.exited;
     if (code !== 0) throw new Error(`bun build --compile failed: ${await new Response(proc.stderr).text()}`);
-    process.once("exit", () => buildDir && rmSync(buildDir, { recursive: true, force: true }));
     return out;
   })();
   return built;

@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { migratePostgres } from "../../src/db/migrate-postgres.ts";
 import { openPostgres } from "../../src/db/postgres.ts";
+import { whenGone } from "./when-gone.ts";
 
 // Throwaway PostgreSQL clusters for tests: initdb in a temp directory, pg_ctl on a free port with its
 // unix socket in that directory, no system service, no password. PostgreSQL refuses to run as root,
@@ -162,16 +163,11 @@ export async function startCluster(): Promise<PgCluster> {
   return cluster;
 }
 
-/**
- * A watchdog that stops the server and removes its directory once this process is gone, however it ended
- * (`bun test` runs no exit handler, and a killed run must not leave a PostgreSQL server behind either). Its output goes nowhere, so it never
- * holds the test run's stdout open.
- */
+/** Stops the server and removes its directory once this process is gone, however it ended (see whenGone). */
 function watch(dir: string, data: string): void {
   const stop = [join(binDir!, "pg_ctl"), "-D", data, "-m", "immediate", "-w", "stop"].map((a) => `'${a}'`).join(" ");
   const asUser = isRoot ? `runuser -u ${systemUser} -- ${stop}` : stop;
-  const script = `while kill -0 ${process.pid} 2>/dev/null; do sleep 1; done; if [ -d '${data}' ]; then ${asUser}; rm -rf '${dir}'; fi`;
-  Bun.spawn(["sh", "-c", script], { stdio: ["ignore", "ignore", "ignore"] }).unref();
+  whenGone(`if [ -d '${data}' ]; then ${asUser}; rm -rf '${dir}'; fi`);
 }
 
 let shared: Promise<PgCluster> | null = null;
