@@ -8,11 +8,11 @@ import { planRead, runRead, type ReadPlan } from "../query/sql.ts";
 import { relationCondition } from "../relations/filter.ts";
 import { checkAccess } from "../rules/access.ts";
 import { prepareRules } from "../rules/scope.ts";
-import { planKey, remembered } from "./read-cache.ts";
+import { remembered } from "./read-cache.ts";
 
 /** COUNT(*) over a read plan; a count of the same plan on an unchanged collection is answered from memory. */
 export async function countPlan(ctx: AppContext, plan: ReadPlan, collection: string): Promise<number> {
-  return await remembered(ctx, plan, collection, `count\0${planKey(plan)}`, () => runRead(ctx, plan, () => countRows(ctx, plan)));
+  return await remembered(ctx, plan, collection, "count", () => runRead(ctx, plan, () => countRows(ctx, plan)));
 }
 
 /** `GET /:collection/count`: how many records match `filter`/`search`, honouring the read rule. */

@@ -12,7 +12,7 @@ import { relationCondition } from "../relations/filter.ts";
 import { checkAccess } from "../rules/access.ts";
 import { prepareRules } from "../rules/scope.ts";
 import { countPlan } from "./count.ts";
-import { planKey, remembered } from "./read-cache.ts";
+import { remembered } from "./read-cache.ts";
 
 export interface Page {
   items: RecordJson[];
@@ -72,7 +72,11 @@ async function openList(ctx: AppContext, name: string, params: URLSearchParams, 
  * is read by the query language; `opts` holds the scalar parameters the route's schema checked.
  */
 export async function listRecords(ctx: AppContext, name: string, params: URLSearchParams, p: Principal, opts: Checked<ListOptions>): Promise<Page> {
-  const { h, access, lq, expand, projection } = await openList(ctx, name, params, p, opts);
+  return await fullPage(ctx, await openList(ctx, name, params, p, opts), p);
+}
+
+/** The page of an opened list with what relations add (relation fields, `expand`). */
+async function fullPage(ctx: AppContext, { h, access, lq, expand, projection }: Awaited<ReturnType<typeof openList>>, p: Principal): Promise<Page> {
   const page = await runListQuery(ctx, h, lq, access, p);
   if (h.from.length) await finishRelations(ctx, h, page.items, projection, expand, p);
   return page;
@@ -84,15 +88,12 @@ export async function listRecords(ctx: AppContext, name: string, params: URLSear
  * plan's statement and values), is answered without reading or encoding the rows again (see read-cache.ts).
  */
 export async function listRecordsJson(ctx: AppContext, name: string, params: URLSearchParams, p: Principal, opts: Checked<ListOptions>): Promise<string> {
-  const { h, access, lq, expand, projection } = await openList(ctx, name, params, p, opts);
-  if (h.from.length) {
-    const page = await runListQuery(ctx, h, lq, access, p);
-    await finishRelations(ctx, h, page.items, projection, expand, p);
-    return JSON.stringify(page);
-  }
+  const opened = await openList(ctx, name, params, p, opts);
+  const { h, access, lq } = opened;
+  if (h.from.length) return JSON.stringify(await fullPage(ctx, opened, p));
   const plan = planRead(ctx, h, lq, access, p, relationCondition);
   const select = listColumns(h.col, lq.fields);
-  const key = `page\0${lq.limit}\0${lq.page}\0${JSON.stringify(lq.after)}\0${JSON.stringify(lq.sort)}\0${select}\0${planKey(plan)}`;
+  const key = `page\0${lq.limit}\0${lq.page}\0${JSON.stringify(lq.after)}\0${JSON.stringify(lq.sort)}\0${select}`;
   const page = await remembered(
     ctx,
     plan,

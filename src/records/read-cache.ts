@@ -62,20 +62,20 @@ function readCache(ctx: AppContext): ReadCache {
  * -Infinity and NaN all as null (a filter of `1e999` is Infinity) and -0 as 0; a string is quoted, so it
  * never reads as a number or null, and its commas stay inside its quotes.
  */
-export function paramsKey(params: readonly SqlValue[]): string {
+function paramsKey(params: readonly SqlValue[]): string {
   let key = "";
   for (const v of params) key += `${typeof v === "string" ? JSON.stringify(v) : Object.is(v, -0) ? "-0" : String(v)},`;
   return key;
 }
 
 /** The key of a plan's rows: its FROM and WHERE with their bound values. */
-export function planKey(plan: ReadPlan): string {
+function planKey(plan: ReadPlan): string {
   return `${plan.from.sql} WHERE ${plan.where.sql}\0${paramsKey(plan.from.params)}\0${paramsKey(plan.where.params)}`;
 }
 
 /**
- * `read()` of a plan, or what the same read (same `key`, which must name everything the answer depends on
- * besides the plan's rows) gave on the collection unchanged since. `size`: the characters the value holds
+ * `read()` of a plan, or what the same read (the same plan's rows, and the same `key`, which must name everything
+ * else the answer depends on) gave on the collection unchanged since. `size`: the characters the value holds
  * (0 for a number). Not kept inside a write transaction (the answer may include changes that roll back) nor
  * for a full-text search (its index may still be building).
  */
@@ -88,6 +88,7 @@ export async function remembered<T>(ctx: AppContext, plan: ReadPlan, collection:
   // transaction open meanwhile: one that commits before this read is stored may postdate it.)
   const dataVersion = ctx.catalog.dataVersion;
   const generation = cache.generation;
+  key = `${key}\0${planKey(plan)}`;
   const hit = cache.buckets.get(name)?.entries.get(key);
   if (hit && hit.dataVersion === dataVersion) return hit.value as T;
   // The same read already running, started since the last change seen: its answer is as good as a kept one
