@@ -152,7 +152,9 @@ const without = await w1();
 const w0End = Date.now();
 const idleRss = rss();
 
-// Subscribers in their own process.
+// Subscribers in their own process; the server's CPU while they connect (each stream opened: its request, the
+// `connect` event, the limits' counts).
+const connectFrom = { cpu: cpu(server.proc.pid), at: performance.now() };
 const specFile = join(tmpdir(), `baas-rt-subs-${process.pid}.json`);
 writeFileSync(specFile, JSON.stringify({ url: `${base}/api/v1/realtime?subscribe=chat`, count: SUBS, tokens: subscriberTokens }));
 const subs = Bun.spawn(onClientCpu([process.execPath, join(ROOT, "bench/realtime-subscribers.ts"), specFile]), {
@@ -177,6 +179,7 @@ const lines = (async function* () {
 })();
 const ready = JSON.parse((await lines.next()).value!);
 const afterConnect = rss();
+const connectCost = { seconds: (performance.now() - connectFrom.at) / 1000, cpu: cpu(server.proc.pid) - connectFrom.cpu };
 
 // A steady writer: RATE chat messages a second, each its own request, as the regular user.
 let writing = true;
@@ -235,6 +238,7 @@ const f = (n: number, d = 1) => n.toLocaleString("en-US", { maximumFractionDigit
 console.log(`| Figure | Value |
 |---|---:|
 | ${CEILING ? "the bare fan-out (bench/realtime-ceiling.ts): " : ""}subscribers connected (${ROOMS ? `each its own user, in ${ROOMS} rooms, read rule \`${ROOM_RULE}\`` : "anonymous"}, topic \`chat\`) | ${ready.connected} (${ready.failures} refused) |
+| opening them: wall time / server CPU per stream | ${connectCost.seconds.toFixed(1)} s / ${((connectCost.cpu / Math.max(1, ready.connected)) * 1e6).toFixed(0)} µs |
 | chat writes | ${RATE}/s for ${SECONDS} s, then on during the second W1 run (${written} sent, ${writeErrors} errors) |
 | deliveries in the ${SECONDS} s | ${delivery.deliveries.toLocaleString("en-US")} (${delivery.resets} resets), ${f(delivery.deliveries / Math.max(1, delivery.reads))} events per read (a read takes one server write or more) |
 | delivery delay commit → client, p50 / p99 / max | ${f(delivery.p50, 0)} / ${f(delivery.p99, 0)} / ${f(delivery.max, 0)} ms |

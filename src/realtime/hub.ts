@@ -11,7 +11,7 @@ import type { EventIds } from "./event-ids.ts";
 import { heldEvent, type HeldEvent } from "./replay.ts";
 import { canResume, createResumeState, idAt, idOf, prepareIds, replayable, resumePoint, type ResumeState } from "./resume.ts";
 import { SseSink, sseFrame } from "./sse.ts";
-import { addStream, addressUsage, createRegistry, removeStream, setStreamTopics, type Stream, type StreamRegistry } from "./streams.ts";
+import { addStream, addressUsage, claim, claimTopics, createRegistry, removeStream, setStreamTopics, type Stream, type StreamRegistry } from "./streams.ts";
 import { parseTopics, type Topic } from "./topics.ts";
 
 /** Bytes a stream may have waiting for its reader before it is reset and closed. */
@@ -473,32 +473,49 @@ async function openStream(h: Hub, { identity, ip, lastEventId, subscribe, onEnd 
   const r = h.resume;
   await prepareIds(ctx, r);
   r.holding = true;
-  const usage = addressUsage(h.reg, ip);
   const maxStreams = await getSetting(ctx, "realtime_max_streams_per_ip");
-  // With several nodes the counts are every node's, taken below with the stream's row.
-  if (!node && usage.streams >= maxStreams) throw tooMany(STREAMS_OVER);
-  const topics = subscribe ? (node ? subscribe : await checkTopicCount(h, subscribe, usage.topics)) : [];
-  const parsed = subscribe ? await parseTopics(ctx, topics, identity.principal) : [];
-  const id = node ? `${node.tag}.${randomToken(24)}` : randomToken(24);
-  if (node) {
-    const over = await node.limits.admit(id, ip, parsed.length, maxStreams, await getSetting(ctx, "realtime_max_topics_per_ip"));
-    if (over) throw tooMany(over === "streams" ? STREAMS_OVER : TOPICS_OVER);
+  const maxTopics = subscribe && !node ? await getSetting(ctx, "realtime_max_topics_per_ip") : 0;
+  const wanted = subscribe?.length ?? 0;
+  // SECURITY: checked and counted with no await between (see claim): streams opened at once from one address
+  // are counted one after the other. With several nodes the counts are every node's, taken below with the stream's row.
+  if (!node) {
+    const usage = addressUsage(h.reg, ip);
+    if (usage.streams >= maxStreams) throw tooMany(STREAMS_OVER);
+    if (usage.topics + wanted > maxTopics && subscribe) throw tooMany(TOPICS_OVER);
   }
-  const last = r.buffer.lastSeq;
-  const sink = new SseSink(STREAM_BUFFER_BYTES, () => forgetStream(h, s), onEnd, () => idAt(r, r.buffer.lastSeq));
-  // Own events committed before now are not this stream's, even those whose notice is still on its way.
-  const s: Stream = { id, ip, identity, topics: [], byCollection: new Map(), sink, resumeFrom: last, lastSeq: last, ownAfter: h.own.committed };
-  const resume = resumePoint(r, lastEventId);
-  if (resume !== null) {
-    // A resume gets what followed its event, own events still on their way included.
-    if (canResume(r, resume)) (s.resumeFrom = s.lastSeq = resume), (s.ownAfter = 0);
-    else sink.send(sseFrame("reset", JSON.stringify({ reason: "too_old" }), idAt(r, last)));
+  claim(h.reg, ip, 1, wanted);
+  let s: Stream | null = null;
+  try {
+    const parsed = subscribe ? await parseTopics(ctx, subscribe, identity.principal) : [];
+    const id = node ? `${node.tag}.${randomToken(24)}` : randomToken(24);
+    if (node) {
+      const over = await node.limits.admit(id, ip, parsed.length, maxStreams, await getSetting(ctx, "realtime_max_topics_per_ip"));
+      if (over) throw tooMany(over === "streams" ? STREAMS_OVER : TOPICS_OVER);
+    }
+    const last = r.buffer.lastSeq;
+    const sink = new SseSink(STREAM_BUFFER_BYTES, () => forgetStream(h, stream), onEnd, () => idAt(r, r.buffer.lastSeq));
+    // Own events committed before now are not this stream's, even those whose notice is still on its way.
+    const stream: Stream = {
+      id, ip, identity, topics: [], byCollection: new Map(), sink, resumeFrom: last, lastSeq: last, ownAfter: h.own.committed,
+      claimed: wanted, subscribing: 0,
+    };
+    const resume = resumePoint(r, lastEventId);
+    if (resume !== null) {
+      // A resume gets what followed its event, own events still on their way included.
+      if (canResume(r, resume)) (stream.resumeFrom = stream.lastSeq = resume), (stream.ownAfter = 0);
+      else sink.send(sseFrame("reset", JSON.stringify({ reason: "too_old" }), idAt(r, last)));
+    }
+    sink.send(sseFrame("connect", JSON.stringify({ client_id: id }), idAt(r, Math.max(stream.lastSeq, stream.resumeFrom ?? 0))));
+    addStream(h.reg, (s = stream));
+    startTimers(h);
+    if (parsed.length) await setTopics(h, s, parsed);
+    return sink.response;
+  } catch (err) {
+    // Refused (bad topics, another node's count) or failed: the stream's counts are given back.
+    if (s) dropStream(h, s);
+    else claim(h.reg, ip, -1, -wanted);
+    throw err;
   }
-  sink.send(sseFrame("connect", JSON.stringify({ client_id: id }), idAt(r, Math.max(s.lastSeq, s.resumeFrom ?? 0))));
-  addStream(h.reg, s);
-  startTimers(h);
-  if (parsed.length) await setTopics(h, s, parsed);
-  return sink.response;
 }
 
 async function subscribeStream(h: Hub, clientId: unknown, raw: unknown, identity: Identity): Promise<SubscribeResult> {
@@ -515,17 +532,27 @@ async function subscribeStream(h: Hub, clientId: unknown, raw: unknown, identity
   }
   // SECURITY: a stream serves one caller; another identity may not read it (or change what it receives).
   if (s.identity.principal.kind !== "anonymous" && s.identity.key !== identity.key) throw forbidden("this client_id is bound to another identity");
-  const list = node ? (raw as unknown[]) : await checkTopicCount(h, raw, addressUsage(h.reg, s.ip).topics - s.topics.length);
-  const topics = await parseTopics(ctx, list, identity.principal);
-  if (node && (await node.limits.retopic(s.id, s.ip, topics.length, await getSetting(ctx, "realtime_max_topics_per_ip")))) throw tooMany(TOPICS_OVER);
-  // Changes committed before this call go out under the topics (and identity) they were
-  // committed under: a paused stream does not get them later, a dropped topic not at all.
-  // Own events on their way come back first (those from before the stream opened are not its own anyway).
-  if (committed > s.ownAfter) await ownEventsIn(h, committed);
-  await flush(h);
-  s.identity = identity;
-  await setTopics(h, s, topics);
-  return { ok: true, subscriptions: topics.map((t) => t.source) };
+  const maxTopics = await getSetting(ctx, "realtime_max_topics_per_ip");
+  const asked = Array.isArray(raw) ? raw.length : 0;
+  // SECURITY: checked and counted with no await between (see claim). While calls on the stream are under way it
+  // counts the most any of them asked; once they are over, the topics it has.
+  if (!node && Array.isArray(raw) && addressUsage(h.reg, s.ip).topics - s.claimed + asked > maxTopics) throw tooMany(TOPICS_OVER);
+  if (asked > s.claimed) claimTopics(h.reg, s, asked);
+  s.subscribing++;
+  try {
+    const topics = await parseTopics(ctx, raw, identity.principal);
+    if (node && (await node.limits.retopic(s.id, s.ip, topics.length, maxTopics))) throw tooMany(TOPICS_OVER);
+    // Changes committed before this call go out under the topics (and identity) they were
+    // committed under: a paused stream does not get them later, a dropped topic not at all.
+    // Own events on their way come back first (those from before the stream opened are not its own anyway).
+    if (committed > s.ownAfter) await ownEventsIn(h, committed);
+    await flush(h);
+    s.identity = identity;
+    await setTopics(h, s, topics);
+    return { ok: true, subscriptions: topics.map((t) => t.source) };
+  } finally {
+    if (--s.subscribing === 0) claimTopics(h.reg, s, s.topics.length);
+  }
 }
 
 /** Every stream gets `reset` (with the id of the last event held) and ends. */
@@ -537,11 +564,4 @@ function endAll(h: Hub, reason: string): void {
     forgetStream(h, s);
     s.sink.end(frame);
   }
-}
-
-/** The topics of a request, unless they would pass the address's topic limit (429). */
-async function checkTopicCount(h: Hub, raw: unknown, usedByIp: number): Promise<unknown[]> {
-  if (!Array.isArray(raw)) return raw as unknown[];
-  if (usedByIp + raw.length > (await getSetting(h.ctx, "realtime_max_topics_per_ip"))) throw tooMany(TOPICS_OVER);
-  return raw;
 }

@@ -17,6 +17,16 @@ export interface Stream {
   lastSeq: number;
   /** This process's own events counted at or below this (committed before the stream opened) are not sent (hub.ts, OwnEvents). */
   ownAfter: number;
+  /** The topics counted for it against its address's limit (see claimTopics). */
+  claimed: number;
+  /** Subscribe calls on it not yet over. */
+  subscribing: number;
+}
+
+/** What the streams of one address hold: streams open or being opened, and their topics set or being set. */
+export interface AddressUse {
+  streams: number;
+  topics: number;
 }
 
 /** The open streams of a process, and who follows which collection. */
@@ -26,20 +36,28 @@ export interface StreamRegistry {
   followers: Map<string, Set<Stream>>;
   /** How many times a stream's topics were set: what was gathered from the follower index holds while it stands. */
   changes: number;
+  /** Each address's streams and topics, counted as they are claimed (see claim): no pass over the streams. */
+  byAddress: Map<string, AddressUse>;
 }
 
 export function createRegistry(): StreamRegistry {
-  return { streams: new Map(), followers: new Map(), changes: 0 };
+  return { streams: new Map(), followers: new Map(), changes: 0, byAddress: new Map() };
 }
 
 export function addStream(reg: StreamRegistry, s: Stream): void {
   reg.streams.set(s.id, s);
 }
 
-/** Removes a stream from the registry and the follower index; false when it was no longer registered. */
+/**
+ * Removes a stream from the registry and the follower index, and gives back what it counted against its
+ * address's limits; false when it was no longer registered.
+ */
 export function removeStream(reg: StreamRegistry, s: Stream): boolean {
   const was = reg.streams.get(s.id) === s;
-  if (was) reg.streams.delete(s.id);
+  if (was) {
+    reg.streams.delete(s.id);
+    claim(reg, s.ip, -1, -s.claimed);
+  }
   setStreamTopics(reg, s, []);
   return was;
 }
@@ -64,14 +82,28 @@ export function setStreamTopics(reg: StreamRegistry, s: Stream, topics: Topic[])
   }
 }
 
-/** The streams of an address on this process, and their topics. */
-export function addressUsage(reg: StreamRegistry, ip: string): { streams: number; topics: number } {
-  let streams = 0;
-  let topics = 0;
-  for (const s of reg.streams.values())
-    if (s.ip === ip) {
-      streams++;
-      topics += s.topics.length;
-    }
-  return { streams, topics };
+const NOTHING: AddressUse = { streams: 0, topics: 0 };
+
+/** The streams of an address on this process (open, or being opened), and their topics. */
+export function addressUsage(reg: StreamRegistry, ip: string): AddressUse {
+  return reg.byAddress.get(ip) ?? NOTHING;
+}
+
+/**
+ * Counts `streams` more streams and `topics` more topics for an address (negative to give them back). A limit is
+ * checked and claimed with no await between the two, so requests from one address at once are counted one
+ * after the other, never all against the same count.
+ */
+export function claim(reg: StreamRegistry, ip: string, streams: number, topics: number): void {
+  const use = reg.byAddress.get(ip) ?? reg.byAddress.set(ip, { streams: 0, topics: 0 }).get(ip)!;
+  use.streams += streams;
+  use.topics += topics;
+  if (use.streams <= 0 && use.topics <= 0) reg.byAddress.delete(ip);
+}
+
+/** Sets the topics a registered stream counts against its address's limit (nothing once it is removed). */
+export function claimTopics(reg: StreamRegistry, s: Stream, topics: number): void {
+  if (reg.streams.get(s.id) !== s || topics === s.claimed) return;
+  claim(reg, s.ip, 0, topics - s.claimed);
+  s.claimed = topics;
 }

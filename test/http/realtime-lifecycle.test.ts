@@ -251,6 +251,39 @@ describe("back-pressure and limits", () => {
   });
 });
 
+describe("limits under concurrency", () => {
+  test("streams and topics opened at once from one address never pass the limits", async () => {
+    t = createLiveApp();
+    await createCollection(t, "posts");
+    await patchSettings(t, { realtime_max_streams_per_ip: 3, realtime_max_topics_per_ip: 4 });
+    const streams = await Promise.all(Array.from({ length: 20 }, () => t.stream()));
+    const opened = streams.filter((s) => s.response.status === 200);
+    expect(opened.length).toBe(3);
+    expect(streams.filter((s) => s.response.status === 429).length).toBe(17);
+    for (const s of streams) if (s.response.status !== 200) s.close();
+    // Topics set on the three streams at once, two each: four fit, so at most two of the calls succeed.
+    const ids = await Promise.all(opened.map((s) => s.clientId()));
+    const set = await Promise.all(ids.map((id) => t.subscribe(id, ["posts", `posts/${id}`])));
+    expect(set.map((r) => r.status).sort()).toEqual([200, 200, 429]);
+    for (const s of opened) s.close();
+    // Streams opened with topics at once: the topics count too.
+    await waitFor(async () => {
+      const d = await t.stream();
+      d.close();
+      return d.response.status === 200;
+    }, { intervalMs: 20, what: "the closed streams' slots to be given back" });
+    await waitFor(async () => {
+      const all = await Promise.all(Array.from({ length: 6 }, () => t.stream({ query: "?subscribe=posts,posts/1" })));
+      const ok = all.filter((s) => s.response.status === 200).length;
+      const others = all.filter((s) => s.response.status !== 200 && s.response.status !== 429).length;
+      for (const s of all) s.close();
+      expect(others).toBe(0);
+      expect(ok).toBeLessThanOrEqual(2);
+      return ok === 2;
+    }, { intervalMs: 20, what: "two streams with two topics each to open" });
+  });
+});
+
 describe("churn", () => {
   test("streams closed by their clients give every slot back: the limit's worth opens again, twice over", async () => {
     t = createLiveApp();
