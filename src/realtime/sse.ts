@@ -30,7 +30,8 @@ function join(frames: Uint8Array[]): Uint8Array {
     for (let i = 0; same && i < frames.length; i++) same = last[i] === frames[i];
     if (same) return joined!;
   }
-  joinedFrames = frames;
+  // A copy: the sink empties its queue (the same array) once written.
+  joinedFrames = frames.slice();
   return (joined = Buffer.concat(frames));
 }
 
@@ -148,8 +149,9 @@ export class SseSink {
     const c = this.controller;
     if (!c || this.closed || this.blocked) return;
     if (this.queue.length) {
-      const chunk = this.queue.length === 1 ? this.queue[0] : join(this.queue);
-      this.queue = [];
+      const chunk = this.queue.length === 1 ? this.queue[0]! : join(this.queue);
+      // Emptied in place: a new array per write was garbage at every delivery.
+      this.queue.length = 0;
       this.queuedBytes = 0;
       try {
         const wrote = c.write(chunk);
