@@ -5,6 +5,7 @@ import { AppError, badRequest, bodyOf, methodDisabled, notFound, type Checked } 
 import { getSetting } from "../settings/settings.ts";
 import type { Principal } from "../principal.ts";
 import { findUserById } from "../users/users.ts";
+import { requireLiveCredential } from "./principal.ts";
 import { requireVerifiedEmail } from "./verified.ts";
 import { insertApiKey, revokeApiKeyRow, userApiKeyRows } from "../tables/api-keys.ts";
 
@@ -20,21 +21,34 @@ function userIdOf(p: Principal): string {
   return p.userId;
 }
 
+/** 401 when the user is gone, 403 `email_not_verified` while their address must be confirmed first. */
+async function usableUser(ctx: AppContext, userId: string): Promise<void> {
+  const user = await findUserById(ctx, userId);
+  if (!user) throw new AppError(401, "unauthorized", "user no longer exists");
+  await requireVerifiedEmail(ctx, user);
+}
+
 /** `POST /auth/api-keys {name}`: a new key `baas_<32 random bytes>`; only its hash is kept, the value is shown once. */
 export async function createApiKey(ctx: AppContext, p: Principal, input: Checked<{ name: string }>): Promise<{ id: string; name: string; key: string; created_at: number }> {
   const userId = userIdOf(p);
   if (!await getSetting(ctx, "auth_api_keys_enabled")) throw methodDisabled("API key creation");
-  const user = await findUserById(ctx, userId);
-  if (!user) throw new AppError(401, "unauthorized", "user no longer exists");
-  await requireVerifiedEmail(ctx, user);
+  await usableUser(ctx, userId);
   const name = bodyOf(input).name.trim();
   if (!name) throw badRequest("name is required (a non-empty string)");
   if (name.length > 100) throw badRequest("name must be at most 100 characters");
-  const now = ctx.clock.now();
-  const id = newUlid(now);
   const key = `baas_${randomToken(32)}`;
-  await insertApiKey(ctx.db, { id, userId, name, hash: sha256(key), now });
-  return { id, name, key, created_at: now };
+  const hash = sha256(key);
+  // SECURITY: the caller's session and address checked in the key's own transaction: a revocation of the
+  // user's sessions and keys (logout-all, a password reset, the owner's claim) either committed before,
+  // and this refuses, or commits after, and revokes this key too.
+  return await ctx.db.transaction(async () => {
+    await requireLiveCredential(ctx, p);
+    await usableUser(ctx, userId);
+    const now = ctx.clock.now();
+    const id = newUlid(now);
+    await insertApiKey(ctx.db, { id, userId, name, hash, now });
+    return { id, name, key, created_at: now };
+  });
 }
 
 /** `GET /auth/api-keys`: the user's active keys, oldest first, never their values. */

@@ -5,7 +5,8 @@ import { AppError } from "../errors.ts";
 import { checkAdminSecretGuess, invalidAdminCredentials, isAdminToken } from "./admin.ts";
 import { isSignedJwt, looksLikeJwt, unexpiredClaims, verifyJwt } from "./jwt.ts";
 import { jwtKey, loadedJwtKey } from "./keys.ts";
-import { liveApiKeyByHash, touchApiKey } from "../tables/api-keys.ts";
+import { liveApiKeyByHash, liveApiKeyRows, touchApiKey } from "../tables/api-keys.ts";
+import { liveSessionRows } from "../tables/sessions.ts";
 import { parseMetadata, parseRoles, userAccessRow, type UserAccessRow } from "../tables/users.ts";
 import { activeSession } from "./sessions.ts";
 import { requireVerifiedEmail } from "./verified.ts";
@@ -117,4 +118,19 @@ async function userFromApiKey(ctx: AppContext, key: string): Promise<Principal> 
   const now = ctx.clock.now();
   if (!row.last_used_at || now - row.last_used_at > 60_000) await touchApiKey(ctx.db, row.id, now);
   return userPrincipal(row.user_id, row, null, "api_key", row.id);
+}
+
+/**
+ * SECURITY: called inside the write transaction that acts for a user, 401 when the credential the request came
+ * with was revoked or expired since the request began (logout-all, a password reset, the owner's claim of a
+ * pre-registered address). The principal was resolved before the request's awaits; without this, what such a
+ * request creates (an API key, a second factor) would be stored after the revocation that should have ended it.
+ */
+export async function requireLiveCredential(ctx: AppContext, p: Principal): Promise<void> {
+  if (p.kind !== "user") return;
+  if (p.apiKeyId !== undefined) {
+    if (!(await liveApiKeyRows(ctx.db, [p.apiKeyId])).length) throw invalidToken("invalid API key");
+  } else if (p.sessionId !== null) {
+    if (!(await liveSessionRows(ctx.db, [p.sessionId], ctx.clock.now())).length) throw invalidToken("session revoked or expired");
+  } else if (!(await userAccessRow(ctx.db, p.userId))) throw invalidToken();
 }

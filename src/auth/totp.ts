@@ -9,6 +9,7 @@ import { clearLoginAttempts, takeLoginAttempt } from "./lockout.ts";
 import { issueMailToken } from "./mail-tokens.ts";
 import type { Principal } from "../principal.ts";
 import { createSession, type ClientInfo, type SessionResponse } from "./sessions.ts";
+import { requireLiveCredential } from "./principal.ts";
 import { requireVerifiedEmail } from "./verified.ts";
 import { deleteRecoveryCodes, insertRecoveryCode, useRecoveryCode } from "../tables/recovery-codes.ts";
 import { countTokenAttempt, liveTotpToken, useToken, useUserTokens } from "../tables/tokens.ts";
@@ -132,7 +133,14 @@ export async function setupTotp(ctx: AppContext, p: Principal): Promise<{ otpaut
   if (!await getSetting(ctx, "auth_totp_enabled")) throw methodDisabled("two-factor authentication");
   if (user.totp_enabled) throw conflict("two-factor authentication is already enabled");
   const secret = new (otpauth().Secret)({ size: 20 });
-  await setTotpSecret(ctx.db, user.id, await encryptSecret(ctx, secret.base32), ctx.clock.now());
+  const encrypted = await encryptSecret(ctx, secret.base32);
+  // SECURITY: checked again where the secret is stored: an enable that committed meanwhile keeps its secret, and a
+  // revoked session stores nothing.
+  await ctx.db.transaction(async () => {
+    await requireLiveCredential(ctx, p);
+    if ((await currentUser(ctx, p)).totp_enabled) throw conflict("two-factor authentication is already enabled");
+    await setTotpSecret(ctx.db, user.id, encrypted, ctx.clock.now());
+  });
   return { otpauth_url: (await totpFor(ctx, user, secret.base32)).toString() };
 }
 
@@ -148,9 +156,17 @@ export async function enableTotp(ctx: AppContext, p: Principal, input: Checked<{
     const hex = Buffer.from(crypto.getRandomValues(new Uint8Array(5))).toString("hex");
     return `${hex.slice(0, 5)}-${hex.slice(5)}`;
   });
+  const hashed = await Promise.all(codes.map((c) => hashRecoveryCode(ctx, c)));
   await ctx.db.transaction(async () => {
+    // SECURITY: on the user as stored now, not as read before the code was checked: a claim of the address, a
+    // disable or a new setup that committed meanwhile (another secret, or none) leaves 2FA as it is (409), and
+    // a revoked session turns nothing on.
+    await requireLiveCredential(ctx, p);
+    const now = await currentUser(ctx, p);
+    if (now.totp_enabled) throw conflict("two-factor authentication is already enabled");
+    if (now.totp_secret !== user.totp_secret) throw conflict("the two-factor secret changed meanwhile: call POST /auth/2fa/setup again");
     await deleteRecoveryCodes(ctx.db, user.id);
-    for (const c of codes) await insertRecoveryCode(ctx.db, user.id, await hashRecoveryCode(ctx, c));
+    for (const h of hashed) await insertRecoveryCode(ctx.db, user.id, h);
     await turnTotpOn(ctx.db, user.id, ctx.clock.now());
   });
   return { enabled: true, recovery_codes: codes };
@@ -209,7 +225,7 @@ export async function verifyTotpLogin(ctx: AppContext, input: Record<string, unk
   if (typeof totp_token !== "string" || !totp_token || totp_token.length > 256) throw badTotpToken();
   const hash = sha256(totp_token);
   const now = ctx.clock.now();
-  const outcome = await ctx.db.transaction(async (): Promise<UserRow | "token" | "code"> => {
+  const outcome = await ctx.db.transaction(async (): Promise<SessionResponse | "token" | "code"> => {
       const row = await liveTotpToken(ctx.db, hash, now);
       if (!row || row.attempts >= TOTP_MAX_ATTEMPTS) return "token";
       const user = await findUserById(ctx, row.user_id);
@@ -225,9 +241,12 @@ export async function verifyTotpLogin(ctx: AppContext, input: Record<string, unk
       }
       await useToken(ctx.db, hash, now);
       await clearLoginAttempts(ctx, user.email);
-      return user;
+      // SECURITY: the session in the same transaction as the checks: a claim of the address or a password
+      // reset (which turn 2FA off or revoke sessions) either committed before, and this is refused, or commits
+      // after, and revokes this session too.
+      return await createSession(ctx, user, client);
     });
   if (outcome === "token") throw badTotpToken();
   if (outcome === "code") throw new AppError(401, "invalid_code", "invalid authentication code");
-  return createSession(ctx, outcome, client);
+  return outcome;
 }
