@@ -1,6 +1,6 @@
 import type { AppContext } from "../context.ts";
 import { fileOptions, type Collection, type FieldDef } from "../catalog/types.ts";
-import type { FieldError } from "../errors.ts";
+import { ValidationError, type FieldError } from "../errors.ts";
 import { fetchRecord, type RecordJson } from "../query/rows.ts";
 import { NAME_RE, fileKey, thumbKey } from "./names.ts";
 import { storageOf } from "./storage.ts";
@@ -40,6 +40,55 @@ export function namesOf(v: unknown): string[] {
   if (typeof v === "string") return [v];
   if (Array.isArray(v)) return v.filter((x): x is string => typeof x === "string");
   return [];
+}
+
+/** What a multipart body asks of one file field. */
+export interface FileChange {
+  /** Files sent under the field's own name: they replace what it held. */
+  replace: string[] | null;
+  /** Files sent under `field+`. */
+  append: string[];
+  /** Names sent under `field-`. */
+  remove: string[];
+  /** The field set to empty (a plain `field` part with an empty value, or `null`). */
+  clear: boolean;
+}
+
+/** The value a file field gets from what the body asked: its names, at most max_count (else 422 rule `max`). */
+export function fileFieldValue(def: FieldDef, c: FileChange, previous: RecordJson | null): string | string[] | null {
+  const opts = fileOptions(def)!;
+  const had = namesOf(previous?.[def.name]);
+  const base = c.replace ?? (c.clear ? [] : had);
+  const removed = new Set(c.remove);
+  const names = [...base.filter((n) => !removed.has(n)), ...c.append];
+  if (names.length > opts.max_count) {
+    const message = opts.max_count === 1 ? `"${def.name}" takes one file.` : `"${def.name}" holds at most ${opts.max_count} files.`;
+    throw new ValidationError([{ field: def.name, rule: "max", message }]);
+  }
+  if (opts.max_count === 1) return names[0] ?? null;
+  return names.length ? names : null;
+}
+
+// A symbol key: no JSON body can carry it, so only a multipart update of this process sets file changes.
+const FILE_CHANGES = Symbol("file changes");
+
+/** Marks an update's body with the file changes its values came from (see filesAsStored). */
+export function withFileChanges(data: Record<string, unknown>, changes: Map<FieldDef, FileChange>): Record<string, unknown> {
+  Object.defineProperty(data, FILE_CHANGES, { value: changes });
+  return data;
+}
+
+/**
+ * The update's body with its file fields computed again on `previous`, the record as the write's transaction read
+ * it: a `field+` appends to what the field holds then, not to what it held when the upload began (two uploads at
+ * once each keep their file). The body as it is when it carries no file changes.
+ */
+export function filesAsStored(body: Record<string, unknown>, previous: RecordJson): Record<string, unknown> {
+  const changes = (body as { [FILE_CHANGES]?: Map<FieldDef, FileChange> })[FILE_CHANGES];
+  if (!changes) return body;
+  const out = { ...body };
+  for (const [def, c] of changes) out[def.name] = fileFieldValue(def, c, previous);
+  return out;
 }
 
 /**

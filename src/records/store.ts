@@ -19,7 +19,7 @@ import { encodeValue, userFields, userFieldsShared } from "./codec.ts";
 import { changeLink, writeLinks, type LinkChange } from "./store-junction.ts";
 import { preconditionFailed } from "./version.ts";
 import { hasOperators, resolveOperators, type NumberDelta } from "./operators.ts";
-import { deleteDroppedFiles, fileFields, fileValueErrors } from "../files/values.ts";
+import { deleteDroppedFiles, fileFields, fileValueErrors, filesAsStored } from "../files/values.ts";
 
 export { dropLinksFrom, dropLinksTo } from "./store-junction.ts";
 
@@ -363,7 +363,7 @@ async function writeUpdate(
   opts: WriteOptions & { forced?: string } = {},
 ): Promise<RecordJson> {
   const forced = opts.forced;
-  const data = userFields(body);
+  const data = userFields(filesAsStored(body, previous));
   const before = await adminView(ctx, h, previous, null);
   await runHooks(h.hooks, "beforeUpdate", hookEvent(ctx, h, "update", p, previous, previous, data));
   const owner = h.hooks.length ? ownerSetByHook(data) : undefined;

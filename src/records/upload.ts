@@ -15,7 +15,7 @@ import { MultipartReader, multipartBoundary, tooLarge, type Part } from "../file
 import { fileKey, fileName, NAME_RE } from "../files/names.ts";
 import { SNIFF_BYTES, sniffType, typeAllowed } from "../files/sniff.ts";
 import { storageOf } from "../files/storage.ts";
-import { fileFields, holdNames, namesOf, releaseNames } from "../files/values.ts";
+import { fileFieldValue, fileFields, holdNames, namesOf, releaseNames, withFileChanges, type FileChange } from "../files/values.ts";
 
 // Creates and updates sent as multipart/form-data (CONTRACT §14): plain fields as form fields (JSON values as
 // strings of JSON), files under their field's name, `field+` to append to a field of several files, `field-` to
@@ -36,18 +36,6 @@ export function multipartLimit(ctx: AppContext, col: Collection): number {
     sum += o.max_size * o.max_count;
   }
   return sum;
-}
-
-/** What a multipart body asks of one file field. */
-interface FileChange {
-  /** Files sent under the field's own name: they replace what it held. */
-  replace: string[] | null;
-  /** Files sent under `field+`. */
-  append: string[];
-  /** Names sent under `field-`. */
-  remove: string[];
-  /** The field set to empty (a plain `field` part with an empty value, or `null`). */
-  clear: boolean;
 }
 
 /** `POST /:collection` with a multipart body. */
@@ -136,8 +124,9 @@ async function writeWithFiles(
       if (op) data[part.name] = plainValue(def, part.name, text);
       else data[field] = plainValue(def, field, text);
     }
-    for (const [def, c] of changes) data[def.name] = fieldValue(def, c, previous);
-    return await write(data);
+    for (const [def, c] of changes) data[def.name] = fileFieldValue(def, c, previous);
+    // An update computes the fields again on the record as its transaction reads it (parallel appends keep theirs).
+    return await write(previous ? withFileChanges(data, changes) : data);
   } catch (err) {
     reader.cancel();
     // A refused or failed write leaves nothing behind: what this request stored is deleted.
@@ -175,19 +164,6 @@ function removalNames(field: string, text: string): string[] {
     throw refuse(field, "file", `"${field}" takes a file name or a JSON array of names.`);
   }
   return t ? [t] : [];
-}
-
-/** The value a file field gets from what the body asked: its names, at most max_count (else 422 rule `max`). */
-function fieldValue(def: FieldDef, c: FileChange, previous: RecordJson | null): string | string[] | null {
-  const opts = fileOptions(def)!;
-  const had = namesOf(previous?.[def.name]);
-  const base = c.replace ?? (c.clear ? [] : had);
-  const removed = new Set(c.remove);
-  const names = [...base.filter((n) => !removed.has(n)), ...c.append];
-  if (names.length > opts.max_count)
-    throw refuse(def.name, "max", opts.max_count === 1 ? `"${def.name}" takes one file.` : `"${def.name}" holds at most ${opts.max_count} files.`);
-  if (opts.max_count === 1) return names[0] ?? null;
-  return names.length ? names : null;
 }
 
 /**

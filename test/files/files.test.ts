@@ -262,6 +262,27 @@ describe("upload and download", () => {
     expect(await storageFiles()).not.toContain(b);
   });
 
+  test("field+ uploads to one record at once each keep their file; those past max_count are refused and leave nothing", async () => {
+    const r = await send("POST", "/api/v1/docs", [["title", "appended at once"]], alice.token);
+    expect(r.status).toBe(201);
+    const id = r.body._id;
+    const before = (await storageFiles()).length;
+    const letters = ["p", "q", "s", "u", "v"];
+    const sent = await Promise.all(
+      letters.map((x) => send("PATCH", `/api/v1/docs/${id}`, [["attachments+", new Blob([x]), `${x}.txt`]], alice.token)),
+    );
+    // max_count is 3: three appends commit, the other two find the field full.
+    expect(sent.map((s) => s.status).sort()).toEqual([200, 200, 200, 422, 422]);
+    for (const s of sent) if (s.status === 422) expect(s.body.errors[0]).toMatchObject({ field: "attachments", rule: "max" });
+    const kept = (await t.req("GET", `/api/v1/docs/${id}`, { token: alice.token })).body.attachments as string[];
+    expect(kept).toHaveLength(3);
+    const contents = await Promise.all(kept.map(async (n) => (await get(`/api/v1/files/docs/${id}/${n}`, alice.token)).bytes.toString()));
+    // The file of every append that answered 200, and no other.
+    expect(contents.sort()).toEqual(letters.filter((_, i) => sent[i]!.status === 200).sort());
+    await fileDeletionsSettled(t.ctx);
+    expect((await storageFiles()).length).toBe(before + 3);
+  });
+
   test("a write that fails after its files were stored (a unique index) leaves no file behind", async () => {
     expect((await t.admin("POST", "/api/v1/admin/collections/docs/indexes", { fields: ["title"], unique: true })).status).toBe(201);
     const first = await send("POST", "/api/v1/docs", [["title", "only once"], ["cover", new Blob([PNG_1x1]), "a.png"]], alice.token);
