@@ -1,4 +1,5 @@
 import type { AppContext } from "../context.ts";
+import { AppError } from "../errors.ts";
 import { fileKey, thumbKey } from "./names.ts";
 import { bodyChunks, storageOf, type StoredFile } from "./storage.ts";
 import type { ThumbDone, ThumbJob } from "./thumb-worker.ts";
@@ -40,6 +41,43 @@ export function parseThumbSize(raw: string): ThumbSize | null {
 const making = new Map<string, Promise<{ key: string; stat: StoredFile } | null>>();
 
 /**
+ * Thumbnails waiting for their turn (one is made at a time, its image read only then): past this, a new size is
+ * 503 `busy` with Retry-After. Without the bound, parallel requests for distinct sizes each held their image in
+ * memory until the image thread got to them.
+ */
+export const MAX_THUMBS_WAITING = 32;
+/** Sizes kept per file: a further size is served as the image itself (one client cannot fill the disk with sizes). */
+export const MAX_THUMB_SIZES = 32;
+
+let makingOne = false;
+const turns: (() => void)[] = [];
+
+/** Waits for the turn to make a thumbnail; 503 when too many wait. The turn must be given back (`next`). */
+async function turn(): Promise<void> {
+  if (!makingOne) {
+    makingOne = true;
+    return;
+  }
+  if (turns.length >= MAX_THUMBS_WAITING)
+    throw new AppError(503, "busy", "too many thumbnails are being made, try again", {}, { "Retry-After": "1" });
+  await new Promise<void>((resolve) => turns.push(resolve));
+}
+
+/** Gives the turn to the next waiting thumbnail. */
+function next(): void {
+  const waiting = turns.shift();
+  if (waiting) waiting();
+  else makingOne = false;
+}
+
+/** How many sizes of a file are kept, up to `max`. */
+async function sizesKept(ctx: AppContext, collection: string, name: string, max: number): Promise<number> {
+  let n = 0;
+  for await (const _ of storageOf(ctx).list(thumbKey(collection, name, ""))) if (++n >= max) break;
+  return n;
+}
+
+/**
  * The thumbnail of a stored file at `size`, made once and kept; null when the file has no thumbnails (another
  * type, too large, or bytes that do not decode): the caller serves the file itself.
  */
@@ -52,7 +90,9 @@ export async function thumbnail(ctx: AppContext, collection: string, name: strin
   let job = making.get(key);
   if (!job) {
     job = (async () => {
+      await turn();
       try {
+        if ((await sizesKept(ctx, collection, name, MAX_THUMB_SIZES)) >= MAX_THUMB_SIZES) return null;
         const bytes = Buffer.concat(await Array.fromAsync(bodyChunks(storage.read(fileKey(collection, name)))));
         const out = await resize(bytes, st.type, size);
         if (worker === null && !warned) {
@@ -69,9 +109,9 @@ export async function thumbnail(ctx: AppContext, collection: string, name: strin
         ctx.log.warn("thumbnail not made", { collection, name, error: err });
         return null;
       } finally {
-        making.delete(key);
+        next();
       }
-    })();
+    })().finally(() => making.delete(key));
     making.set(key, job);
   }
   return await job;

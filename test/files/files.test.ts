@@ -4,7 +4,7 @@ import { fileDeletionsSettled } from "../../src/files/values.ts";
 import { ADMIN_SECRET, createTestApp, registerUser, type TestApp } from "../helpers/app.ts";
 import { startS3rver, type S3Server } from "../helpers/s3.ts";
 import { Images } from "../../src/files/images.ts";
-import { imageThread } from "../../src/files/thumbs.ts";
+import { imageThread, MAX_THUMB_SIZES, MAX_THUMBS_WAITING } from "../../src/files/thumbs.ts";
 import { createClient } from "../../client/src/index.ts";
 
 /** An image in `type` (WebP too: the codec the server uses). */
@@ -333,6 +333,37 @@ describe("upload and download", () => {
     expect(plain.bytes.toString()).toBe("plain");
     // Made on a thread of their own, not the server's (the binary's build is checked in test/cli).
     expect(imageThread()).toBe("own thread");
+  });
+
+  test("thumbnails asked at once are bounded: past those waiting 503 busy with Retry-After; past the sizes kept per file, the image itself", async () => {
+    const source = new Jimp({ width: 64, height: 48, color: 0x33cc66ff });
+    const png = new Uint8Array(await encodeImage(source, "image/png"));
+    const r = await send("POST", "/api/v1/docs", [["cover", new Blob([png]), "c.png"]], alice.token);
+    expect(r.status).toBe(201);
+    const url = `/api/v1/files/docs/${r.body._id}/${r.body.cover}`;
+    // More distinct sizes at once than may wait, of an image that takes a while to decode: the rest are refused at
+    // once, none fails otherwise.
+    const large = new Uint8Array(await encodeImage(new Jimp({ width: 1200, height: 1200, color: 0x3366ccff }), "image/png"));
+    const big = await send("POST", "/api/v1/docs", [["cover", new Blob([large]), "big.png"]], alice.token);
+    expect(big.status).toBe(201);
+    const asked = MAX_THUMBS_WAITING + 8;
+    const bigUrl = `/api/v1/files/docs/${big.body._id}/${big.body.cover}`;
+    const burst = await Promise.all(Array.from({ length: asked }, (_, i) => get(`${bigUrl}?thumb=${i + 1}x0`, alice.token)));
+    const busy = burst.filter((b) => b.status === 503);
+    expect(burst.filter((b) => b.status !== 503).every((b) => b.status === 200)).toBe(true);
+    expect(busy.length).toBeGreaterThan(0);
+    for (const b of busy) expect(b.headers.get("retry-after")).toBe("1");
+    // Sizes kept per file are capped: once the file has them, a new size is the image as stored.
+    for (let i = 1; i <= MAX_THUMB_SIZES + 1; i++) expect((await get(`${url}?thumb=${i}x0`, alice.token)).status).toBe(200);
+    const sizes: string[] = [];
+    for await (const f of storageOf(t.ctx).list(`docs/thumbs/${r.body.cover}/`)) sizes.push(f.key);
+    expect(sizes).toHaveLength(MAX_THUMB_SIZES);
+    const over = await get(`${url}?thumb=${MAX_THUMB_SIZES + 5}x0`, alice.token);
+    expect(over.status).toBe(200);
+    expect(over.bytes.equals(Buffer.from(png))).toBe(true);
+    // A size already kept is still served.
+    const kept = await Jimp.read((await get(`${url}?thumb=3x0`, alice.token)).bytes);
+    expect([kept.bitmap.width, kept.bitmap.height]).toEqual([3, 2]);
   });
 
   test("the typed client uploads with create(data, { files }) and update(…, { files }), and builds file URLs with a token and a thumb", async () => {
