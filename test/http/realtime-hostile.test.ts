@@ -67,6 +67,19 @@ describe("filter topics cost little whatever they ask", () => {
     expect(s.changes().filter((e) => e.data.collection === "t").map((e) => e.data.record._id)).toEqual([hit.body._id]);
   });
 
+  test("a `like` pattern past 256 characters is refused in a topic as in a list (400)", async () => {
+    await createCollection(t, "t", { read: "public", create: "public" });
+    await t.admin("POST", "/api/v1/t", { title: "seed" });
+    const s = await t.stream();
+    const id = await s.clientId();
+    const long = await t.subscribe(id, [{ collection: "t", filter: `title:like:%${"a".repeat(256)}%` }]);
+    expect(long.status).toBe(400);
+    expect(long.body.code).toBe("bad_request");
+    const ok = await t.subscribe(id, [{ collection: "t", filter: `title:like:%${"a".repeat(254)}%` }]);
+    expect(ok.body).toEqual({ ok: true, subscriptions: [expect.anything()] });
+    s.close();
+  });
+
   test("1,000 filter topics on a `many` field cost one query per event, not one per topic", async () => {
     await createCollection(t, "parents", { read: "public" });
     await createCollection(t, "kids", { read: "public" });
