@@ -5,7 +5,7 @@ import { AppError } from "../errors.ts";
 import { getSetting } from "../settings/settings.ts";
 import { findUserById, userToJson, type UserJson, type UserRow } from "../users/users.ts";
 import { revokeUserApiKeyRows } from "../tables/api-keys.ts";
-import { insertRefreshToken, markRefreshTokenUsed, refreshTokenByHash } from "../tables/refresh-tokens.ts";
+import { forgetUsedRefreshTokens, insertRefreshToken, markRefreshTokenUsed, refreshTokenByHash } from "../tables/refresh-tokens.ts";
 import {
   activeUserSessionRows,
   insertSession,
@@ -74,6 +74,9 @@ export async function createSession(ctx: AppContext, user: UserRow, client: Clie
   return sessionResponse(ctx, user, id, refresh);
 }
 
+/** Used refresh tokens a session keeps (see forgetUsedRefreshTokens): a replay of one of them revokes the session. */
+export const USED_REFRESH_TOKENS_KEPT = 20;
+
 /**
  * Rotates a refresh token. A token presented a second time means it was stolen (or
  * replayed): the whole session is revoked, so neither the thief nor the user keeps it.
@@ -95,6 +98,7 @@ export async function refreshSession(ctx: AppContext, refreshToken: unknown): Pr
     // Before the token is used: refused now (require_verified_email), it works once the address is confirmed.
     await requireVerifiedEmail(ctx, user);
     await markRefreshTokenUsed(ctx.db, sha256(refreshToken), now);
+    await forgetUsedRefreshTokens(ctx.db, session.id, USED_REFRESH_TOKENS_KEPT);
     await touchSession(ctx.db, session.id, now);
     const next = await issueRefreshToken(ctx, session.id, session.expires_at);
     return { user, sessionId: session.id, next };

@@ -16,3 +16,16 @@ export async function refreshTokenByHash(db: Engine, hash: string): Promise<{ se
 export async function markRefreshTokenUsed(db: Engine, hash: string, now: number): Promise<void> {
   await db.run("UPDATE _refresh_tokens SET used_at = ? WHERE hash = ?", [now, hash]);
 }
+
+/**
+ * Deletes the used refresh tokens of a session but its `keep` most recently used: a session refreshed every few
+ * minutes for a month (or in a loop) no longer leaves a row per refresh for ever. One of those kept, presented
+ * again, still revokes the session (a stolen token); an older one is only unknown (401).
+ */
+export async function forgetUsedRefreshTokens(db: Engine, sessionId: string, keep: number): Promise<void> {
+  await db.run(
+    `DELETE FROM _refresh_tokens WHERE session_id = ? AND used_at IS NOT NULL AND used_at < (
+      SELECT used_at FROM _refresh_tokens WHERE session_id = ? AND used_at IS NOT NULL ORDER BY used_at DESC LIMIT 1 OFFSET ?)`,
+    [sessionId, sessionId, keep - 1],
+  );
+}

@@ -137,6 +137,30 @@ describe("POST /auth/refresh", () => {
     expect((await t.req("GET", `${A}/me`, { token: r1.body.access_token })).status).toBe(401);
   });
 
+  test("a session keeps its 20 most recently used refresh tokens: an older one is unknown, a kept one is theft", async () => {
+    const u = await registerUser(t, "long-chain@example.com");
+    const used: string[] = [];
+    let refresh = u.refresh;
+    let access = u.token;
+    for (let i = 0; i < 25; i++) {
+      t.clock.advance(1000);
+      const res = await t.req("POST", `${A}/refresh`, { body: { refresh_token: refresh } });
+      expect(res.status).toBe(200);
+      used.push(refresh);
+      refresh = res.body.refresh_token;
+      access = res.body.access_token;
+    }
+    // The first used token is forgotten: refused, and the session goes on.
+    const old = await t.req("POST", `${A}/refresh`, { body: { refresh_token: used[0] } });
+    expect(old.status).toBe(401);
+    expect(old.body.code).toBe("invalid_token");
+    expect((await t.req("GET", `${A}/me`, { token: access })).status).toBe(200);
+    // One of the last 20 presented again: the session is revoked.
+    expect((await t.req("POST", `${A}/refresh`, { body: { refresh_token: used[used.length - 20] } })).status).toBe(401);
+    expect((await t.req("GET", `${A}/me`, { token: access })).status).toBe(401);
+    expect((await t.req("POST", `${A}/refresh`, { body: { refresh_token: refresh } })).status).toBe(401);
+  });
+
   test("a chain of rotations keeps working", async () => {
     const u = await registerUser(t, "chain@example.com");
     let refresh = u.refresh;
