@@ -120,6 +120,13 @@ describe("serving routes", () => {
     expect(bad.body.code).toBe("invalid_json");
     const deep = await t.req("POST", "/api/v1/fn/echo", { body: "[".repeat(100) + "]".repeat(100) });
     expect(deep.status).toBe(400);
+    // A form holds at most 1,000 fields, as a JSON body's object its keys.
+    const formOf = (n: number) => Array.from({ length: n }, (_, i) => `f${i}=${i}`).join("&");
+    const wide = await t.req("POST", "/api/v1/fn/echo", { body: formOf(1001), headers: { "content-type": "application/x-www-form-urlencoded" } });
+    expect(wide.status).toBe(400);
+    expect(wide.body).toEqual({ error: "a form body has more than 1000 fields", code: "bad_request" });
+    const full = await t.req("POST", "/api/v1/fn/echo", { body: formOf(1000), headers: { "content-type": "application/x-www-form-urlencoded" } });
+    expect(Object.keys(full.body.body)).toHaveLength(1000);
   });
 
   test("a body over the limit is 413 payload_too_large", async () => {

@@ -74,3 +74,42 @@ describe("JSON nesting depth", () => {
     expect(res.body.code).toBe("invalid_json");
   });
 });
+
+describe("keys and values in all of a body", () => {
+  const manyKeys = (n: number) => `{${Array.from({ length: n }, (_, i) => `"k${i}":1`).join(",")}}`;
+
+  test("a nested object of 700,000 keys is 400 before it is parsed, on an auth route and on a record", async () => {
+    const body = `{"email":${manyKeys(700_000)},"password":"x"}`;
+    const login = await t.req("POST", "/api/v1/auth/login", { body });
+    expect(login.status).toBe(400);
+    expect(login.body).toEqual({ error: "the JSON body holds more than 100000 keys in all its objects", code: "bad_request" });
+    const before = await total();
+    const rec = await t.req("POST", "/api/v1/docs", { body: `{"data":${manyKeys(200_000)}}` });
+    expect(rec.status).toBe(400);
+    expect(await total()).toBe(before);
+  });
+
+  test("16 MiB of empty objects is 400 (at most 250,000 objects and arrays), in a record and in a bulk", async () => {
+    const objects = `[${"{},".repeat(2_000_000)}{}]`;
+    const before = await total();
+    for (const [path, body] of [["/api/v1/docs", `{"v":${objects}}`], ["/api/v1/docs/bulk", objects]] as const) {
+      const res = await t.req("POST", path, { body });
+      expect({ path, status: res.status, body: res.body }).toEqual({
+        path,
+        status: 400,
+        body: { error: "the JSON body holds more than 250000 objects and arrays", code: "bad_request" },
+      });
+    }
+    expect(await total()).toBe(before);
+  });
+
+  test("values within the limits are stored as sent: a nested object of 50,000 keys, an array of 200,000 arrays", async () => {
+    const keys = await t.req("POST", "/api/v1/docs", { body: `{"map":${manyKeys(50_000)}}` });
+    expect(keys.status).toBe(201);
+    expect(Object.keys(keys.body.map)).toHaveLength(50_000);
+    const points = `[${Array.from({ length: 200_000 }, (_, i) => `[${i},${i + 1}]`).join(",")}]`;
+    const geo = await t.req("POST", "/api/v1/docs", { body: `{"coordinates":${points}}` });
+    expect(geo.status).toBe(201);
+    expect(geo.body.coordinates).toHaveLength(200_000);
+  });
+});

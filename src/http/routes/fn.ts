@@ -5,7 +5,7 @@ import type { AppContext } from "../../context.ts";
 import { AppError, ValidationError, badRequest, type FieldError } from "../../errors.ts";
 import { matchRoute, type FnRoute, type RouteAuth } from "../../hooks/routes.ts";
 import { withTx } from "../../records/tx.ts";
-import { readJson } from "../body.ts";
+import { MAX_BODY_KEYS, readJson } from "../body.ts";
 import { doc } from "../doc.ts";
 import { errorResponse } from "../plugins/errors.ts";
 import { principalOf } from "../request.ts";
@@ -52,10 +52,18 @@ async function readRaw(request: Request, max: number): Promise<Uint8Array> {
 async function parseBody(raw: Uint8Array, text: string, type: string, max: number): Promise<unknown> {
   if (!raw.byteLength) return undefined;
   const t = type.toLowerCase();
-  if (t.startsWith("application/x-www-form-urlencoded")) return Object.fromEntries(new URLSearchParams(text));
+  if (t.startsWith("application/x-www-form-urlencoded")) return formFields(text);
   const json = t ? /[/+]json\b/.test(t) : /^\s*[[{]/.test(text);
   if (!json) return undefined;
   return await readJson(new Request("http://body/", { method: "POST", body: text }), max);
+}
+
+/** A form's fields, at most MAX_BODY_KEYS of them (400 past that, counted before any is decoded, as a JSON body's keys). */
+function formFields(text: string): Record<string, string> {
+  let pairs = 1;
+  for (let i = text.indexOf("&"); i >= 0; i = text.indexOf("&", i + 1))
+    if (++pairs > MAX_BODY_KEYS) throw badRequest(`a form body has more than ${MAX_BODY_KEYS} fields`);
+  return Object.fromEntries(new URLSearchParams(text));
 }
 
 /** The caller as a handler sees it: null when anonymous; a user's address, roles and verification as stored at the request. */
