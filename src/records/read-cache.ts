@@ -104,7 +104,8 @@ export async function remembered<T>(ctx: AppContext, plan: ReadPlan, collection:
   } finally {
     if (cache.flights.get(flightKey) === flight) cache.flights.delete(flightKey);
   }
-  const weight = size(value);
+  // The key counts too: a list's URL may hold 100 filters (kilobytes of key for a count of a few bytes).
+  const weight = size(value) + key.length;
   if (cache.generation !== generation || weight > MAX_SIZE / 16) return value;
   let bucket = cache.buckets.get(name);
   if (!bucket) cache.buckets.set(name, (bucket = { entries: new Map(), size: 0 }));
