@@ -70,3 +70,16 @@ export async function countActiveWithValue(ctx: AppContext, table: string, field
 export async function activeRowStats(ctx: AppContext, table: string): Promise<{ n: number; last: number | null }> {
   return (await ctx.db.get<{ n: number; last: number | null }>(`SELECT COUNT(*) AS n, MAX("_updated_at") AS last FROM ${q(table)} WHERE "_deleted_at" IS NULL`))!;
 }
+
+/** The size of a record as JSON, estimated without writing it (strings by their length): what holding it costs. */
+export function recordBytes(record: Record<string, unknown>): number {
+  let n = 2;
+  for (const k in record) {
+    const v = record[k];
+    n += k.length + 4;
+    if (typeof v === "string") n += v.length + 2;
+    else if (v === null || typeof v !== "object") n += 8;
+    else n += JSON.stringify(v)?.length ?? 4;
+  }
+  return n;
+}

@@ -1,4 +1,5 @@
 import type { ChangeEvent } from "../events/bus.ts";
+import { recordBytes } from "../query/rows.ts";
 
 /** A committed change as the realtime layer holds it: numbered in commit order. */
 export interface HeldEvent {
@@ -32,19 +33,6 @@ export const MAX_HELD = 20_000;
 export const MAX_HELD_BYTES = 32 * 1024 * 1024;
 /** A record larger than this goes out as a reference (its `_id`, the client reads it) and is held as one. */
 export const REF_RECORD_BYTES = 1024 * 1024;
-
-/** The size of a record as JSON, estimated without writing it (strings by their length): what holding it costs. */
-export function recordBytes(record: Record<string, unknown>): number {
-  let n = 2;
-  for (const k in record) {
-    const v = record[k];
-    n += k.length + 4;
-    if (typeof v === "string") n += v.length + 2;
-    else if (v === null || typeof v !== "object") n += 8;
-    else n += JSON.stringify(v)?.length ?? 4;
-  }
-  return n;
-}
 
 /** The record a reference holds: what read rules look at (`_owner_id`) and the id the client reads. */
 const refRecord = (record: Record<string, unknown>) => ({ _id: record._id, _owner_id: record._owner_id ?? null });

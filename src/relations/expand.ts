@@ -6,7 +6,7 @@ import { badRequest } from "../errors.ts";
 import { linkedRows, linksFromAll } from "../query/junction.ts";
 import { pointingRows, readFilter, rowsWithIds, type TargetFilter } from "../query/relations.ts";
 import { prepareRules } from "../rules/scope.ts";
-import { decodeRow, type RecordJson } from "../query/rows.ts";
+import { decodeRow, recordBytes, type RecordJson } from "../query/rows.ts";
 
 type Row = Record<string, unknown>;
 
@@ -154,7 +154,36 @@ export async function expandRecords(ctx: AppContext, h: CollectionHandle, record
       records.forEach((r, i) => (out[i][rel.from_field] = (byFrom.get(r._id as string) ?? []).map((t) => decodeRow(target, t))));
     }
   }
+  checkExpandedSize(out);
   records.forEach((r, i) => (r._expand = out[i]));
+}
+
+/**
+ * The most JSON the expanded records of one answer may add. A record named by many others is read once but
+ * written into the answer once per record that names it: a page of 500 records naming one 16 MiB record would be
+ * 8 GB of text from one request.
+ */
+export const MAX_EXPANDED_BYTES = 64 * 1024 * 1024;
+
+/** 400 when the expanded records would add more than MAX_EXPANDED_BYTES to the answer (each record's size counted once). */
+function checkExpandedSize(out: Record<string, unknown>[]): void {
+  const sizes = new Map<object, number>();
+  let total = 0;
+  const add = (r: unknown) => {
+    if (!r || typeof r !== "object") return;
+    let n = sizes.get(r);
+    if (n === undefined) sizes.set(r, (n = recordBytes(r as RecordJson)));
+    total += n;
+  };
+  for (const o of out) {
+    for (const k in o) {
+      const v = o[k];
+      if (Array.isArray(v)) v.forEach(add);
+      else add(v);
+    }
+    if (total > MAX_EXPANDED_BYTES)
+      throw badRequest(`the expanded records would make the answer larger than ${MAX_EXPANDED_BYTES / 1048576} MiB: ask fewer records (limit) or expand fewer relations`);
+  }
 }
 
 /** How a `fields` selection meets the relation fields of a list. */

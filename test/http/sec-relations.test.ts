@@ -108,3 +108,25 @@ describe("filters on a many field see only readable targets", () => {
     expect((await t.admin("GET", "/api/v1/posts/count?filter=comments:ne:null")).body).toEqual({ total: 1 });
   });
 });
+
+describe("what expand may add to an answer", () => {
+  test("a page of records naming one large record is 400 past 64 MiB of expanded records, and answered below it", async () => {
+    for (const name of ["big_authors", "big_posts"])
+      expect((await t.admin("POST", "/api/v1/admin/collections", { name, rules: { read: "public", create: "authenticated" } })).status).toBe(201);
+    expect((await t.admin("POST", "/api/v1/admin/relations", { from_col: "big_posts", from_field: "author", to_col: "big_authors", type: "one" })).status).toBe(201);
+    const author = await t.req("POST", "/api/v1/big_authors", { body: { bio: "b".repeat(1024 * 1024) }, token: alice });
+    expect(author.status).toBe(201);
+    const posts = Array.from({ length: 70 }, (_, i) => ({ title: `p${i}`, author: author.body._id }));
+    expect((await t.req("POST", "/api/v1/big_posts/bulk", { body: posts, token: alice })).status).toBe(201);
+    // 70 copies of a 1 MiB record: refused before the text is written.
+    const all = await t.req("GET", "/api/v1/big_posts?limit=100&expand=author");
+    expect(all.status).toBe(400);
+    expect(all.body).toEqual({ error: expect.stringContaining("larger than 64 MiB"), code: "bad_request" });
+    // 50 of them fit; the record itself, without expand, is not limited by this.
+    const some = await t.req("GET", "/api/v1/big_posts?limit=50&expand=author");
+    expect(some.status).toBe(200);
+    expect(some.body.items).toHaveLength(50);
+    expect(some.body.items[49]._expand.author.bio).toHaveLength(1024 * 1024);
+    expect((await t.req("GET", "/api/v1/big_posts?limit=100")).body.items).toHaveLength(70);
+  });
+});
