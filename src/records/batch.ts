@@ -4,7 +4,7 @@ import { openCollection } from "../catalog/catalog.ts";
 import type { CollectionHandle } from "../catalog/handle.ts";
 import { inTransaction } from "../transaction.ts";
 import { AppError, ValidationError, badRequest, bodyOf, type Checked } from "../errors.ts";
-import { fetchRecord, type RecordJson } from "../query/rows.ts";
+import { fetchRecord, recordBytes, type RecordJson } from "../query/rows.ts";
 import { checkAccess, recordNotFound } from "../rules/access.ts";
 import { checkCreates, checkRecordAccess } from "./access.ts";
 import { prepareRules } from "../rules/scope.ts";
@@ -72,6 +72,9 @@ async function runOperation(ctx: AppContext, h: CollectionHandle, o: ReturnType<
   return { op: "delete", id: o.id! };
 }
 
+/** The most JSON a batch's results may hold: past it the batch fails (400 `batch_failed`) and nothing is kept. */
+export const MAX_BATCH_ANSWER_BYTES = 64 * 1024 * 1024;
+
 /**
  * `POST /:collection/batch`: 1..100 create/update/delete operations, run in order in one
  * transaction (each sees the ones before), every one under its own access rule with the
@@ -88,13 +91,18 @@ export async function runBatch(
   const ops = bodyOf(body).operations;
   const results = await inTransaction(ctx, async () => {
     const out: BatchResult[] = [];
+    let bytes = 0;
     for (let index = 0; index < ops.length; index++) {
       const raw: unknown = ops[index];
       const opName = raw && typeof raw === "object" && typeof (raw as { op?: unknown }).op === "string" ? (raw as { op: string }).op : "unknown";
       try {
         // Each operation sees the collection as the ones before it left it (the fields they added).
         const h = await openCollection(ctx, name);
-        out.push(await runOperation(ctx, h, readOperation(raw, checkOperation), p));
+        const result = await runOperation(ctx, h, readOperation(raw, checkOperation), p);
+        // Each result carries its whole record: 100 updates of one 16 MiB record would answer 1.6 GB.
+        if (result.op !== "delete" && (bytes += recordBytes(result.record)) > MAX_BATCH_ANSWER_BYTES)
+          throw badRequest(`the results would make the answer larger than ${MAX_BATCH_ANSWER_BYTES / 1048576} MiB: send fewer operations on large records`);
+        out.push(result);
       } catch (err) {
         throw batchFailed(index, opName.slice(0, 20), err);
       }

@@ -134,3 +134,22 @@ describe("POST /:collection/batch", () => {
     expect((await batch("nowhere", { operations: [{ op: "create", data: {} }] }, alice.token)).status).toBe(404);
   });
 });
+
+describe("the size of a batch's answer", () => {
+  test("results past 64 MiB fail the batch (400 batch_failed) and keep nothing; below it they are answered", async () => {
+    const big = await t.admin("POST", "/api/v1/notes", { text: "x".repeat(4 * 1024 * 1024) });
+    expect(big.status).toBe(201);
+    const id = big.body._id;
+    // Each update answers the whole record, a little over 4 MiB: the 16th passes 64 MiB.
+    const ops = (n: number) => Array.from({ length: n }, (_, i) => ({ op: "update", id, data: { n: i } }));
+    const over = await t.admin("POST", "/api/v1/notes/batch", { operations: ops(20) });
+    expect(over.status).toBe(400);
+    expect(over.body).toMatchObject({ code: "batch_failed", index: 15, op: "update" });
+    expect(over.body.error).toContain("larger than 64 MiB");
+    expect((await t.admin("GET", `/api/v1/notes/${id}`)).body.n ?? null).toBeNull();
+    const fits = await t.admin("POST", "/api/v1/notes/batch", { operations: ops(15) });
+    expect(fits.status).toBe(200);
+    expect(fits.body.results).toHaveLength(15);
+    expect((await t.admin("GET", `/api/v1/notes/${id}`)).body.n).toBe(14);
+  });
+});
