@@ -14,6 +14,8 @@ export interface Topic {
   filter: TopicFilter | null;
   /** The topic as the client gave it, echoed back by POST /realtime. */
   source: string | { collection: string; filter: string | string[] };
+  /** The characters of its filter's `like` patterns (see MAX_LIKE_CHARS_PER_STREAM). */
+  likeChars?: number;
 }
 
 const NAME_RE = /^[A-Za-z][A-Za-z0-9_]{0,63}$/;
@@ -25,6 +27,12 @@ export const MAX_TOPICS_PER_STREAM = 1000;
  * for every event of its collection (equal ones, of any stream, are asked once).
  */
 export const MAX_QUERY_FILTERS_PER_STREAM = 20;
+/**
+ * The characters of `like` patterns in all the topics of one stream: each is matched against every event of its
+ * collection, in time that grows with the value's length times the pattern's (1,000 topics of 256 characters took
+ * seconds per event of a 100 KB value).
+ */
+export const MAX_LIKE_CHARS_PER_STREAM = 4096;
 
 /**
  * A filter in the list's syntax: one `field:op:value`, several of them as an array (ANDed), or a
@@ -72,9 +80,11 @@ export async function parseTopic(ctx: AppContext, raw: unknown, p: Principal): P
     prepareRules(h.catalog);
     checkAccess(h.col, "read", p);
     const filter = o.filter as string | string[];
-    const compiled = compileFilter(ctx, h, parseTopicFilter(filter), p);
+    const conds = parseTopicFilter(filter);
+    const compiled = compileFilter(ctx, h, conds, p);
+    const likeChars = conds.reduce((n, c) => (c.op === "like" ? n + c.value.length : n), 0);
     // Echoed as sent (POST /realtime answers the topics as the client gave them).
-    return { collection: h.name, id: null, filter: compiled, source: { collection: o.collection as string, filter } };
+    return { collection: h.name, id: null, filter: compiled, source: { collection: o.collection as string, filter }, likeChars };
   }
   throw badRequest('a topic is "<collection>", "<collection>/<id>" or { "collection", "filter" }');
 }
@@ -85,8 +95,11 @@ export async function parseTopics(ctx: AppContext, raw: unknown, p: Principal): 
   if (raw.length > MAX_TOPICS_PER_STREAM) throw badRequest(`a stream takes at most ${MAX_TOPICS_PER_STREAM} topics`);
   const topics: Topic[] = [];
   const queries = new Set<string>();
+  let likeChars = 0;
   for (const t of raw) {
     const topic = await parseTopic(ctx, t, p);
+    if ((likeChars += topic.likeChars ?? 0) > MAX_LIKE_CHARS_PER_STREAM)
+      throw badRequest(`a stream's topics hold at most ${MAX_LIKE_CHARS_PER_STREAM} characters of like patterns in all`);
     const query = topic.filter?.query;
     if (query && queries.add(`${topic.collection}\u0000${query.key}`).size > MAX_QUERY_FILTERS_PER_STREAM)
       throw badRequest(`a stream takes at most ${MAX_QUERY_FILTERS_PER_STREAM} different filters on many or many_via fields`);

@@ -77,6 +77,12 @@ describe("filter topics cost little whatever they ask", () => {
     expect(long.body.code).toBe("bad_request");
     const ok = await t.subscribe(id, [{ collection: "t", filter: `title:like:%${"a".repeat(254)}%` }]);
     expect(ok.body).toEqual({ ok: true, subscriptions: [expect.anything()] });
+    // A stream's topics hold at most 4,096 characters of like patterns in all: 16 of 256, not 17.
+    const topics = (n: number) => Array.from({ length: n }, (_, i) => ({ collection: "t", filter: `title:like:%${String(i).padStart(254, "a")}%` }));
+    expect((await t.subscribe(id, topics(16))).status).toBe(200);
+    const many = await t.subscribe(id, topics(17));
+    expect(many.status).toBe(400);
+    expect(many.body.error).toBe("a stream's topics hold at most 4096 characters of like patterns in all");
     s.close();
   });
 
