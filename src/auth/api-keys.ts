@@ -1,13 +1,13 @@
 import { newUlid } from "../ids.ts";
 import type { AppContext } from "../context.ts";
 import { randomToken, sha256 } from "../crypto.ts";
-import { AppError, badRequest, bodyOf, methodDisabled, notFound, type Checked } from "../errors.ts";
+import { AppError, badRequest, bodyOf, conflict, methodDisabled, notFound, type Checked } from "../errors.ts";
 import { getSetting } from "../settings/settings.ts";
 import type { Principal } from "../principal.ts";
 import { findUserById } from "../users/users.ts";
 import { requireLiveCredential } from "./principal.ts";
 import { requireVerifiedEmail } from "./verified.ts";
-import { insertApiKey, revokeApiKeyRow, userApiKeyRows } from "../tables/api-keys.ts";
+import { insertApiKey, liveApiKeyCount, revokeApiKeyRow, userApiKeyRows } from "../tables/api-keys.ts";
 
 export interface ApiKeyJson {
   id: string;
@@ -20,6 +20,9 @@ function userIdOf(p: Principal): string {
   if (p.kind !== "user") throw new AppError(401, "unauthorized", "a user access token is required");
   return p.userId;
 }
+
+/** Active API keys a user may hold (each is a row kept, and listed whole by GET /auth/api-keys). */
+export const MAX_API_KEYS = 100;
 
 /** 401 when the user is gone, 403 `email_not_verified` while their address must be confirmed first. */
 async function usableUser(ctx: AppContext, userId: string): Promise<void> {
@@ -44,6 +47,8 @@ export async function createApiKey(ctx: AppContext, p: Principal, input: Checked
   return await ctx.db.transaction(async () => {
     await requireLiveCredential(ctx, p);
     await usableUser(ctx, userId);
+    if ((await liveApiKeyCount(ctx.db, userId)) >= MAX_API_KEYS)
+      throw conflict(`a user has at most ${MAX_API_KEYS} active API keys: revoke one before making another`);
     const now = ctx.clock.now();
     const id = newUlid(now);
     await insertApiKey(ctx.db, { id, userId, name, hash, now });

@@ -43,6 +43,11 @@ export async function userApiKeyRows(db: Engine, userId: string): Promise<ApiKey
   return await db.all<ApiKeyListRow>(`SELECT id, name, created_at, last_used_at FROM _api_keys WHERE user_id = ? AND revoked_at IS NULL ORDER BY created_at, ${db.sql.insertOrder}`, [userId]);
 }
 
+/** How many live keys a user has. */
+export async function liveApiKeyCount(db: Engine, userId: string): Promise<number> {
+  return Number((await db.get<{ n: number }>("SELECT COUNT(*) AS n FROM _api_keys WHERE user_id = ? AND revoked_at IS NULL", [userId]))?.n ?? 0);
+}
+
 /** Revokes a user's key; true when it was live. */
 export async function revokeApiKeyRow(db: Engine, id: string, userId: string, now: number): Promise<boolean> {
   return (await db.run("UPDATE _api_keys SET revoked_at = ? WHERE id = ? AND user_id = ? AND revoked_at IS NULL", [now, id, userId])).changes > 0;

@@ -78,6 +78,20 @@ describe("API keys", () => {
     expect((await withKey("GET", "/api/v1/notes", k1)).status).toBe(401);
   });
 
+  test("a user holds at most 100 active keys, also when more are asked at once: then 409 until one is revoked", async () => {
+    const u = await registerUser(t, "keys-many@example.test");
+    const first = await Promise.all(Array.from({ length: 90 }, (_, i) => createKey(u.token, `k${i}`)));
+    expect(first.every((r) => r.status === 201)).toBe(true);
+    const more = await Promise.all(Array.from({ length: 20 }, (_, i) => createKey(u.token, `m${i}`)));
+    expect(more.filter((r) => r.status === 201)).toHaveLength(10);
+    for (const r of more.filter((r) => r.status !== 201)) expect(r.body).toEqual({ error: "a user has at most 100 active API keys: revoke one before making another", code: "conflict" });
+    const list = await t.req("GET", "/api/v1/auth/api-keys", { token: u.token });
+    expect(list.body.items).toHaveLength(100);
+    expect((await t.req("DELETE", `/api/v1/auth/api-keys/${first[0]!.body.id}`, { token: u.token })).status).toBe(200);
+    expect((await createKey(u.token, "again")).status).toBe(201);
+    expect((await createKey(u.token, "one more")).status).toBe(409);
+  });
+
   test("a missing, empty or too long name is 400; without a token 401", async () => {
     const u = await registerUser(t, "keys6@example.test");
     for (const name of [undefined, "", "   ", 5, "x".repeat(101)]) {
