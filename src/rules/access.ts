@@ -72,11 +72,25 @@ function expressionAccess(col: Collection, op: Operation, p: Principal, body: Re
   const auth = ruleUserOf(p);
   // IMPORTANT: fail closed: a rule not checked against the catalog reading it belongs to passes no one.
   if (!rule) return null;
+  if (body && rule.bodyFields && operatesOnBodyField(body, rule.bodyFields)) return null;
   const env: RuleEnv = { auth, now: Date.now(), body };
   const cond = compileRule(rule, env);
   if (cond.k === "true") return "all";
   if (cond.k === "false") return null;
   return { rule, env, cond };
+}
+
+/**
+ * SECURITY: true when the body changes, by an atomic operator (`"n+": 5`, `"tags-": [..]`), a field the rule reads
+ * as `@request.body.<field>`. The rule sees the values sent under the field's own name; an operator's result is not
+ * one of them, so `"credits+": 1000000` would pass a rule meant to keep `credits` from being set: denied instead.
+ */
+function operatesOnBodyField(body: Readonly<Record<string, unknown>>, fields: readonly string[]): boolean {
+  for (const key in body) {
+    const last = key.charCodeAt(key.length - 1);
+    if ((last === 43 || last === 45) && fields.includes(key.slice(0, -1).toLowerCase())) return true;
+  }
+  return false;
 }
 
 /** True when the principal owns the record. */

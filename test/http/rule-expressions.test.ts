@@ -214,6 +214,36 @@ describe("an expression rule is applied on every data path (rule-apps.test.ts ho
   });
 });
 
+describe("atomic operators under rules that read @request.body", () => {
+  test("an operator on a field the rule reads from the body is denied, on PATCH, batch and multipart; others pass", async () => {
+    const rules = { read: "public", create: "true", update: "_owner_id = @auth.id && !@request.body.credits:isset && @request.body.likes <= 1" };
+    expect((await t.admin("POST", C, { name: "wallets", fields: [{ name: "credits", type: "number" }, { name: "likes", type: "number" }, { name: "n", type: "number" }], rules })).status).toBe(201);
+    const w = await t.req("POST", "/api/v1/wallets", { token: user.token, body: { credits: 5, likes: 0, n: 0 } });
+    expect(w.status).toBe(201);
+    const path = `/api/v1/wallets/${w.body._id}`;
+    const patch = (body: unknown) => t.req("PATCH", path, { token: user.token, body });
+    // Setting credits is what the rule forbids; an operator on it is no way round.
+    expect((await patch({ credits: 1000, likes: 1 })).status).toBe(403);
+    expect((await patch({ "credits+": 1_000_000, likes: 1 })).status).toBe(403);
+    expect((await patch({ "Credits+": 1_000_000, likes: 1 })).status).toBe(403);
+    // likes may be sent as 1 at most; likes+ would let it grow past what the rule sees.
+    expect((await patch({ "likes+": 5 })).status).toBe(403);
+    const batch = await t.req("POST", "/api/v1/wallets/batch", { token: user.token, body: { operations: [{ op: "update", id: w.body._id, data: { "credits+": 10, likes: 1 } }] } });
+    expect(batch.status).toBe(400);
+    expect(batch.body.code).toBe("batch_failed");
+    const form = new FormData();
+    form.append("credits+", "10");
+    form.append("likes", "1");
+    const multipart = await t.app.handle(new Request(`http://localhost${path}`, { method: "PATCH", body: form, headers: { authorization: `Bearer ${user.token}` } }));
+    expect(multipart.status).toBe(403);
+    // An operator on a field the rule does not read from the body is applied.
+    const ok = await patch({ "n+": 3, likes: 1 });
+    expect(ok.status).toBe(200);
+    expect(ok.body).toMatchObject({ credits: 5, likes: 1, n: 3 });
+    expect((await t.admin("GET", path)).body.credits).toBe(5);
+  });
+});
+
 describe("a field an expression rule names", () => {
   test("a rule may name a declared field before any record; renaming or dropping it is 409 until the rule changes", async () => {
     expect((await t.admin("POST", C, { name: "drafts", fields: [{ name: "state", type: "text" }, { name: "n", type: "number" }] })).status).toBe(201);

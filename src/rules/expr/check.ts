@@ -56,6 +56,8 @@ export interface CheckedRule {
   term: Term;
   /** The fields the rule names, for refusing to rename or drop them. */
   names: NamedField[];
+  /** The fields it reads as `@request.body.<field>` (lower case): an atomic operator on one is denied (see bodyDenies). */
+  bodyFields?: string[];
   /** Set when the stored rule no longer checks against the catalog (its term is then `false`: it denies). */
   broken?: string;
 }
@@ -77,7 +79,7 @@ export const MAX_HOPS = 3;
 export function checkExpression(catalog: RuleCatalog, collection: Collection, op: Operation, node: Node): CheckedRule {
   const checker = new Checker(catalog, op, collection);
   const term = checker.term(node);
-  return { collection: collection.name, op, term, names: checker.names };
+  return { collection: collection.name, op, term, names: checker.names, ...(checker.bodyFields.size ? { bodyFields: [...checker.bodyFields] } : {}) };
 }
 
 interface Typed {
@@ -88,6 +90,7 @@ interface Typed {
 
 class Checker {
   readonly names: NamedField[] = [];
+  readonly bodyFields = new Set<string>();
   private readonly seen = new Set<string>();
   /** The collections in scope: the rule's, then one per enclosing `@exists`. */
   private readonly scopes: Collection[];
@@ -262,6 +265,7 @@ class Checker {
       const field = rest[1];
       if (rest.length !== 2 || !BODY_FIELD_RE.test(field!)) throw fail("name one field: @request.body.<field>");
       this.name(this.scopes[0]!.name, field!);
+      this.bodyFields.add(field!.toLowerCase());
       return node.isset ? { o: { k: "isset", field: field! }, type: "boolean", node } : { o: { k: "body", field: field! }, type: "any", node };
     }
     throw unknown();

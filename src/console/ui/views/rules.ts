@@ -25,11 +25,11 @@ export const RULE_EXAMPLES: Record<string, string[]> = {
     "_owner_id = @auth.id || @auth.roles ?= 'editor'",
     "@exists(members, room = @record.room && user = @auth.id)",
     "_owner_id = @auth.id || editors ?= @auth.id",
-    "active = true || @auth.metadata.staff = true",
+    "active = true || @auth.roles ?= 'staff'",
   ],
   create: ["@request.body.status = 'draft' || @auth.roles ?= 'editor'", "@auth.verified = true", "!@request.body.owner:isset", "@exists(members, room = @request.body.room && user = @auth.id)"],
   update: ["_owner_id = @auth.id || @auth.roles ?= 'editor'", "_owner_id = @auth.id && !@request.body.status:isset", "room.owner = @auth.id"],
-  delete: ["_owner_id = @auth.id", "_owner_id = @auth.id || @auth.roles ?= 'admin'", "@auth.metadata.staff = true"],
+  delete: ["_owner_id = @auth.id", "_owner_id = @auth.id || @auth.roles ?= 'admin'", "@auth.roles ?= 'staff'"],
 };
 
 /** How long typing pauses before the expression is checked by the server. */
