@@ -40,10 +40,18 @@ export async function prepareRelations(ctx: AppContext, h: CollectionHandle, dat
   const stored = { ...data };
   const errors: FieldError[] = [];
   const links: RelationWrite["links"] = [];
-  const keyOf = new Map(Object.keys(data).map((k) => [k.toLowerCase(), k]));
+  // SECURITY: a relation field under its own spelling only, as any other field (grow.ts): under another letter
+  // case a rule's `@request.body.<field>` would not see it, and `"tags"` beside `"Tags"` would be stored unchecked.
+  const byName = new Map(rels.map((r) => [r.from_field.toLowerCase(), r.from_field]));
+  for (const k of Object.keys(data)) {
+    const name = byName.get(k.toLowerCase());
+    if (name === undefined || name === k) continue;
+    errors.push({ field: k, rule: "name", message: `"${k}" conflicts with the field "${name}".` });
+    delete stored[k];
+  }
   for (const rel of rels) {
-    const key = keyOf.get(rel.from_field.toLowerCase());
-    if (key === undefined) continue;
+    const key = rel.from_field;
+    if (!Object.hasOwn(data, key)) continue;
     const value = data[key];
     if (rel.type === "many") {
       delete stored[key]; // read only: ignored like a system field

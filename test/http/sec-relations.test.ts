@@ -130,3 +130,21 @@ describe("what expand may add to an answer", () => {
     expect((await t.req("GET", "/api/v1/big_posts?limit=100")).body.items).toHaveLength(70);
   });
 });
+
+describe("relation fields in a body", () => {
+  test("under another letter case they are 422 name, as any field; nothing is linked or stored", async () => {
+    const posts = await t.req("GET", `/api/v1/posts/${post}`, { token: alice });
+    expect(posts.status).toBe(200);
+    for (const body of [{ Pages: [diary] }, { pages: [diary], Pages: [diary] }, { Entry: diary }]) {
+      const res = await t.req("POST", "/api/v1/shares", { body, token: alice });
+      expect(res.status).toBe(422);
+      expect(res.body.errors).toContainEqual(expect.objectContaining({ rule: "name", field: Object.keys(body).find((k) => k !== k.toLowerCase()) }));
+    }
+    // No column was made of a relation's name under another spelling.
+    const fields = (await t.admin("GET", "/api/v1/admin/collections/shares")).body.fields.map((f: { name: string }) => f.name);
+    expect(fields.filter((f: string) => f.toLowerCase() === "pages")).toEqual([]);
+    const ok = await t.req("POST", "/api/v1/shares", { body: { pages: [diary] }, token: alice });
+    expect(ok.status).toBe(201);
+    expect(ok.body.pages).toEqual([diary]);
+  });
+});
