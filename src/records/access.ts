@@ -5,6 +5,7 @@ import { AppError, forbidden } from "../errors.ts";
 import type { RecordJson } from "../query/rows.ts";
 import { accessOf, checkAccess, ownsRecord, recordNotFound, type Access, type RuleAccess } from "../rules/access.ts";
 import { decideRule } from "../rules/expr/compile.ts";
+import type { Cond } from "../db/condition.ts";
 import { settleDecisions } from "../rules/expr/settle.ts";
 
 /**
@@ -64,6 +65,19 @@ function asStored(col: Collection, p: Principal, data: Readonly<Record<string, u
  * `@request.body` the item): 401/403 for the first it refuses, with its `index` when there are several.
  */
 export async function checkCreates(ctx: AppContext, col: Collection, p: Principal, items: readonly Readonly<Record<string, unknown>>[]): Promise<void> {
+  const decisions = createDecisions(col, p, items);
+  if (!decisions) return;
+  const denied = (await settleDecisions(ctx.db, decisions)).indexOf(false);
+  if (denied >= 0) throw createDenied(col, items.length, denied);
+}
+
+/**
+ * The create rule's decision on each of `items`: true, false, or a condition the database answers (`@exists`, a
+ * relation path), asked when settled (settleDecisions), so after whatever was written before. Null when no
+ * expression rule decides (the rule passes them all); 401/403 at once where the rule refuses the caller whatever
+ * the record.
+ */
+export function createDecisions(col: Collection, p: Principal, items: readonly Readonly<Record<string, unknown>>[]): (boolean | Cond)[] | null {
   const now = Date.now();
   const accesses: Access[] = [];
   for (let i = 0; i < items.length; i++) {
@@ -73,15 +87,15 @@ export async function checkCreates(ctx: AppContext, col: Collection, p: Principa
       throw items.length > 1 && err instanceof AppError ? new AppError(err.status, err.code, err.message, { ...err.extra, index: i }) : err;
     }
   }
-  const rules = accesses.filter((a): a is RuleAccess => typeof a === "object");
-  if (!rules.length) return;
-  const decisions = items.map((item, i) => {
+  if (!accesses.some((a) => typeof a === "object")) return null;
+  return items.map((item, i) => {
     const a = accesses[i]!;
     return typeof a === "object" ? decideRule(a.rule, asStored(col, p, item, now), a.env) : true;
   });
-  const ok = await settleDecisions(ctx.db, decisions);
-  const denied = ok.indexOf(false);
-  if (denied < 0) return;
+}
+
+/** 403 for a record the create rule refuses: item `index` of `count`. */
+export function createDenied(col: Collection, count: number, index: number): AppError {
   const message = `the create rule of collection "${col.name}" does not allow this record`;
-  throw items.length > 1 ? new AppError(403, "forbidden", message, { index: denied }) : forbidden(message);
+  return count > 1 ? new AppError(403, "forbidden", message, { index }) : forbidden(message);
 }

@@ -9,7 +9,9 @@ import { AppError, ValidationError, bodyOf, type Checked } from "../errors.ts";
 import type { RecordJson } from "../query/rows.ts";
 import { checkAccess } from "../rules/access.ts";
 import { prepareRules } from "../rules/scope.ts";
-import { checkCreates } from "./access.ts";
+import { createDecisions, createDenied } from "./access.ts";
+import { settleDecisions } from "../rules/expr/settle.ts";
+import type { Cond } from "../db/condition.ts";
 import { isExpressionRule } from "../rules/expr/rule.ts";
 import { flushRows, insertPlain, insertPlainRun, insertRecord, type PendingRow } from "./store.ts";
 
@@ -83,6 +85,27 @@ async function insertEach(ctx: AppContext, name: string, items: readonly Record<
   if (pending?.length) await flushRows(ctx, pending, (err, i) => withIndex(err, indexOfPending[i]!));
 }
 
+/** The records of a bulk one by one, each decided by the create rule (`decisions`, asked now) after those before it are written. */
+async function insertEachDecided(
+  ctx: AppContext,
+  name: string,
+  items: readonly Record<string, unknown>[],
+  p: Principal,
+  out: RecordJson[],
+  decisions: readonly (boolean | Cond)[],
+): Promise<void> {
+  for (let index = 0; index < items.length; index++) {
+    const h = await openCollection(ctx, name);
+    const [ok] = await settleDecisions(ctx.db, [decisions[index]!]);
+    if (!ok) throw createDenied(h.col, items.length, index);
+    try {
+      out.push(await insertRecord(ctx, h, items[index]!, p));
+    } catch (err) {
+      throw withIndex(err, index);
+    }
+  }
+}
+
 /**
  * `POST /:collection/bulk`: 1..500 record objects inserted in one transaction, hooks and field
  * rules included. Any failure saves nothing (no row, no new column); a 422 carries the failing
@@ -102,8 +125,14 @@ export async function bulkCreate(ctx: AppContext, name: string, body: Checked<Re
     let h = await openCollection(ctx, name);
     // The create rule on every record as it would be stored (in the transaction: relation paths and `@exists` see its view).
     prepareRules(h.catalog);
-    await checkCreates(ctx, h.col, p, items);
-    if (h.hooks.length === 0 && h.from.length === 0) h = await insertPlainBulk(ctx, h, items, p, out);
+    const decisions = createDecisions(h.col, p, items);
+    if (decisions?.some((d) => typeof d === "object")) {
+      // SECURITY: a rule that asks the database (`@exists`, a relation path) sees the records of the bulk before
+      // each one, as a batch's operations do: one vote per user holds inside one bulk too.
+      await insertEachDecided(ctx, name, items, p, out, decisions);
+      h = await openCollection(ctx, name);
+    } else if (decisions?.includes(false)) throw createDenied(h.col, items.length, decisions.indexOf(false));
+    else if (h.hooks.length === 0 && h.from.length === 0) h = await insertPlainBulk(ctx, h, items, p, out);
     else {
       await insertEach(ctx, name, items, p, out, h.hooks.length === 0 ? [] : undefined);
       // The collection as the last record left it (the fields it added).

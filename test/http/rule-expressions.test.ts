@@ -244,6 +244,22 @@ describe("atomic operators under rules that read @request.body", () => {
   });
 });
 
+describe("a create rule that asks the database, on a bulk", () => {
+  test("each record is decided after the bulk's records before it: one vote per poll holds inside one bulk", async () => {
+    const rule = "!@exists(votes, poll = @request.body.poll && _owner_id = @auth.id)";
+    expect((await t.admin("POST", C, { name: "votes", fields: [{ name: "poll", type: "text" }], rules: { read: "public", create: rule } })).status).toBe(201);
+    const bulk = (body: unknown) => t.req("POST", "/api/v1/votes/bulk", { token: user.token, body });
+    const twice = await bulk([{ poll: "a" }, { poll: "b" }, { poll: "a" }]);
+    expect(twice.status).toBe(403);
+    expect(twice.body).toMatchObject({ code: "forbidden", index: 2 });
+    expect((await t.admin("GET", "/api/v1/votes/count")).body.total).toBe(0);
+    const once = await bulk([{ poll: "a" }, { poll: "b" }, { poll: "c" }]);
+    expect(once.status).toBe(201);
+    expect((await bulk([{ poll: "d" }, { poll: "b" }])).body).toMatchObject({ code: "forbidden", index: 1 });
+    expect((await t.admin("GET", "/api/v1/votes/count")).body.total).toBe(3);
+  });
+});
+
 describe("a field an expression rule names", () => {
   test("a rule may name a declared field before any record; renaming or dropping it is 409 until the rule changes", async () => {
     expect((await t.admin("POST", C, { name: "drafts", fields: [{ name: "state", type: "text" }, { name: "n", type: "number" }] })).status).toBe(201);
