@@ -1,5 +1,6 @@
 import type { AppContext } from "../context.ts";
-import { listCollections } from "../catalog/catalog.ts";
+import { listCollections, openCollection } from "../catalog/catalog.ts";
+import { attachRelationFields } from "../relations/expand.ts";
 import type { Collection } from "../catalog/types.ts";
 import { AppError, badRequest, bodyOf, type Checked } from "../errors.ts";
 import type { RecordJson } from "../query/rows.ts";
@@ -45,13 +46,21 @@ function exportedRecord(col: Collection, record: RecordJson): RecordJson {
   return out;
 }
 
-/** One page of the caller's active records of a collection, after `after` (by `_id`); null when the collection is gone. */
-async function ownedPage(ctx: AppContext, col: Collection, userId: string, after: string | null): Promise<RecordJson[] | null> {
-  const params = new URLSearchParams({ filter: `_owner_id:eq:${userId}`, sort: "_id" });
+/**
+ * One page of the caller's active records of a collection, after `after` (by `_id`); null when the collection is
+ * gone. Read as an admin reads them (the user's own, whatever the read rules), but for `many` fields: those list
+ * other records naming this one, and only those the user may read (as their own reads of it answer).
+ */
+async function ownedPage(ctx: AppContext, col: Collection, p: Principal & { kind: "user" }, after: string | null): Promise<RecordJson[] | null> {
+  const params = new URLSearchParams({ filter: `_owner_id:eq:${p.userId}`, sort: "_id" });
   // A filter, not a cursor: a cursor naming a record deleted meanwhile would be refused (400).
   if (after) params.append("filter", `_id:gt:${after}`);
   try {
-    return (await listRecords(ctx, col.name, params, ADMIN, { limit: EXPORT_PAGE, total: false })).items;
+    const items = (await listRecords(ctx, col.name, params, ADMIN, { limit: EXPORT_PAGE, total: false })).items;
+    const h = await openCollection(ctx, col.name);
+    const many = new Set(h.from.filter((r) => r.type === "many").map((r) => r.from_field.toLowerCase()));
+    if (many.size && items.length) await attachRelationFields(ctx, h, items, p, many);
+    return items;
   } catch (err) {
     // Dropped while the export ran: it has nothing of the user any more.
     if (err instanceof AppError && err.status === 404) return null;
@@ -74,13 +83,14 @@ async function ownedIds(ctx: AppContext, col: Collection, userId: string): Promi
 /**
  * `GET /auth/me/export`: `{ user, collections: { <name>: [records] } }`, every active record whose `_owner_id`
  * is the caller, by collection (only collections holding some), each as an admin reads it (relation fields
- * included). Streamed: the records are read EXPORT_PAGE at a time, in `_id` order, as the client takes them, so
+ * included; `many` fields as the user may read them). Streamed: the records are read EXPORT_PAGE at a time, in `_id` order, as the client takes them, so
  * a user with millions of records costs the server one page of memory. Each page is read on its own (not one
  * snapshot): a record written during the export may or may not be in it. A failure part-way ends the
  * stream early (the client gets invalid JSON, never a silently short export).
  */
 export async function exportOwnData(ctx: AppContext, p: Principal): Promise<Response> {
   const { user } = await currentUser(ctx, p);
+  const owner = p as Principal & { kind: "user" };
   const cols = await listCollections(ctx);
   const enc = new TextEncoder();
   let i = 0;
@@ -106,7 +116,7 @@ export async function exportOwnData(ctx: AppContext, p: Principal): Promise<Resp
             controller.close();
             return;
           }
-          const page = await ownedPage(ctx, col, user.id, after);
+          const page = await ownedPage(ctx, col, owner, after);
           if (page && page.length) {
             const items = page.map((r) => JSON.stringify(exportedRecord(col, r))).join(",");
             let text = started ? `,${items}` : `${firstCollection ? "" : ","}${JSON.stringify(col.name)}:[${items}`;

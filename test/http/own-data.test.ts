@@ -78,6 +78,27 @@ describe("GET /auth/me/export", () => {
     });
   });
 
+  test("a many field lists only the records naming this one that the user may read", async () => {
+    await createCollection(t, "threads", { read: "authenticated", create: "authenticated", update: "owner", delete: "owner" });
+    await createCollection(t, "replies", { read: "owner", create: "authenticated", update: "owner", delete: "owner" });
+    for (const r of [
+      { from_col: "replies", from_field: "thread", to_col: "threads", type: "one" },
+      { from_col: "threads", from_field: "replies", to_col: "replies", type: "many", to_field: "thread" },
+    ])
+      expect((await t.admin("POST", "/api/v1/admin/relations", r)).status).toBe(201);
+    const a = await registerUser(t, "export-thread-a@example.com");
+    const b = await registerUser(t, "export-thread-b@example.com");
+    const thread = await create(a.token, "threads", { title: "mine" });
+    const own = await create(a.token, "replies", { text: "a's", thread });
+    const hidden = await create(b.token, "replies", { text: "b's", thread });
+    expect((await t.admin("GET", `/api/v1/threads/${thread}`)).body.replies.sort()).toEqual([own, hidden].sort());
+    expect((await t.req("GET", `/api/v1/threads/${thread}`, { token: a.token })).body.replies).toEqual([own]);
+    const res = await t.req("GET", "/api/v1/auth/me/export", { token: a.token });
+    expect(res.status).toBe(200);
+    expect(res.body.collections.threads.map((r: { replies: string[] }) => r.replies)).toEqual([[own]]);
+    expect(JSON.stringify(res.body)).not.toContain(hidden);
+  });
+
   test(`streamed ${EXPORT_PAGE} records at a time: a large export is whole, in _id order, without duplicates`, async () => {
     const u = await registerUser(t, "export-many@example.com");
     const n = EXPORT_PAGE * 2 + 3;
