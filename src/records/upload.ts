@@ -9,7 +9,7 @@ import { createRecord } from "./create.ts";
 import { updateRecord } from "./update.ts";
 import type { IfMatch } from "./version.ts";
 import { checkAccess, recordNotFound } from "../rules/access.ts";
-import { isExpressionRule } from "../rules/expr/rule.ts";
+import { checkedRuleOf, isExpressionRule } from "../rules/expr/rule.ts";
 import { prepareRules } from "../rules/scope.ts";
 import { MultipartReader, multipartBoundary, tooLarge, type Part } from "../files/multipart.ts";
 import { fileKey, fileName, NAME_RE } from "../files/names.ts";
@@ -43,9 +43,10 @@ export async function createWithFiles(ctx: AppContext, name: string, request: Re
   const h = await openCollection(ctx, name);
   prepareRules(h.catalog);
   const col = h.col;
-  // Checked before a byte is stored, where the rule decides without the record (the create repeats it); an
-  // expression, which may name the body, is decided by the create on the record as it would be stored.
-  if (!isExpressionRule(col.rules.create)) checkAccess(col, "create", p);
+  // Checked before a byte is stored, where the rule decides without the record (the create repeats it): also an
+  // expression that does not read `@request.body` (one that refuses the caller whatever the record, anonymous
+  // callers under `@auth.id != null`, refuses here); one that reads it is decided by the create, on the record.
+  if (!readsBody(col, "create")) checkAccess(col, "create", p);
   return await writeWithFiles(ctx, col, request, null, (data) => createRecord(ctx, col.name, data, p));
 }
 
@@ -54,14 +55,21 @@ export async function updateWithFiles(ctx: AppContext, name: string, id: string,
   const h = await openCollection(ctx, name);
   prepareRules(h.catalog);
   const col = h.col;
-  // An expression update rule may name the body: only the read rule is checked here, the update rule by the update.
-  const access = isExpressionRule(col.rules.update) ? null : checkAccess(col, "update", p);
+  // An expression update rule that names the body: only the read rule is checked here, the update rule by the update.
+  const access = readsBody(col, "update") ? null : checkAccess(col, "update", p);
   // Checked before a byte is stored (the update checks again, inside its transaction, on the record as it is then).
   const previous = await fetchRecord(ctx, col, id);
   if (!previous || previous._deleted_at !== null) throw recordNotFound();
   if (access) await checkRecordAccess(ctx, col, "update", p, access, previous);
   else if (!(await canRead(ctx, col, p, previous))) throw recordNotFound();
   return await writeWithFiles(ctx, col, request, previous, (data) => updateRecord(ctx, col.name, id, data, p, opts));
+}
+
+/** True when the collection's rule for `op` is an expression that reads `@request.body` (or is not checked yet). */
+function readsBody(col: Collection, op: "create" | "update"): boolean {
+  if (!isExpressionRule(col.rules[op])) return false;
+  const rule = checkedRuleOf(col, op);
+  return !rule || !!rule.bodyFields;
 }
 
 async function writeWithFiles(

@@ -181,6 +181,38 @@ describe("upload and download", () => {
     expect((await storageFiles()).length).toBe(before);
   });
 
+  test("an expression rule that refuses the caller whatever the record refuses an upload before its body is read", async () => {
+    expect((await t.admin("POST", "/api/v1/admin/collections", {
+      name: `gated${kind}`,
+      fields: [{ name: "doc", type: "file", max_size: 1 << 20 }],
+      rules: { read: "public", create: "@auth.verified = true", update: "_owner_id = @auth.id && @auth.verified = true" },
+    })).status).toBe(201);
+    const made = await t.admin("POST", `/api/v1/gated${kind}`, { title: "x" });
+    for (const [method, path, token, status] of [
+      ["POST", `/api/v1/gated${kind}`, null, 401],
+      ["POST", `/api/v1/gated${kind}`, alice.token, 403],
+      ["PATCH", `/api/v1/gated${kind}/${made.body._id}`, alice.token, 403],
+    ] as const) {
+      let pulled = 0;
+      const boundary = "gateboundary";
+      const body = new ReadableStream<Uint8Array>({
+        start(c) {
+          c.enqueue(new TextEncoder().encode(`--${boundary}\r\nContent-Disposition: form-data; name="doc"; filename="a.bin"\r\n\r\n`));
+        },
+        pull(c) {
+          pulled += 64 * 1024;
+          if (pulled > 900 * 1024) return c.close();
+          c.enqueue(new Uint8Array(64 * 1024));
+        },
+      });
+      const res = await t.app.handle(
+        new Request(`http://localhost${path}`, { method, body, headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), "content-type": `multipart/form-data; boundary=${boundary}` } }),
+      );
+      expect({ path, method, status: res.status }).toEqual({ path, method, status });
+      expect(pulled).toBeLessThan(256 * 1024);
+    }
+  });
+
   test("a Content-Length over the limit is refused before the body is read", async () => {
     await t.ready;
     let pulled = 0;
