@@ -298,6 +298,8 @@ describe("upload and download", () => {
     const r = await send("POST", "/api/v1/docs", [["title", "appended at once"]], alice.token);
     expect(r.status).toBe(201);
     const id = r.body._id;
+    // Deletions other tests left pending settle first: they would change the count meanwhile.
+    await fileDeletionsSettled(t.ctx);
     const before = (await storageFiles()).length;
     const letters = ["p", "q", "s", "u", "v"];
     const sent = await Promise.all(
@@ -368,18 +370,25 @@ describe("upload and download", () => {
   });
 
   test("thumbnails asked at once are bounded: past those waiting 503 busy with Retry-After; past the sizes kept per file, the image itself", async () => {
+    // A collection of its own: the other thumbnail test counts what `docs` keeps.
+    const pics = `pictures${kind}`;
+    expect((await t.admin("POST", "/api/v1/admin/collections", {
+      name: pics,
+      rules: { read: "public", create: "authenticated" },
+      fields: [{ name: "cover", type: "file", mime: ["image/png"], max_size: 1 << 20 }],
+    })).status).toBe(201);
     const source = new Jimp({ width: 64, height: 48, color: 0x33cc66ff });
     const png = new Uint8Array(await encodeImage(source, "image/png"));
-    const r = await send("POST", "/api/v1/docs", [["cover", new Blob([png]), "c.png"]], alice.token);
+    const r = await send("POST", `/api/v1/${pics}`, [["cover", new Blob([png]), "c.png"]], alice.token);
     expect(r.status).toBe(201);
-    const url = `/api/v1/files/docs/${r.body._id}/${r.body.cover}`;
+    const url = `/api/v1/files/${pics}/${r.body._id}/${r.body.cover}`;
     // More distinct sizes at once than may wait, of an image that takes a while to decode: the rest are refused at
     // once, none fails otherwise.
     const large = new Uint8Array(await encodeImage(new Jimp({ width: 1200, height: 1200, color: 0x3366ccff }), "image/png"));
-    const big = await send("POST", "/api/v1/docs", [["cover", new Blob([large]), "big.png"]], alice.token);
+    const big = await send("POST", `/api/v1/${pics}`, [["cover", new Blob([large]), "big.png"]], alice.token);
     expect(big.status).toBe(201);
     const asked = MAX_THUMBS_WAITING + 8;
-    const bigUrl = `/api/v1/files/docs/${big.body._id}/${big.body.cover}`;
+    const bigUrl = `/api/v1/files/${pics}/${big.body._id}/${big.body.cover}`;
     const burst = await Promise.all(Array.from({ length: asked }, (_, i) => get(`${bigUrl}?thumb=${i + 1}x0`, alice.token)));
     const busy = burst.filter((b) => b.status === 503);
     expect(burst.filter((b) => b.status !== 503).every((b) => b.status === 200)).toBe(true);
@@ -388,7 +397,7 @@ describe("upload and download", () => {
     // Sizes kept per file are capped: once the file has them, a new size is the image as stored.
     for (let i = 1; i <= MAX_THUMB_SIZES + 1; i++) expect((await get(`${url}?thumb=${i}x0`, alice.token)).status).toBe(200);
     const sizes: string[] = [];
-    for await (const f of storageOf(t.ctx).list(`docs/thumbs/${r.body.cover}/`)) sizes.push(f.key);
+    for await (const f of storageOf(t.ctx).list(`${pics}/thumbs/${r.body.cover}/`)) sizes.push(f.key);
     expect(sizes).toHaveLength(MAX_THUMB_SIZES);
     const over = await get(`${url}?thumb=${MAX_THUMB_SIZES + 5}x0`, alice.token);
     expect(over.status).toBe(200);
