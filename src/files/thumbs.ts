@@ -1,5 +1,4 @@
 import type { AppContext } from "../context.ts";
-import { AppError } from "../errors.ts";
 import { fileKey, thumbKey } from "./names.ts";
 import { bodyChunks, storageOf, type StoredFile } from "./storage.ts";
 import type { ThumbDone, ThumbJob } from "./thumb-worker.ts";
@@ -42,8 +41,8 @@ const making = new Map<string, Promise<{ key: string; stat: StoredFile } | null>
 
 /**
  * Thumbnails waiting for their turn (one is made at a time, its image read only then): past this, a new size is
- * 503 `busy` with Retry-After. Without the bound, parallel requests for distinct sizes each held their image in
- * memory until the image thread got to them.
+ * served as the image itself, not kept (an `<img>` shows it; a 503 it would show broken). Without the bound,
+ * parallel requests for distinct sizes each held their image in memory until the image thread got to them.
  */
 export const MAX_THUMBS_WAITING = 32;
 /** Sizes kept per file: a further size is served as the image itself (one client cannot fill the disk with sizes). */
@@ -52,15 +51,15 @@ export const MAX_THUMB_SIZES = 32;
 let makingOne = false;
 const turns: (() => void)[] = [];
 
-/** Waits for the turn to make a thumbnail; 503 when too many wait. The turn must be given back (`next`). */
-async function turn(): Promise<void> {
+/** Waits for the turn to make a thumbnail: false (no turn) when too many wait. A turn taken must be given back (`next`). */
+async function turn(): Promise<boolean> {
   if (!makingOne) {
     makingOne = true;
-    return;
+    return true;
   }
-  if (turns.length >= MAX_THUMBS_WAITING)
-    throw new AppError(503, "busy", "too many thumbnails are being made, try again", {}, { "Retry-After": "1" });
+  if (turns.length >= MAX_THUMBS_WAITING) return false;
   await new Promise<void>((resolve) => turns.push(resolve));
+  return true;
 }
 
 /** Gives the turn to the next waiting thumbnail. */
@@ -90,7 +89,7 @@ export async function thumbnail(ctx: AppContext, collection: string, name: strin
   let job = making.get(key);
   if (!job) {
     job = (async () => {
-      await turn();
+      if (!(await turn())) return null;
       try {
         if ((await sizesKept(ctx, collection, name, MAX_THUMB_SIZES)) >= MAX_THUMB_SIZES) return null;
         const bytes = Buffer.concat(await Array.fromAsync(bodyChunks(storage.read(fileKey(collection, name)))));
