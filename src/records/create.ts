@@ -53,7 +53,12 @@ function groupedCreate(ctx: AppContext, name: string, body: Checked<Record<strin
     ctx,
     async () => {
       const h = await openCollection(ctx, name);
-      checkAccess(h.col, "create", p);
+      // SECURITY: the rule as the transaction reads it; another node may have made it an expression meanwhile,
+      // which is decided on the record (checkAccess alone passes one that depends on the record's fields).
+      if (isExpressionRule(h.col.rules.create)) {
+        prepareRules(h.catalog);
+        await checkCreates(ctx, h.col, p, [data]);
+      } else checkAccess(h.col, "create", p);
       return await insertRecord(ctx, h, data, p);
     },
     opts,
