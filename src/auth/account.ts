@@ -29,7 +29,7 @@ export async function register(ctx: AppContext, b: Record<string, unknown>, clie
     }
   }
   if (errors.length) throw new ValidationError(errors);
-  const user = await createUser(ctx, { email: b.email, password: b.password });
+  const user = await createUser(ctx, { email: b.email, password: b.password, hashFor: client.ip ?? "unknown" });
   await sendVerificationEmail(ctx, user);
   return createSession(ctx, user, client);
 }
@@ -41,22 +41,27 @@ export async function register(ctx: AppContext, b: Record<string, unknown>, clie
  */
 export async function login(ctx: AppContext, b: Record<string, unknown>, client: ClientInfo): Promise<LoginResult> {
   if (!(await getSettings(ctx)).auth_password_enabled) throw methodDisabled("password login");
+  const by = client.ip ?? "unknown";
   if (typeof b.email !== "string" || typeof b.password !== "string") {
-    await verifyPassword(String(b.password ?? ""), null);
+    await verifyPassword(String(b.password ?? ""), null, by);
     throw invalidCredentials();
   }
   let email: string;
   try {
     email = normalizeEmail(b.email);
   } catch {
-    await verifyPassword(b.password, null);
+    await verifyPassword(b.password, null, by);
     throw invalidCredentials();
   }
   // IMPORTANT: the guess is counted before the slow hash, in one statement, else parallel
   // requests all pass the lock check before any failure is recorded (a lockout bypass).
   await takeLoginAttempt(ctx, email);
   const user = await findUserByEmail(ctx, email);
-  const ok = await verifyPassword(b.password, user?.password_hash);
+  const ok = await verifyPassword(b.password, user?.password_hash, by).catch(async (err) => {
+    // No turn to hash in (429): nothing was tried, so the guess is given back.
+    await releaseLoginAttempt(ctx, email);
+    throw err;
+  });
   // The row is read again: a password reset or 2FA change may have landed during the hash. And once more in
   // the transaction that makes the session (or the 2FA token): one that lands after this read must not leave
   // a session made with the old password behind (a reset revokes only the sessions it finds).

@@ -67,7 +67,7 @@ export async function adminUpdateUser(ctx: AppContext, idOrEmail: string, input:
     if (other && other.id !== user.id) throw new AppError(409, "conflict", "a user with this email already exists");
     changes.email = email;
   }
-  if (b.password !== undefined) changes.password_hash = await hashPassword(checkPassword(b.password));
+  if (b.password !== undefined) changes.password_hash = await hashPassword(checkPassword(b.password), null);
   if (Object.keys(changes).length) {
     const emailChanged = changes.email !== undefined && changes.email !== user.email;
     try {

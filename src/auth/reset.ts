@@ -4,7 +4,7 @@ import { getSetting } from "../settings/settings.ts";
 import { consumeMailToken } from "./mail-tokens.ts";
 import { checkPassword, hashPassword } from "../users/passwords.ts";
 import { clearLoginAttempts } from "./lockout.ts";
-import { revokeUserApiKeys, revokeUserSessions } from "./sessions.ts";
+import { revokeUserApiKeys, revokeUserSessions, type ClientInfo } from "./sessions.ts";
 import { removeTotp } from "./totp.ts";
 import { mailLinkIfAccount } from "./verification.ts";
 import { useUserTokens } from "../tables/tokens.ts";
@@ -26,11 +26,12 @@ export async function forgotPassword(ctx: AppContext, input: Checked<{ email: un
 export async function resetPassword(
   ctx: AppContext,
   input: Checked<{ token: unknown; password: unknown }>,
+  client: ClientInfo,
 ): Promise<{ ok: true; sessions_revoked: number; api_keys_revoked: number }> {
   if (!await getSetting(ctx, "auth_password_enabled")) throw methodDisabled("password login");
   const b = bodyOf(input);
   // The password is checked before the token is used up, so a too-short password does not burn the link.
-  const hash = await hashPassword(checkPassword(b.password));
+  const hash = await hashPassword(checkPassword(b.password), client.ip ?? "unknown");
   const userId = await consumeMailToken(ctx, b.token, "reset_password");
   if (!userId) throw new AppError(400, "invalid_token", "invalid or expired reset token");
   const now = ctx.clock.now();

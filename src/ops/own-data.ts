@@ -9,10 +9,11 @@ import { listRecords } from "../records/list.ts";
 import { inTransaction } from "../transaction.ts";
 import { findUserById, userToJson, type UserRow } from "../users/users.ts";
 import { ADMIN, type Principal } from "../principal.ts";
-import { clearLoginAttempts, takeLoginAttempt } from "../auth/lockout.ts";
+import { clearLoginAttempts, releaseLoginAttempt, takeLoginAttempt } from "../auth/lockout.ts";
 import { verifyPassword } from "../users/passwords.ts";
 import { useCode } from "../auth/totp.ts";
 import { sessionById } from "../tables/sessions.ts";
+import type { ClientInfo } from "../auth/sessions.ts";
 import { deleteUserRow } from "../tables/users.ts";
 
 // A user's own data (CONTRACT §16): everything they own, as one download, and the erasure of the account.
@@ -159,7 +160,7 @@ export async function exportOwnData(ctx: AppContext, p: Principal): Promise<Resp
  * most FRESH_SESSION_MS old: signing in again is the proof. Each password or code counts toward the lockout
  * (CONTRACT §8c), as a login would.
  */
-async function proveHolder(ctx: AppContext, user: UserRow, sessionId: string | null, b: Record<string, unknown>): Promise<void> {
+async function proveHolder(ctx: AppContext, user: UserRow, sessionId: string | null, b: Record<string, unknown>, by: string): Promise<void> {
   for (const k of Object.keys(b)) if (k !== "password" && k !== "code") throw badRequest(`unknown key "${k.slice(0, 40)}": expected password or code`);
   const hasPassword = !!user.password_hash;
   const hasTotp = !!user.totp_enabled;
@@ -167,7 +168,11 @@ async function proveHolder(ctx: AppContext, user: UserRow, sessionId: string | n
     if (typeof b.password !== "string") throw badRequest("password must be a string");
     // IMPORTANT: the guess is counted before the slow hash (see login).
     await takeLoginAttempt(ctx, user.email);
-    if (!(await verifyPassword(b.password, user.password_hash))) throw new AppError(401, "invalid_credentials", "wrong password");
+    const ok = await verifyPassword(b.password, user.password_hash, by).catch(async (err) => {
+      await releaseLoginAttempt(ctx, user.email); // no turn to hash in (429): nothing was tried
+      throw err;
+    });
+    if (!ok) throw new AppError(401, "invalid_credentials", "wrong password");
   } else if (b.code !== undefined && b.code !== null) {
     if (!hasTotp) throw badRequest("two-factor authentication is not enabled: send the password");
     await takeLoginAttempt(ctx, user.email);
@@ -192,11 +197,11 @@ async function proveHolder(ctx: AppContext, user: UserRow, sessionId: string | n
  * of theirs is tried again after it: the hooks of a tried and rolled-back delete have run, as for any failed
  * operation). Answers the count of owned records deleted per collection.
  */
-export async function deleteOwnAccount(ctx: AppContext, p: Principal, input: Checked<Record<string, unknown>>): Promise<{ ok: true; deleted: Record<string, number> }> {
+export async function deleteOwnAccount(ctx: AppContext, p: Principal, input: Checked<Record<string, unknown>>, client: ClientInfo): Promise<{ ok: true; deleted: Record<string, number> }> {
   const { user, sessionId } = await currentUser(ctx, p);
   const b = bodyOf(input) ?? {};
   if (typeof b !== "object" || Array.isArray(b)) throw badRequest("the body must be an object: { password } or { code }");
-  await proveHolder(ctx, user, sessionId, b);
+  await proveHolder(ctx, user, sessionId, b, client.ip ?? "unknown");
   const deleted = await inTransaction(ctx, async () => {
     const counts: Record<string, number> = {};
     let pending: { col: string; id: string }[] = [];

@@ -1,8 +1,17 @@
 import { fieldError } from "../errors.ts";
+import { inHashTurn } from "./hash-turns.ts";
 
-/** Hashes a password with argon2id. */
-export function hashPassword(password: string): Promise<string> {
-  return Bun.password.hash(password, { algorithm: "argon2id" });
+/**
+ * Who a hash is for: the client address whose turn it takes (hash-turns.ts), or null for an admin's
+ * request, which takes none.
+ */
+export type HashFor = string | null;
+
+const inTurn = <T>(by: HashFor, hash: () => Promise<T>): Promise<T> => (by === null ? hash() : inHashTurn(by, hash));
+
+/** Hashes a password with argon2id, in `by`'s turn. */
+export function hashPassword(password: string, by: HashFor): Promise<string> {
+  return inTurn(by, () => Bun.password.hash(password, { algorithm: "argon2id" }));
 }
 
 /**
@@ -13,13 +22,15 @@ export function hashPassword(password: string): Promise<string> {
  */
 export const DUMMY_HASH = "$argon2id$v=19$m=65536,t=2,p=1$488wMQuH6vafghZB9Lx+lij3yrSLFKgeqPDTInnAUI8$BdGJRiaE0XgS1bv4VHA66Qk1ydLMJ+O7N2/uiby0DPM";
 
-/** Checks a password against a stored hash (or against a dummy hash when there is none, in the same time). */
-export async function verifyPassword(password: string, hash: string | null | undefined): Promise<boolean> {
-  if (!hash) {
-    await Bun.password.verify(password, DUMMY_HASH).catch(() => false);
-    return false;
-  }
-  return Bun.password.verify(password, hash).catch(() => false);
+/** Checks a password against a stored hash (or against a dummy hash when there is none, in the same time), in `by`'s turn. */
+export function verifyPassword(password: string, hash: string | null | undefined, by: HashFor): Promise<boolean> {
+  return inTurn(by, async () => {
+    if (!hash) {
+      await Bun.password.verify(password, DUMMY_HASH).catch(() => false);
+      return false;
+    }
+    return Bun.password.verify(password, hash).catch(() => false);
+  });
 }
 
 /** 422 unless the password is a string of 8..256 characters (CONTRACT §7). */

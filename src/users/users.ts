@@ -1,7 +1,7 @@
 import { newUlid } from "../ids.ts";
 import type { AppContext } from "../context.ts";
 import { AppError, badRequest, notFound } from "../errors.ts";
-import { checkPassword, emailKey, hashPassword, normalizeEmail } from "./passwords.ts";
+import { checkPassword, emailKey, hashPassword, normalizeEmail, type HashFor } from "./passwords.ts";
 import { insertUser, userByEmail, userById, type UserRow } from "../tables/users.ts";
 
 export type { UserRow } from "../tables/users.ts";
@@ -75,12 +75,14 @@ export interface NewUser {
   roles?: unknown;
   metadata?: unknown;
   isVerified?: boolean;
+  /** The client address whose hashing turn the password takes; null (the default) for an admin's request. */
+  hashFor?: HashFor;
 }
 
 /** Creates a user; 422 for a bad email or password, 409 `conflict` for a taken email. */
 export async function createUser(ctx: AppContext, input: NewUser): Promise<UserRow> {
   const email = normalizeEmail(input.email);
-  const passwordHash = input.password === undefined || input.password === null ? null : await hashPassword(checkPassword(input.password));
+  const passwordHash = input.password === undefined || input.password === null ? null : await hashPassword(checkPassword(input.password), input.hashFor ?? null);
   const roles = input.roles === undefined ? [] : checkRoles(input.roles);
   const metadata = input.metadata === undefined ? {} : checkMetadata(input.metadata);
   if (await findUserByEmail(ctx, email)) throw new AppError(409, "conflict", "a user with this email already exists");

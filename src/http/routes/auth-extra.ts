@@ -67,8 +67,8 @@ export function authExtraRoutes(ctx: AppContext) {
     )
     .post(
       "/reset-password",
-      async ({ request }) => resetPassword(ctx, resetBody.defer(await json(request))),
-      doc({ summary: "Set a new password with a mailed token", tag, access: "public", body: ResetPasswordBody, ok: Ok, errors: [401, 403, 422] }),
+      async ({ request, server }) => resetPassword(ctx, resetBody.defer(await json(request)), clientInfo(ctx, request, server)),
+      doc({ summary: "Set a new password with a mailed token", tag, access: "public", body: ResetPasswordBody, ok: Ok, errors: [400, 403, 422, 429] }),
     )
     .get(
       "/2fa/status",

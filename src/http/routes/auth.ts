@@ -61,9 +61,9 @@ export function authRoutes(ctx: AppContext) {
     )
     .delete(
       "/me",
-      async ({ request }) => {
+      async ({ request, server }) => {
         const p = await user(request);
-        return deleteOwnAccount(ctx, p, deleteAccountBody.defer((await readJson(request, max)) ?? {}));
+        return deleteOwnAccount(ctx, p, deleteAccountBody.defer((await readJson(request, max)) ?? {}), clientInfo(ctx, request, server));
       },
       doc({ summary: "Delete the account and every record it owns", tag, access: "user", body: DeleteAccountBody, ok: DeletedAccountBody, errors: [400, 403, 409, 429] }),
     );
