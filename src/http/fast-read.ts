@@ -1,9 +1,7 @@
-import { ANONYMOUS } from "../principal.ts";
 import { noteRequest } from "../catalog/catalog.ts";
 import type { AppContext } from "../context.ts";
-import { getRecord } from "../records/read.ts";
-import type { RecordJson } from "../query/rows.ts";
-import { etagOf } from "../records/version.ts";
+import { anonymousRecordAnswer } from "../records/read.ts";
+import type { KeptRecord } from "../records/read-cache.ts";
 
 /** The CORS settings of the app (`@elysiajs/cors`), shared with the read path below that answers without it. */
 export function corsOptions(origins: string[] | "*") {
@@ -27,7 +25,8 @@ const PREFIX = "/api/v1/";
  * The anonymous `GET /api/v1/:collection/:id` without a query string, answered without Elysia's request
  * lifecycle (its context object, router, CORS hook, response mapping): the most frequent public read costs
  * several microseconds less. IMPORTANT: it answers only what Elysia would answer identically, the same
- * record (`getRecord`, as the route calls it for an anonymous caller) with the same headers (those of
+ * record (`anonymousRecordAnswer`: what `getRecord` answers the route's anonymous caller, kept between reads
+ * of a `public` collection) with the same headers (those of
  * `@elysiajs/cors` for any origin, `Response.json`'s content type); everything else, and every read that
  * fails (404, 401, 403, a bad id), goes through the app as before. Those are reads without credentials,
  * so running one a second time changes nothing. With `corsOrigins` set to a list, it never applies.
@@ -57,15 +56,15 @@ export function fastRecordReads(ctx: AppContext, routes: () => { method: string;
   const allowMethods = cors.methods.join(", ");
 
   const answer = async (fn: Handler, request: Request, collection: string, id: string, origin: string | null): Promise<unknown> => {
-    let record: RecordJson;
+    let record: KeptRecord;
     try {
-      record = await getRecord(ctx, collection, id, ANONYMOUS, { includeDeleted: false, expand: [], fields: null });
+      record = await anonymousRecordAnswer(ctx, collection, id);
     } catch {
       return fn(request);
     }
     // The Response copies the headers it is given; the ETag goes on its own copy (one copy, not two).
-    const res = new Response(JSON.stringify(record), { headers: origin ? headersFor(origin) : anyOrigin });
-    res.headers.set("etag", etagOf(record));
+    const res = new Response(record.body, { headers: origin ? headersFor(origin) : anyOrigin });
+    res.headers.set("etag", record.etag);
     return res;
   };
   // As `@elysiajs/cors` sets them for any origin (its defaults first, then its request hook's), then the type

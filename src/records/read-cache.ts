@@ -18,6 +18,17 @@ interface ReadCache {
   size: number;
   /** Reads running now, by bucket and key: the same read asked meanwhile waits for it instead of running again. */
   flights: Map<string, { answer: Promise<unknown>; dataVersion: number; generation: number }>;
+  /** Single records as answered to anyone (see rememberedRecord), by lower-cased collection name, then id. */
+  records: Map<string, Map<string, KeptRecord>>;
+  /** Characters of record text held in `records`. */
+  recordsSize: number;
+}
+
+/** A record's answer as kept: its JSON text and entity tag, and the data version it was read under. */
+export interface KeptRecord {
+  body: string;
+  etag: string;
+  dataVersion: number;
 }
 
 interface Bucket {
@@ -34,8 +45,9 @@ const MAX_SIZE = 16 * 1024 * 1024;
 function readCache(ctx: AppContext): ReadCache {
   let cache = ctx.cache.get(CACHE_KEY) as ReadCache | undefined;
   if (cache) return cache;
-  const made: ReadCache = { buckets: new Map(), generation: 0, size: 0, flights: new Map() };
+  const made: ReadCache = { buckets: new Map(), generation: 0, size: 0, flights: new Map(), records: new Map(), recordsSize: 0 };
   const drop = (name: string) => {
+    dropRecords(made, name);
     const bucket = made.buckets.get(name);
     if (!bucket) return;
     made.size -= bucket.size;
@@ -48,6 +60,8 @@ function readCache(ctx: AppContext): ReadCache {
     if (events.length === 0) {
       made.buckets.clear();
       made.size = 0;
+      made.records.clear();
+      made.recordsSize = 0;
       return;
     }
     drop(EXTERNAL);
@@ -129,5 +143,54 @@ export async function remembered<T>(ctx: AppContext, plan: ReadPlan, collection:
   bucket.entries.set(key, { value, dataVersion, size: weight });
   bucket.size += weight;
   cache.size += weight;
+  return value;
+}
+
+/** Records kept at most per collection, and characters of record text in all; a record of more than MAX_RECORD_TEXT is not kept. */
+const MAX_RECORDS_PER_COLLECTION = 10_000;
+const MAX_RECORDS_SIZE = 16 * 1024 * 1024;
+const MAX_RECORD_TEXT = 64 * 1024;
+
+function dropRecords(cache: ReadCache, name: string): void {
+  const kept = cache.records.get(name);
+  if (!kept) return;
+  for (const r of kept.values()) cache.recordsSize -= r.body.length;
+  cache.records.delete(name);
+}
+
+/**
+ * A single record's answer that is the same for every requester (a collection whose read rule is `public`,
+ * with no field read from another table), read by `read` or kept from the last time on the collection
+ * unchanged since: the JSON text and the ETag, so a repeated read neither queries nor serialises. Dropped
+ * with the collection's other kept reads (any committed change of one of its records, any schema change,
+ * another process's commit). `read` throws where the record is not answered (missing, soft-deleted).
+ */
+export async function rememberedRecord(ctx: AppContext, collection: string, id: string, read: () => Promise<KeptRecord>): Promise<KeptRecord> {
+  if (ctx.db.inTransaction()) return await read();
+  const cache = readCache(ctx);
+  const name = collection.toLowerCase();
+  const dataVersion = ctx.catalog.dataVersion;
+  const generation = cache.generation;
+  const hit = cache.records.get(name)?.get(id);
+  if (hit && hit.dataVersion === dataVersion) return hit;
+  const value = await read();
+  // As in `remembered`: a commit while the read ran leaves it unkept.
+  if (cache.generation !== generation || value.body.length > MAX_RECORD_TEXT) return value;
+  value.dataVersion = dataVersion;
+  let kept = cache.records.get(name);
+  if (kept && kept.size >= MAX_RECORDS_PER_COLLECTION) {
+    dropRecords(cache, name);
+    kept = undefined;
+  }
+  if (cache.recordsSize + value.body.length > MAX_RECORDS_SIZE) {
+    cache.records.clear();
+    cache.recordsSize = 0;
+    kept = undefined;
+  }
+  if (!kept) cache.records.set(name, (kept = new Map()));
+  const old = kept.get(id);
+  if (old) cache.recordsSize -= old.body.length;
+  kept.set(id, value);
+  cache.recordsSize += value.body.length;
   return value;
 }

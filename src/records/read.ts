@@ -1,4 +1,4 @@
-import type { Principal } from "../principal.ts";
+import { ANONYMOUS, type Principal } from "../principal.ts";
 import type { AppContext } from "../context.ts";
 import { openCollection } from "../catalog/catalog.ts";
 import { attachRelationFields, expandRecords, parseExpand } from "../relations/expand.ts";
@@ -7,6 +7,8 @@ import { fetchRecord, type RecordJson } from "../query/rows.ts";
 import { accessOf, checkAccess, recordNotFound } from "../rules/access.ts";
 import { prepareRules } from "../rules/scope.ts";
 import { accessPasses } from "./access.ts";
+import { rememberedRecord, type KeptRecord } from "./read-cache.ts";
+import { etagOf } from "./version.ts";
 
 /** `GET /:collection/:id`: 404 for a missing, soft-deleted (unless asked for) or hidden record. */
 export async function getRecord(
@@ -31,6 +33,22 @@ export async function getRecord(
   if (h.from.length) await attachRelationFields(ctx, h, [record], p);
   if (expand.length) await expandRecords(ctx, h, [record], expand, p);
   return opts.fields ? pickFields(h.name, record, opts.fields) : record;
+}
+
+/**
+ * An anonymous `GET /:collection/:id` (no expand, no fields) as its answer: the record's JSON text and ETag.
+ * On a collection whose read rule is `public` and whose records carry no field read from another table, the
+ * answer is the same for everyone, and is kept between reads of the unchanged collection (rememberedRecord).
+ * Throws where getRecord does.
+ */
+export async function anonymousRecordAnswer(ctx: AppContext, name: string, id: string): Promise<KeptRecord> {
+  const h = await openCollection(ctx, name);
+  const read = async (): Promise<KeptRecord> => {
+    const record = await getRecord(ctx, name, id, ANONYMOUS, { includeDeleted: false, expand: [], fields: null });
+    return { body: JSON.stringify(record), etag: etagOf(record), dataVersion: ctx.catalog.dataVersion };
+  };
+  if (h.col.rules.read !== "public" || h.from.length) return await read();
+  return await rememberedRecord(ctx, h.col.name, id, read);
 }
 
 /**
