@@ -89,7 +89,7 @@ export function buildOpenApi(routes: readonly RouteInfo[], serverUrl: string): O
   };
   for (const route of routes) {
     const method = route.method.toLowerCase();
-    if (!METHODS.has(method)) continue;
+    if (!METHODS.has(method) || (route.hooks?.detail as { hide?: boolean } | undefined)?.hide) continue;
     add(method, openApiPath(route.path), operationOf(route.hooks?.detail) ?? { responses: { default: { description: "undocumented" } } });
     const also = alsoOf(route.hooks?.detail);
     if (also) add(method, openApiPath(also.path), also.operation);

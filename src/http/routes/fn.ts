@@ -158,7 +158,10 @@ async function serve(ctx: AppContext, request: Request): Promise<Response> {
   const query = Object.fromEntries(new URL(request.url).searchParams);
   try {
     // The answer is built inside the transaction: a value that cannot be sent rolls back what the handler wrote.
-    return await withTx(ctx, async (tx) => answerOf(await route.handler({ request, auth, params: found.params, query, body, rawBody, tx })));
+    // The handler gets the request with its body still to read (the raw bytes, as sent: a payment provider's
+    // signature is checked over them); the server has read the original.
+    const readable = new Request(request.url, { method: request.method, headers: request.headers, body: request.method === "GET" || request.method === "HEAD" ? null : (raw as Uint8Array<ArrayBuffer>) });
+    return await withTx(ctx, async (tx) => answerOf(await route.handler({ request: readable, auth, params: found.params, query, body, rawBody, tx })));
   } catch (err) {
     const answer = thrownStatus(err);
     if (answer) throw answer;
@@ -189,10 +192,25 @@ export function fnRoutes(ctx: AppContext) {
       // A route takes any body (JSON, form fields, or raw bytes for a signature check), or none.
       ...(method === "GET" || method === "DELETE" ? {} : { body: t.Unknown({ description: "whatever the route reads: JSON, form fields or raw bytes" }), multipart: true, optionalBody: true }),
     });
+  // IMPORTANT: one and two segments are routes of their own besides `/*`: a listening server routes natively,
+  // and there `/api/v1/:collection/:id` (or `/:collection/batch`, `/:collection/:id/restore`) would take
+  // `/api/v1/fn/ping` before a wildcard does; a path whose first part is the literal `fn` wins over parameters.
+  // Left out of the OpenAPI document, which lists `/*` once per method.
+  const also = { detail: { hide: true } };
   return new Elysia({ prefix: "/api/v1/fn" })
     .get("/*", handler, d("GET"))
+    .get("/:a", handler, also)
+    .get("/:a/:b", handler, also)
     .post("/*", handler, d("POST"))
+    .post("/:a", handler, also)
+    .post("/:a/:b", handler, also)
     .put("/*", handler, d("PUT"))
+    .put("/:a", handler, also)
+    .put("/:a/:b", handler, also)
     .patch("/*", handler, d("PATCH"))
-    .delete("/*", handler, d("DELETE"));
+    .patch("/:a", handler, also)
+    .patch("/:a/:b", handler, also)
+    .delete("/*", handler, d("DELETE"))
+    .delete("/:a", handler, also)
+    .delete("/:a/:b", handler, also);
 }
