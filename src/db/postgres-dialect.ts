@@ -82,9 +82,10 @@ function castExpr(value: string, from: StoredType, to: StoredType): string | nul
       return `(${value} <> 0)`;
     case "boolean>text":
     case "boolean>json":
-      return `CASE WHEN ${value} THEN 'true' ELSE 'false' END`;
+      // No ELSE: a NULL stays NULL (it is neither true nor false).
+      return `CASE WHEN ${value} THEN 'true' WHEN NOT ${value} THEN 'false' END`;
     case "boolean>number":
-      return `CASE WHEN ${value} THEN 1 ELSE 0 END`;
+      return `CASE WHEN ${value} THEN 1 WHEN NOT ${value} THEN 0 END`;
     default:
       return null;
   }
