@@ -3,7 +3,7 @@ import type { Collection, Operation } from "../catalog/types.ts";
 import type { AppContext } from "../context.ts";
 import { AppError, forbidden } from "../errors.ts";
 import type { RecordJson } from "../query/rows.ts";
-import { accessOf, checkAccess, ownsRecord, recordNotFound, type Access, type RuleAccess } from "../rules/access.ts";
+import { accessOf, checkAccess, expressionRefusal, ownsRecord, recordNotFound, type Access, type RuleAccess } from "../rules/access.ts";
 import { decideRule } from "../rules/expr/compile.ts";
 import type { Cond } from "../db/condition.ts";
 import { settleDecisions } from "../rules/expr/settle.ts";
@@ -44,10 +44,12 @@ export async function canRead(ctx: AppContext, col: Collection, p: Principal, re
  * Applies the collection's decision (`access`, from the update or delete rule) to a fetched record for
  * update/delete/restore. A record the requester may not read is 404 whatever that rule allows (CONTRACT
  * §1): its existence stays hidden, and the answer, the record itself, would show it. A readable one that
- * the rule keeps from the requester is 403.
+ * the rule keeps from the requester is 403 (`access` null: an expression rule refused the requester whatever
+ * the record, see recordOpAccess).
  */
-export async function checkRecordAccess(ctx: AppContext, col: Collection, op: Operation, p: Principal, access: Access, record: RecordJson): Promise<void> {
+export async function checkRecordAccess(ctx: AppContext, col: Collection, op: Operation, p: Principal, access: Access | null, record: RecordJson): Promise<void> {
   if (!(await canRead(ctx, col, p, record))) throw recordNotFound();
+  if (access === null) throw expressionRefusal(col, op, p);
   if (await accessPasses(ctx, access, p, record)) return;
   throw forbidden(access === "own" ? `only the owner may ${op} this record` : `the ${op} rule of collection "${col.name}" does not allow this for this record`);
 }

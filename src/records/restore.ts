@@ -4,7 +4,7 @@ import { openCollection } from "../catalog/catalog.ts";
 import { inTransaction } from "../transaction.ts";
 import { fetchRecord, type RecordJson } from "../query/rows.ts";
 import { attachRelationFields } from "../relations/expand.ts";
-import { checkAccess, recordNotFound } from "../rules/access.ts";
+import { recordNotFound, recordOpAccess } from "../rules/access.ts";
 import { prepareRules } from "../rules/scope.ts";
 import { checkRecordAccess } from "./access.ts";
 import { relationEffects } from "./cascade.ts";
@@ -18,7 +18,7 @@ import { checkIfMatch, type IfMatch } from "./version.ts";
 export async function restoreRecord(ctx: AppContext, name: string, id: string, p: Principal, opts: { ifMatch?: IfMatch } = {}): Promise<RecordJson> {
   const opened = await openCollection(ctx, name);
   prepareRules(opened.catalog);
-  const access = checkAccess(opened.col, "delete", p);
+  const access = recordOpAccess(opened.col, "delete", p);
   return await inTransaction(ctx, async () => {
     const h = await openCollection(ctx, name);
     const record = await fetchRecord(ctx, h.col, id);

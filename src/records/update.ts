@@ -4,7 +4,7 @@ import { openCollection } from "../catalog/catalog.ts";
 import { inTransaction } from "../transaction.ts";
 import { bodyOf, type Checked } from "../errors.ts";
 import { fetchRecord, type RecordJson } from "../query/rows.ts";
-import { checkAccess, recordNotFound } from "../rules/access.ts";
+import { checkAccess, recordNotFound, recordOpAccess } from "../rules/access.ts";
 import { isExpressionRule } from "../rules/expr/rule.ts";
 import { prepareRules } from "../rules/scope.ts";
 import { checkRecordAccess } from "./access.ts";
@@ -24,9 +24,9 @@ export async function updateRecord(
   prepareRules(opened.catalog);
   // The rule before the body, unless it is an expression, which may name the body (`@request.body`).
   const expression = isExpressionRule(opened.col.rules.update);
-  let access = expression ? null : checkAccess(opened.col, "update", p);
+  const fixed = expression ? null : checkAccess(opened.col, "update", p);
   const data = bodyOf(body);
-  access ??= checkAccess(opened.col, "update", p, data);
+  const access = fixed ?? recordOpAccess(opened.col, "update", p, data);
   return await inTransaction(ctx, async () => {
     const h = await openCollection(ctx, name);
     const previous = await fetchRecord(ctx, h.col, id);

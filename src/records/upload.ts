@@ -8,7 +8,7 @@ import { canRead, checkRecordAccess } from "./access.ts";
 import { createRecord } from "./create.ts";
 import { updateRecord } from "./update.ts";
 import type { IfMatch } from "./version.ts";
-import { checkAccess, recordNotFound } from "../rules/access.ts";
+import { checkAccess, recordNotFound, recordOpAccess } from "../rules/access.ts";
 import { checkedRuleOf, isExpressionRule } from "../rules/expr/rule.ts";
 import { prepareRules } from "../rules/scope.ts";
 import { MultipartReader, multipartBoundary, tooLarge, type Part } from "../files/multipart.ts";
@@ -56,11 +56,11 @@ export async function updateWithFiles(ctx: AppContext, name: string, id: string,
   prepareRules(h.catalog);
   const col = h.col;
   // An expression update rule that names the body: only the read rule is checked here, the update rule by the update.
-  const access = readsBody(col, "update") ? null : checkAccess(col, "update", p);
+  const access = readsBody(col, "update") ? undefined : recordOpAccess(col, "update", p);
   // Checked before a byte is stored (the update checks again, inside its transaction, on the record as it is then).
   const previous = await fetchRecord(ctx, col, id);
   if (!previous || previous._deleted_at !== null) throw recordNotFound();
-  if (access) await checkRecordAccess(ctx, col, "update", p, access, previous);
+  if (access !== undefined) await checkRecordAccess(ctx, col, "update", p, access, previous);
   else if (!(await canRead(ctx, col, p, previous))) throw recordNotFound();
   return await writeWithFiles(ctx, col, request, previous, (data) => updateRecord(ctx, col.name, id, data, p, opts));
 }

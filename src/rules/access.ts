@@ -45,9 +45,27 @@ export function checkAccess(col: Collection, op: Operation, p: Principal, body?:
   if (access) return access;
   const rule = col.rules[op];
   if (rule === "disabled") throw forbidden(`"${op}" is disabled on collection "${col.name}"`);
+  if (isExpressionRule(rule)) throw expressionRefusal(col, op, p);
   if (p.kind !== "user") throw unauthorized(`"${op}" on collection "${col.name}" requires authentication`);
-  if (isExpressionRule(rule)) throw forbidden(`"${op}" on collection "${col.name}" is not allowed by its rule`);
   throw forbidden(`"${op}" on collection "${col.name}" requires the role "${(rule as { role: string }).role}"`);
+}
+
+/**
+ * The error of an expression rule that refuses the caller: 403 (CONTRACT §12), or 401 to an anonymous caller where
+ * the rule reads `@auth` (signing in may change its answer); one that does not read `@auth` refuses everyone alike.
+ */
+export function expressionRefusal(col: Collection, op: Operation, p: Principal): AppError {
+  if (p.kind !== "user" && checkedRuleOf(col, op)?.readsAuth) return unauthorized(`"${op}" on collection "${col.name}" requires authentication`);
+  return forbidden(`"${op}" on collection "${col.name}" is not allowed by its rule`);
+}
+
+/**
+ * checkAccess for an operation on one stored record (update, delete, restore): where an expression rule
+ * refuses the caller whatever the record, null, and the refusal waits until the record is read, to be 404
+ * where the caller may not read it and expressionRefusal's otherwise (CONTRACT §12; see checkRecordAccess).
+ */
+export function recordOpAccess(col: Collection, op: Operation, p: Principal, body?: Readonly<Record<string, unknown>> | null): Access | null {
+  return isExpressionRule(col.rules[op]) ? accessOf(col, op, p, body) : checkAccess(col, op, p, body);
 }
 
 /**

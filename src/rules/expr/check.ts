@@ -58,6 +58,8 @@ export interface CheckedRule {
   names: NamedField[];
   /** The fields it reads as `@request.body.<field>` (lower case): an atomic operator on one is denied (see bodyDenies). */
   bodyFields?: string[];
+  /** Set when it reads `@auth`: who asks may change its answer, so an anonymous caller it refuses is told to sign in (401). */
+  readsAuth?: true;
   /** Set when the stored rule no longer checks against the catalog (its term is then `false`: it denies). */
   broken?: string;
 }
@@ -79,7 +81,14 @@ export const MAX_HOPS = 3;
 export function checkExpression(catalog: RuleCatalog, collection: Collection, op: Operation, node: Node): CheckedRule {
   const checker = new Checker(catalog, op, collection);
   const term = checker.term(node);
-  return { collection: collection.name, op, term, names: checker.names, ...(checker.bodyFields.size ? { bodyFields: [...checker.bodyFields] } : {}) };
+  return {
+    collection: collection.name,
+    op,
+    term,
+    names: checker.names,
+    ...(checker.bodyFields.size ? { bodyFields: [...checker.bodyFields] } : {}),
+    ...(checker.readsAuth ? { readsAuth: true as const } : {}),
+  };
 }
 
 interface Typed {
@@ -91,6 +100,7 @@ interface Typed {
 class Checker {
   readonly names: NamedField[] = [];
   readonly bodyFields = new Set<string>();
+  readsAuth = false;
   private readonly seen = new Set<string>();
   /** The collections in scope: the rule's, then one per enclosing `@exists`. */
   private readonly scopes: Collection[];
@@ -247,6 +257,7 @@ class Checker {
     if (node.isset && !body) throw fail("only @request.body.<field> takes :isset");
     if (head === "now" && !rest.length) return { o: { k: "now" }, type: "number", node };
     if (head === "auth") {
+      this.readsAuth = true;
       const key = rest[0];
       if (rest.length === 1 && (key === "id" || key === "email")) return { o: { k: "auth", key }, type: "text", node };
       if (rest.length === 1 && key === "verified") return { o: { k: "auth", key }, type: "boolean", node };
