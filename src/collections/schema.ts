@@ -2,6 +2,7 @@ import type { AppContext } from "../context.ts";
 import { AppError, badRequest, conflict } from "../errors.ts";
 import { createRelation, deleteRelation } from "./relations.ts";
 import { mergeRules } from "../rules/validate.ts";
+import { isExpressionRule } from "../rules/expr/rule.ts";
 import { disableFts, indexedFields, indexedFieldsAmong } from "../search/fts.ts";
 import { inTransaction } from "../transaction.ts";
 import { createCollection, deleteCollection, updateCollectionRules, type CollectionJson } from "./admin.ts";
@@ -188,9 +189,34 @@ export function readSchema(raw: unknown): Wanted {
 
 // ---- The plan
 
-/** A planned change and how to make it (inside the apply's transaction). */
+/**
+ * A planned change and how to make it (inside the apply's transaction): `prepare` of every step first, then `run`
+ * of every step in plan order, then `finish` of every step.
+ */
 interface Step extends Change {
+  prepare?(): Promise<void>;
   run(): Promise<void>;
+  finish?(): Promise<void>;
+}
+
+/**
+ * Rules as given with each expression held back as `disabled`, or null when none is an expression. An expression is
+ * checked against the catalog when set, so the document's expressions are set once its collections, fields and
+ * relations all exist (a rule may name a collection made after its own, or a relation added last), and the stored
+ * expressions a change replaces are held back first (one naming a field renamed or dropped would refuse that change).
+ * All in the apply's one transaction: nothing outside it sees the held-back rules.
+ */
+function heldBack(rules: unknown, ops?: readonly string[]): Record<string, unknown> | null {
+  if (!rules || typeof rules !== "object" || Array.isArray(rules)) return null;
+  const out: Record<string, unknown> = {};
+  let any = false;
+  for (const [op, rule] of Object.entries(rules)) {
+    if (ops && !ops.includes(op)) continue;
+    const expression = typeof rule === "string" && isExpressionRule(rule);
+    any ||= expression;
+    out[op] = expression ? "disabled" : rule;
+  }
+  return any ? out : null;
 }
 
 const ruleText = (r: unknown) => (typeof r === "string" ? r : JSON.stringify(r));
@@ -288,13 +314,15 @@ function planSteps(ctx: AppContext, cols: readonly Collection[], rels: readonly 
 /** A collection the document has and the database lacks: made with its fields, then its indexes and full-text index. */
 function planNewCollection(ctx: AppContext, plan: Plan, w: WantedCollection, relations: (Relation | WantedRelation)[]): void {
   const fields = (w.fields ?? []).map((f) => f.def);
+  const held = heldBack(w.rules);
   plan.creates.push({
     action: "create_collection",
     target: w.name,
     detail: fields.length ? `fields: ${fields.map((f) => `${f.name} (${f.type})`).join(", ")}` : "no fields",
     run: async () => {
-      await createCollection(ctx, { name: w.name, rules: w.rules, field_rules: w.fieldRules, fields: fields.map((f) => ({ name: f.name, type: f.type, ...f.options })) });
+      await createCollection(ctx, { name: w.name, rules: held ?? w.rules, field_rules: w.fieldRules, fields: fields.map((f) => ({ name: f.name, type: f.type, ...f.options })) });
     },
+    ...(held ? { finish: async () => void (await updateCollectionRules(ctx, w.name, { rules: w.rules })) } : {}),
   });
   for (const i of w.indexes ?? []) plan.addIndexes.push(indexStep(ctx, w.name, i));
   if (w.fts) plan.ftsSteps.push(ftsStep(ctx, w.name, true, indexedFieldsAmong(w.name, fields, relations)));
@@ -378,13 +406,18 @@ function planRules(ctx: AppContext, plan: Plan, have: Collection, w: WantedColle
   if (w.rules !== undefined) {
     const rules = mergeRules(have.rules, w.rules);
     const diff = OPERATIONS.filter((op) => JSON.stringify(rules[op]) !== JSON.stringify(have.rules[op]));
-    if (diff.length)
+    if (diff.length) {
+      const set = async () => void (await updateCollectionRules(ctx, name, { rules: w.rules }));
+      const stored = heldBack(have.rules, diff);
       plan.ruleSteps.push({
         action: "set_rules",
         target: name,
         detail: diff.map((op) => `${op}: ${ruleText(have.rules[op])} → ${ruleText(rules[op])}`).join("; "),
-        run: async () => void (await updateCollectionRules(ctx, name, { rules: w.rules })),
+        ...(stored ? { prepare: async () => void (await updateCollectionRules(ctx, name, { rules: stored })) } : {}),
+        // Expressions once everything they may name exists; fixed words at once.
+        ...(heldBack(w.rules) ? { run: async () => {}, finish: set } : { run: set }),
       });
+    }
   }
   if (w.fieldRules !== undefined) {
     const target = w.fieldRules;
@@ -561,14 +594,15 @@ export async function applySchema(ctx: AppContext, input: { schema: unknown; dry
     changes = await inTransaction(ctx, async () => {
       for (const t of lock) await beginColumnChange(ctx.db, t);
       const steps = planSteps(ctx, await listCollections(ctx), (await currentCatalog(ctx)).relations, want, prune);
-      for (const s of steps) {
-        try {
-          await s.run();
-        } catch (err) {
-          if (!(err instanceof AppError)) throw err;
-          throw new AppError(err.status, err.code, `${s.action} ${s.target}: ${err.message}`, { ...err.extra, change: { action: s.action, target: s.target, detail: s.detail } }, err.headers);
+      for (const phase of ["prepare", "run", "finish"] as const)
+        for (const s of steps) {
+          try {
+            await s[phase]?.();
+          } catch (err) {
+            if (!(err instanceof AppError)) throw err;
+            throw new AppError(err.status, err.code, `${s.action} ${s.target}: ${err.message}`, { ...err.extra, change: { action: s.action, target: s.target, detail: s.detail } }, err.headers);
+          }
         }
-      }
       const done = steps.map(({ action, target, detail }) => ({ action, target, detail }));
       if (dryRun) throw new DryRun(done);
       return done;
