@@ -107,6 +107,15 @@ export async function confirmDestructive(yes: boolean | undefined, question: str
   return confirm(question);
 }
 
+/**
+ * For commands whose synopsis has no `--yes` (CONTRACT §8, §13: `fields retype|drop`, `webhooks remove`): asks on a
+ * terminal unless `--yes`; without a terminal (a script, CI) the command is its own confirmation.
+ */
+export async function confirmOnTerminal(yes: boolean | undefined, question: string): Promise<boolean> {
+  if (yes || !isInteractive()) return true;
+  return confirm(question);
+}
+
 const SIMPLE_RULES = new Set(["public", "authenticated", "owner", "disabled"]);
 
 /**

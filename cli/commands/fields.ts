@@ -3,7 +3,7 @@ import { getCollectionJson, type CollectionJson } from "../../src/collections/ad
 import { DECLARABLE_TYPES } from "../../src/catalog/field-types.ts";
 import { addField, changeField, dropField } from "../../src/collections/fields.ts";
 import { addUrlOption, withTarget, type RemoteOptions, type Target } from "../remote.ts";
-import { confirmDestructive, output } from "../run.ts";
+import { confirmOnTerminal, output } from "../run.ts";
 import { showCollection } from "./collections.ts";
 
 const seg = encodeURIComponent;
@@ -57,7 +57,7 @@ Examples:
     group
       .command("retype <collection> <field> <type>")
       .description(`change a field's type (${TYPES}), converting every stored value`)
-      .option("-y, --yes", "do not ask for confirmation (required without a terminal)"),
+      .option("-y, --yes", "do not ask for confirmation on a terminal (without one, nothing is asked)"),
   )
     .addHelpText("after", "\nExample:\n  $ baas fields retype posts views number --yes")
     .action(async (collection: string, field: string, type: string, opts: RemoteOptions & { yes?: boolean }, cmd: Command) => {
@@ -65,7 +65,7 @@ Examples:
       const res = await withTarget(cmd, opts, async (t) => {
         const def = fieldOf(await collectionOf(t, collection), field);
         if (def && def.type !== type) {
-          const go = await confirmDestructive(opts.yes, `Convert every value of ${collection}.${def.name} from ${def.type} to ${type}?`, `change the type of ${collection}.${def.name}`);
+          const go = await confirmOnTerminal(opts.yes, `Convert every value of ${collection}.${def.name} from ${def.type} to ${type}?`);
           if (!go) throw new Error("cancelled, nothing changed");
         }
         return await t.call("PATCH", `/collections/${seg(collection)}/fields/${seg(field)}`, body, (ctx) => changeField(ctx, collection, field, body));
@@ -77,14 +77,14 @@ Examples:
     group
       .command("drop <collection> <field>")
       .description("drop a field with every value in it")
-      .option("-y, --yes", "do not ask for confirmation (required without a terminal)"),
+      .option("-y, --yes", "do not ask for confirmation on a terminal (without one, nothing is asked)"),
   )
     .addHelpText("after", "\nExample:\n  $ baas fields drop posts legacy --yes")
     .action(async (collection: string, field: string, opts: RemoteOptions & { yes?: boolean }, cmd: Command) => {
       const res = await withTarget(cmd, opts, async (t) => {
         const def = fieldOf(await collectionOf(t, collection), field);
         const name = def?.name ?? field;
-        const go = await confirmDestructive(opts.yes, `Drop field ${collection}.${name} and every value stored in it?`, `drop field ${collection}.${name}`);
+        const go = await confirmOnTerminal(opts.yes, `Drop field ${collection}.${name} and every value stored in it?`);
         if (!go) throw new Error("cancelled, nothing dropped");
         return await t.call("DELETE", `/collections/${seg(collection)}/fields/${seg(field)}`, undefined, (ctx) => dropField(ctx, collection, field));
       });

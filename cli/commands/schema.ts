@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import { applySchema, exportSchema, type Change, type SchemaJson } from "../../src/collections/schema.ts";
 import { confirm, isInteractive } from "../prompts.ts";
 import { addUrlOption, withTarget, type RemoteOptions } from "../remote.ts";
-import { UsageError, output, parseJsonArg, table } from "../run.ts";
+import { output, parseJsonArg, table } from "../run.ts";
 
 type Plan = { changes: Change[]; applied: boolean };
 
@@ -14,11 +14,9 @@ export function showPlan(plan: Plan): string {
   return `${rows}\n${plan.applied ? `applied ${n} change${n === 1 ? "" : "s"}` : `${n} change${n === 1 ? "" : "s"} (dry run: nothing was changed)`}`;
 }
 
-/** A short summary of an exported schema, for people. */
+/** An exported schema as the file `schema apply` takes, with or without --json (CONTRACT §13: the same JSON). */
 function showSchema(s: SchemaJson): string {
-  const lines = s.collections.map((c) => `${c.name}: ${c.fields.map((f) => `${f.name} ${f.type}`).join(", ") || "(no fields)"}`);
-  const rels = s.relations.map((r) => `${r.from_col}.${r.from_field} → ${r.to_col} (${r.type})`);
-  return [...lines, ...(rels.length ? ["relations:", ...rels.map((r) => `  ${r}`)] : [])].join("\n") || "(no collections)";
+  return JSON.stringify(s, null, 2);
 }
 
 /** `baas schema export|apply`: the same service functions as GET /admin/schema and POST /admin/schema/apply. */
@@ -29,20 +27,20 @@ export function registerSchema(program: Command): void {
     .addHelpText(
       "after",
       `
-The file is what 'baas schema export --json' prints. Applying it creates what is missing, changes what
+The file is what 'baas schema export' prints. Applying it creates what is missing, changes what
 differs (a field with "renamed_from": "<old name>" is renamed, a field of another type converts every value
 or nothing changes), and drops what the file lacks only with --prune. All or nothing; applying the same
 file again changes nothing.
 
 Examples:
-  $ baas schema export --json > schema.json
+  $ baas schema export > schema.json
   $ baas schema apply schema.json --dry-run
   $ baas schema apply schema.json --yes
   $ ADMIN_SECRET=... baas schema apply schema.json --yes --url https://api.example.com`,
     );
 
-  addUrlOption(group.command("export").description("print the schema (with --json: the file 'schema apply' takes)"))
-    .addHelpText("after", "\nExample:\n  $ baas schema export --json > schema.json")
+  addUrlOption(group.command("export").description("print the schema as JSON: the file 'schema apply' takes"))
+    .addHelpText("after", "\nExample:\n  $ baas schema export > schema.json")
     .action(async (opts: RemoteOptions, cmd: Command) => {
       const res = await withTarget(cmd, opts, (t) => t.call("GET", "/schema", undefined, (ctx) => exportSchema(ctx)));
       output(cmd, res, () => showSchema(res));
@@ -54,13 +52,13 @@ Examples:
       .description("make the database match the schema file: prints the plan; asks on a terminal unless --yes")
       .option("--dry-run", "make and check every change, then roll it back: print what would change")
       .option("--prune", "also drop the collections, fields, indexes and relations the file lacks (their data is lost)")
-      .option("-y, --yes", "do not ask for confirmation (required without a terminal)"),
+      .option("-y, --yes", "do not ask for confirmation on a terminal (without one, nothing is asked)"),
   )
     .addHelpText(
       "after",
       `
 Exit codes: 0 when every change was made (or, with --dry-run, would be), 1 when one fails (then nothing
-was changed), 2 for a bad file or missing --yes without a terminal.
+was changed), 2 for a bad file.
 
 Examples:
   $ baas schema apply schema.json --dry-run
@@ -74,8 +72,8 @@ Examples:
         const apply = (dryRun: boolean) =>
           t.call<Plan>("POST", "/schema/apply", { schema, dry_run: dryRun, prune }, (ctx) => applySchema(ctx, { schema, dry_run: dryRun, prune }));
         if (opts.dryRun) return await apply(true);
-        if (!opts.yes) {
-          if (!isInteractive()) throw new UsageError("refusing to apply a schema without --yes (no terminal to confirm on); --dry-run shows the plan");
+        // Without --yes it asks on a terminal (CONTRACT §13); a script's run is its own confirmation.
+        if (!opts.yes && isInteractive()) {
           const plan = await apply(true);
           if (!plan.changes.length) return plan;
           process.stdout.write(showPlan(plan) + "\n");

@@ -2,7 +2,7 @@ import { InvalidArgumentError, type Command } from "commander";
 import { webhookCreate } from "../../src/http/shared-checks.ts";
 import { WEBHOOK_ACTIONS, type WebhookJson } from "../../src/webhooks/rows.ts";
 import { createWebhook, deleteWebhook, getWebhook, listAttempts, listWebhooks, retryDelivery } from "../../src/webhooks/store.ts";
-import { collect, confirmDestructive, keyValues, output, serviceAction, table, when, withContext } from "../run.ts";
+import { collect, confirmOnTerminal, keyValues, output, serviceAction, table, when, withContext } from "../run.ts";
 
 /** Collects a repeatable --action, each one of WEBHOOK_ACTIONS. */
 function collectAction(value: string, previous: string[] | undefined): string[] {
@@ -75,16 +75,12 @@ Examples:
   group
     .command("remove <id>")
     .description("remove a webhook and its pending deliveries")
-    .option("-y, --yes", "do not ask for confirmation (required without a terminal)")
+    .option("-y, --yes", "do not ask for confirmation on a terminal (without one, nothing is asked)")
     .addHelpText("after", "\nExample:\n  $ baas webhooks remove 01HZX3ABCDEF... --yes")
     .action(async (id: string, opts: { yes?: boolean }, cmd: Command) => {
       const res = await withContext(cmd, async (ctx) => {
         const w = await getWebhook(ctx, id);
-        const go = await confirmDestructive(
-          opts.yes,
-          `Remove the webhook to ${w.url}${w.pending ? ` and its ${w.pending} pending deliveries` : ""}?`,
-          `remove webhook ${id}`,
-        );
+        const go = await confirmOnTerminal(opts.yes, `Remove the webhook to ${w.url}${w.pending ? ` and its ${w.pending} pending deliveries` : ""}?`);
         return go ? await deleteWebhook(ctx, id) : null;
       });
       if (!res) throw new Error("cancelled, nothing removed");
