@@ -290,6 +290,9 @@ export interface DeliveryJson {
 export async function retryDelivery(ctx: AppContext, id: string, deliveryId: string): Promise<DeliveryJson> {
   return await inTransaction(ctx, async () => {
     await findWebhook(ctx, id);
+    // The id may be an attempt's, as `GET …/deliveries` lists them (each with its `delivery_id`): its delivery is retried.
+    const attempt = await ctx.db.get<{ delivery_id: string }>("SELECT delivery_id FROM _webhook_attempts WHERE id = ? AND webhook_id = ?", [deliveryId, id]);
+    if (attempt) deliveryId = attempt.delivery_id;
     const now = ctx.clock.now();
     const { changes } = await ctx.db.run(
       "UPDATE _webhook_deliveries SET status = 'pending', next_at = ?, claim = NULL, expires_at = ?, updated_at = ? WHERE id = ? AND webhook_id = ?",

@@ -369,7 +369,12 @@ describe("deliveries", () => {
     await waitFor(() => receiver.answered === 3, { what: "the retried attempt" });
     await worker.idle();
     expect(receiver.got.map((r) => [r.eventId, r.attempt])).toEqual([1, 2, 3].map((n) => [receiver.got[0]!.eventId, n]));
-    expect((await t.admin("GET", `${WEBHOOKS}/${hook.id}/deliveries`)).body.items[0]).toMatchObject({ attempt: 3, ok: true, response_status: 204, status: "delivered" });
+    const history = (await t.admin("GET", `${WEBHOOKS}/${hook.id}/deliveries`)).body.items;
+    expect(history[0]).toMatchObject({ attempt: 3, ok: true, response_status: 204, status: "delivered" });
+    // The id an attempt is listed under retries its delivery too.
+    const again = await t.admin("POST", `${WEBHOOKS}/${hook.id}/deliveries/${history[0].id}/retry`);
+    expect(again.status).toBe(200);
+    expect(again.body).toMatchObject({ id: listed[0].delivery_id, status: "pending" });
   });
 
   test("timeouts and refused connections are failed attempts, retried; a redirect is not followed", async () => {
