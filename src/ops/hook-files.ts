@@ -144,26 +144,47 @@ const RELEVANT = /\.(ts|js|mjs|cjs|json)$/;
 
 /**
  * Watches HOOKS_DIR (and the directories below it) and reloads the hooks once changes stop for `debounceMs`
- * (an editor's save is several events). Nothing is watched when the directory does not exist at start.
- * Returns the function that stops watching.
+ * (an editor's save is several events). A directory that does not exist yet (a fresh data directory has none) is
+ * looked for every `pollMs`, and watched, its files loaded, once it appears. Returns the function that stops watching.
  */
-export function watchHooks(ctx: AppContext, opts: { debounceMs?: number } = {}): () => void {
+export function watchHooks(ctx: AppContext, opts: { debounceMs?: number; pollMs?: number } = {}): () => void {
   // The hooks in use now were loaded at this start.
   registryOf(ctx, ctx.clock.now());
   const root = resolve(ctx.config.hooksDir);
-  if (!existsSync(root) || !statSync(root).isDirectory()) return () => {};
+  const isDir = () => existsSync(root) && statSync(root).isDirectory();
   const debounceMs = opts.debounceMs ?? 200;
   let timer: ReturnType<typeof setTimeout> | null = null;
+  const reloadSoon = () => {
+    if (timer) clearTimeout(timer);
+    timer = setTimeout(() => {
+      timer = null;
+      reloadHooks(ctx).catch((err) => ctx.log.error("reloading hooks failed", { error: err instanceof Error ? err.message : String(err) }));
+    }, debounceMs);
+  };
+  if (!isDir()) {
+    let stop = () => {};
+    const poll = setInterval(() => {
+      if (!isDir()) return;
+      clearInterval(poll);
+      stop = watchDir(ctx, root, reloadSoon, () => timer);
+      reloadSoon();
+    }, opts.pollMs ?? 1000);
+    poll.unref?.();
+    return () => {
+      clearInterval(poll);
+      stop();
+    };
+  }
+  return watchDir(ctx, root, reloadSoon, () => timer);
+}
+
+function watchDir(ctx: AppContext, root: string, reloadSoon: () => void, pending: () => ReturnType<typeof setTimeout> | null): () => void {
   let watcher: FSWatcher;
   try {
     watcher = watch(root, { recursive: true }, (_event, name) => {
       const file = name === null ? null : String(name);
       if (file !== null && (!RELEVANT.test(file) || file.split(/[\\/]/).some((part) => part.startsWith(".") || part === "node_modules"))) return;
-      if (timer) clearTimeout(timer);
-      timer = setTimeout(() => {
-        timer = null;
-        reloadHooks(ctx).catch((err) => ctx.log.error("reloading hooks failed", { error: err instanceof Error ? err.message : String(err) }));
-      }, debounceMs);
+      reloadSoon();
     });
   } catch (err) {
     ctx.log.warn("cannot watch the hooks directory; reload with POST /api/v1/admin/hooks/reload", { dir: root, error: String(err) });
@@ -171,6 +192,7 @@ export function watchHooks(ctx: AppContext, opts: { debounceMs?: number } = {}):
   }
   watcher.on("error", (err) => ctx.log.warn("watching the hooks directory failed", { dir: root, error: String(err) }));
   return () => {
+    const timer = pending();
     if (timer) clearTimeout(timer);
     watcher.close();
   };

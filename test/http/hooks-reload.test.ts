@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadHooks } from "../../src/hooks/load.ts";
@@ -162,5 +162,22 @@ describe("watching HOOKS_DIR", () => {
     expect(await version()).toBe(5);
     await reloadHooks(t.ctx);
     expect(await version()).toBe(6);
+  });
+
+  test("a HOOKS_DIR that does not exist at start (a fresh data directory) is watched once it appears", async () => {
+    const later = join(dir, "..", `${dir.split("/").pop()}-later`);
+    const fresh = createTestApp({ env: { HOOKS_DIR: later } });
+    const stop = watchHooks(fresh.ctx, { debounceMs: 20, pollMs: 20 });
+    try {
+      await createCollection(fresh, "notes", { create: "public", read: "public" });
+      expect((await fresh.req("POST", "/api/v1/notes", { body: {} })).body.stamped).toBeUndefined();
+      mkdirSync(later);
+      writeFileSync(join(later, "notes.js"), `export default { collection: "notes", beforeCreate(e) { e.data.stamped = true; } };\n`);
+      await waitFor(async () => (await fresh.req("POST", "/api/v1/notes", { body: {} })).body.stamped === true, { what: "the hook of the directory made after start" });
+    } finally {
+      stop();
+      await fresh.close();
+      rmSync(later, { recursive: true, force: true });
+    }
   });
 });
