@@ -14,6 +14,8 @@ export type Token =
   | { t: "end"; pos: number };
 
 const OPERATORS = ["?!=", "||", "&&", "!=", ">=", "<=", "!~", "?=", "(", ")", ",", "!", "=", ">", "<", "~"];
+/** The characters operators are made of (not the parentheses and the comma, which stand alone). */
+const OPERATOR_CHARS: ReadonlySet<string> = new Set(["=", "!", "<", ">", "~", "?", "&", "|", "^"]);
 
 const isDigit = (c: string) => c >= "0" && c <= "9";
 const isNameStart = (c: string) => (c >= "a" && c <= "z") || (c >= "A" && c <= "Z") || c === "_";
@@ -60,7 +62,13 @@ export function tokenize(src: string): Token[] {
       i = end;
       continue;
     }
+    // A run of operator characters is one operator, or one followed by `!`s (`&&!`, `= !`): `==`, `<>`, `!==`, `=>`
+    // and `&` are named whole as the unknown operators they are, at their first character.
+    let run = i;
+    while (run < n && OPERATOR_CHARS.has(src[run]!)) run++;
     const op = OPERATORS.find((o) => src.startsWith(o, i));
+    if (run > i && (!op || op.length > run - i || !/^!*$/.test(src.slice(i + op.length, run))))
+      throw new RuleError(`unknown operator ${quoted(src.slice(i, run))} at ${pos}`, pos);
     if (!op) {
       const ch = String.fromCodePoint(src.codePointAt(i)!);
       throw new RuleError(`unexpected character ${quoted(ch)} at ${pos}`, pos);
