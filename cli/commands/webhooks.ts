@@ -5,9 +5,16 @@ import { createWebhook, deleteWebhook, getWebhook, listAttempts, listWebhooks, r
 import { collect, confirmOnTerminal, keyValues, output, serviceAction, table, when, withContext } from "../run.ts";
 
 /** Collects a repeatable --action, each one of WEBHOOK_ACTIONS. */
+/** A repeatable option that also takes comma-separated lists (`--collection a,b` is `--collection a --collection b`). */
+function collectList(value: string, previous: string[] | undefined): string[] {
+  return value.split(",").map((v) => v.trim()).filter(Boolean).reduce((all, v) => collect(v, all), previous ?? []);
+}
+
 function collectAction(value: string, previous: string[] | undefined): string[] {
-  if (!(WEBHOOK_ACTIONS as readonly string[]).includes(value)) throw new InvalidArgumentError(`expected one of ${WEBHOOK_ACTIONS.join(", ")}, got "${value}"`);
-  return collect(value, previous);
+  const actions = collectList(value, undefined);
+  for (const a of actions)
+    if (!(WEBHOOK_ACTIONS as readonly string[]).includes(a)) throw new InvalidArgumentError(`expected one of ${WEBHOOK_ACTIONS.join(", ")}, got "${a}"`);
+  return [...(previous ?? []), ...actions];
 }
 
 function showWebhook(w: WebhookJson): string {
@@ -49,8 +56,10 @@ Examples:
   group
     .command("add <url>")
     .description("add a webhook: its secret (given or made) is printed once")
-    .requiredOption("--collection <name>", 'a collection whose changes are sent, or "*" for all (repeatable)', collect)
-    .option(`--action <action>`, `an action that is sent: ${WEBHOOK_ACTIONS.join(", ")} (repeatable; default: all)`, collectAction)
+    .option("--collection <name>", 'a collection whose changes are sent, or "*" for all (repeatable, or comma-separated; default: *)', collectList)
+    .option("--collections <names>", "the same as --collection", collectList)
+    .option(`--action <action>`, `an action that is sent: ${WEBHOOK_ACTIONS.join(", ")} (repeatable, or comma-separated; default: all)`, collectAction)
+    .option("--actions <actions>", "the same as --action", collectAction)
     .option("--secret <secret>", "the signing secret, 16 to 256 characters (default: one is made)")
     .option("--disabled", "add it disabled (no event is recorded for it until it is enabled)")
     .addHelpText(
@@ -61,11 +70,14 @@ body with the secret>, X-Baas-Event-Id and X-Baas-Attempt (see docs/API.md, "Web
 
 Examples:
   $ baas webhooks add https://example.com/in --collection orders
+  $ baas webhooks add https://example.com/in --collections orders,payments --actions create,update
   $ baas webhooks add http://127.0.0.1:9000/baas --collection '*' --action delete --json`,
     )
-    .action(async (url: string, opts: { collection?: string[]; action?: string[]; secret?: string; disabled?: boolean }, cmd: Command) => {
-      const body: Record<string, unknown> = { url, collections: opts.collection ?? [] };
-      if (opts.action) body.actions = opts.action;
+    .action(async (url: string, opts: { collection?: string[]; collections?: string[]; action?: string[]; actions?: string[]; secret?: string; disabled?: boolean }, cmd: Command) => {
+      const collections = [...(opts.collection ?? []), ...(opts.collections ?? [])];
+      const actions = [...(opts.action ?? []), ...(opts.actions ?? [])];
+      const body: Record<string, unknown> = { url, collections: collections.length ? collections : ["*"] };
+      if (actions.length) body.actions = actions;
       if (opts.secret !== undefined) body.secret = opts.secret;
       if (opts.disabled) body.enabled = false;
       const res = await withContext(cmd, (ctx) => createWebhook(ctx, webhookCreate.parse(body)));

@@ -101,6 +101,13 @@ describe("baas webhooks (the CLI)", () => {
       const unknown = await runCli(bin, ["webhooks", "add", "https://example.com/in", "--collection", "nope", "--data", dir], { cwd: dir });
       expect([unknown.code, unknown.stderr.trim()]).toEqual([1, 'error: unknown collection "nope"']);
       expect((await runCli(bin, ["webhooks", "add", "https://example.com/in", "--collection", "orders", "--action", "nope", "--data", dir], { cwd: dir })).code).toBe(2);
+      // Comma-separated lists, the plural spellings, and every collection when none is named.
+      expect((await runCli(bin, ["collections", "create", "payments", "--data", dir], { cwd: dir })).code).toBe(0);
+      const listed = await runCli(bin, ["webhooks", "add", "https://example.com/two", "--collections", "orders,payments", "--actions", "create,update", "--json", "--data", dir], { cwd: dir });
+      expect(listed.json()).toMatchObject({ collections: ["orders", "payments"], actions: ["create", "update"] });
+      const all = await runCli(bin, ["webhooks", "add", "https://example.com/all", "--json", "--data", dir], { cwd: dir });
+      expect(all.json()).toMatchObject({ collections: ["*"] });
+      for (const w of [listed.json(), all.json()]) expect((await runCli(bin, ["webhooks", "remove", w.id, "--data", dir], { cwd: dir })).code).toBe(0);
       const missing = await runCli(bin, ["webhooks", "deliveries", "01NOPE", "--data", dir], { cwd: dir });
       expect([missing.code, missing.stderr.trim()]).toEqual([1, "error: webhook not found"]);
 
