@@ -77,8 +77,8 @@ export interface TxListOptions {
 export interface Tx {
   /** The record, or null when there is none (or it is soft-deleted). */
   get(collection: string, id: string): Promise<TxRecord | null>;
-  /** A page of records (at most `limit`), as `GET /:collection` with these parameters answers its `items`. */
-  list(collection: string, opts?: TxListOptions): Promise<TxRecord[]>;
+  /** A page of records (at most `limit`), as `GET /:collection` with these parameters answers its `items` (also as `.items`). */
+  list(collection: string, opts?: TxListOptions): Promise<TxRecord[] & { readonly items: TxRecord[] }>;
   create(collection: string, data: Record<string, unknown>): Promise<TxRecord>;
   /** Only the given fields change; a missing record is 404. */
   update(collection: string, id: string, data: Record<string, unknown>): Promise<TxRecord>;

@@ -9,7 +9,7 @@ import { getRecord } from "./read.ts";
 import { updateRecord } from "./update.ts";
 import { recordNotFound } from "../rules/access.ts";
 import { inTransaction } from "../transaction.ts";
-import type { Tx, TxListOptions } from "../hooks/types.ts";
+import type { Tx, TxListOptions, TxRecord } from "../hooks/types.ts";
 
 export type { Tx, TxListOptions };
 
@@ -83,7 +83,9 @@ export function createTx(ctx: AppContext, depth = 0): Tx {
       call(async () => {
         const { params, ...scalars } = listParams(opts);
         const page = await listRecords(ctx, name(collection, "tx.list: collection"), params, ADMIN, { ...scalars, total: false });
-        return page.items;
+        // The records as an array, which also answers `.items` as the data API's page does (not enumerable: JSON
+        // and spreading see the array alone), so code written either way reads the same records.
+        return Object.defineProperty(page.items, "items", { value: page.items, enumerable: false }) as TxRecord[] & { readonly items: TxRecord[] };
       }),
     create: (collection, data) =>
       call(() => createRecord(ctx, name(collection, "tx.create: collection"), plainObject(data, "tx.create: data"), ADMIN)),

@@ -65,7 +65,7 @@ export const routes = [
       const got = await tx.get("notes", params.id);
       const listed = await tx.list("notes", { filter: "text:like:secret%", sort: "-text", limit: 10 });
       const updated = await tx.update("notes", params.id, { text: "secret (seen)" });
-      return { got: got.text, listed: listed.map((n) => n.text), updated: updated.text, owner: updated._owner_id };
+      return { got: got.text, listed: listed.map((n) => n.text), items: listed.items.map((n) => n.text), json: JSON.parse(JSON.stringify(listed)).length, updated: updated.text, owner: updated._owner_id };
     },
   },
   {
@@ -148,7 +148,7 @@ describe("the write path through tx", () => {
     expect((await t.req("GET", `/api/v1/notes/${note.body._id}`, { token: b.token })).status).toBe(404);
     const res = await t.req("POST", `/api/v1/fn/others/${note.body._id}`, { token: b.token });
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ got: "secret of a", listed: ["secret of a"], updated: "secret (seen)", owner: a.id });
+    expect(res.body).toEqual({ got: "secret of a", listed: ["secret of a"], items: ["secret of a"], json: 1, updated: "secret (seen)", owner: a.id });
   });
 
   test("reads: a missing record is null, a missing collection 404, bad options 400", async () => {
