@@ -83,6 +83,11 @@ export function mapPostgresError(err: unknown): unknown {
     // (1 MB) or for a btree index entry (about 2.7 kB).
     return new AppError(400, "bad_request", "a value is too large for the database to store or index", {}, {}, { cause: err });
   }
+  if (state === "22003") {
+    // A number past float8's range: what an atomic `n+` can make (a value sent is always a finite number). As
+    // SQLite's engine answers it: 422 rule `type` (the field, when the caller knows it, see writeUpdate).
+    return new ValidationError([{ field: e.column ?? "value", rule: "type", message: "a number would leave the range of a number." }]);
+  }
   if (state.startsWith("22")) {
     return new AppError(400, "bad_request", "a value does not fit the type of its column", {}, {}, { cause: err });
   }

@@ -113,9 +113,12 @@ export function parseFilters(params: URLSearchParams): FilterCond[] {
     }
     if (out.length > MAX_FILTERS) throw badRequest(`at most ${MAX_FILTERS} filters`);
   }
-  for (const f of out)
-    if (f.op === "like" && f.value.length > MAX_LIKE_CHARS)
-      throw badRequest(`a like pattern is at most ${MAX_LIKE_CHARS} characters (filter on "${f.field.slice(0, 64)}")`);
+  for (const f of out) {
+    if (f.op !== "like") continue;
+    if (f.value.length > MAX_LIKE_CHARS) throw badRequest(`a like pattern is at most ${MAX_LIKE_CHARS} characters (filter on "${f.field.slice(0, 64)}")`);
+    // SQLite's LIKE ends a pattern at a NUL (`%00` would match every row), PostgreSQL's does not: refused on both, as in `search`.
+    if (f.value.includes("\0")) throw badRequest(`a like pattern cannot hold a NUL character (filter on "${f.field.slice(0, 64)}")`);
+  }
   return out;
 }
 

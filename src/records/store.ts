@@ -374,7 +374,14 @@ async function writeUpdate(
   h = await grownFor(ctx, h, relations.stored);
   checkUpdate(h.col, clean, relations, forced, previous);
   const now = ctx.clock.now();
-  await updateRow(ctx, h.col, previous, clean, now, opts.guard === true, deltas, owner);
+  try {
+    await updateRow(ctx, h.col, previous, clean, now, opts.guard === true, deltas, owner);
+  } catch (err) {
+    // PostgreSQL refuses a sum past a number's range in the statement (SQLite's is found by checkDeltas): the same 422.
+    if (deltas && err instanceof ValidationError && err.errors.length === 1 && err.errors[0]!.field === "value" && err.errors[0]!.rule === "type")
+      throw new ValidationError(deltas.map((d) => ({ field: d.def.name, rule: "type", message: `"${d.def.name}" would leave the range of a number.` })));
+    throw err;
+  }
   await writeLinks(ctx, relations, previous._id as string);
   const written = (await fetchRecord(ctx, h.col, previous._id as string))!;
   if (deltas) checkDeltas(h.col, written, deltas);

@@ -89,6 +89,17 @@ scenarios<undefined>("atomic operators", { setup }, [
     events: [],
   },
   {
+    name: "a sum past a number's range is 422 rule type on both engines, and nothing changes",
+    before: ({ t }) => item(t, { price: 1e308 }),
+    method: "PATCH",
+    url: ({ v }) => api(`/items/${(v as V)._id}`),
+    body: { "price+": 1e308, title: "never" },
+    status: 422,
+    answer: { errors: [{ field: "price", rule: "type", message: '"price" would leave the range of a number.' }] },
+    events: [],
+    after: async ({ t, v }) => expect(await read(t, "items", (v as V)._id)).toEqual(v),
+  },
+  {
     name: "a number operator with a value that is no number is 422",
     before: ({ t }) => item(t),
     method: "PATCH",

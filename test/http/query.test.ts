@@ -346,6 +346,9 @@ describe("bad parameters answer 400 bad_request", () => {
     `/api/v1/items?filter[title][like]=%25${"a".repeat(255)}%25`,
     `/api/v1/items/count?filter=title:like:${"a".repeat(300)}`,
     `/api/v1/items/aggregate?fn=count&filter=title:like:${"a".repeat(300)}`,
+    // A NUL in a like pattern (SQLite would end the pattern there and match every row).
+    "/api/v1/items/count?filter=title:like:%00",
+    "/api/v1/items?filter[title][like]=a%00b",
   ];
   for (const path of bad) {
     test(`GET ${path.slice(0, 90)} is 400`, async () => {
