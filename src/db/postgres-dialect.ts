@@ -145,9 +145,12 @@ export const postgresDialect: Dialect = {
   order: (expr, desc) => `${expr} ${desc ? "DESC NULLS LAST" : "ASC NULLS FIRST"}`,
   aggregate(fn, expr, type) {
     if (fn === "count") return expr ? `COUNT(${expr})` : "COUNT(*)";
-    if (fn === "sum") return `COALESCE(SUM(${expr}), 0)`;
+    // Sums and averages in numeric (exact, no overflow), read back as a number: a sum past a double's range is
+    // Infinity (null in JSON) as SQLite's TOTAL gives it, not an error, and 0.1 + 0.2 adds up to 0.3.
+    if (fn === "sum") return `COALESCE(SUM(CAST(${expr} AS numeric)), 0)`;
+    if (fn === "avg") return `AVG(CAST(${expr} AS numeric))`;
     // No min or max of booleans: they are compared as 0 and 1, which SQLite stores.
-    if (type === "boolean" && fn !== "avg") return `${fn.toUpperCase()}(CAST(${expr} AS INTEGER))`;
+    if (type === "boolean") return `${fn.toUpperCase()}(CAST(${expr} AS INTEGER))`;
     return `${fn.toUpperCase()}(${expr})`;
   },
   // Its lower case, compared by code point.

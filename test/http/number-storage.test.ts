@@ -36,6 +36,14 @@ describe("number fields", () => {
     expect((await t.req("GET", "/api/v1/nums/aggregate?fn=max&field=n")).body).toEqual({ value: 9e18 });
   });
 
+  test("a sum past a double's range is null (Infinity), not an error, on both engines; per group too", async () => {
+    await t.admin("POST", "/api/v1/nums/bulk", [{ n: 1e308, g: "a" }, { n: 1e308, g: "a" }, { n: 2, g: "b" }, { n: 3, g: "b" }]);
+    const res = await t.req("GET", "/api/v1/nums/aggregate?fn=sum&field=n");
+    expect({ status: res.status, body: res.body }).toEqual({ status: 200, body: { value: null } });
+    expect((await t.req("GET", "/api/v1/nums/aggregate?fn=avg&field=n&filter=g:eq:b")).body).toEqual({ value: 2.5 });
+    expect((await t.req("GET", "/api/v1/nums/aggregate?fn=sum&field=n&group_by=g")).body).toEqual({ groups: [{ group: "a", value: null }, { group: "b", value: 5 }] });
+  });
+
   test("like reads a whole number without a fraction, as PostgreSQL does", async () => {
     await t.admin("POST", "/api/v1/nums/bulk", [{ n: 731 }, { n: 7.5 }, { n: 31.25 }]);
     expect(ids(await t.req("GET", "/api/v1/nums?filter=n:like:31&sort=n:asc"))).toEqual([31.25, 731]);
