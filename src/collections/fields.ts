@@ -1,6 +1,10 @@
 import type { AppContext } from "../context.ts";
 import { AppError, badRequest, conflict, notFound } from "../errors.ts";
 import { describeRules, rulesNaming } from "../rules/naming.ts";
+import { ruleCatalog } from "../rules/expr/catalog.ts";
+import type { RuleCatalog } from "../rules/expr/check.ts";
+import { RuleError } from "../rules/expr/ast.ts";
+import { checkRuleValue } from "../rules/expr/rule.ts";
 import { dropFtsObjects, ftsAfterNewFields, indexedFields } from "../search/fts.ts";
 import { inTransaction } from "../transaction.ts";
 import { collectionToJson, currentCatalog, findCollection, listCollections, noteCatalogChange, requireCollection, saveCollectionRow } from "../catalog/catalog.ts";
@@ -228,6 +232,7 @@ export async function retypeFieldIn(ctx: AppContext, col: Collection, def: Field
     throw conflict(`field "${def.name}" of "${col.name}" cannot change type ${def.type === "file" ? "from" : "to"} file: add a new field instead`);
   const rels = relationsNaming((await currentCatalog(ctx)).relations, col, def.name);
   if (rels.length) throw conflict(`field "${def.name}" of "${col.name}" holds the ids of ${describeRelation(rels[0]!)}: its type cannot change`);
+  await checkRulesRetyped(ctx, col, def, to);
   const count = await unconvertibleCount(ctx, col, def, to);
   if (count > 0)
     throw new AppError(409, "conflict", `${count} ${fieldWord(count)} of "${def.name}" cannot be converted from ${def.type} to ${to}; nothing was changed`, { count });
@@ -254,6 +259,34 @@ export async function retypeFieldIn(ctx: AppContext, col: Collection, def: Field
   for (const i of indexes) await recreateIndex(ctx, col.name, i);
   const fts = rebuildFts ? await fillFts(ctx, col.name, await indexedFields(ctx, col.name, fields)) : col.fts;
   await saveCollectionRow(ctx, { ...col, fields, fts, updatedAt: ctx.clock.now() }, { fields: "replace" });
+}
+
+/**
+ * 409 when an access rule naming the field would no longer check with the field's new type (`year > 1900` once
+ * `year` is text): from then on it would deny everyone but admins, unseen. The rule changes first, as for a rename.
+ */
+async function checkRulesRetyped(ctx: AppContext, col: Collection, def: FieldDef, to: FieldType): Promise<void> {
+  const refs = await rulesNaming(ctx, col.name, def.name);
+  if (!refs.length) return;
+  const base = await ruleCatalog(ctx);
+  const fields = col.fields.map((f) => (f === def ? { ...f, type: to } : f));
+  const retyped: Collection = { ...col, fields, fieldMap: new Map(fields.map((f) => [f.name.toLowerCase(), f])) };
+  const isCol = (c: Collection | undefined) => c?.name === col.name;
+  const catalog: RuleCatalog = {
+    relation: base.relation,
+    collection: (name) => (isCol(base.collection(name)) ? retyped : base.collection(name)),
+    collections: () => [...base.collections()].map((c) => (isCol(c) ? retyped : c)),
+  };
+  for (const r of refs) {
+    const owner = catalog.collection(r.collection);
+    if (!owner) continue;
+    try {
+      checkRuleValue(catalog, owner, r.op, owner.rules[r.op]);
+    } catch (err) {
+      if (!(err instanceof RuleError)) throw err;
+      throw conflict(`field "${def.name}" of "${col.name}" cannot become ${to}: ${describeRules([r])} would no longer hold (${err.message}); change the rule first`);
+    }
+  }
 }
 
 /** Makes an index again after its column was replaced; values that the conversion made equal break a unique one: 409. */
