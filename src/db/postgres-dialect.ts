@@ -145,10 +145,11 @@ export const postgresDialect: Dialect = {
   order: (expr, desc) => `${expr} ${desc ? "DESC NULLS LAST" : "ASC NULLS FIRST"}`,
   aggregate(fn, expr, type) {
     if (fn === "count") return expr ? `COUNT(${expr})` : "COUNT(*)";
-    // Sums and averages in numeric (exact, no overflow), read back as a number: a sum past a double's range is
-    // Infinity (null in JSON) as SQLite's TOTAL gives it, not an error, and 0.1 + 0.2 adds up to 0.3.
-    if (fn === "sum") return `COALESCE(SUM(CAST(${expr} AS numeric)), 0)`;
-    if (fn === "avg") return `AVG(CAST(${expr} AS numeric))`;
+    // Sums and averages in numeric (no overflow), read back as a number: a sum past a double's range is Infinity
+    // (null in JSON) as SQLite's TOTAL gives it, not an error. Each double goes through its text (the shortest that
+    // reads back as it): a cast of float8 to numeric straight would keep only 15 significant digits.
+    if (fn === "sum") return `COALESCE(SUM(CAST(CAST(${expr} AS text) AS numeric)), 0)`;
+    if (fn === "avg") return `AVG(CAST(CAST(${expr} AS text) AS numeric))`;
     // No min or max of booleans: they are compared as 0 and 1, which SQLite stores.
     if (type === "boolean") return `${fn.toUpperCase()}(CAST(${expr} AS INTEGER))`;
     return `${fn.toUpperCase()}(${expr})`;

@@ -5,7 +5,7 @@ import type { CollectionHandle } from "../catalog/handle.ts";
 import { inTransaction } from "../transaction.ts";
 import { AppError, ValidationError, badRequest, bodyOf, type Checked } from "../errors.ts";
 import { fetchRecord, recordBytes, type RecordJson } from "../query/rows.ts";
-import { checkAccess, recordNotFound } from "../rules/access.ts";
+import { recordNotFound, recordOpAccess } from "../rules/access.ts";
 import { checkCreates, checkRecordAccess } from "./access.ts";
 import { prepareRules } from "../rules/scope.ts";
 import { relationEffects } from "./cascade.ts";
@@ -53,7 +53,8 @@ async function loadForWrite(
   p: Principal,
   body?: Record<string, unknown>,
 ): Promise<RecordJson> {
-  const access = checkAccess(h.col, op, p, body);
+  // An expression refusing the caller whatever the record waits for the record: 404 where it may not be read.
+  const access = recordOpAccess(h.col, op, p, body);
   const previous = await fetchRecord(ctx, h.col, id);
   if (!previous || previous._deleted_at !== null) throw recordNotFound();
   await checkRecordAccess(ctx, h.col, op, p, access, previous);

@@ -44,6 +44,14 @@ describe("number fields", () => {
     expect((await t.req("GET", "/api/v1/nums/aggregate?fn=sum&field=n&group_by=g")).body).toEqual({ groups: [{ group: "a", value: null }, { group: "b", value: 5 }] });
   });
 
+  test("a sum of one value is that value, to its last digit, on both engines", async () => {
+    for (const [i, n] of [2 ** 60, 0.1 + 0.2, 9007199254740993, 123456789012345678, 4.9e-324, -1.7976931348623157e308].entries()) {
+      await t.admin("POST", "/api/v1/nums", { n, k: i });
+      expect((await t.req("GET", `/api/v1/nums/aggregate?fn=sum&field=n&filter=k:eq:${i}`)).body).toEqual({ value: n });
+      expect((await t.req("GET", `/api/v1/nums/aggregate?fn=avg&field=n&filter=k:eq:${i}`)).body).toEqual({ value: n });
+    }
+  });
+
   test("like reads a whole number without a fraction, as PostgreSQL does", async () => {
     await t.admin("POST", "/api/v1/nums/bulk", [{ n: 731 }, { n: 7.5 }, { n: 31.25 }]);
     expect(ids(await t.req("GET", "/api/v1/nums?filter=n:like:31&sort=n:asc"))).toEqual([31.25, 731]);

@@ -37,5 +37,14 @@ test("a rule that reads @auth: anonymous 401, a user it refuses 403, and 404 whe
   expect((await t.req("PATCH", `/api/v1/memos/${memo._id}`, { body: { text: "x" }, token: bob.token })).status).toBe(404);
   expect((await t.req("DELETE", `/api/v1/memos/${memo._id}`, { token: bob.token })).status).toBe(404);
   expect((await t.req("PATCH", `/api/v1/memos/01ARZ3NDEKTSV4RRFFQ69G5FAV`, { body: { text: "x" }, token: bob.token })).status).toBe(404);
+  // In a batch, the same: what Bob may not read fails it as a missing record, what Ann reads as refused.
+  const hidden = await t.req("POST", "/api/v1/memos/batch", { body: { operations: [{ op: "update", id: memo._id, data: { text: "x" } }] }, token: bob.token });
+  const missing = await t.req("POST", "/api/v1/memos/batch", { body: { operations: [{ op: "update", id: "01ARZ3NDEKTSV4RRFFQ69G5FAV", data: { text: "x" } }] }, token: bob.token });
+  expect(hidden.body.code).toBe("batch_failed");
+  expect(hidden.body.error).toContain("not found");
+  expect(hidden.body.error.replace(memo._id, "ID")).toBe(missing.body.error.replace("01ARZ3NDEKTSV4RRFFQ69G5FAV", "ID"));
+  const refused = await t.req("POST", "/api/v1/memos/batch", { body: { operations: [{ op: "update", id: memo._id, data: { text: "x" } }] }, token: ann.token });
+  expect(refused.body.code).toBe("batch_failed");
+  expect(refused.body.error).not.toContain("not found");
   expect((await t.req("GET", `/api/v1/memos/${memo._id}`, { token: ann.token })).body.text).toBe("ann's");
 });
