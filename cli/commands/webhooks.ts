@@ -7,7 +7,10 @@ import { collect, confirmOnTerminal, keyValues, output, serviceAction, table, wh
 /** Collects a repeatable --action, each one of WEBHOOK_ACTIONS. */
 /** A repeatable option that also takes comma-separated lists (`--collection a,b` is `--collection a --collection b`). */
 function collectList(value: string, previous: string[] | undefined): string[] {
-  return value.split(",").map((v) => v.trim()).filter(Boolean).reduce((all, v) => collect(v, all), previous ?? []);
+  const names = value.split(",").map((v) => v.trim()).filter(Boolean);
+  // An empty value (an unset shell variable) must not read as "none given", which means every collection.
+  if (!names.length) throw new InvalidArgumentError(`expected a name (or a comma-separated list), got "${value}"`);
+  return names.reduce((all, v) => collect(v, all), previous ?? []);
 }
 
 function collectAction(value: string, previous: string[] | undefined): string[] {

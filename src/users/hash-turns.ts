@@ -1,4 +1,5 @@
 import { AppError } from "../errors.ts";
+import { formatIp, parseIp } from "../ip.ts";
 
 /**
  * Password hashes take turns. One argon2id hash is 64 MiB and about a tenth of a second of a core, and
@@ -8,7 +9,8 @@ import { AppError } from "../errors.ts";
  * - At most HASHES_AT_ONCE hashes run at once (one core fewer than the machine has, at least one), so a
  *   core is always left to answer everything else.
  * - Waiting hashes are taken address by address in turn: a flood from one address delays another
- *   address's login by about one hash per busy address, not by the whole flood.
+ *   address's login by about one hash per busy address, not by the whole flood. An IPv6 address counts by its
+ *   /64 network (one host is given a /64 and may send from any address in it).
  * - An address may have WAITING_PER_ADDRESS hashes waiting and all addresses WAITING_IN_ALL; past either,
  *   429 `rate_limited` with Retry-After (nothing was hashed, nothing counted).
  *
@@ -59,9 +61,18 @@ function endTurn(): void {
   wake();
 }
 
+/** Whose turn a request takes: its IPv4 address, or its IPv6 address's /64 network. */
+function turnOf(address: string): string {
+  const bytes = address.includes(":") ? parseIp(address) : null;
+  if (!bytes || bytes.length !== 16) return address;
+  const net = new Uint8Array(16);
+  net.set(bytes.subarray(0, 8));
+  return `${formatIp(net)}/64`;
+}
+
 /** Runs `hash` in `address`'s turn (see above); 429 `rate_limited` when too many wait. */
 export async function inHashTurn<T>(address: string, hash: () => Promise<T>): Promise<T> {
-  const wait = takeTurn(address);
+  const wait = takeTurn(turnOf(address));
   if (wait) await wait;
   try {
     return await hash();

@@ -107,6 +107,9 @@ describe("baas webhooks (the CLI)", () => {
       expect(listed.json()).toMatchObject({ collections: ["orders", "payments"], actions: ["create", "update"] });
       const all = await runCli(bin, ["webhooks", "add", "https://example.com/all", "--json", "--data", dir], { cwd: dir });
       expect(all.json()).toMatchObject({ collections: ["*"] });
+      // An empty value (an unset shell variable) is a usage error, not "every collection".
+      expect((await runCli(bin, ["webhooks", "add", "https://example.com/x", "--collection", "", "--data", dir], { cwd: dir })).code).toBe(2);
+      expect((await runCli(bin, ["webhooks", "add", "https://example.com/x", "--action", ",", "--data", dir], { cwd: dir })).code).toBe(2);
       for (const w of [listed.json(), all.json()]) expect((await runCli(bin, ["webhooks", "remove", w.id, "--data", dir], { cwd: dir })).code).toBe(0);
       const missing = await runCli(bin, ["webhooks", "deliveries", "01NOPE", "--data", dir], { cwd: dir });
       expect([missing.code, missing.stderr.trim()]).toEqual([1, "error: webhook not found"]);
