@@ -3,7 +3,7 @@ import { AppError, ValidationError, bodyOf, methodDisabled, type Checked, type F
 import { getSettings } from "../settings/settings.ts";
 import { checkMetadata, createUser, findUserByEmail, findUserById, userToJson, type UserJson } from "../users/users.ts";
 import { releaseLoginAttempt, takeLoginAttempt } from "./lockout.ts";
-import { checkPassword, normalizeEmail, verifyPassword } from "../users/passwords.ts";
+import { checkPassword, hashTurnOf, normalizeEmail, verifyPassword } from "../users/passwords.ts";
 import type { Principal } from "../principal.ts";
 import { createSession, revokeSession, revokeUserApiKeys, revokeUserSessions, type ClientInfo, type SessionResponse } from "./sessions.ts";
 import { finishLogin, type LoginResult } from "./totp.ts";
@@ -29,7 +29,7 @@ export async function register(ctx: AppContext, b: Record<string, unknown>, clie
     }
   }
   if (errors.length) throw new ValidationError(errors);
-  const user = await createUser(ctx, { email: b.email, password: b.password, hashFor: client.ip ?? "unknown" });
+  const user = await createUser(ctx, { email: b.email, password: b.password, hashFor: hashTurnOf(client) });
   await sendVerificationEmail(ctx, user);
   return createSession(ctx, user, client);
 }
@@ -41,7 +41,7 @@ export async function register(ctx: AppContext, b: Record<string, unknown>, clie
  */
 export async function login(ctx: AppContext, b: Record<string, unknown>, client: ClientInfo): Promise<LoginResult> {
   if (!(await getSettings(ctx)).auth_password_enabled) throw methodDisabled("password login");
-  const by = client.ip ?? "unknown";
+  const by = hashTurnOf(client);
   if (typeof b.email !== "string" || typeof b.password !== "string") {
     await verifyPassword(String(b.password ?? ""), null, by);
     throw invalidCredentials();

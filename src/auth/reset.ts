@@ -2,7 +2,7 @@ import type { AppContext } from "../context.ts";
 import { AppError, bodyOf, methodDisabled, type Checked } from "../errors.ts";
 import { getSetting } from "../settings/settings.ts";
 import { consumeMailToken } from "./mail-tokens.ts";
-import { checkPassword, hashPassword } from "../users/passwords.ts";
+import { checkPassword, hashPassword, hashTurnOf } from "../users/passwords.ts";
 import { clearLoginAttempts } from "./lockout.ts";
 import { revokeUserApiKeys, revokeUserSessions, type ClientInfo } from "./sessions.ts";
 import { removeTotp } from "./totp.ts";
@@ -31,7 +31,7 @@ export async function resetPassword(
   if (!await getSetting(ctx, "auth_password_enabled")) throw methodDisabled("password login");
   const b = bodyOf(input);
   // The password is checked before the token is used up, so a too-short password does not burn the link.
-  const hash = await hashPassword(checkPassword(b.password), client.ip ?? "unknown");
+  const hash = await hashPassword(checkPassword(b.password), hashTurnOf(client));
   const userId = await consumeMailToken(ctx, b.token, "reset_password");
   if (!userId) throw new AppError(400, "invalid_token", "invalid or expired reset token");
   const now = ctx.clock.now();

@@ -34,6 +34,8 @@ export interface SessionResponse {
 export interface ClientInfo {
   ip?: string | null;
   userAgent?: string | null;
+  /** Aborted when the client goes away (a password check waiting for its turn is then not made). */
+  signal?: AbortSignal | null;
 }
 
 const invalidRefresh = () => new AppError(401, "invalid_token", "invalid or expired refresh token");

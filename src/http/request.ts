@@ -47,7 +47,7 @@ export function clientInfo(ctx: AppContext, request: Request, server?: Server<un
   } catch {}
   const trusted = ctx.config.trustProxy;
   const ip = clientAddress(trusted, peer, trusted.length ? request.headers.get("x-forwarded-for") : null);
-  return { ip, userAgent: request.headers.get("user-agent") };
+  return { ip, userAgent: request.headers.get("user-agent"), signal: request.signal };
 }
 
 /**

@@ -10,7 +10,7 @@ import { inTransaction } from "../transaction.ts";
 import { findUserById, userToJson, type UserRow } from "../users/users.ts";
 import { ADMIN, type Principal } from "../principal.ts";
 import { clearLoginAttempts, releaseLoginAttempt, takeLoginAttempt } from "../auth/lockout.ts";
-import { verifyPassword } from "../users/passwords.ts";
+import { hashTurnOf, verifyPassword, type HashFor } from "../users/passwords.ts";
 import { useCode } from "../auth/totp.ts";
 import { sessionById } from "../tables/sessions.ts";
 import type { ClientInfo } from "../auth/sessions.ts";
@@ -160,7 +160,7 @@ export async function exportOwnData(ctx: AppContext, p: Principal): Promise<Resp
  * most FRESH_SESSION_MS old: signing in again is the proof. Each password or code counts toward the lockout
  * (CONTRACT §8c), as a login would.
  */
-async function proveHolder(ctx: AppContext, user: UserRow, sessionId: string | null, b: Record<string, unknown>, by: string): Promise<void> {
+async function proveHolder(ctx: AppContext, user: UserRow, sessionId: string | null, b: Record<string, unknown>, by: HashFor): Promise<void> {
   for (const k of Object.keys(b)) if (k !== "password" && k !== "code") throw badRequest(`unknown key "${k.slice(0, 40)}": expected password or code`);
   const hasPassword = !!user.password_hash;
   const hasTotp = !!user.totp_enabled;
@@ -201,7 +201,7 @@ export async function deleteOwnAccount(ctx: AppContext, p: Principal, input: Che
   const { user, sessionId } = await currentUser(ctx, p);
   const b = bodyOf(input) ?? {};
   if (typeof b !== "object" || Array.isArray(b)) throw badRequest("the body must be an object: { password } or { code }");
-  await proveHolder(ctx, user, sessionId, b, client.ip ?? "unknown");
+  await proveHolder(ctx, user, sessionId, b, hashTurnOf(client));
   const deleted = await inTransaction(ctx, async () => {
     const counts: Record<string, number> = {};
     let pending: { col: string; id: string }[] = [];

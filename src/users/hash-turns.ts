@@ -70,10 +70,20 @@ function turnOf(address: string): string {
   return `${formatIp(net)}/64`;
 }
 
-/** Runs `hash` in `address`'s turn (see above); 429 `rate_limited` when too many wait. */
-export async function inHashTurn<T>(address: string, hash: () => Promise<T>): Promise<T> {
+const gone = () => new AppError(400, "bad_request", "the client went away before its password check");
+
+/**
+ * Runs `hash` in `address`'s turn (see above); 429 `rate_limited` when too many wait. A request whose client went
+ * away while it waited (`signal` aborted) is not hashed: its turn passes on.
+ */
+export async function inHashTurn<T>(address: string, hash: () => Promise<T>, signal?: AbortSignal | null): Promise<T> {
+  if (signal?.aborted) throw gone();
   const wait = takeTurn(turnOf(address));
   if (wait) await wait;
+  if (signal?.aborted) {
+    endTurn();
+    throw gone();
+  }
   try {
     return await hash();
   } finally {

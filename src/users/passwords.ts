@@ -2,12 +2,17 @@ import { fieldError } from "../errors.ts";
 import { inHashTurn } from "./hash-turns.ts";
 
 /**
- * Who a hash is for: the client address whose turn it takes (hash-turns.ts), or null for an admin's
- * request, which takes none.
+ * Who a hash is for: the client whose address's turn it takes (hash-turns.ts; not made once the client has gone),
+ * or null for an admin's request, which takes none.
  */
-export type HashFor = string | null;
+export type HashFor = { address: string; signal?: AbortSignal | null } | null;
 
-const inTurn = <T>(by: HashFor, hash: () => Promise<T>): Promise<T> => (by === null ? hash() : inHashTurn(by, hash));
+/** The turn of a request's client (its address, "unknown" without one). */
+export function hashTurnOf(client: { ip?: string | null; signal?: AbortSignal | null }): HashFor {
+  return { address: client.ip ?? "unknown", signal: client.signal };
+}
+
+const inTurn = <T>(by: HashFor, hash: () => Promise<T>): Promise<T> => (by === null ? hash() : inHashTurn(by.address, hash, by.signal));
 
 /** Hashes a password with argon2id, in `by`'s turn. */
 export function hashPassword(password: string, by: HashFor): Promise<string> {

@@ -26,3 +26,21 @@ test("an IPv6 /64 is one address for the waiting limit; another /64 is not held 
   expect(results.filter((r) => r === "done")).toHaveLength(HASHES_AT_ONCE + WAITING_PER_ADDRESS);
   expect(await other).toBe("done");
 });
+
+test("a request whose client went away while it waited is not hashed, and its turn passes on", async () => {
+  const ends: (() => void)[] = [];
+  const holding = Array.from({ length: HASHES_AT_ONCE }, (_, i) => inHashTurn(`198.51.100.${i + 1}`, () => new Promise<void>((resolve) => ends.push(resolve))));
+  let hashedGone = false;
+  const left = new AbortController();
+  const leaving = inHashTurn("203.0.113.9", async () => void (hashedGone = true), left.signal).then(
+    () => "hashed",
+    (err) => (err as Error).message,
+  );
+  const staying = inHashTurn("203.0.113.10", async () => "hashed");
+  left.abort();
+  for (const end of ends) end();
+  await Promise.all(holding);
+  expect(await leaving).toBe("the client went away before its password check");
+  expect(hashedGone).toBe(false);
+  expect(await staying).toBe("hashed");
+});
