@@ -160,7 +160,12 @@ async function serve(ctx: AppContext, request: Request): Promise<Response> {
     // The answer is built inside the transaction: a value that cannot be sent rolls back what the handler wrote.
     // The handler gets the request with its body still to read (the raw bytes, as sent: a payment provider's
     // signature is checked over them); the server has read the original.
-    const readable = new Request(request.url, { method: request.method, headers: request.headers, body: request.method === "GET" || request.method === "HEAD" ? null : (raw as Uint8Array<ArrayBuffer>) });
+    const readable = new Request(request.url, {
+      method: request.method,
+      headers: request.headers,
+      body: request.method === "GET" || request.method === "HEAD" ? null : (raw as Uint8Array<ArrayBuffer>),
+      signal: request.signal,
+    });
     return await withTx(ctx, async (tx) => answerOf(await route.handler({ request: readable, auth, params: found.params, query, body, rawBody, tx })));
   } catch (err) {
     const answer = thrownStatus(err);
