@@ -12,7 +12,7 @@ import { heldEvent, type HeldEvent } from "./replay.ts";
 import { canResume, createResumeState, idAt, idOf, prepareIds, replayable, resumePoint, type ResumeState } from "./resume.ts";
 import { SseSink, sseFrame } from "./sse.ts";
 import { addStream, addressUsage, claim, claimTopics, createRegistry, removeStream, setStreamTopics, type Stream, type StreamRegistry } from "./streams.ts";
-import { parseTopics, type Topic } from "./topics.ts";
+import { checkTopicCount, parseTopics, type Topic } from "./topics.ts";
 
 /** Bytes a stream may have waiting for its reader before it is reset and closed. */
 export const STREAM_BUFFER_BYTES = 4 * 1024 * 1024;
@@ -473,6 +473,7 @@ async function openStream(h: Hub, { identity, ip, lastEventId, subscribe, onEnd 
   const r = h.resume;
   await prepareIds(ctx, r);
   r.holding = true;
+  checkTopicCount(subscribe);
   const maxStreams = await getSetting(ctx, "realtime_max_streams_per_ip");
   const maxTopics = subscribe && !node ? await getSetting(ctx, "realtime_max_topics_per_ip") : 0;
   const wanted = subscribe?.length ?? 0;
@@ -532,6 +533,7 @@ async function subscribeStream(h: Hub, clientId: unknown, raw: unknown, identity
   }
   // SECURITY: a stream serves one caller; another identity may not read it (or change what it receives).
   if (s.identity.principal.kind !== "anonymous" && s.identity.key !== identity.key) throw forbidden("this client_id is bound to another identity");
+  checkTopicCount(raw);
   const maxTopics = await getSetting(ctx, "realtime_max_topics_per_ip");
   const asked = Array.isArray(raw) ? raw.length : 0;
   // SECURITY: checked and counted with no await between (see claim). While calls on the stream are under way it
