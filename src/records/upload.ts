@@ -28,9 +28,15 @@ export const isMultipart = (request: Request) => multipartBoundary(request.heade
 
 const refuse = (field: string, rule: string, message: string) => new ValidationError([{ field, rule, message }]);
 
-/** The most a multipart body to `col` may hold: every file field's files at their cap, and the plain fields' limit. */
-export function multipartLimit(ctx: AppContext, col: Collection): number {
-  let sum = ctx.config.maxBodyBytes;
+/** What a multipart body may hold besides its files: the plain fields and every part's headers. */
+export const MULTIPART_FORM_BYTES = 1024 * 1024;
+
+/**
+ * The most a multipart body to `col` may hold (CONTRACT §14: the sum of the file fields' `max_size`): every file
+ * field's files at their cap, and MULTIPART_FORM_BYTES for the rest.
+ */
+export function multipartLimit(col: Collection): number {
+  let sum = MULTIPART_FORM_BYTES;
   for (const def of fileFields(col)) {
     const o = fileOptions(def)!;
     sum += o.max_size * o.max_count;
@@ -80,7 +86,7 @@ async function writeWithFiles(
   write: (data: Record<string, unknown>) => Promise<RecordJson>,
 ): Promise<RecordJson> {
   const boundary = multipartBoundary(request.headers.get("content-type"))!;
-  const max = multipartLimit(ctx, col);
+  const max = multipartLimit(col);
   const declared = Number(request.headers.get("content-length") ?? "NaN");
   if (Number.isFinite(declared) && declared > max) throw tooLarge(max);
   if (!request.body) throw badRequest("the request body is empty");

@@ -96,6 +96,23 @@ describe("file fields", () => {
   });
 });
 
+describe("the multipart body limit", () => {
+  test("is the file fields' caps plus 1 MiB: a small file with 2 MiB of text is 413, with 512 KiB of text 201", async () => {
+    // A collection of its own: other tests add file fields to `docs`, which raises its limit.
+    const made = await t.admin("POST", "/api/v1/admin/collections", {
+      name: "limited",
+      rules: { read: "owner", create: "authenticated", update: "owner", delete: "owner" },
+      fields: [{ name: "title", type: "text" }, { name: "pic", type: "file", max_size: 64 * 1024 }],
+    });
+    expect(made.status).toBe(201);
+    let r = await send("POST", "/api/v1/limited", [["title", "x".repeat(2 * 1024 * 1024)], ["pic", new Blob([PNG_1x1]), "a.png"]], alice.token);
+    expect({ status: r.status, code: r.body.code }).toEqual({ status: 413, code: "payload_too_large" });
+    r = await send("POST", "/api/v1/limited", [["title", "x".repeat(512 * 1024)], ["pic", new Blob([PNG_1x1]), "a.png"]], alice.token);
+    expect(r.status).toBe(201);
+    expect(r.body.title.length).toBe(512 * 1024);
+  });
+});
+
 describe("upload and download", () => {
   test("a multipart create stores the file and the record names it; the owner downloads it with the safety headers", async () => {
     const events: { record: Record<string, unknown> }[] = [];
