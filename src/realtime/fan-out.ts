@@ -17,11 +17,17 @@ import { attachRelationFields } from "../relations/expand.ts";
 import { FilterAsks } from "./filter-queries.ts";
 import { currentAccess } from "./identity.ts";
 import { filterFor, meetsMemoryTests } from "./match.ts";
-import { REF_RECORD_BYTES, type HeldEvent } from "./replay.ts";
+import type { HeldEvent } from "./replay.ts";
 import { sseFrame } from "./sse.ts";
 import type { Stream } from "./streams.ts";
 import type { Topic } from "./topics.ts";
 import { usersAccessVersion, type UserAccess } from "../tables/users.ts";
+
+/**
+ * The largest event frame sent with its record: above it (a record past the 16 MiB body limit, which only a hook
+ * could write) the event carries a reference instead (`{ _id }` and `ref: true`; the client reads the record).
+ */
+export const MAX_EVENT_FRAME_BYTES = 32 * 1024 * 1024;
 
 /** How long the fan-out of one event holds the event loop before it lets other work (requests) run. */
 const SLICE_MS = 50;
@@ -181,7 +187,7 @@ export async function deliverEvent(ctx: AppContext, d: Delivery, targets: Iterab
   const pending: [Stream, Principal, string[]][] = [];
   // An expression read rule is decided for every reader of the event at once, before the first stream needs it.
   const groups = isExpressionRule(col.rules.read) ? readerGroups(fan, col.name, targets, readers) : null;
-  const ruled = groups ? await ruleDecisions(ctx, col, e.record, d.stub || !!held.ref, groups) : null;
+  const ruled = groups ? await ruleDecisions(ctx, col, e.record, d.stub, groups) : null;
   let looked = 0;
   // Very many streams, or topics heavy to match, do not hold the event loop for longer than SLICE_MS at a time.
   let since = performance.now();
@@ -314,8 +320,9 @@ function usersCondition(rule: CheckedRule, record: RecordJson, stub: boolean, no
 
 /**
  * The frames of one event, each encoded once. Events carry the admin's view; only a `many` field
- * (readable targets only) differs per reader, roles included. A record too large for a stream's buffer
- * goes out as a reference: `record` holds its `_id` and `ref` is true (the client reads it).
+ * (readable targets only) differs per reader, roles included. A record held for replay by reference (over
+ * 1 MiB, see replay.ts) is replayed as one, and a frame over MAX_EVENT_FRAME_BYTES goes out as one: `record`
+ * holds its `_id` and `ref` is true (the client reads it).
  */
 class FrameSet {
   private readonly frames = new Map<string, Uint8Array>();
@@ -333,7 +340,7 @@ class FrameSet {
   }
 
   static of(ctx: AppContext, h: CollectionHandle, d: Delivery, id: () => string): FrameSet {
-    const whole = d.event.action !== "hard_delete" && !d.held.ref && !d.stub;
+    const whole = d.event.action !== "hard_delete" && !d.stub;
     const perReader = whole && h.from.some((r) => r.type === "many");
     return new FrameSet(ctx, h, d, id, perReader);
   }
@@ -343,7 +350,7 @@ class FrameSet {
     let frame = this.frames.get("");
     if (frame === undefined) {
       const e = this.d.event;
-      const frameOf = e.action === "hard_delete" ? this.encode({ _id: e.record._id }) : this.d.held.ref || this.d.stub ? this.reference() : this.encode(e.record);
+      const frameOf = e.action === "hard_delete" ? this.encode({ _id: e.record._id }) : this.d.stub ? this.reference() : this.encode(e.record);
       this.frames.set("", (frame = frameOf));
     }
     return frame;
@@ -365,7 +372,7 @@ class FrameSet {
 
   private encode(record: RecordJson): Uint8Array {
     const frame = sseFrame(this.action, JSON.stringify({ collection: this.h.name, action: this.action, record }), this.idOf());
-    return frame.byteLength > REF_RECORD_BYTES ? this.reference() : frame;
+    return frame.byteLength > MAX_EVENT_FRAME_BYTES ? this.reference() : frame;
   }
 
   private reference(): Uint8Array {

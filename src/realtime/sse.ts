@@ -47,8 +47,8 @@ interface DirectController {
  * machinery between the frames and the socket). While the socket is backed up (a write answered
  * with a promise), frames wait in a bounded queue of our own, so a reader that stalls fills its
  * own queue and nothing else: `send` never blocks and never waits. When the queue would pass
- * `maxBytes`, what is queued is dropped, a final `reset` frame goes out in its place and the
- * stream ends.
+ * `maxBytes` (or, for a frame larger than a quarter of it, when more than that quarter waits before the
+ * frame), what is queued is dropped, a final `reset` frame goes out in its place and the stream ends.
  */
 export class SseSink {
   readonly response: Response;
@@ -103,7 +103,10 @@ export class SseSink {
   send(frame: string | Uint8Array): boolean {
     if (this.closed || this.ending) return false;
     const bytes = typeof frame === "string" ? encoder.encode(frame) : frame;
-    if (this.queuedBytes + bytes.byteLength > this.maxBytes) {
+    // The limit is for a reader that falls behind, not for one large event: a frame larger than a quarter of
+    // the buffer (a record of megabytes) is taken while less than that quarter waits before it.
+    const limit = Math.max(this.maxBytes, (this.maxBytes >> 2) + bytes.byteLength);
+    if (this.queuedBytes + bytes.byteLength > limit) {
       this.queue = [];
       this.queuedBytes = 0;
       this.end(sseFrame("reset", JSON.stringify({ reason: "overflow" }), this.resetId()));

@@ -39,20 +39,30 @@ export class SseClient {
 
   private async read(body: ReadableStream<Uint8Array>) {
     const decoder = new TextDecoder();
-    let buf = "";
+    // The bytes of the frame under way, as received: a frame of megabytes arrives in many chunks, and only each
+    // new chunk is searched for the blank line that ends it (never the whole frame again).
+    let pending: Uint8Array[] = [];
+    let lastByte = -1;
     try {
       const reader = body.getReader();
       for (;;) {
         const { done, value } = await reader.read();
         if (done) break;
-        buf += decoder.decode(value, { stream: true });
         let from = 0;
-        let i: number;
-        while ((i = buf.indexOf("\n\n", from)) >= 0) {
-          this.parse(buf.slice(from, i));
-          from = i + 2;
+        for (let i = 0; i < value.length; i++) {
+          if (value[i] !== 10 || (i > from ? value[i - 1] : from === 0 ? lastByte : -1) !== 10) continue;
+          pending.push(value.subarray(from, i + 1));
+          const text = decoder.decode(Buffer.concat(pending));
+          pending = [];
+          from = i + 1;
+          // The frame's text without its closing blank line.
+          this.parse(text.slice(0, -2));
+          lastByte = -1;
         }
-        buf = buf.slice(from);
+        if (from < value.length) {
+          pending.push(value.subarray(from));
+          lastByte = value[value.length - 1]!;
+        }
       }
     } catch {}
     this.ended = true;
