@@ -124,14 +124,16 @@ const fts: FtsDialect = {
   // Every row has its generated vector: the index holds every record.
   indexedCount: (name) => `SELECT COUNT(*) AS n FROM ${q(name)} WHERE "_deleted_at" IS NULL`,
   // The query computed once in a one-row subquery that the planner folds into the condition on the GIN-indexed
-  // column, and `ts_rank` (higher is better).
+  // column, and `ts_rank` (higher is better). Its ties (a term named as often in both texts) go to the shorter
+  // text, as SQLite's BM25 orders them: a term far below the step between two ranks (a real, 7 digits) adds
+  // less the more words the text has.
   search(name, tokens) {
     const table = q(name);
     const vector = `${table}.${q(FTS_COLUMN)}`;
     return {
       from: { sql: `${table} CROSS JOIN (SELECT to_tsquery('english', ?) AS "q") AS "_search"`, params: [toTsQuery(tokens)] },
       match: { k: "raw", sql: `${vector} @@ "_search"."q"`, params: [] },
-      rank: `ts_rank(${vector}, "_search"."q")`,
+      rank: `(CAST(ts_rank(${vector}, "_search"."q") AS float8) + 1e-12 / (1 + length(${vector})))`,
       rankDesc: true,
     };
   },

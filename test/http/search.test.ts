@@ -104,6 +104,13 @@ describe("search queries", () => {
     expect(await search("fox", "&sort=n")).toEqual(["Quick brown fox", "Fox fox fox"]);
   });
 
+  test("a term named as often in two texts ranks the shorter text first, whichever was written first", async () => {
+    await t.admin("POST", "/api/v1/articles", { title: "Long", body: "the heron waded slowly along the muddy bank of the wide river at dawn", n: 7 });
+    await t.admin("POST", "/api/v1/articles", { title: "Short", body: "heron at dawn", n: 8 });
+    expect(await search("heron")).toEqual(["Short", "Long"]);
+    expect(await search("heron OR dawn")).toEqual(["Short", "Long"]);
+  });
+
   test("search combines with filter, count, aggregate and cursor pages", async () => {
     await t.admin("POST", "/api/v1/articles", { title: "Fox fox fox", body: "fox", n: 6 });
     expect(await search("dog", "&filter=n:gt:2")).toEqual(["Dog training"]);
