@@ -86,5 +86,7 @@ export function fieldToJson(f: FieldDef): { name: string; type: FieldType } & Re
 
 /** Whether two definitions declare the same thing (name aside): type and options. */
 export function sameDeclaration(a: FieldDef, b: FieldDef): boolean {
-  return a.type === b.type && JSON.stringify(a.options ?? {}) === JSON.stringify(b.options ?? {});
+  // Keys in one order: the same options read back from storage or parsed from a document compare equal.
+  const text = (o: Record<string, unknown> | undefined) => JSON.stringify(Object.entries(o ?? {}).sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0)));
+  return a.type === b.type && text(a.options) === text(b.options);
 }

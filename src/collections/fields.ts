@@ -262,6 +262,20 @@ export async function retypeFieldIn(ctx: AppContext, col: Collection, def: Field
 }
 
 /**
+ * Gives the file field `def` of `col` the options `options` (`max_size`, `mime`, `max_count`: checked by the
+ * caller, parseFieldDecl), which hold for the uploads after it; the files stored stay. A field holding one name
+ * cannot become one holding a list or back (`max_count` across 1): 409, as its values would change shape.
+ */
+export async function setFileOptionsIn(ctx: AppContext, col: Collection, def: FieldDef, options: Record<string, unknown>): Promise<void> {
+  const was = Number(def.options?.max_count ?? 1);
+  const to = Number(options.max_count ?? 1);
+  if (was !== to && (was === 1 || to === 1))
+    throw conflict(`file field "${def.name}" of "${col.name}" holds ${was === 1 ? "one name" : "a list of names"}: max_count cannot go from ${was} to ${to} (add a new field instead)`);
+  const fields = col.fields.map((f) => (f === def ? { ...f, options } : f));
+  await saveCollectionRow(ctx, { ...col, fields, updatedAt: ctx.clock.now() }, { fields: "replace" });
+}
+
+/**
  * 409 when an access rule naming the field would no longer check with the field's new type (`year > 1900` once
  * `year` is text): from then on it would deny everyone but admins, unseen. The rule changes first, as for a rename.
  */

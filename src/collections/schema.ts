@@ -8,8 +8,8 @@ import { inTransaction } from "../transaction.ts";
 import { createCollection, deleteCollection, updateCollectionRules, type CollectionJson } from "./admin.ts";
 import { collectionToJson, currentCatalog, listCollections, noteCatalogChange, requireCollection, saveCollectionRow, touchCatalog } from "../catalog/catalog.ts";
 import { beginColumnChange } from "./ddl.ts";
-import { addFieldsIn, dropFieldIn, fillFts, renameFieldIn, requireField, retypeFieldIn } from "./fields.ts";
-import { parseFieldDecl } from "../catalog/field-types.ts";
+import { addFieldsIn, dropFieldIn, fillFts, renameFieldIn, requireField, retypeFieldIn, setFileOptionsIn } from "./fields.ts";
+import { parseFieldDecl, sameDeclaration } from "../catalog/field-types.ts";
 import { createIndexDef, dropIndexDef } from "./indexes.ts";
 import { DEFAULT_RULES, MAX_FIELDS, OPERATIONS, SYSTEM_FIELDS, isValidCollectionName, isValidFieldName, type Collection, type FieldDef, type FieldRule, type IndexDef, type Rules, ON_DELETE, RELATION_TYPES, type OnDelete, type Relation, type RelationType } from "../catalog/types.ts";
 import { parseFieldRules } from "./validate.ts";
@@ -286,7 +286,7 @@ function planSteps(ctx: AppContext, cols: readonly Collection[], rels: readonly 
     // With prune, fields and indexes the document leaves out are fields and indexes it lacks.
     const wantedFields = w.fields ?? (prune ? [] : undefined);
     const wantedIndexes = w.indexes ?? (prune ? [] : undefined);
-    if (wantedFields) planFields(ctx, plan, have, wantedFields, prune, map);
+    if (wantedFields) planFields(ctx, plan, have, wantedFields, prune, map, relationsAfter(rels, want, prune));
     planRules(ctx, plan, have, w, map);
     if (wantedIndexes) planIndexes(ctx, plan, have, w, wantedIndexes, prune);
     if (w.fts !== undefined && w.fts !== have.fts.enabled)
@@ -335,7 +335,15 @@ function relationsAfter(rels: readonly Relation[], want: Wanted, prune: boolean)
 }
 
 /** The renames, type changes and additions that give `have` the wanted fields; with prune, the drops of the others. */
-function planFields(ctx: AppContext, plan: Plan, have: Collection, wantedFields: WantedField[], prune: boolean, map: Map<string, string>): void {
+function planFields(
+  ctx: AppContext,
+  plan: Plan,
+  have: Collection,
+  wantedFields: WantedField[],
+  prune: boolean,
+  map: Map<string, string>,
+  kept: readonly (Relation | WantedRelation)[],
+): void {
   const name = have.name;
   const claimed = new Set<FieldDef>();
   const wantedNames = new Set(wantedFields.map((f) => lower(f.def.name)));
@@ -376,6 +384,16 @@ function planFields(ctx: AppContext, plan: Plan, have: Collection, wantedFields:
           await retypeFieldIn(ctx, col, requireField(col, to), f.def.type);
         },
       });
+    else if (!sameDeclaration(source, f.def))
+      plan.fieldSteps.push({
+        action: "update_field",
+        target: `${name}.${to}`,
+        detail: `options ${JSON.stringify(source.options ?? {})} → ${JSON.stringify(f.def.options ?? {})}`,
+        run: async () => {
+          const col = await requireCollection(ctx, name);
+          await setFileOptionsIn(ctx, col, requireField(col, to), f.def.options ?? {});
+        },
+      });
   }
   for (const d of adds)
     plan.fieldSteps.push({
@@ -386,7 +404,8 @@ function planFields(ctx: AppContext, plan: Plan, have: Collection, wantedFields:
     });
   if (prune)
     for (const f of have.fields) {
-      if (claimed.has(f)) continue;
+      // The field of a `one` relation the document keeps is wanted, listed or not.
+      if (claimed.has(f) || kept.some((r) => r.type === "one" && lower(r.from_col) === lower(name) && lower(r.from_field) === lower(f.name))) continue;
       plan.dropFields.push({
         action: "drop_field",
         target: `${name}.${f.name}`,

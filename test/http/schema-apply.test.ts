@@ -186,6 +186,29 @@ describe("POST /admin/schema/apply", () => {
     expect(await applied(next)).toEqual({ changes: [], applied: true });
   });
 
+  test("with prune, a one relation's field the document does not list under fields stays: a second apply changes nothing", async () => {
+    const doc = {
+      collections: [{ name: "a1", fields: [{ name: "x", type: "text" }] }, { name: "b1" }],
+      relations: [{ from_col: "a1", from_field: "b", to_col: "b1", type: "one" }],
+    };
+    expect(actions(await applied(doc, { prune: true }))).toEqual(["create_collection a1", "create_collection b1", "create_relation a1.b"]);
+    expect((await applied(doc, { prune: true })).changes).toEqual([]);
+    expect((await ok("GET", "/admin/relations")).items.map((r: { from_field: string }) => r.from_field)).toEqual(["b"]);
+  });
+
+  test("a file field's max_size, mime and max_count are changed where they differ; max_count across 1 is 409", async () => {
+    const doc = (pic: Record<string, unknown>) => ({ collections: [{ name: "f1", fields: [{ name: "pic", type: "file", ...pic }] }] });
+    await applied(doc({ max_size: 1000, mime: ["image/png"], max_count: 2 }));
+    const changed = await applied(doc({ max_size: 2000, mime: ["image/jpeg"], max_count: 3 }));
+    expect(actions(changed)).toEqual(["update_field f1.pic"]);
+    const pic = (await ok("GET", "/admin/collections/f1")).fields.find((f: { name: string }) => f.name === "pic");
+    expect(pic).toMatchObject({ type: "file", max_size: 2000, mime: ["image/jpeg"], max_count: 3 });
+    expect((await applied(doc({ max_size: 2000, mime: ["image/jpeg"], max_count: 3 }))).changes).toEqual([]);
+    const across = await apply(doc({ max_size: 2000, mime: ["image/jpeg"], max_count: 1 }));
+    expect({ status: across.status, code: across.body.code }).toEqual({ status: 409, code: "conflict" });
+    expect((await ok("GET", "/admin/collections/f1")).fields.find((f: { name: string }) => f.name === "pic").max_count).toBe(3);
+  });
+
   test("a relation that differs otherwise than by on_delete is 409 without prune, made again with it", async () => {
     await applied(APP);
     const next = structuredClone(APP) as any;
