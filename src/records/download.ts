@@ -28,8 +28,12 @@ export async function serveFile(
 ): Promise<Response> {
   if (!NAME_RE.test(name)) throw fileNotFound();
   const col = await requireCollection(ctx, collection);
-  // The read rule of the record decides (404 when hidden or soft-deleted).
-  const record = await getRecord(ctx, col.name, id, p, { includeDeleted: false, expand: [], fields: null });
+  // The read rule of the record decides: 404 when it hides the record, whatever the rule (CONTRACT §14; a role
+  // or `disabled` rule, or signing in, would be 403 or 401 on the record itself), and when soft-deleted.
+  const record = await getRecord(ctx, col.name, id, p, { includeDeleted: false, expand: [], fields: null }).catch((err: unknown) => {
+    if (err instanceof AppError && (err.code === "forbidden" || err.code === "unauthorized")) throw fileNotFound();
+    throw err;
+  });
   if (!fileFields(col).some((d) => namesOf(record[d.name]).includes(name))) throw fileNotFound();
   const storage = storageOf(ctx);
   let key = fileKey(col.name, name);
@@ -77,8 +81,8 @@ export function answerFile(
     if (r === "invalid") {
       // Not a single byte range we read: the whole file, as RFC 9110 allows.
     } else if (r === null) {
-      headers.set("Content-Range", `bytes */${st.size}`);
-      throw new AppError(416, "range_not_satisfiable", "the requested range is outside the file", {}, Object.fromEntries(headers));
+      // A JSON error like every other, with the file's size.
+      throw new AppError(416, "range_not_satisfiable", "the requested range is outside the file", {}, { "Content-Range": `bytes */${st.size}`, "Accept-Ranges": "bytes" });
     } else {
       headers.set("Content-Range", `bytes ${r.start}-${r.end}/${st.size}`);
       headers.set("Content-Length", String(r.end - r.start + 1));

@@ -96,6 +96,26 @@ describe("file fields", () => {
   });
 });
 
+describe("a record its read rule hides", () => {
+  test("answers its files 404, under a role rule and a disabled rule alike (on the record itself 403)", async () => {
+    for (const [name, read] of [["staffdocs", { role: "staff" }], ["lockeddocs", "disabled"]] as const) {
+      const made = await t.admin("POST", "/api/v1/admin/collections", {
+        name,
+        rules: { read, create: "authenticated", update: "owner", delete: "owner" },
+        fields: [{ name: "pic", type: "file" }],
+      });
+      expect(made.status).toBe(201);
+      const r = await send("POST", `/api/v1/${name}`, [["pic", new Blob([PNG_1x1]), "a.png"]], alice.token);
+      expect(r.status).toBe(201);
+      const url = `/api/v1/files/${name}/${r.body._id}/${r.body.pic}`;
+      expect((await t.req("GET", `/api/v1/${name}/${r.body._id}`, { token: alice.token })).status).toBe(403);
+      expect((await get(url, alice.token)).status).toBe(404);
+      expect((await get(url, null)).status).toBe(404);
+      expect((await get(url)).status).toBe(200);
+    }
+  });
+});
+
 describe("the multipart body limit", () => {
   test("is the file fields' caps plus 1 MiB: a small file with 2 MiB of text is 413, with 512 KiB of text 201", async () => {
     // A collection of its own: other tests add file fields to `docs`, which raises its limit.
@@ -148,10 +168,16 @@ describe("upload and download", () => {
     expect(part.bytes.equals(PNG_1x1.subarray(1, 4))).toBe(true);
     const tail = await get(url, alice.token, { range: "bytes=-4" });
     expect(tail.bytes.equals(PNG_1x1.subarray(PNG_1x1.length - 4))).toBe(true);
-    expect((await get(url, alice.token, { range: "bytes=9999-" })).status).toBe(416);
-    // Hidden from others (the read rule is owner): 404; anonymous callers 401 (the rule needs a user), as on record reads; admins pass.
+    const outside = await get(url, alice.token, { range: "bytes=9999-" });
+    expect({ status: outside.status, type: outside.headers.get("content-type"), range: outside.headers.get("content-range") }).toEqual({
+      status: 416,
+      type: "application/json; charset=utf-8",
+      range: `bytes */${PNG_1x1.length}`,
+    });
+    expect(JSON.parse(outside.bytes.toString()).error).toBe("the requested range is outside the file");
+    // Hidden (the read rule is owner): 404 to others and to anonymous callers alike (CONTRACT §14); admins pass.
     expect((await get(url, bob.token)).status).toBe(404);
-    expect((await get(url, null)).status).toBe(401);
+    expect((await get(url, null)).status).toBe(404);
     expect((await get(url)).status).toBe(200);
     // A name the record does not hold: 404.
     expect((await get(`/api/v1/files/docs/${r.body._id}/abcdefghij_other.png`, alice.token)).status).toBe(404);
