@@ -19,12 +19,18 @@ export function fileName(original: string | undefined): string {
   return `${id}_${sanitise(original ?? "")}`;
 }
 
+const LATIN: Record<string, string> = { Æ: "AE", æ: "ae", Ø: "O", ø: "o", ß: "ss", Œ: "OE", œ: "oe", Ł: "L", ł: "l", Đ: "D", đ: "d", Þ: "Th", þ: "th" };
+
 /** The original name as letters, digits, `.`, `-` and `_` only: no path, no leading dot. */
 function sanitise(original: string): string {
   const base = original.split(/[\\/]/).pop() ?? "";
   const dot = base.lastIndexOf(".");
   const stem = (dot > 0 ? base.slice(0, dot) : base)
+    // Accented letters lose their accents (é is e and a combining mark, which goes), the Latin letters that
+    // do not decompose are spelled out, others become _.
+    .replace(/[ÆæØøßŒœŁłĐđÞþ]/g, (c) => LATIN[c]!)
     .normalize("NFKD")
+    .replace(/\p{M}+/gu, "")
     .replace(/[^A-Za-z0-9_-]+/g, "_")
     .replace(/^[_-]+|_+$/g, "")
     .slice(0, MAX_BASE);
