@@ -3,7 +3,7 @@ import { mkdir, open, readdir, rename, rm, stat } from "node:fs/promises";
 import { dirname, join, relative, sep } from "node:path";
 import { randomBytes } from "node:crypto";
 import type { FileStorage, StoredFile } from "./storage.ts";
-import { sniffType } from "./sniff.ts";
+import { fileType } from "./sniff.ts";
 
 // Files in a folder (`<data>/storage/` by default). A file is written beside its place under a temporary
 // name and renamed there when complete, so a reader, a crash or a kill never sees half a file under a key.
@@ -59,7 +59,7 @@ async function writeLarge(tmp: string, body: AsyncIterable<Uint8Array>): Promise
 /** Files being written end in this; `list` leaves them out (gc removes old ones through `listPartial`). */
 const PARTIAL = ".partial";
 
-/** The type of a stored file, sniffed from its first bytes once per (key, mtime): a folder keeps no metadata. */
+/** The type of a stored file, from its first bytes and name once per (key, mtime): a folder keeps no metadata. */
 const types = new Map<string, { mtime: number; type: string }>();
 const MAX_TYPES = 10_000;
 
@@ -107,7 +107,7 @@ export function localStorage(root: string): FileStorage & { root: string } {
       let known = types.get(key);
       if (!known || known.mtime !== mtime) {
         const head = new Uint8Array(await Bun.file(p).slice(0, 4096).arrayBuffer());
-        known = { mtime, type: sniffType(head) };
+        known = { mtime, type: fileType(head, key.slice(key.lastIndexOf("/") + 1)) };
         if (types.size >= MAX_TYPES) types.clear();
         types.set(key, known);
       }

@@ -1,5 +1,6 @@
-// The type of a file from its first bytes (CONTRACT §14). IMPORTANT: the client's Content-Type decides
-// nothing: a PNG whose bytes are HTML is HTML here, and is served as such (as an attachment, never inline).
+// The type of a file from its first bytes and its name (CONTRACT §14). IMPORTANT: the client's Content-Type
+// decides nothing but a missing extension, and the bytes come first: a PNG whose bytes are HTML is HTML here,
+// and is served as such (as an attachment, never inline); a name gives only inert types.
 
 /** Bytes a sniff looks at: enough for every signature below and for a text check. */
 export const SNIFF_BYTES = 4096;
@@ -82,6 +83,61 @@ function isText(head: Uint8Array): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * Types a file name's extension gives bytes that carry no signature (sniffed as plain text or unknown binary), or
+ * a ZIP container. Only types a browser never runs as a document: no HTML, SVG, XML, script or style sheet, which
+ * come from the bytes alone.
+ */
+const BY_EXTENSION: Record<string, string> = {
+  png: "image/png", jpg: "image/jpeg", jpeg: "image/jpeg", gif: "image/gif", webp: "image/webp", bmp: "image/bmp",
+  ico: "image/x-icon", avif: "image/avif", heic: "image/heic", tif: "image/tiff", tiff: "image/tiff",
+  pdf: "application/pdf", zip: "application/zip", gz: "application/gzip", "7z": "application/x-7z-compressed",
+  rar: "application/x-rar-compressed", tar: "application/x-tar", rtf: "application/rtf", epub: "application/epub+zip",
+  doc: "application/msword", xls: "application/vnd.ms-excel", ppt: "application/vnd.ms-powerpoint",
+  docx: "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+  xlsx: "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+  pptx: "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+  odt: "application/vnd.oasis.opendocument.text", ods: "application/vnd.oasis.opendocument.spreadsheet",
+  odp: "application/vnd.oasis.opendocument.presentation",
+  mp3: "audio/mpeg", ogg: "audio/ogg", oga: "audio/ogg", flac: "audio/flac", wav: "audio/wav", m4a: "audio/mp4", aac: "audio/aac",
+  mp4: "video/mp4", m4v: "video/mp4", webm: "video/webm", mov: "video/quicktime", mkv: "video/x-matroska", avi: "video/x-msvideo",
+  txt: "text/plain", csv: "text/csv", tsv: "text/tab-separated-values", md: "text/markdown", markdown: "text/markdown",
+  ics: "text/calendar", vcf: "text/vcard", log: "text/plain",
+  woff: "font/woff", woff2: "font/woff2", ttf: "font/ttf", otf: "font/otf",
+};
+/** Of those, the ones a ZIP container may be. */
+const ZIP_BASED = new Set(["docx", "xlsx", "pptx", "odt", "ods", "odp", "epub"]);
+
+/** The extension a type's files get when their name has none (the first of BY_EXTENSION's for it). */
+export function extensionOf(type: string): string | undefined {
+  for (const [ext, t] of Object.entries(BY_EXTENSION)) if (t === type) return ext;
+  return undefined;
+}
+
+/**
+ * The stored type of a file named `name` (CONTRACT §14): what its bytes say (sniffType) when they say more than
+ * "plain text" or "some binary" (a signature, or markup, which decides: a `.png` whose bytes are HTML is HTML);
+ * else what its extension says, among the inert types of BY_EXTENSION (a CSV is `text/csv`, a `.docx` the
+ * Word type, not `application/zip`); else plain text or binary.
+ */
+export function fileType(head: Uint8Array, name: string): string {
+  const sniffed = sniffType(head);
+  const dot = name.lastIndexOf(".");
+  const ext = dot > 0 ? name.slice(dot + 1).toLowerCase() : "";
+  const named = BY_EXTENSION[ext];
+  if (!named) return sniffed;
+  if (sniffed === "application/octet-stream" && beginsWithMarkup(head)) return "text/html";
+  if (sniffed === "text/plain" || sniffed === "application/octet-stream") return named;
+  if (sniffed === "application/zip" && ZIP_BASED.has(ext)) return named;
+  return sniffed;
+}
+
+/** True when bytes that are not text begin (after blanks) with markup: HTML followed by binary, not to be named inert. */
+function beginsWithMarkup(head: Uint8Array): boolean {
+  const start = Buffer.from(head.buffer, head.byteOffset, Math.min(head.length, 512)).toString("latin1").trimStart();
+  return start.startsWith("<") && (HTML_RE.test(start) || /<svg[\s>]/i.test(start));
 }
 
 /** Types served inline (CONTRACT §14): images but SVG, PDF, audio, video and plain text. Anything else is an attachment. */

@@ -13,7 +13,7 @@ import { checkedRuleOf, isExpressionRule } from "../rules/expr/rule.ts";
 import { prepareRules } from "../rules/scope.ts";
 import { MultipartReader, multipartBoundary, tooLarge, type Part } from "../files/multipart.ts";
 import { fileKey, fileName, NAME_RE } from "../files/names.ts";
-import { SNIFF_BYTES, sniffType, typeAllowed } from "../files/sniff.ts";
+import { extensionOf, fileType, SNIFF_BYTES, sniffType, typeAllowed } from "../files/sniff.ts";
 import { storageOf } from "../files/storage.ts";
 import { fileFieldValue, fileFields, holdNames, namesOf, releaseNames, withFileChanges, type FileChange } from "../files/values.ts";
 
@@ -182,7 +182,7 @@ function removalNames(field: string, text: string): string[] {
 
 /**
  * Streams one file part to storage: refused (and the body no more read) when the field is full (422 `max`),
- * its type, sniffed from its bytes, is not allowed (422 `mime`), or it passes the field's `max_size` (413).
+ * its type (fileType: its bytes, else its name's extension) is not allowed (422 `mime`), or it passes the field's `max_size` (413).
  * An empty part without a file name (a form's empty file input) is skipped: null.
  */
 async function storeFile(
@@ -215,7 +215,13 @@ async function storeFile(
     throw refuse(def.name, "max", opts.max_count === 1 ? `"${def.name}" takes one file.` : `"${def.name}" holds at most ${opts.max_count} files.`);
   }
   // The pieces are views of the body (one may be the whole file): only the bytes the sniffer reads are joined.
-  const type = sniffType(head.length === 1 ? head[0]!.subarray(0, SNIFF_BYTES) : Buffer.concat(head, Math.min(headSize, SNIFF_BYTES)));
+  const first = head.length === 1 ? head[0]!.subarray(0, SNIFF_BYTES) : Buffer.concat(head, Math.min(headSize, SNIFF_BYTES));
+  let name = fileName(part.filename);
+  // A name without an extension takes the one of the type the client sent, when that is an inert type the bytes
+  // do not contradict (fileType decides, from the bytes first): `blob` sent as image/png is `blob.png`.
+  const declared = extensionOf(part.type.split(";")[0]!.trim());
+  if (!name.includes(".") && declared && fileType(first, `x.${declared}`) !== sniffType(first)) name = fileName(`${part.filename || "file"}.${declared}`);
+  const type = fileType(first, name);
   if (!typeAllowed(type, opts.mime)) {
     reader.cancel();
     throw refuse(def.name, "mime", `"${def.name}" does not take ${type} files (allowed: ${opts.mime.join(", ")}).`);
@@ -224,7 +230,6 @@ async function storeFile(
     reader.cancel();
     throw fileTooLarge(def, opts.max_size);
   }
-  const name = fileName(part.filename);
   if (!NAME_RE.test(name)) throw new Error("made an invalid file name");
   async function* body(): AsyncIterable<Uint8Array> {
     let size = headSize;

@@ -96,6 +96,53 @@ describe("file fields", () => {
   });
 });
 
+describe("the stored type", () => {
+  test("comes from the bytes, else from the name's extension among inert types, else from the type sent for a name without one", async () => {
+    const made = await t.admin("POST", "/api/v1/admin/collections", {
+      name: "typed",
+      rules: { read: "owner", create: "authenticated", update: "owner", delete: "owner" },
+      fields: [
+        { name: "sheet", type: "file", mime: ["text/csv"] },
+        { name: "img", type: "file", mime: ["image/png"] },
+        { name: "any", type: "file", max_count: 5 },
+      ],
+    });
+    expect(made.status).toBe(201);
+    const typeOf = async (rec: { _id: string }, name: string) => {
+      const r = await get(`/api/v1/files/typed/${rec._id}/${name}`, alice.token);
+      expect(r.status).toBe(200);
+      return [r.headers.get("content-type"), r.headers.get("content-disposition")!.split(";")[0]];
+    };
+    // A CSV (plain text by its bytes) is text/csv by its name; bytes without a signature named .png are image/png.
+    let r = await send("POST", "/api/v1/typed", [["sheet", new Blob(["a,b\n1,2\n"], { type: "text/csv" }), "d.csv"], ["img", new Blob(["not really a png"], { type: "image/png" }), "fake.png"]], alice.token);
+    expect(r.status).toBe(201);
+    expect(await typeOf(r.body, r.body.sheet)).toEqual(["text/csv", "attachment"]);
+    expect(await typeOf(r.body, r.body.img)).toEqual(["image/png", "inline"]);
+    // A name without an extension takes the type sent; a name can never make markup inert, nor bytes markup.
+    r = await send("POST", "/api/v1/typed", [
+      ["any", new Blob(["placeholder"], { type: "image/png" }), "blob"],
+      ["any", new Blob(["fake pdf bytes"], { type: "application/pdf" }), "fake.pdf"],
+      ["any", new Blob(["<html><script>alert(1)</script></html>"], { type: "image/png" }), "x.png"],
+      ["any", new Blob(["<html><script>alert(1)</script></html>"], { type: "text/html" }), "page"],
+      ["any", new Blob([new Uint8Array([0x50, 0x4b, 0x03, 0x04, 1, 2, 3])], { type: "application/zip" }), "report.docx"],
+    ], alice.token);
+    expect(r.status).toBe(201);
+    const [blob, pdf, html, page, docx] = r.body.any as string[];
+    expect(blob).toMatch(/^[a-z0-9]{10}_blob\.png$/);
+    expect(page).toMatch(/^[a-z0-9]{10}_page$/);
+    expect(await typeOf(r.body, blob!)).toEqual(["image/png", "inline"]);
+    expect(await typeOf(r.body, pdf!)).toEqual(["application/pdf", "inline"]);
+    expect(await typeOf(r.body, html!)).toEqual(["text/html", "attachment"]);
+    expect(await typeOf(r.body, page!)).toEqual(["text/html", "attachment"]);
+    expect(await typeOf(r.body, docx!)).toEqual(["application/vnd.openxmlformats-officedocument.wordprocessingml.document", "attachment"]);
+    // The mime list sees the same type: text named .txt is not a CSV, markup named .png is not a PNG.
+    r = await send("POST", "/api/v1/typed", [["sheet", new Blob(["a,b"], { type: "text/csv" }), "d.txt"]], alice.token);
+    expect({ status: r.status, rule: r.body.errors?.[0]?.rule }).toEqual({ status: 422, rule: "mime" });
+    r = await send("POST", "/api/v1/typed", [["img", new Blob(["<html><body>x</body></html>"], { type: "image/png" }), "x.png"]], alice.token);
+    expect({ status: r.status, rule: r.body.errors?.[0]?.rule }).toEqual({ status: 422, rule: "mime" });
+  });
+});
+
 describe("a record its read rule hides", () => {
   test("answers its files 404, under a role rule and a disabled rule alike (on the record itself 403)", async () => {
     for (const [name, read] of [["staffdocs", { role: "staff" }], ["lockeddocs", "disabled"]] as const) {
