@@ -1,4 +1,4 @@
-import type { Command } from "commander";
+import { InvalidArgumentError, type Command } from "commander";
 import { getCollectionJson, type CollectionJson } from "../../src/collections/admin.ts";
 import { DECLARABLE_TYPES } from "../../src/catalog/field-types.ts";
 import { addField, changeField, dropField } from "../../src/collections/fields.ts";
@@ -14,6 +14,12 @@ const collectionOf = (t: Target, name: string) => t.call<CollectionJson>("GET", 
 
 /** The field as the collection holds it (letter case aside), or undefined. */
 const fieldOf = (c: CollectionJson, field: string) => c.fields.find((f) => f.name.toLowerCase() === field.toLowerCase());
+
+/** An option's whole number (its checks, such as a file field's limits, are the API's). */
+function wholeNumber(value: string): number {
+  if (!/^\d+$/.test(value.trim())) throw new InvalidArgumentError("expected a whole number");
+  return Number(value);
+}
 
 /** `baas fields add|rename|retype|drop`: the same service functions as /admin/collections/:name/fields. */
 export function registerFields(program: Command): void {
@@ -35,10 +41,26 @@ Examples:
   $ ADMIN_SECRET=... baas fields add posts slug text --url https://api.example.com`,
     );
 
-  addUrlOption(group.command("add <collection> <name> <type>").description(`declare a field (${TYPES})`))
-    .addHelpText("after", "\nExample:\n  $ baas fields add posts published boolean --json   # the collection object")
-    .action(async (collection: string, name: string, type: string, opts: RemoteOptions, cmd: Command) => {
-      const body = { name, type };
+  addUrlOption(
+    group
+      .command("add <collection> <name> <type>")
+      .description(`declare a field (${TYPES})`)
+      .option("--max-size <bytes>", "a file field: the largest file, in bytes (default 5 MiB, at most 1 GiB)", wholeNumber)
+      .option("--mime <types>", "a file field: the types it takes, comma-separated (image/png,image/jpeg or image/*)")
+      .option("--max-count <n>", "a file field: how many files it holds (default 1; more makes its value a list)", wholeNumber),
+  )
+    .addHelpText(
+      "after",
+      "\nExamples:\n  $ baas fields add posts published boolean --json   # the collection object\n  $ baas fields add posts cover file --max-size 2097152 --mime image/png,image/jpeg\n  $ baas fields add posts attachments file --max-count 5",
+    )
+    .action(async (collection: string, name: string, type: string, opts: RemoteOptions & { maxSize?: number; mime?: string; maxCount?: number }, cmd: Command) => {
+      const body = {
+        name,
+        type,
+        ...(opts.maxSize !== undefined ? { max_size: opts.maxSize } : {}),
+        ...(opts.mime !== undefined ? { mime: opts.mime.split(",").map((m) => m.trim()).filter(Boolean) } : {}),
+        ...(opts.maxCount !== undefined ? { max_count: opts.maxCount } : {}),
+      };
       const res = await withTarget(cmd, opts, (t) => t.call("POST", `/collections/${seg(collection)}/fields`, body, (ctx) => addField(ctx, collection, body)));
       output(cmd, res, () => showCollection(res));
     });

@@ -124,6 +124,18 @@ describe("baas fields", () => {
     const missing = await cli(["fields", "rename", "items", "nope", "x", "--json"]);
     expect({ code: missing.code, err: JSON.parse(missing.stderr).code }).toEqual({ code: 1, err: "not_found" });
   });
+
+  test("add declares a file field with --max-size, --mime and --max-count; a bad value exits 2, one the API refuses 1", async () => {
+    expect((await cli(["collections", "create", "albums"])).code).toBe(0);
+    const cover = await cli(["fields", "add", "albums", "cover", "file", "--max-size", "2097152", "--mime", "image/png, image/jpeg", "--json"]);
+    expect(cover.code).toBe(0);
+    expect(cover.json().fields).toEqual([{ name: "cover", type: "file", max_size: 2097152, mime: ["image/png", "image/jpeg"], max_count: 1 }]);
+    const photos = await cli(["fields", "add", "albums", "photos", "file", "--max-count", "5", "--json"]);
+    expect(photos.json().fields[1]).toEqual({ name: "photos", type: "file", max_size: 5 * 1024 * 1024, mime: [], max_count: 5 });
+    expect((await cli(["fields", "add", "albums", "x", "file", "--max-size", "big"])).code).toBe(2);
+    const huge = await cli(["fields", "add", "albums", "y", "file", "--max-size", String(2 * 1024 ** 3), "--json"]);
+    expect({ code: huge.code, err: JSON.parse(huge.stderr).code }).toEqual({ code: 1, err: "bad_request" });
+  });
 });
 
 describe("on a running server", () => {
