@@ -1,7 +1,7 @@
 import { noteRequest } from "../catalog/catalog.ts";
 import type { AppContext } from "../context.ts";
 import { anonymousRecordAnswer } from "../records/read.ts";
-import type { KeptRecord } from "../records/read-cache.ts";
+import type { RecordAnswer } from "../records/read-cache.ts";
 
 /** The CORS settings of the app (`@elysiajs/cors`), shared with the read path below that answers without it. */
 export function corsOptions(origins: string[] | "*") {
@@ -56,7 +56,7 @@ export function fastRecordReads(ctx: AppContext, routes: () => { method: string;
   const allowMethods = cors.methods.join(", ");
 
   const answer = async (fn: Handler, request: Request, collection: string, id: string, origin: string | null): Promise<unknown> => {
-    let record: KeptRecord;
+    let record: RecordAnswer;
     try {
       record = await anonymousRecordAnswer(ctx, collection, id);
     } catch {

@@ -161,24 +161,34 @@ export function watchHooks(ctx: AppContext, opts: { debounceMs?: number; pollMs?
       reloadHooks(ctx).catch((err) => ctx.log.error("reloading hooks failed", { error: err instanceof Error ? err.message : String(err) }));
     }, debounceMs);
   };
+  const cancelReload = () => {
+    if (timer) clearTimeout(timer);
+    timer = null;
+  };
   if (!isDir()) {
-    let stop = () => {};
+    let close = () => {};
     const poll = setInterval(() => {
       if (!isDir()) return;
       clearInterval(poll);
-      stop = watchDir(ctx, root, reloadSoon, () => timer);
+      close = watchDir(ctx, root, reloadSoon);
       reloadSoon();
     }, opts.pollMs ?? 1000);
     poll.unref?.();
     return () => {
       clearInterval(poll);
-      stop();
+      cancelReload();
+      close();
     };
   }
-  return watchDir(ctx, root, reloadSoon, () => timer);
+  const close = watchDir(ctx, root, reloadSoon);
+  return () => {
+    cancelReload();
+    close();
+  };
 }
 
-function watchDir(ctx: AppContext, root: string, reloadSoon: () => void, pending: () => ReturnType<typeof setTimeout> | null): () => void {
+/** Watches `root` and the directories below it, calling `reloadSoon` on a change to a hook file; answers the close of the watcher. */
+function watchDir(ctx: AppContext, root: string, reloadSoon: () => void): () => void {
   let watcher: FSWatcher;
   try {
     watcher = watch(root, { recursive: true }, (_event, name) => {
@@ -191,9 +201,5 @@ function watchDir(ctx: AppContext, root: string, reloadSoon: () => void, pending
     return () => {};
   }
   watcher.on("error", (err) => ctx.log.warn("watching the hooks directory failed", { dir: root, error: String(err) }));
-  return () => {
-    const timer = pending();
-    if (timer) clearTimeout(timer);
-    watcher.close();
-  };
+  return () => watcher.close();
 }

@@ -24,10 +24,14 @@ interface ReadCache {
   recordsSize: number;
 }
 
-/** A record's answer as kept: its JSON text and entity tag, and the data version it was read under. */
-export interface KeptRecord {
+/** A record's answer: its JSON text and entity tag. */
+export interface RecordAnswer {
   body: string;
   etag: string;
+}
+
+/** A record's answer as kept, with the data version it was read under. */
+interface KeptRecord extends RecordAnswer {
   dataVersion: number;
 }
 
@@ -165,7 +169,7 @@ function dropRecords(cache: ReadCache, name: string): void {
  * with the collection's other kept reads (any committed change of one of its records, any schema change,
  * another process's commit). `read` throws where the record is not answered (missing, soft-deleted).
  */
-export async function rememberedRecord(ctx: AppContext, collection: string, id: string, read: () => Promise<KeptRecord>): Promise<KeptRecord> {
+export async function rememberedRecord(ctx: AppContext, collection: string, id: string, read: () => Promise<RecordAnswer>): Promise<RecordAnswer> {
   if (ctx.db.inTransaction()) return await read();
   const cache = readCache(ctx);
   const name = collection.toLowerCase();
@@ -173,10 +177,10 @@ export async function rememberedRecord(ctx: AppContext, collection: string, id: 
   const generation = cache.generation;
   const hit = cache.records.get(name)?.get(id);
   if (hit && hit.dataVersion === dataVersion) return hit;
-  const value = await read();
+  const answer = await read();
   // As in `remembered`: a commit while the read ran leaves it unkept.
-  if (cache.generation !== generation || value.body.length > MAX_RECORD_TEXT) return value;
-  value.dataVersion = dataVersion;
+  if (cache.generation !== generation || answer.body.length > MAX_RECORD_TEXT) return answer;
+  const value: KeptRecord = { body: answer.body, etag: answer.etag, dataVersion };
   let kept = cache.records.get(name);
   if (kept && kept.size >= MAX_RECORDS_PER_COLLECTION) {
     dropRecords(cache, name);

@@ -7,7 +7,7 @@ import { fetchRecord, type RecordJson } from "../query/rows.ts";
 import { accessOf, checkAccess, recordNotFound } from "../rules/access.ts";
 import { prepareRules } from "../rules/scope.ts";
 import { accessPasses } from "./access.ts";
-import { rememberedRecord, type KeptRecord } from "./read-cache.ts";
+import { rememberedRecord, type RecordAnswer } from "./read-cache.ts";
 import { etagOf } from "./version.ts";
 
 /** `GET /:collection/:id`: 404 for a missing, soft-deleted (unless asked for) or hidden record. */
@@ -41,11 +41,11 @@ export async function getRecord(
  * answer is the same for everyone, and is kept between reads of the unchanged collection (rememberedRecord).
  * Throws where getRecord does.
  */
-export async function anonymousRecordAnswer(ctx: AppContext, name: string, id: string): Promise<KeptRecord> {
+export async function anonymousRecordAnswer(ctx: AppContext, name: string, id: string): Promise<RecordAnswer> {
   const h = await openCollection(ctx, name);
-  const read = async (): Promise<KeptRecord> => {
+  const read = async (): Promise<RecordAnswer> => {
     const record = await getRecord(ctx, name, id, ANONYMOUS, { includeDeleted: false, expand: [], fields: null });
-    return { body: JSON.stringify(record), etag: etagOf(record), dataVersion: ctx.catalog.dataVersion };
+    return { body: JSON.stringify(record), etag: etagOf(record) };
   };
   if (h.col.rules.read !== "public" || h.from.length) return await read();
   return await rememberedRecord(ctx, h.col.name, id, read);
