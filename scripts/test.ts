@@ -34,15 +34,19 @@ async function run(
   args: string[],
   env: Record<string, string> = {},
   out: { stdout: Output; stderr: Output } = { stdout: process.stdout, stderr: process.stderr },
-): Promise<{ code: number; pass: number; fail: number }> {
+): Promise<{ code: number; pass: number; fail: number; failures: string[] }> {
   const proc = Bun.spawn([process.execPath, "test", "--timeout", "60000", "--randomize", `--seed=${seed}`, ...args], {
     stdio: ["inherit", "pipe", "pipe"],
     env: { ...process.env, ...env },
   });
   const counts = { pass: 0, fail: 0 };
+  // Each failed test with the lines before it (its error), repeated at the end where a log's tail shows them.
+  const failures: string[] = [];
   const echo = async (stream: ReadableStream<Uint8Array>, out: Output) => {
     const decoder = new TextDecoder();
     let pending = "";
+    const recent: string[] = [];
+    let file = "";
     const reader = stream.getReader();
     for (;;) {
       const { done, value: chunk } = await reader.read();
@@ -54,11 +58,16 @@ async function run(
       for (const line of lines) {
         const m = /^\s*(\d+) (pass|fail)$/.exec(line);
         if (m) counts[m[2] as "pass" | "fail"] = Number(m[1]);
+        if (/^\S+\.test\.ts:$/.test(line)) file = line;
+        if (line.startsWith("(fail)") && !failures.some((f) => f.endsWith(line))) failures.push([file, ...recent, line].join("\n"));
+        recent.push(line);
+        if (recent.length > 12) recent.shift();
+        if (line.startsWith("(pass)") || line.startsWith("(fail)") || line.startsWith("(skip)")) recent.length = 0;
       }
     }
   };
   await Promise.all([echo(proc.stdout, out.stdout), echo(proc.stderr, out.stderr)]);
-  return { code: await proc.exited, ...counts };
+  return { code: await proc.exited, ...counts, failures };
 }
 
 // Lines of our own go through the same stream as the runs' echoed output (console.log does not: piped, the
@@ -69,7 +78,7 @@ const say = (text: string) => new Promise<void>((resolve) => process.stdout.writ
 const POSTGRES_ONLY = ["test/db/pg-group-commit"];
 
 const own = process.argv.slice(2);
-const results: { code: number; pass: number; fail: number }[] = [];
+const results: { code: number; pass: number; fail: number; failures: string[]; engine: string }[] = [];
 if (own.length === 0 && postgresAvailable) {
   // Both runs at once (most tests wait on I/O, so two runs share the cores well); the PostgreSQL run's
   // output is held and printed after the first run's.
@@ -80,11 +89,13 @@ if (own.length === 0 && postgresAvailable) {
   ]);
   await say("\nThe HTTP and CLI suites on PostgreSQL (BAAS_TEST_ENGINE=postgres), run alongside:");
   held.flushTo(process.stdout);
-  results.push(first, second);
+  results.push({ ...first, engine: "SQLite" }, { ...second, engine: "PostgreSQL" });
 } else {
-  results.push(await run(own));
+  results.push({ ...(await run(own)), engine: "SQLite" });
   if (own.length === 0) await say(`\nThe HTTP and CLI suites were not run on PostgreSQL: ${postgresSkipReason}`);
 }
+for (const r of results)
+  if (r.failures.length) await say(`\nFailed on ${r.engine} (${r.failures.length}):\n${r.failures.join("\n\n")}`);
 if (results.length > 1) {
   await say("\nBoth engines:");
   await say(` ${results.reduce((n, r) => n + r.pass, 0)} pass`);
