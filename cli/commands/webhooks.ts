@@ -63,7 +63,7 @@ Examples:
     .option("--collections <names>", "the same as --collection", collectList)
     .option(`--action <action>`, `an action that is sent: ${WEBHOOK_ACTIONS.join(", ")} (repeatable, or comma-separated; default: all)`, collectAction)
     .option("--actions <actions>", "the same as --action", collectAction)
-    .option("--secret <secret>", "the signing secret, 16 to 256 characters (default: one is made)")
+    .option("--secret <secret>", "the signing secret, 1 to 256 characters (default: one is made)")
     .option("--disabled", "add it disabled (no event is recorded for it until it is enabled)")
     .addHelpText(
       "after",

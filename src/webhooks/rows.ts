@@ -10,8 +10,7 @@ export type WebhookAction = (typeof WEBHOOK_ACTIONS)[number];
 export const MAX_WEBHOOK_COLLECTIONS = 100;
 /** Longest webhook address. */
 export const MAX_WEBHOOK_URL = 2048;
-/** Shortest and longest secret an admin may choose (a short one could be guessed from signed bodies). */
-export const MIN_WEBHOOK_SECRET = 16;
+/** Longest secret an admin may choose (any length from 1: the admin owns the receiver; the default one is 256 random bits). */
 export const MAX_WEBHOOK_SECRET = 256;
 
 /** A webhook as stored. */

@@ -1,5 +1,6 @@
 import type { AppContext } from "../context.ts";
 import { listCollections, touchCatalog } from "../catalog/catalog.ts";
+import { isValidCollectionName } from "../catalog/types.ts";
 import { badRequest, notFound } from "../errors.ts";
 import { newRecordId } from "../ids.ts";
 import { getSetting, MASK } from "../settings/settings.ts";
@@ -10,7 +11,6 @@ import {
   MAX_WEBHOOK_COLLECTIONS,
   MAX_WEBHOOK_SECRET,
   MAX_WEBHOOK_URL,
-  MIN_WEBHOOK_SECRET,
   WEBHOOK_ACTIONS,
   WEBHOOK_COLUMNS,
   webhookFromRow,
@@ -71,7 +71,7 @@ async function checkUrl(ctx: AppContext, raw: string): Promise<string> {
   return url;
 }
 
-/** The collections checked against the catalog, spelled as it spells them; `["*"]` when "*" is among them. */
+/** The collections, spelled as the catalog spells those it has (others as given); `["*"]` when "*" is among them. */
 async function checkCollections(ctx: AppContext, names: string[]): Promise<string[]> {
   if (names.length === 0 || names.length > MAX_WEBHOOK_COLLECTIONS)
     throw badRequest(`collections must list 1 to ${MAX_WEBHOOK_COLLECTIONS} collection names, or "*"`);
@@ -79,9 +79,10 @@ async function checkCollections(ctx: AppContext, names: string[]): Promise<strin
   const known = new Map((await listCollections(ctx)).map((c) => [c.name.toLowerCase(), c.name]));
   const out: string[] = [];
   for (const n of names) {
-    const name = known.get(n.toLowerCase());
-    if (!name) throw badRequest(`unknown collection "${n.slice(0, 80)}"`);
-    if (!out.includes(name)) out.push(name);
+    // A collection made later (a webhook set up before the schema) is followed from its first event.
+    const name = known.get(n.toLowerCase()) ?? (isValidCollectionName(n) ? n : undefined);
+    if (!name) throw badRequest(`invalid collection name "${n.slice(0, 80)}"`);
+    if (!out.some((o) => o.toLowerCase() === name.toLowerCase())) out.push(name);
   }
   return out;
 }
@@ -97,8 +98,7 @@ function checkActions(given: string[] | undefined): WebhookAction[] {
 
 function checkSecret(secret: string): string {
   if (secret === MASK) throw badRequest("secret must be a new secret, not the mask");
-  if (secret.length < MIN_WEBHOOK_SECRET || secret.length > MAX_WEBHOOK_SECRET)
-    throw badRequest(`secret must be ${MIN_WEBHOOK_SECRET} to ${MAX_WEBHOOK_SECRET} characters`);
+  if (secret.length < 1 || secret.length > MAX_WEBHOOK_SECRET) throw badRequest(`secret must be 1 to ${MAX_WEBHOOK_SECRET} characters`);
   return secret;
 }
 

@@ -98,8 +98,8 @@ describe("baas webhooks (the CLI)", () => {
 
       const ftp = await runCli(bin, ["webhooks", "add", "ftp://example.com/in", "--collection", "orders", "--data", dir], { cwd: dir });
       expect([ftp.code, ftp.stderr.trim()]).toEqual([1, "error: url must be an absolute http:// or https:// URL"]);
-      const unknown = await runCli(bin, ["webhooks", "add", "https://example.com/in", "--collection", "nope", "--data", dir], { cwd: dir });
-      expect([unknown.code, unknown.stderr.trim()]).toEqual([1, 'error: unknown collection "nope"']);
+      const invalid = await runCli(bin, ["webhooks", "add", "https://example.com/in", "--collection", "no-pe", "--data", dir], { cwd: dir });
+      expect([invalid.code, invalid.stderr.trim()]).toEqual([1, 'error: invalid collection name "no-pe"']);
       expect((await runCli(bin, ["webhooks", "add", "https://example.com/in", "--collection", "orders", "--action", "nope", "--data", dir], { cwd: dir })).code).toBe(2);
       // Comma-separated lists, the plural spellings, and every collection when none is named.
       expect((await runCli(bin, ["collections", "create", "payments", "--data", dir], { cwd: dir })).code).toBe(0);

@@ -66,10 +66,11 @@ describe("the webhook admin API", () => {
     ["a url too long", { url: `http://example.com/${"a".repeat(2048)}`, collections: ["*"] }, "url is longer than 2048 characters"],
     ["no collections", { url: "http://example.com/" }, 'collections must list 1 to 100 collection names, or "*"'],
     ["empty collections", { url: "http://example.com/", collections: [] }, 'collections must list 1 to 100 collection names, or "*"'],
-    ["an unknown collection", { url: "http://example.com/", collections: ["orders", "nope"] }, 'unknown collection "nope"'],
+    ["an invalid collection name", { url: "http://example.com/", collections: ["orders", "no such"] }, 'invalid collection name "no such"'],
     ["an unknown action", { url: "http://example.com/", collections: ["*"], actions: ["create", "hard_delete"] }, "actions must list one or more of: create, update, delete, restore"],
     ["no action", { url: "http://example.com/", collections: ["*"], actions: [] }, "actions must list one or more of: create, update, delete, restore"],
-    ["a short secret", { url: "http://example.com/", collections: ["*"], secret: "short" }, "secret must be 16 to 256 characters"],
+    ["an empty secret", { url: "http://example.com/", collections: ["*"], secret: "" }, "secret must be 1 to 256 characters"],
+    ["a secret too long", { url: "http://example.com/", collections: ["*"], secret: "s".repeat(257) }, "secret must be 1 to 256 characters"],
     ["the mask as secret", { url: "http://example.com/", collections: ["*"], secret: "********" }, "secret must be a new secret, not the mask"],
     ["an unknown key", { url: "http://example.com/", collections: ["*"], headers: {} }, 'unknown key "headers"'],
     ["enabled not a boolean", { url: "http://example.com/", collections: ["*"], enabled: "yes" }, "enabled must be a boolean"],
@@ -93,9 +94,9 @@ describe("the webhook admin API", () => {
     expect(renewed.body.secret).toMatch(/^whsec_/);
     expect(renewed.body.enabled).toBe(false);
     expect((await t.admin("GET", `${WEBHOOKS}/${made.id}`)).body.secret).toBe("********");
-    const bad = await t.admin("PATCH", `${WEBHOOKS}/${made.id}`, { collections: ["missing"] });
+    const bad = await t.admin("PATCH", `${WEBHOOKS}/${made.id}`, { collections: ["missing one"] });
     expect(bad.status).toBe(400);
-    expect(bad.body).toEqual({ error: 'unknown collection "missing"', code: "bad_request" });
+    expect(bad.body).toEqual({ error: 'invalid collection name "missing one"', code: "bad_request" });
     const badSecret = await t.admin("PATCH", `${WEBHOOKS}/${made.id}`, { secret: 5 });
     expect(badSecret.body).toEqual({ error: "secret must be a string, or null to make a new one", code: "bad_request" });
   });
@@ -171,6 +172,20 @@ async function addWebhook(t: TestApp, receiver: Receiver, extra: Record<string, 
 describe("deliveries", () => {
   let s: Awaited<ReturnType<typeof setup>>;
   afterEach(() => s?.close());
+
+  test("a webhook set up before its collection exists, with a short secret, gets the collection's events once it is made", async () => {
+    s = await setup();
+    const { t, receiver } = s;
+    const hook = await addWebhook(t, receiver, { collections: ["Invoices"], secret: "s3cret" });
+    expect((await t.admin("GET", `${WEBHOOKS}/${hook.id}`)).body.collections).toEqual(["Invoices"]);
+    await createCollection(t, "invoices", { create: "public" });
+    const made = await t.req("POST", "/api/v1/invoices", { body: { total: 3 } });
+    expect(made.status).toBe(201);
+    await waitFor(() => receiver.got.length === 1, { what: "the invoice's event" });
+    const got = receiver.got[0]!;
+    expect(JSON.parse(got.body)).toMatchObject({ collection: "invoices", action: "create", record: { _id: made.body._id, total: 3 } });
+    expect(validSignature(got, "s3cret")).toBe(true);
+  });
 
   test("a receiver that fails twice then succeeds gets the event three times, one event id, each signed", async () => {
     s = await setup((_r, n) => (n <= 2 ? 500 : 200));
