@@ -27,6 +27,16 @@ export interface FieldError {
   index?: number;
 }
 
+/**
+ * The 422 a thrown value with status 422 stands for (a hook's or a route's): its `errors` when they are
+ * `{ field, rule, message }` objects, else one entry with `message` under `rule`.
+ */
+export function thrownValidation(errors: unknown, message: string, rule: string): ValidationError {
+  const listed =
+    Array.isArray(errors) && errors.length > 0 && errors.every((x) => x && typeof x.field === "string" && typeof x.rule === "string" && typeof x.message === "string");
+  return new ValidationError(listed ? (errors as FieldError[]).map(({ field, rule, message }) => ({ field, rule, message })) : [{ field: "", rule, message }]);
+}
+
 /** 422 with SPEC's `{ errors: [...] }` body (plus optional extra keys such as `index`). */
 export class ValidationError extends AppError {
   constructor(public errors: FieldError[], extra: Record<string, unknown> = {}) {

@@ -1,10 +1,12 @@
-import { existsSync, readdirSync, statSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { copyFileSync, existsSync, readdirSync, rmSync, statSync } from "node:fs";
+import { basename, dirname, extname, join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { checkRouteConflicts, checkRoutes, type FnRoute } from "./routes.ts";
 import { HOOK_NAMES, type HookModule, type HookSet } from "./types.ts";
 
 const HOOK_FILE = /\.(ts|js|mjs)$/;
+/** Copies made for fresh imports (see loadHookFile), numbered. */
+let copies = 0;
 
 /** The functions a hook object may carry: the in-transaction handlers and `onCommit`. */
 export const HOOK_KEYS = [...HOOK_NAMES, "onCommit"] as const;
@@ -49,12 +51,20 @@ export interface HookFile {
  * Imports one hook file and checks its default export (one hook object or an array of them) and its `routes`
  * export (see routes.ts); a file may hold routes alone. Throws a HookLoadError naming it.
  */
-export async function loadHookFile(file: string): Promise<HookFile> {
+export async function loadHookFile(file: string, opts: { fresh?: boolean } = {}): Promise<HookFile> {
   let mod: { default?: unknown; routes?: unknown };
+  // `fresh`: imported through a copy beside it under a new name (its relative imports resolve alike), then removed.
+  // Bun keeps a module that threw while it ran under its path, and answers every later import of the path with
+  // that error, whatever the file holds now (require.cache does not hold it; a query string does not help).
+  const from = opts.fresh ? join(dirname(file), `.${basename(file).replace(/\.[^.]+$/, "")}.reload-${process.pid}-${++copies}${extname(file)}`) : file;
   try {
-    mod = (await import(pathToFileURL(file).href)) as { default?: unknown; routes?: unknown };
+    if (from !== file) copyFileSync(file, from);
+    mod = (await import(pathToFileURL(from).href)) as { default?: unknown; routes?: unknown };
   } catch (err) {
-    throw new HookLoadError(`hook file ${file} failed to load: ${(err as Error)?.message ?? String(err)}`);
+    const message = ((err as Error)?.message ?? String(err)).replaceAll(from, file);
+    throw new HookLoadError(`hook file ${file} failed to load: ${message}`);
+  } finally {
+    if (from !== file) rmSync(from, { force: true });
   }
   const routes = mod.routes === undefined ? [] : checkRoutes(mod.routes, file, fail);
   const exported = mod.default;

@@ -1,5 +1,5 @@
 import type { Principal } from "../principal.ts";
-import { AppError } from "../errors.ts";
+import { AppError, thrownValidation } from "../errors.ts";
 import type { HookEvent, HookModule, HookName } from "./types.ts";
 
 /** The `auth` part of a hook event. */
@@ -66,9 +66,11 @@ function adoptReplacedData(target: Record<string, unknown>, next: unknown): void
 }
 
 function hookRejected(err: unknown): AppError {
-  const e = err as { message?: unknown; status?: unknown } | string;
+  const e = err as { message?: unknown; status?: unknown; errors?: unknown } | string;
   const message =
     typeof e === "string" ? e : typeof e?.message === "string" && e.message ? e.message : "rejected by a hook";
   const status = typeof e === "object" && typeof e?.status === "number" && e.status >= 400 && e.status < 600 ? e.status : 400;
+  // 422 answers in its own shape (CONTRACT §1): `{ errors: [...] }`, the thrown `errors` or one of rule "hook".
+  if (status === 422) return thrownValidation(typeof e === "object" ? e?.errors : undefined, message, "hook");
   return new AppError(status, "hook_rejected", message);
 }

@@ -25,6 +25,8 @@ interface FileState {
 
 interface Registry {
   files: Map<string, FileState>;
+  /** Files that failed to load once: imported fresh from then on (see loadHookFile). */
+  failedOnce: Set<string>;
   /** The reload running: the next one waits for it. */
   running: Promise<unknown>;
 }
@@ -48,7 +50,7 @@ function registryOf(ctx: AppContext, loadedAt: number | null = null): Registry {
       state.routes.push(r);
       files.set(file, state);
     }
-    registries.set(ctx, (reg = { files, running: Promise.resolve() }));
+    registries.set(ctx, (reg = { files, failedOnce: new Set(), running: Promise.resolve() }));
   }
   return reg;
 }
@@ -106,8 +108,9 @@ async function reloadNow(ctx: AppContext, reg: Registry): Promise<HooksStatus> {
   for (const file of present) {
     const before = reg.files.get(file);
     try {
-      files.set(file, { ...(await loadHookFile(file)), error: null, loadedAt: ctx.clock.now() });
+      files.set(file, { ...(await loadHookFile(file, { fresh: reg.failedOnce.has(file) })), error: null, loadedAt: ctx.clock.now() });
     } catch (err) {
+      reg.failedOnce.add(file);
       const error = err instanceof Error ? err.message : String(err);
       ctx.log.error(before?.hooks.length ? "hook file failed to load; its previous version stays in use" : "hook file failed to load", {
         file,

@@ -19,6 +19,8 @@ for (const name of names)
     const rec = e.record ?? e.data ?? {};
     if (rec.refuse === name) throw { status: 409, message: "refused in " + name };
     if (rec.title === "refuse " + name) throw new Error("refused in " + name);
+    if (rec.invalid === name) throw Object.assign(new Error("not valid in " + name), { status: 422 });
+    if (rec.invalidField === name) throw { status: 422, message: "x", errors: [{ field: "title", rule: "custom", message: "title is taken" }] };
   };
 hook.onCommit = (event) => {
   globalThis.__contractCommitLog.push(event);
@@ -211,4 +213,12 @@ describe("onCommit gets the change event of section 10", () => {
       { collection: "posts", action: "delete", record: { _id: c.body._id }, previous: r.body, hard: true, at, by: "admin" },
     ]);
   });
+});
+
+test("a hook throwing status 422 answers 422 in its own shape: its errors, or one entry with its message under rule hook", async () => {
+  const plain = await t.req("POST", api("/posts"), { body: { invalid: "beforeCreate" } });
+  expect({ status: plain.status, body: plain.body }).toEqual({ status: 422, body: { errors: [{ field: "", rule: "hook", message: "not valid in beforeCreate" }] } });
+  const listed = await t.req("POST", api("/posts"), { body: { invalidField: "beforeCreate" } });
+  expect({ status: listed.status, body: listed.body }).toEqual({ status: 422, body: { errors: [{ field: "title", rule: "custom", message: "title is taken" }] } });
+  expect((await t.admin("GET", api("/posts"))).body.total).toBe(0);
 });

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdirSync, mkdtempSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadHooks } from "../../src/hooks/load.ts";
@@ -115,6 +115,24 @@ describe("POST /admin/hooks/reload and GET /admin/hooks", () => {
     expect((await t.admin("GET", "/api/v1/admin/hooks")).body.items.find((i: any) => i.file === "posts.js").error).not.toBeNull();
     expect((await t.admin("POST", "/api/v1/admin/hooks/reload")).body.items.find((i: any) => i.file === "posts.js").error).toBeNull();
     expect(await version()).toBe(3);
+  });
+
+  test("a file that throws while it runs keeps its previous version; fixed, it is used again, and again after later changes", async () => {
+    await reset(4);
+    writeFileSync(join(dir, "posts.js"), `throw new Error("top-level boom");\nexport default { collection: "posts" };\n`);
+    let posts = (await t.admin("POST", "/api/v1/admin/hooks/reload")).body.items.find((i: any) => i.file === "posts.js");
+    expect(posts.error).toContain("top-level boom");
+    expect(posts.error).toContain(join(dir, "posts.js"));
+    expect(await version()).toBe(4);
+    writeFileSync(join(dir, "posts.js"), postsFile(5));
+    posts = (await t.admin("POST", "/api/v1/admin/hooks/reload")).body.items.find((i: any) => i.file === "posts.js");
+    expect(posts.error).toBeNull();
+    expect(await version()).toBe(5);
+    writeFileSync(join(dir, "posts.js"), postsFile(6));
+    await reloadHooks(t.ctx);
+    expect(await version()).toBe(6);
+    // The copies it was imported through are gone.
+    expect(readdirSync(dir).filter((f) => f.includes("reload"))).toEqual([]);
   });
 
   test("a file removed takes its hooks with it; a new file is loaded", async () => {

@@ -2,7 +2,7 @@ import { basename } from "node:path";
 import { Elysia, t } from "elysia";
 import type { Principal } from "../../principal.ts";
 import type { AppContext } from "../../context.ts";
-import { AppError, ValidationError, badRequest, type FieldError } from "../../errors.ts";
+import { AppError, badRequest, thrownValidation } from "../../errors.ts";
 import { matchRoute, type FnRoute, type RouteAuth } from "../../hooks/routes.ts";
 import { withTx } from "../../records/tx.ts";
 import { MAX_BODY_KEYS, readJson } from "../body.ts";
@@ -120,13 +120,7 @@ function thrownStatus(err: unknown): AppError | null {
   const e = err as { status?: unknown; message?: unknown; code?: unknown; errors?: unknown };
   if (typeof e.status !== "number" || !Number.isInteger(e.status) || e.status < 400 || e.status > 599) return null;
   const message = typeof e.message === "string" && e.message ? e.message : (CODES[e.status] ?? "error").replaceAll("_", " ");
-  if (e.status === 422) {
-    const listed = Array.isArray(e.errors) && e.errors.length > 0 && e.errors.every((x) => x && typeof x.field === "string" && typeof x.rule === "string" && typeof x.message === "string");
-    const errors: FieldError[] = listed
-      ? (e.errors as FieldError[]).map(({ field, rule, message }) => ({ field, rule, message }))
-      : [{ field: "", rule: "invalid", message }];
-    return new ValidationError(errors);
-  }
+  if (e.status === 422) return thrownValidation(e.errors, message, "invalid");
   const code = typeof e.code === "string" && CODE_RE.test(e.code) ? e.code : (CODES[e.status] ?? "error");
   return new AppError(e.status, code, message);
 }
