@@ -66,9 +66,20 @@ export async function loadHookFile(file: string, opts: { fresh?: boolean } = {})
   } finally {
     if (from !== file) rmSync(from, { force: true });
   }
-  const routes = mod.routes === undefined ? [] : checkRoutes(mod.routes, file, fail);
-  const exported = mod.default;
-  if (exported === undefined && mod.routes !== undefined) return { hooks: [], routes };
+  let exported = mod.default;
+  // Routes may also sit in the default object (`export default { collection, beforeCreate, routes }`, or
+  // `{ routes }` alone), beside or instead of the `routes` export.
+  let inDefault: unknown;
+  if (exported && typeof exported === "object" && !Array.isArray(exported) && "routes" in exported) {
+    const { routes: given, ...rest } = exported as Record<string, unknown>;
+    inDefault = given;
+    exported = Object.keys(rest).length ? rest : undefined;
+  }
+  const routes = [
+    ...(mod.routes === undefined ? [] : checkRoutes(mod.routes, file, fail)),
+    ...(inDefault === undefined ? [] : checkRoutes(inDefault, file, fail)),
+  ];
+  if (exported === undefined && (mod.routes !== undefined || inDefault !== undefined)) return { hooks: [], routes };
   return { hooks: (Array.isArray(exported) ? exported : [exported]).map((h) => checkHook(h, file)), routes };
 }
 

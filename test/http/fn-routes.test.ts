@@ -245,6 +245,15 @@ describe("loading", () => {
       expect(err).toBeInstanceOf(HookLoadError);
       expect((err as Error).message).toMatch(message);
     }
+    // Routes in the default object, with hooks or alone, load as the routes export does.
+    const inDefault = await loadHooks(
+      hooksDir({
+        "a.ts": `export default { collection: "orders", beforeCreate() {}, routes: [{ method: "GET", path: "/in-a", handler: () => 1 }] };`,
+        "b.ts": `export default { routes: [{ method: "GET", path: "/in-b", handler: () => 2 }] };\nexport const routes = [{ method: "POST", path: "/in-b", handler: () => 3 }];`,
+      }),
+    );
+    expect(inDefault.list.map((h) => h.collection)).toEqual(["orders"]);
+    expect(inDefault.routes!.map((r) => `${r.method} ${r.path}`)).toEqual(["GET /in-a", "POST /in-b", "GET /in-b"]);
     // Different methods on one path do not conflict.
     const both = await loadHooks(hooksDir({ "a.ts": `export const routes = [{ method: "GET", path: "/x", handler() {} }, { method: "POST", path: "/x", handler() {} }];` }));
     expect(both.routes!.length).toBe(2);
