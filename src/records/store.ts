@@ -583,8 +583,7 @@ export async function removeRecord(
  * A relation changes a record's many_via links (a cascade or set_null removing the links to a
  * deleted record, a restore putting them back): the record's update hooks run around `change`
  * (one junction row removed or added) with `data` `{ [field]: the new id list }`, and the change
- * emits an `update` event. `_updated_at` stays, as for any change of links alone. Nothing
- * happens for a record that no longer exists.
+ * emits an `update` event and a new version (`_updated_at`). Nothing happens for a record that no longer exists.
  */
 export async function relinkRecord(
   ctx: AppContext,
@@ -600,7 +599,10 @@ export async function relinkRecord(
   const data = { [link.field]: link.next };
   await runHooks(h.hooks, "beforeUpdate", hookEvent(ctx, h, "update", p, previous, previous, data));
   await changeLink(ctx, id, change);
+  // A new version, as every update has (CONTRACT §15: the ETag changes, `_updated_at:gt:T` finds it).
+  const now = ctx.clock.now();
+  await ctx.db.run(`UPDATE ${q(h.name)} SET ${BUMP} WHERE "_id" = ?`, [now, now, id]);
   const record = await adminView(ctx, h, (await fetchRecord(ctx, h.col, id))!, null);
-  stage(ctx, h.col, "update", record, before, ctx.clock.now(), p);
+  stage(ctx, h.col, "update", record, before, now, p);
   await runHooks(h.hooks, "afterUpdate", hookEvent(ctx, h, "update", p, record, previous, data));
 }

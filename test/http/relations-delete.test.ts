@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, test } from "bun:test";
-import { createTestApp, type TestApp } from "../helpers/app.ts";
+import { ADMIN_SECRET, createTestApp, type TestApp } from "../helpers/app.ts";
 
 const t = createTestApp();
 afterAll(() => t.close());
@@ -170,5 +170,27 @@ describe("on_delete set_null", () => {
     const p1 = await create(b, { ref: target });
     expect((await t.admin("DELETE", `/api/v1/admin/collections/${a}/records/${target}`)).status).toBe(200);
     expect((await get(t, b, p1)).body.ref).toBeNull();
+  });
+});
+
+describe("many_via links a delete removes or a restore puts back", () => {
+  test("give the pointing record a new version (ETag), so a stale If-Match is 412 and _updated_at:gt finds it", async () => {
+    const p = `s${++n}`;
+    for (const name of [`${p}tags`, `${p}posts`]) expect((await t.admin("POST", "/api/v1/admin/collections", { name })).status).toBe(201);
+    const rel = await t.admin("POST", "/api/v1/admin/relations", { from_col: `${p}posts`, from_field: "labels", to_col: `${p}tags`, type: "many_via", on_delete: "set_null" });
+    expect(rel.status).toBe(201);
+    const [x, y] = [await create(`${p}tags`, { n: 1 }), await create(`${p}tags`, { n: 2 })];
+    const post = await create(`${p}posts`, { labels: [x, y] });
+    const before = await t.admin("GET", `/api/v1/${p}posts/${post}`);
+    t.clock.advance(10);
+    expect((await t.admin("DELETE", `/api/v1/${p}tags/${x}`)).status).toBe(200);
+    const after = await t.admin("GET", `/api/v1/${p}posts/${post}`);
+    expect(after.body.labels).toEqual([y]);
+    expect(after.body._updated_at).toBeGreaterThan(before.body._updated_at);
+    expect(after.headers.get("etag")).not.toBe(before.headers.get("etag"));
+    const stale = await t.req("PATCH", `/api/v1/${p}posts/${post}`, { token: ADMIN_SECRET, body: { n: 1 }, headers: { "if-match": before.headers.get("etag")! } });
+    expect(stale.status).toBe(412);
+    const since = await t.admin("GET", `/api/v1/${p}posts?filter=${encodeURIComponent(`_updated_at:gt:${before.body._updated_at}`)}`);
+    expect(since.body.items.map((r: { _id: string }) => r._id)).toEqual([post]);
   });
 });
