@@ -3,7 +3,8 @@ import { AppError, badRequest } from "../errors.ts";
 import { inTransaction } from "../transaction.ts";
 import { activeRowStats } from "../query/rows.ts";
 import { RuleError } from "../rules/expr/ast.ts";
-import { ruleCatalog, withCollection } from "../rules/expr/catalog.ts";
+import { ruleCatalog, withCollection, withoutCollection } from "../rules/expr/catalog.ts";
+import { refuseIfRulesBreak } from "../rules/naming.ts";
 import { checkRuleValue, invalidRule } from "../rules/expr/rule.ts";
 import { checkRules, mergeRules, parseRuleValue, rulesGiven } from "../rules/validate.ts";
 import { dropFtsBesideTable } from "../search/fts.ts";
@@ -111,6 +112,7 @@ export async function deleteCollection(ctx: AppContext, name: string): Promise<{
   // Wall-clock, as the storage's file times are.
   const startedAt = Date.now();
   await inTransaction(ctx, async () => {
+    refuseIfRulesBreak(withoutCollection(await ruleCatalog(ctx), col.name), `collection "${col.name}" cannot be deleted`);
     deleteCollectionFiles(ctx, col.name, startedAt);
     await dropRelationsOf(ctx, col.name);
     // Whatever of a full-text index the table does not take with it (also what an interrupted change may have left).

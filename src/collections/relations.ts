@@ -1,4 +1,6 @@
 import type { AppContext } from "../context.ts";
+import { ruleCatalog, withoutRelation } from "../rules/expr/catalog.ts";
+import { refuseIfRulesBreak } from "../rules/naming.ts";
 import { currentCatalog, deleteRelationRow, insertRelationRow, requireCollection, saveCollectionRow, touchCatalog } from "../catalog/catalog.ts";
 import { addColumn, createJunctionTable, dropJunctionTable } from "./ddl.ts";
 import { isValidFieldName, junctionTable, type Collection, type OnDelete, type Relation, type RelationType } from "../catalog/types.ts";
@@ -111,6 +113,7 @@ export async function deleteRelation(ctx: AppContext, id: string): Promise<{ ok:
   return await inTransaction(ctx, async () => {
     const rel = (await currentCatalog(ctx)).relations.find((r) => r.id === id);
     if (!rel) throw notFound("relation not found");
+    refuseIfRulesBreak(withoutRelation(await ruleCatalog(ctx), rel), `relation ${rel.from_col}.${rel.from_field} cannot be deleted`);
     await dropRelation(ctx, rel);
     await touchCatalog(ctx);
     return { ok: true as const };

@@ -1,6 +1,11 @@
 import type { AppContext } from "../context.ts";
+import { OPERATIONS } from "../catalog/types.ts";
+import { conflict } from "../errors.ts";
+import { RuleError } from "./expr/ast.ts";
 import { ruleCatalog } from "./expr/catalog.ts";
+import type { RuleCatalog } from "./expr/check.ts";
 import { rulesNamingField, type RuleUse } from "./expr/names.ts";
+import { checkRuleValue, isExpressionRule } from "./expr/rule.ts";
 
 /**
  * The access rules, of any collection, whose expression names the field `field` of collection `collection`
@@ -14,4 +19,23 @@ export async function rulesNaming(ctx: AppContext, collection: string, field: st
 /** How a 409 names the rules: `the read and update rules of "posts"`, or with their collections. */
 export function describeRules(refs: readonly RuleUse[]): string {
   return refs.map((r) => `the ${r.op} rule of "${r.collection}"`).join(", ");
+}
+
+/**
+ * 409 when an expression rule of a collection in `after` (the catalog as a change would leave it: a relation or a
+ * collection gone) would no longer check (CONTRACT §12: what a rule names is not dropped until the rule changes).
+ * `change` says what was asked, for the message.
+ */
+export function refuseIfRulesBreak(after: RuleCatalog, change: string): void {
+  for (const c of after.collections())
+    for (const op of OPERATIONS) {
+      const rule = c.rules[op];
+      if (!isExpressionRule(rule)) continue;
+      try {
+        checkRuleValue(after, c, op, rule);
+      } catch (err) {
+        if (!(err instanceof RuleError)) throw err;
+        throw conflict(`${change}: the ${op} rule of "${c.name}" names it (${err.message}); change the rule first`);
+      }
+    }
 }

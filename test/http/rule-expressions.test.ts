@@ -280,3 +280,24 @@ describe("a field an expression rule names", () => {
     expect((await t.admin("DELETE", `${C}/drafts/fields/n`)).status).toBe(200);
   });
 });
+
+describe("a relation or a collection an expression rule names", () => {
+  test("is not deleted (409) until the rule changes", async () => {
+    for (const name of ["kinds", "shelves", "boxes"]) expect((await t.admin("POST", C, { name })).status).toBe(201);
+    const rel = await t.admin("POST", "/api/v1/admin/relations", { from_col: "shelves", from_field: "labs", to_col: "kinds", type: "many_via" });
+    expect(rel.status).toBe(201);
+    expect((await t.admin("PUT", `${C}/shelves/rules`, { rules: { read: "!(labs ?= 'x')" } })).status).toBe(200);
+    expect((await t.admin("PUT", `${C}/boxes/rules`, { rules: { read: "@exists(kinds, _owner_id = @auth.id)" } })).status).toBe(200);
+    const relation = await t.admin("DELETE", `/api/v1/admin/relations/${rel.body.id}`);
+    expect({ status: relation.status, code: relation.body.code }).toEqual({ status: 409, code: "conflict" });
+    expect(relation.body.error).toContain('the read rule of "shelves"');
+    const collection = await t.admin("DELETE", `${C}/kinds`);
+    expect({ status: collection.status, code: collection.body.code }).toEqual({ status: 409, code: "conflict" });
+    expect((await t.admin("GET", "/api/v1/admin/relations")).body.items.some((r: { id: string }) => r.id === rel.body.id)).toBe(true);
+    expect((await t.admin("PUT", `${C}/shelves/rules`, { rules: { read: "public" } })).status).toBe(200);
+    expect((await t.admin("DELETE", `/api/v1/admin/relations/${rel.body.id}`)).status).toBe(200);
+    expect((await t.admin("DELETE", `${C}/kinds`)).body.error).toContain('the read rule of "boxes"');
+    expect((await t.admin("PUT", `${C}/boxes/rules`, { rules: { read: "public" } })).status).toBe(200);
+    expect((await t.admin("DELETE", `${C}/kinds`)).status).toBe(200);
+  });
+});
