@@ -510,7 +510,7 @@ function planRelations(
           });
         continue;
       }
-      if (!prune) throw conflict(`the relation ${target} differs from the schema (${relationText(have)} here, ${relationText(r)} there): apply with prune to make it again`);
+      // What differs is changed (CONTRACT §13), prune or not: the relation is made again as the document has it.
       plan.dropRelations.push(dropRelationStep(ctx, stored, "made again as the schema has it"));
     }
     plan.addRelations.push({

@@ -209,14 +209,15 @@ describe("POST /admin/schema/apply", () => {
     expect((await ok("GET", "/admin/collections/f1")).fields.find((f: { name: string }) => f.name === "pic").max_count).toBe(3);
   });
 
-  test("a relation that differs otherwise than by on_delete is 409 without prune, made again with it", async () => {
+  test("a relation that differs otherwise than by on_delete is made again as the document has it, with or without prune", async () => {
     await applied(APP);
     const next = structuredClone(APP) as any;
     next.relations[2].to_col = "users_profiles";
-    const refused = await apply(next);
-    expect({ status: refused.status, code: refused.body.code }).toEqual({ status: 409, code: "conflict" });
-    const plan = await applied(next, { prune: true });
+    const plan = await applied(next);
     expect(actions(plan)).toEqual(["drop_relation posts.tags", "create_relation posts.tags"]);
+    expect((await applied(next)).changes).toEqual([]);
+    next.relations[2].to_col = "tags";
+    expect(actions(await applied(next, { prune: true }))).toEqual(["drop_relation posts.tags", "create_relation posts.tags"]);
   });
 
   test("all or nothing: a change that fails fails the apply with its error, and nothing of it stays", async () => {
