@@ -82,10 +82,12 @@ export interface NewUser {
 /** Creates a user; 422 for a bad email or password, 409 `conflict` for a taken email. */
 export async function createUser(ctx: AppContext, input: NewUser): Promise<UserRow> {
   const email = normalizeEmail(input.email);
-  const passwordHash = input.password === undefined || input.password === null ? null : await hashPassword(checkPassword(input.password), input.hashFor ?? null);
+  const password = input.password === undefined || input.password === null ? null : checkPassword(input.password);
   const roles = input.roles === undefined ? [] : checkRoles(input.roles);
   const metadata = input.metadata === undefined ? {} : checkMetadata(input.metadata);
+  // A taken address is answered before the hash: it costs no hashing turn (many at once are 409, not 429).
   if (await findUserByEmail(ctx, email)) throw new AppError(409, "conflict", "a user with this email already exists");
+  const passwordHash = password === null ? null : await hashPassword(password, input.hashFor ?? null);
   const now = ctx.clock.now();
   const id = newUlid(now);
   try {

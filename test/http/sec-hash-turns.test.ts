@@ -64,3 +64,17 @@ test("a login flood from one address: past the waiting limit 429 rate_limited, u
   expect(locked.status).toBe(429);
   expect((await locked.json()).code).toBe("account_locked");
 });
+
+test("many registrations of a taken email at once are each 409 conflict: a taken address costs no hashing turn", async () => {
+  t = createLiveApp({ env: { TRUST_PROXY: "127.0.0.1" } });
+  const register = (email: string) =>
+    fetch(`${t.base}/api/v1/auth/register`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-forwarded-for": FLOODER },
+      body: JSON.stringify({ email, password: "a good long password" }),
+    });
+  expect((await register("taken@example.com")).status).toBe(201);
+  const n = WAITING_PER_ADDRESS + HASHES_AT_ONCE + 24;
+  const answers = await Promise.all(Array.from({ length: n }, async () => (await register("taken@example.com")).status));
+  expect(answers.filter((s) => s !== 409)).toEqual([]);
+});
