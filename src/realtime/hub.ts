@@ -453,7 +453,10 @@ async function checkIdentities(h: Hub): Promise<void> {
   for (const s of bound) if (ended.has(s.identity)) dropStream(h, s);
 }
 
-/** Sets a stream's topics; on the first subscription, replays what it missed since connecting (or its Last-Event-ID). */
+/**
+ * Sets a stream's topics; on the first subscription of a stream opened with a Last-Event-ID, replays what followed
+ * that event. A new stream gets the changes committed after its topics are set, not those since it connected.
+ */
 async function setTopics(h: Hub, s: Stream, topics: Topic[]): Promise<void> {
   setStreamTopics(h.reg, s, topics);
   if (s.resumeFrom === null || !topics.length) return;
@@ -497,7 +500,7 @@ async function openStream(h: Hub, { identity, ip, lastEventId, subscribe, onEnd 
     const sink = new SseSink(STREAM_BUFFER_BYTES, () => forgetStream(h, stream), onEnd, () => idAt(r, r.buffer.lastSeq));
     // Own events committed before now are not this stream's, even those whose notice is still on its way.
     const stream: Stream = {
-      id, ip, identity, topics: [], byCollection: new Map(), sink, resumeFrom: last, lastSeq: last, ownAfter: h.own.committed,
+      id, ip, identity, topics: [], byCollection: new Map(), sink, resumeFrom: null, lastSeq: last, ownAfter: h.own.committed,
       claimed: wanted, subscribing: 0,
     };
     const resume = resumePoint(r, lastEventId);

@@ -137,15 +137,23 @@ describe("resume with Last-Event-ID", () => {
     expect(again.messages.map((m) => m.event)).toEqual(["connect", "create"]);
   });
 
-  test("events between connect and the subscribing POST are not lost", async () => {
+  test("a new stream gets the changes after its subscribing POST, not those since it connected; a resume from its connect id gets both", async () => {
     t = createLiveApp();
     await createCollection(t, "posts");
     const s = await t.stream();
+    const connect = await s.next((m) => m.event === "connect");
     const id = await s.clientId();
-    await t.admin("POST", "/api/v1/posts", { title: "early" });
-    expect((await t.subscribe(id, ["posts"])).status).toBe(200);
-    const [ev] = await s.waitChanges(1);
-    expect(ev.data.record.title).toBe("early");
+    const early = await t.admin("POST", "/api/v1/posts", { title: "early" });
+    expect((await t.subscribe(id, [`posts/${early.body._id}`, "posts"])).status).toBe(200);
+    expect((await t.admin("PATCH", `/api/v1/posts/${early.body._id}`, { title: "changed" })).status).toBe(200);
+    const [first] = await s.waitChanges(1);
+    expect([first.event, first.data.record.title]).toEqual(["update", "changed"]);
+    await Bun.sleep(100);
+    expect(s.changes().map((e) => e.event)).toEqual(["update"]);
+    // A browser's EventSource reconnects with the last id it got (here the connect event's): it misses nothing.
+    const again = await t.stream({ headers: { "last-event-id": connect.id! }, query: "?subscribe=posts" });
+    const replayed = await again.waitChanges(2);
+    expect(replayed.map((e) => [e.event, e.data.record.title])).toEqual([["create", "early"], ["update", "changed"]]);
   });
 
   test("an id that is no longer held (or from another server run) gets reset as the first event", async () => {
