@@ -55,6 +55,8 @@ export interface SharedLimits {
   retopic(id: string, ip: string, topics: number, maxTopics: number): Promise<"topics" | null>;
   /** Forgets a stream that ended. */
   release(id: string): void;
+  /** Whether a live node holds a stream of this id (its row, marked alive lately). */
+  known(id: string): Promise<boolean>;
 }
 export type ForwardSubscribe = (clientId: string, topics: unknown, identity: Identity) => Promise<SubscribeResult>;
 
@@ -531,7 +533,8 @@ async function subscribeStream(h: Hub, clientId: unknown, raw: unknown, identity
   if (!s) {
     // A stream of another node sharing the database: that node answers.
     const owner = node ? clientId.slice(0, Math.max(0, clientId.indexOf("."))) : "";
-    if (node && owner && owner !== node.tag) return await node.forward(clientId, raw, identity);
+    // An id no live node holds is 404 at once, not after the forward's timeout.
+    if (node && owner && owner !== node.tag && (await node.limits.known(clientId))) return await node.forward(clientId, raw, identity);
     throw notFound("unknown client_id: open GET /api/v1/realtime first");
   }
   // SECURITY: a stream serves one caller; another identity may not read it (or change what it receives).

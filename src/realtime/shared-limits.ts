@@ -48,6 +48,7 @@ export function sharedLimits(ctx: AppContext, db: Engine, node: string): SharedL
         ctx.log.warn("an ended realtime stream was not forgotten", { error: String(err) }),
       );
     },
+    known: async (id) => !!(await db.get<{ n: number }>("SELECT 1 AS n FROM _realtime_streams WHERE id = ? AND seen_at > ?", [id, alive()])),
     stop: () => clearInterval(heartbeat),
   };
 }
