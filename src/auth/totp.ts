@@ -12,8 +12,8 @@ import { createSession, type ClientInfo, type SessionResponse } from "./sessions
 import { requireLiveCredential } from "./principal.ts";
 import { requireVerifiedEmail } from "./verified.ts";
 import { deleteRecoveryCodes, insertRecoveryCode, useRecoveryCode } from "../tables/recovery-codes.ts";
-import { countTokenAttempt, liveTotpToken, useToken, useUserTokens } from "../tables/tokens.ts";
-import { advanceTotpStep, setTotpSecret, turnTotpOff, turnTotpOn } from "../tables/users.ts";
+import { countTokenAttempt, forgetTotpSteps, liveTotpToken, useToken, useTotpStep, useUserTokens } from "../tables/tokens.ts";
+import { setTotpSecret, turnTotpOff, turnTotpOn } from "../tables/users.ts";
 
 // node:crypto (its ciphers) is loaded at the first use: loading it costs every start-up several milliseconds.
 const nodeCrypto = () => require("node:crypto") as typeof import("node:crypto");
@@ -95,8 +95,9 @@ export async function useCode(ctx: AppContext, user: UserRow, code: unknown, opt
     const delta = (await totpFor(ctx, user, base32)).validate({ token: c, timestamp: now, window: 1 });
     if (delta === null) return false;
     const step = Math.floor(now / 1000 / PERIOD) + delta;
-    // The conditional update makes "check and use" atomic: two requests with the same code cannot both pass.
-    return await advanceTotpStep(ctx.db, user.id, step);
+    // Each step's code is used once (a replay is refused), in any order within the window: the code of the step
+    // before is still good after this step's was used. Kept until no code of the step is accepted any more.
+    return await useTotpStep(ctx.db, user.id, step, (step + 2) * PERIOD * 1000, now);
   }
   if (!opts.allowRecovery || !/^[0-9a-z\s-]{8,32}$/i.test(c)) return false;
   return await useRecoveryCode(ctx.db, user.id, await hashRecoveryCode(ctx, c), ctx.clock.now());
@@ -140,6 +141,7 @@ export async function setupTotp(ctx: AppContext, p: Principal): Promise<{ otpaut
     await requireLiveCredential(ctx, p);
     if ((await currentUser(ctx, p)).totp_enabled) throw conflict("two-factor authentication is already enabled");
     await setTotpSecret(ctx.db, user.id, encrypted, ctx.clock.now());
+    await forgetTotpSteps(ctx.db, user.id);
   });
   return { otpauth_url: (await totpFor(ctx, user, secret.base32)).toString() };
 }
@@ -192,6 +194,7 @@ export async function removeTotp(ctx: AppContext, userId: string): Promise<void>
   const now = ctx.clock.now();
   await ctx.db.transaction(async () => {
     await turnTotpOff(ctx.db, userId, now);
+    await forgetTotpSteps(ctx.db, userId);
     await deleteRecoveryCodes(ctx.db, userId);
     await useUserTokens(ctx.db, userId, ["totp_login"], now);
   });

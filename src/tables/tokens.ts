@@ -4,7 +4,7 @@ import type { Engine } from "../db/engine.ts";
 // reads or writes it is written here (and only here).
 
 /** The kinds of token stored. */
-export type TokenKind = "magic_link" | "verify_email" | "reset_password" | "totp_login";
+export type TokenKind = "magic_link" | "verify_email" | "reset_password" | "totp_login" | "totp_step";
 
 /** Stores a token by its hash. */
 export async function insertToken(db: Engine, t: { hash: string; kind: TokenKind; userId: string; now: number; expiresAt: number }): Promise<void> {
@@ -35,4 +35,25 @@ export async function countTokenAttempt(db: Engine, hash: string, attempts: numb
 /** Uses up the token of that hash. */
 export async function useToken(db: Engine, hash: string, now: number): Promise<void> {
   await db.run("UPDATE _tokens SET used_at = ? WHERE hash = ?", [now, hash]);
+}
+
+/**
+ * Uses up the TOTP time step `step` of a user's secret (its row lasts until `expiresAt`, when no code of it is
+ * accepted any more): false when it was used already, a replay. One statement decides, so two requests with
+ * one code cannot both pass; the user's steps past use are forgotten first.
+ */
+export async function useTotpStep(db: Engine, userId: string, step: number, expiresAt: number, now: number): Promise<boolean> {
+  await db.run("DELETE FROM _tokens WHERE user_id = ? AND kind = 'totp_step' AND expires_at <= ?", [userId, now]);
+  const done = await db.run("INSERT INTO _tokens (hash, kind, user_id, created_at, expires_at) VALUES (?, 'totp_step', ?, ?, ?) ON CONFLICT (hash) DO NOTHING", [
+    `totp_step:${userId}:${step}`,
+    userId,
+    now,
+    expiresAt,
+  ]);
+  return done.changes > 0;
+}
+
+/** Forgets the used TOTP steps of a user (a new secret's codes are new). */
+export async function forgetTotpSteps(db: Engine, userId: string): Promise<void> {
+  await db.run("DELETE FROM _tokens WHERE user_id = ? AND kind = 'totp_step'", [userId]);
 }

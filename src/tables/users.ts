@@ -173,11 +173,6 @@ export async function claimUnverifiedUser(db: Engine, id: string, now: number): 
   return (await db.run("UPDATE _users SET is_verified = TRUE, password_hash = NULL, updated_at = ? WHERE id = ? AND is_verified = FALSE", [now, id])).changes > 0;
 }
 
-/** Records the TOTP time step just used, if later than the last one; false when it was used already (a replay). */
-export async function advanceTotpStep(db: Engine, id: string, step: number): Promise<boolean> {
-  return (await db.run("UPDATE _users SET totp_last_step = ? WHERE id = ? AND (totp_last_step IS NULL OR totp_last_step < ?)", [step, id, step])).changes > 0;
-}
-
 /** Stores a new (encrypted) TOTP secret, not yet enabled. */
 export async function setTotpSecret(db: Engine, id: string, encrypted: string, now: number): Promise<void> {
   await db.run("UPDATE _users SET totp_secret = ?, totp_last_step = NULL, updated_at = ? WHERE id = ?", [encrypted, now, id]);

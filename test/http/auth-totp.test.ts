@@ -170,6 +170,18 @@ describe("login with 2FA", () => {
     expect((await post("/2fa/verify", { totp_token: tok, code: codeAt(u.totp, t, -1) })).status).toBe(200);
   });
 
+  test("each step's code is used once in any order: the step before still works after this step's was used", async () => {
+    const u = await userWith2fa("login6b@example.test");
+    // userWith2fa used the code of the step before now to enable; now's and the next step's are fresh.
+    const next = codeAt(u.totp, t, 1);
+    let tok = (await login("login6b@example.test")).body.totp_token;
+    expect((await post("/2fa/verify", { totp_token: tok, code: next })).status).toBe(200);
+    tok = (await login("login6b@example.test")).body.totp_token;
+    expect((await post("/2fa/verify", { totp_token: tok, code: codeAt(u.totp, t) })).status).toBe(200);
+    tok = (await login("login6b@example.test")).body.totp_token;
+    for (const code of [next, codeAt(u.totp, t), codeAt(u.totp, t, -1)]) expect((await post("/2fa/verify", { totp_token: tok, code })).status).toBe(401);
+  });
+
   test("a code already used cannot be replayed, not even within its 30 seconds", async () => {
     const u = await userWith2fa("login6@example.test");
     const code = codeAt(u.totp, t);
