@@ -1,6 +1,6 @@
 import { afterEach, beforeAll, beforeEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { Database } from "bun:sqlite";
-import { existsSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import pkg from "../../package.json" with { type: "json" };
 import { ADMIN } from "../../src/principal.ts";
@@ -361,6 +361,8 @@ describe("admin and backup", () => {
     expect(copy.query("PRAGMA integrity_check").get()).toEqual({ integrity_check: "ok" });
     expect(copy.query("SELECT name FROM _collections").all()).toEqual([{ name: "posts" }]);
     copy.close();
+    // The files' folder is there beside it even with no file stored.
+    expect({ files: body.files, dir: readdirSync(`${file}.storage`) }).toEqual({ files: 0, dir: [] });
   });
 
   // A backup is a copy of the SQLite file; on PostgreSQL it is refused (test/cli/backup-postgres.test.ts).
