@@ -7,6 +7,9 @@ import { registerServe } from "./commands/serve.ts";
 import { UsageError } from "./run.ts";
 
 const program = new Command();
+const HELP_HINT = "(run 'baas help <command>' for usage and examples)";
+const JSON_OUT = process.argv.includes("--json");
+
 program
   .name("baas")
   .description("baas: a Backend-as-a-Service in one executable")
@@ -16,8 +19,13 @@ program
   .option("--storage <url>", "where uploaded files are: s3://bucket/prefix or a folder (env STORAGE_URL, default <data>/storage)")
   .option("--json", "print machine-readable JSON")
   .configureHelp({ showGlobalOptions: true })
-  .showHelpAfterError("(run 'baas help <command>' for usage and examples)")
+  .showHelpAfterError(HELP_HINT)
   .exitOverride()
+  // With --json a usage error that the argument parser reports is the same JSON as ours: { error, code: "usage" }.
+  .configureOutput({
+    outputError: (text, write) => write(JSON_OUT ? JSON.stringify({ error: text.trim().replace(/^error: /, ""), code: "usage" }) + "\n" : text),
+    writeErr: (text) => void (JSON_OUT && text.trim() === HELP_HINT ? undefined : process.stderr.write(text)),
+  })
   .addHelpText(
     "after",
     `

@@ -58,6 +58,18 @@ describe("program", () => {
     expect(r.stderr).toContain("unknown option '--bogus'");
   });
 
+  test("with --json, a usage error the argument parser finds is JSON on stderr too: { error, code: usage }", async () => {
+    for (const [args, error] of [
+      [["frobnicate", "--json"], "unknown command 'frobnicate'"],
+      [["collections", "show", "--json"], "missing required argument 'name'"],
+      [["collections", "list", "--bogus", "--json"], "unknown option '--bogus'"],
+      [["relations", "create", "posts.x", "posts", "--type", "bogus", "--json"], "option '--type <type>' argument 'bogus' is invalid. Allowed choices are one, many, many_via."],
+    ] as const) {
+      const r = await cli([...args]);
+      expect({ args, code: r.code, stderr: JSON.parse(r.stderr), stdout: r.stdout }).toEqual({ args, code: 2, stderr: { error, code: "usage" }, stdout: "" });
+    }
+  });
+
   test("a group without its subcommand exits 2", async () => {
     expect((await cli(["collections"])).code).toBe(2);
   });
