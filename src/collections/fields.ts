@@ -1,10 +1,7 @@
 import type { AppContext } from "../context.ts";
 import { AppError, badRequest, conflict, notFound } from "../errors.ts";
-import { describeRules, rulesNaming } from "../rules/naming.ts";
-import { ruleCatalog } from "../rules/expr/catalog.ts";
-import type { RuleCatalog } from "../rules/expr/check.ts";
-import { RuleError } from "../rules/expr/ast.ts";
-import { checkRuleValue } from "../rules/expr/rule.ts";
+import { describeRules, refuseIfRulesBreak, rulesNaming } from "../rules/naming.ts";
+import { ruleCatalog, withCollection } from "../rules/expr/catalog.ts";
 import { dropFtsObjects, ftsAfterNewFields, indexedFields } from "../search/fts.ts";
 import { inTransaction } from "../transaction.ts";
 import { collectionToJson, currentCatalog, findCollection, listCollections, noteCatalogChange, requireCollection, saveCollectionRow } from "../catalog/catalog.ts";
@@ -282,25 +279,9 @@ export async function setFileOptionsIn(ctx: AppContext, col: Collection, def: Fi
 async function checkRulesRetyped(ctx: AppContext, col: Collection, def: FieldDef, to: FieldType): Promise<void> {
   const refs = await rulesNaming(ctx, col.name, def.name);
   if (!refs.length) return;
-  const base = await ruleCatalog(ctx);
   const fields = col.fields.map((f) => (f === def ? { ...f, type: to } : f));
   const retyped: Collection = { ...col, fields, fieldMap: new Map(fields.map((f) => [f.name.toLowerCase(), f])) };
-  const isCol = (c: Collection | undefined) => c?.name === col.name;
-  const catalog: RuleCatalog = {
-    relation: base.relation,
-    collection: (name) => (isCol(base.collection(name)) ? retyped : base.collection(name)),
-    collections: () => [...base.collections()].map((c) => (isCol(c) ? retyped : c)),
-  };
-  for (const r of refs) {
-    const owner = catalog.collection(r.collection);
-    if (!owner) continue;
-    try {
-      checkRuleValue(catalog, owner, r.op, owner.rules[r.op]);
-    } catch (err) {
-      if (!(err instanceof RuleError)) throw err;
-      throw conflict(`field "${def.name}" of "${col.name}" cannot become ${to}: ${describeRules([r])} would no longer hold (${err.message}); change the rule first`);
-    }
-  }
+  refuseIfRulesBreak(withCollection(await ruleCatalog(ctx), retyped), `field "${def.name}" of "${col.name}" cannot become ${to}`, refs);
 }
 
 /** Makes an index again after its column was replaced; values that the conversion made equal break a unique one: 409. */

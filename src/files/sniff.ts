@@ -122,8 +122,7 @@ export function extensionOf(type: string): string | undefined {
  * else what its extension says, among the inert types of BY_EXTENSION (a CSV is `text/csv`, a `.docx` the
  * Word type, not `application/zip`); else plain text or binary.
  */
-export function fileType(head: Uint8Array, name: string): string {
-  const sniffed = sniffType(head);
+export function fileType(head: Uint8Array, name: string, sniffed = sniffType(head)): string {
   const dot = name.lastIndexOf(".");
   const ext = dot > 0 ? name.slice(dot + 1).toLowerCase() : "";
   const named = BY_EXTENSION[ext];

@@ -219,9 +219,10 @@ async function storeFile(
   let name = fileName(part.filename);
   // A name without an extension takes the one of the type the client sent, when that is an inert type the bytes
   // do not contradict (fileType decides, from the bytes first): `blob` sent as image/png is `blob.png`.
+  const sniffed = sniffType(first);
   const declared = extensionOf(part.type.split(";")[0]!.trim());
-  if (!name.includes(".") && declared && fileType(first, `x.${declared}`) !== sniffType(first)) name = fileName(`${part.filename || "file"}.${declared}`);
-  const type = fileType(first, name);
+  if (!name.includes(".") && declared && fileType(first, `x.${declared}`, sniffed) !== sniffed) name = fileName(`${part.filename || "file"}.${declared}`);
+  const type = fileType(first, name, sniffed);
   if (!typeAllowed(type, opts.mime)) {
     reader.cancel();
     throw refuse(def.name, "mime", `"${def.name}" does not take ${type} files (allowed: ${opts.mime.join(", ")}).`);

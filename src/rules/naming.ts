@@ -23,19 +23,20 @@ export function describeRules(refs: readonly RuleUse[]): string {
 
 /**
  * 409 when an expression rule of a collection in `after` (the catalog as a change would leave it: a relation or a
- * collection gone) would no longer check (CONTRACT §12: what a rule names is not dropped until the rule changes).
- * `change` says what was asked, for the message.
+ * collection gone, a field of another type) would no longer check (CONTRACT §12: what a rule names is not dropped
+ * or changed under it until the rule changes).
+ * `change` says what was asked, for the message; `only`: the rules to check (by default every expression rule).
  */
-export function refuseIfRulesBreak(after: RuleCatalog, change: string): void {
-  for (const c of after.collections())
-    for (const op of OPERATIONS) {
-      const rule = c.rules[op];
-      if (!isExpressionRule(rule)) continue;
-      try {
-        checkRuleValue(after, c, op, rule);
-      } catch (err) {
-        if (!(err instanceof RuleError)) throw err;
-        throw conflict(`${change}: the ${op} rule of "${c.name}" names it (${err.message}); change the rule first`);
-      }
+export function refuseIfRulesBreak(after: RuleCatalog, change: string, only?: readonly RuleUse[]): void {
+  const uses = only ?? [...after.collections()].flatMap((c) => OPERATIONS.filter((op) => isExpressionRule(c.rules[op])).map((op) => ({ collection: c.name, op })));
+  for (const { collection, op } of uses) {
+    const c = after.collection(collection);
+    if (!c) continue;
+    try {
+      checkRuleValue(after, c, op, c.rules[op]);
+    } catch (err) {
+      if (!(err instanceof RuleError)) throw err;
+      throw conflict(`${change}: the ${op} rule of "${c.name}" would no longer hold (${err.message}); change the rule first`);
     }
+  }
 }
