@@ -3,7 +3,7 @@ import type { Collection, Operation } from "../catalog/types.ts";
 import type { Cond } from "../db/condition.ts";
 import { AppError, forbidden, unauthorized } from "../errors.ts";
 import type { CheckedRule } from "./expr/check.ts";
-import { compileRule, type RuleAuth, type RuleEnv } from "./expr/compile.ts";
+import { compileRule, readsAuth, type RuleAuth, type RuleEnv } from "./expr/compile.ts";
 import { checkedRuleOf, isExpressionRule } from "./expr/rule.ts";
 
 /**
@@ -55,7 +55,8 @@ export function checkAccess(col: Collection, op: Operation, p: Principal, body?:
  * the rule reads `@auth` (signing in may change its answer); one that does not read `@auth` refuses everyone alike.
  */
 export function expressionRefusal(col: Collection, op: Operation, p: Principal): AppError {
-  if (p.kind !== "user" && checkedRuleOf(col, op)?.readsAuth) return unauthorized(`"${op}" on collection "${col.name}" requires authentication`);
+  const rule = checkedRuleOf(col, op);
+  if (p.kind !== "user" && rule && readsAuth(rule)) return unauthorized(`"${op}" on collection "${col.name}" requires authentication`);
   return forbidden(`"${op}" on collection "${col.name}" is not allowed by its rule`);
 }
 

@@ -5,7 +5,8 @@ import { RuleError, quoted, type CompareOperator, type Literal, type Node, type 
 // A parsed rule checked against the catalog, for one collection and one operation: every name resolved to a
 // column of a collection (through `one` relations), a many_via junction, or a value the request gives
 // (`@auth.*`, `@now`, `@request.body.*`); operators checked against the types of what they compare. The result
-// (CheckedRule) holds no catalog object, so it stays valid as long as the catalog it was checked against.
+// (CheckedRule) holds no catalog object (a path reaches its target's read rule through a function), so it stays
+// valid as long as the catalog it was checked against.
 
 /** What the checker needs of the catalog: collections and relations by name, case-insensitive. */
 export interface RuleCatalog {
@@ -15,11 +16,18 @@ export interface RuleCatalog {
   collections(): Iterable<Collection>;
 }
 
-/** One step of a relation path: the `one` relation field of the collection before, and the collection it points to. */
+/**
+ * One step of a relation path: the `one` relation field of the collection before, the collection it points to,
+ * and that collection's read rule (a target the caller may not read is null, CONTRACT §12), checked on first use.
+ */
 export interface Hop {
   field: string;
   to: string;
+  read: () => CheckedRule;
 }
+
+/** The read rule of a collection, as checked against the same catalog (rule.ts ruleFor). */
+export type ReadRuleOf = (col: Collection) => CheckedRule;
 
 /** An operand, resolved. `scope` 0 is the record the rule is checked on, 1 the row of an `@exists`, 2 one nested in it. */
 export type Operand =
@@ -78,8 +86,8 @@ const MAX_META_KEYS = 3;
 export const MAX_HOPS = 3;
 
 /** Checks a parsed rule for `collection` and `op`; a RuleError names the first token that does not fit. */
-export function checkExpression(catalog: RuleCatalog, collection: Collection, op: Operation, node: Node): CheckedRule {
-  const checker = new Checker(catalog, op, collection);
+export function checkExpression(catalog: RuleCatalog, collection: Collection, op: Operation, node: Node, readRule: ReadRuleOf): CheckedRule {
+  const checker = new Checker(catalog, op, collection, readRule);
   const term = checker.term(node);
   return {
     collection: collection.name,
@@ -109,8 +117,15 @@ class Checker {
     private readonly catalog: RuleCatalog,
     private readonly op: Operation,
     root: Collection,
+    private readonly readRule: ReadRuleOf,
   ) {
     this.scopes = [root];
+  }
+
+  /** The read rule of `target`, checked once when a compilation first asks for it. */
+  private readOf(target: Collection): () => CheckedRule {
+    let rule: CheckedRule | undefined;
+    return () => (rule ??= this.readRule(target));
   }
 
   private name(collection: string, field: string): void {
@@ -227,7 +242,7 @@ class Checker {
         const target = this.catalog.collection(rel.to_col);
         if (!target) throw new RuleError(`${quoted(seg)}${where} at ${segPos} points to a collection that no longer exists (${quoted(rel.to_col)})`, segPos);
         this.name(col.name, rel.from_field);
-        hops.push({ field: col.fieldMap.get(lower)?.name ?? rel.from_field, to: target.name });
+        hops.push({ field: col.fieldMap.get(lower)?.name ?? rel.from_field, to: target.name, read: this.readOf(target) });
         col = target;
         segPos += seg.length + 1;
         continue;

@@ -1,13 +1,16 @@
 import { col, exists, FALSE, reservedAlias, TRUE, val, type Bound, type Column, type ColumnType, type CompareOp, type Cond, type ElementKind, type Operand as SqlOperand } from "../../db/condition.ts";
 import { q } from "../../db/ident.ts";
-import type { CheckedRule, Operand, Term } from "./check.ts";
+import type { CheckedRule, Hop, Operand, Term } from "./check.ts";
 import { fold, likePattern, type Kernel } from "./values.ts";
 
 // A checked rule → a condition (db/condition.ts) for the request at hand. What the request knows (`@auth.*`,
 // `@now`, `@request.body.*`, literals) is folded first: a comparison of two known values is decided here
 // (values.ts), so `@auth.roles ?= 'editor'` is TRUE or FALSE before any SQL. The record's fields are columns of
 // the outer query (compileRule) or, for a record in memory, known values too (decideRule): one compiler, so the
-// database and memory answer alike. Relation paths and `@exists` become correlated EXISTS over active rows.
+// database and memory answer alike. Relation paths and `@exists` become correlated EXISTS over active rows; a
+// path's target must also be one the caller may read (its collection's read rule, compiled into the EXISTS): a
+// hidden target is null, as a missing one. A target rule that leads back into a collection whose read rule is
+// being compiled already, or past MAX_TARGET_RULES of them in one rule, counts as hidden (fail closed).
 //
 // The condition is TRUE exactly where the rule holds, and FALSE or NULL elsewhere: in a WHERE (or a CASE) NULL
 // counts as FALSE, and a rule's AND and OR never negate, so SQL's unknown never leaks. `!` is pushed down to the
@@ -57,11 +60,61 @@ export function decideRule(rule: CheckedRule, record: Readonly<Record<string, un
  */
 export function readsOnlyAuthId(rule: CheckedRule): boolean {
   let only = onlyAuthId.get(rule);
-  if (only === undefined) onlyAuthId.set(rule, (only = termReadsOnlyId(rule.term)));
+  if (only === undefined) {
+    // A path back to this rule is hidden (compiled as false): it reads nothing.
+    onlyAuthId.set(rule, true);
+    only = termReadsOnlyId(rule.term) && targetRules(rule.term).every(readsOnlyAuthId);
+    onlyAuthId.set(rule, only);
+  }
   return only;
 }
 
 const onlyAuthId = new WeakMap<CheckedRule, boolean>();
+
+/**
+ * Whether who asks may change the rule's answer: it reads `@auth`, or a path's target rule does (then an
+ * anonymous caller it refuses is told to sign in).
+ */
+export function readsAuth(rule: CheckedRule): boolean {
+  let reads = authReaders.get(rule);
+  if (reads === undefined) {
+    authReaders.set(rule, false);
+    reads = !!rule.readsAuth || targetRules(rule.term).some(readsAuth);
+    authReaders.set(rule, reads);
+  }
+  return reads;
+}
+
+const authReaders = new WeakMap<CheckedRule, boolean>();
+
+/** The read rules of the targets of a term's relation paths. */
+function targetRules(t: Term, out: CheckedRule[] = []): CheckedRule[] {
+  const operand = (o: Operand) => {
+    if (o.k === "field" || o.k === "links") for (const hop of o.hops) out.push(hop.read());
+  };
+  switch (t.k) {
+    case "const":
+      break;
+    case "and":
+    case "or":
+      for (const x of t.of) targetRules(x, out);
+      break;
+    case "not":
+      targetRules(t.x, out);
+      break;
+    case "null":
+      operand(t.a);
+      break;
+    case "cmp":
+      operand(t.a);
+      operand(t.b);
+      break;
+    case "exists":
+      targetRules(t.where, out);
+      break;
+  }
+  return out;
+}
 
 function termReadsOnlyId(t: Term): boolean {
   switch (t.k) {
@@ -142,9 +195,15 @@ const MIRROR: Partial<Record<CompareOp, CompareOp>> = { "<": ">", "<=": ">=", ">
 
 const known = (v: unknown): Resolved => ({ k: "known", v: v === undefined ? null : v });
 
+/** Most target read rules compiled into one rule's paths (each may hold paths of its own). */
+const MAX_TARGET_RULES = 16;
+
 class Compiler {
   private n = 0;
-  private readonly places: Place[];
+  private places: Place[];
+  /** The collections whose read rules are being compiled into a path's target (lower case). */
+  private readonly targets = new Set<string>();
+  private targetRules = 0;
 
   constructor(
     private readonly env: RuleEnv,
@@ -235,7 +294,7 @@ class Compiler {
       const alias = this.alias("r");
       const id = col(alias, "_id", "text");
       const link: Cond = { k: "cmp", op: "=", a: id, b: source.k === "known" ? val(source.v as string) : source.col };
-      wraps.push({ table: hop.to, alias, link: allOf([link, active(alias)]) });
+      wraps.push({ table: hop.to, alias, link: allOf([link, active(alias), this.readable(hop, alias)]) });
       place = { q: alias };
     }
     if (o.k === "field") {
@@ -250,6 +309,24 @@ class Compiler {
       return typeof id === "string" ? { k: "links", junction: o.junction, holder: val(id), wraps } : known(null);
     }
     return { k: "links", junction: o.junction, holder: col(place.q, "_id", "text"), wraps };
+  }
+
+  /** The condition that the caller may read the row `alias` of a hop's target: its collection's read rule over it. */
+  private readable(hop: Hop, alias: string): Cond {
+    const rule = hop.read();
+    if (rule.term.k === "const") return rule.term.v ? TRUE : FALSE;
+    const key = hop.to.toLowerCase();
+    if (this.targets.has(key) || ++this.targetRules > MAX_TARGET_RULES) return FALSE;
+    const places = this.places;
+    this.targets.add(key);
+    this.places = [{ q: alias }];
+    try {
+      // A read rule names no request body (it is 400 when set), so the request's does not reach it.
+      return this.term(rule.term, false);
+    } finally {
+      this.places = places;
+      this.targets.delete(key);
+    }
   }
 
   /** The kernel comparison inside the EXISTS of its operands' relation hops. */
@@ -425,8 +502,9 @@ function unwrapped(r: Resolved): Resolved {
 function nest(wraps: readonly Wrap[], inner: Cond): Cond {
   let c = inner;
   for (let i = wraps.length - 1; i >= 0; i--) {
-    if (c.k === "false") return FALSE;
     const w = wraps[i]!;
+    // A target the caller may read none of is missing.
+    if (c.k === "false" || w.link.k === "false") return FALSE;
     c = exists(w.table, w.alias, allOf([w.link, c]));
   }
   return c;

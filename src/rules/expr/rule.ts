@@ -55,7 +55,8 @@ export function fixedRule(collection: string, op: Operation, rule: FixedRule | {
   else if (rule === "disabled") term = { k: "const", v: false };
   else if (rule === "authenticated") term = { k: "null", a: { k: "auth", key: "id" }, not: true };
   else term = { k: "cmp", op: "=", a: { k: "field", scope: 0, hops: [], name: "_owner_id", type: "text" }, b: { k: "auth", key: "id" } };
-  return { collection, op, term, names: [] };
+  const readsAuth = rule !== "public" && rule !== "disabled";
+  return { collection, op, term, names: [], ...(readsAuth ? { readsAuth: true as const } : {}) };
 }
 
 /**
@@ -64,7 +65,7 @@ export function fixedRule(collection: string, op: Operation, rule: FixedRule | {
  */
 export function checkRuleValue(catalog: RuleCatalog, col: Collection, op: Operation, rule: RuleValue): CheckedRule {
   if (!isExpressionRule(rule)) return fixedRule(col.name, op, rule as FixedRule | { role: string });
-  return checkExpression(catalog, col, op, parseRule(rule as string));
+  return checkExpression(catalog, col, op, parseRule(rule as string), (target) => ruleFor(catalog, target, "read"));
 }
 
 /** checkRuleValue answering 400 `invalid <op> rule: ...`: for the admin API and the CLI. */

@@ -1,0 +1,109 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { ADMIN_SECRET, registerUser } from "../helpers/app.ts";
+import { createLiveApp, followBare, syncStreams, type LiveApp } from "../helpers/sse.ts";
+
+// CONTRACT §12: a path through `one` relations reads its target only where the caller may read it; a hidden
+// target is null, as a missing or soft-deleted one. Rooms here are readable when open or by their owner; each
+// message collection's rule goes through its room.
+
+const C = "/api/v1/admin/collections";
+let t: LiveApp;
+let alice: { token: string; id: string };
+let bob: { token: string; id: string };
+const rooms: Record<string, string> = {};
+
+async function messages(name: string, rules: Record<string, unknown>): Promise<void> {
+  expect((await t.admin("POST", C, { name, fields: [{ name: "text", type: "text" }], rules: { create: "true" } })).status).toBe(201);
+  expect((await t.admin("POST", "/api/v1/admin/relations", { from_col: name, from_field: "room", to_col: "pt_rooms", type: "one" })).status).toBe(201);
+  expect((await t.admin("PUT", `${C}/${name}/rules`, { rules })).status).toBe(200);
+  // "none" points nowhere.
+  for (const room of ["closed", "open", "none"]) expect((await t.admin("POST", `/api/v1/${name}`, { text: room, ...(rooms[room] ? { room: rooms[room] } : {}) })).status).toBe(201);
+}
+
+const texts = (res: { body: { items: { text: string }[] } }) => res.body.items.map((r) => r.text).sort();
+
+beforeAll(async () => {
+  t = createLiveApp();
+  alice = await registerUser(t, "alice-paths@example.com");
+  bob = await registerUser(t, "bob-paths@example.com");
+  const fields = [{ name: "name", type: "text" }, { name: "owner", type: "text" }, { name: "open", type: "boolean" }];
+  expect((await t.admin("POST", C, { name: "pt_rooms", fields, rules: { read: "open = true || owner = @auth.id" } })).status).toBe(201);
+  rooms.closed = (await t.admin("POST", "/api/v1/pt_rooms", { name: "closed", owner: alice.id, open: false })).body._id;
+  rooms.open = (await t.admin("POST", "/api/v1/pt_rooms", { name: "open", owner: alice.id, open: true })).body._id;
+  await messages("pt_msgs", { read: "room.name != null" });
+  await messages("pt_nulls", { read: "room.name = null" });
+  await messages("pt_owned", { read: "room.owner = @auth.id" });
+  expect((await t.admin("POST", C, { name: "markers", rules: { read: "public" } })).status).toBe(201);
+}, 60_000);
+afterAll(() => t.stop());
+
+describe("a path's target that the caller may not read is null", () => {
+  test("lists, counts and gets: the owner reads through her closed room, others only through the open one", async () => {
+    for (const [who, token, seen] of [["alice", alice.token, ["closed", "open"]], ["bob", bob.token, ["open"]], ["anonymous", null, ["open"]]] as const) {
+      const list = await t.req("GET", "/api/v1/pt_msgs", { token });
+      expect({ who, status: list.status, texts: texts(list), total: list.body.total }).toEqual({ who, status: 200, texts: [...seen], total: seen.length });
+      expect((await t.req("GET", "/api/v1/pt_msgs/count", { token })).body).toEqual({ total: seen.length });
+      // `= null` holds where the target is hidden or missing.
+      const nulls = await t.req("GET", "/api/v1/pt_nulls", { token });
+      expect({ who, texts: texts(nulls) }).toEqual({ who, texts: ["closed", "open", "none"].filter((x) => !seen.includes(x as never)).sort() });
+    }
+    const closed = (await t.admin("GET", "/api/v1/pt_msgs?filter=text:eq:closed")).body.items[0]._id;
+    expect((await t.req("GET", `/api/v1/pt_msgs/${closed}`, { token: bob.token })).status).toBe(404);
+    expect((await t.req("GET", `/api/v1/pt_msgs/${closed}`, { token: alice.token })).status).toBe(200);
+    expect((await t.admin("GET", "/api/v1/pt_msgs")).body.total).toBe(3);
+  });
+
+  test("a rule on the caller's id through a target: the owner only, while the target stays hers to read", async () => {
+    expect(texts(await t.req("GET", "/api/v1/pt_owned", { token: alice.token }))).toEqual(["closed", "open"]);
+    expect(texts(await t.req("GET", "/api/v1/pt_owned", { token: bob.token }))).toEqual([]);
+  });
+
+  test("writes: an update rule through a hidden target refuses, through a readable one passes", async () => {
+    expect((await t.admin("POST", C, { name: "pt_posts", fields: [{ name: "text", type: "text" }], rules: { read: "true", create: "true" } })).status).toBe(201);
+    expect((await t.admin("POST", "/api/v1/admin/relations", { from_col: "pt_posts", from_field: "room", to_col: "pt_rooms", type: "one" })).status).toBe(201);
+    expect((await t.admin("PUT", `${C}/pt_posts/rules`, { rules: { update: "room.name != null" } })).status).toBe(200);
+    const inClosed = (await t.req("POST", "/api/v1/pt_posts", { token: alice.token, body: { text: "a", room: rooms.closed } })).body._id;
+    const inOpen = (await t.req("POST", "/api/v1/pt_posts", { token: alice.token, body: { text: "b", room: rooms.open } })).body._id;
+    // Bob may read the post but not its closed room: the room's name is null to his rule.
+    expect((await t.req("PATCH", `/api/v1/pt_posts/${inClosed}`, { token: bob.token, body: { text: "x" } })).status).toBe(403);
+    expect((await t.req("PATCH", `/api/v1/pt_posts/${inOpen}`, { token: bob.token, body: { text: "x" } })).status).toBe(200);
+    expect((await t.req("PATCH", `/api/v1/pt_posts/${inClosed}`, { token: alice.token, body: { text: "y" } })).status).toBe(200);
+  });
+
+  test("realtime: an event reaches the streams whose reader may read its room", async () => {
+    const streams = { alice: await followBare(t, ["pt_msgs", "pt_owned", "markers"], alice.token), bob: await followBare(t, ["pt_msgs", "pt_owned", "markers"], bob.token), admin: await followBare(t, ["pt_msgs", "markers"], ADMIN_SECRET) };
+    for (const room of ["closed", "open"]) {
+      expect((await t.admin("POST", "/api/v1/pt_msgs", { text: `live ${room}`, room: rooms[room] })).status).toBe(201);
+      expect((await t.admin("POST", "/api/v1/pt_owned", { text: `own ${room}`, room: rooms[room] })).status).toBe(201);
+    }
+    await syncStreams(t, Object.values(streams));
+    const seen = (s: (typeof streams)["bob"]) => s.changes().filter((e) => e.data.collection !== "markers").map((e) => e.data.record.text);
+    expect(seen(streams.alice)).toEqual(["live closed", "own closed", "live open", "own open"]);
+    expect(seen(streams.bob)).toEqual(["live open"]);
+    expect(seen(streams.admin)).toEqual(["live closed", "live open"]);
+  });
+
+  test("an anonymous caller refused through a target rule that reads @auth is told to sign in (401)", async () => {
+    expect((await t.admin("POST", C, { name: "pt_private", fields: [{ name: "name", type: "text" }], rules: { read: "owner" } })).status).toBe(201);
+    expect((await t.admin("POST", C, { name: "pt_notes", fields: [{ name: "text", type: "text" }], rules: { create: "true" } })).status).toBe(201);
+    expect((await t.admin("POST", "/api/v1/admin/relations", { from_col: "pt_notes", from_field: "box", to_col: "pt_private", type: "one" })).status).toBe(201);
+    expect((await t.admin("PUT", `${C}/pt_notes/rules`, { rules: { read: "box.name = 'x'" } })).status).toBe(200);
+    const box = (await t.req("POST", "/api/v1/pt_private", { token: alice.token, body: { name: "x" } })).body._id;
+    expect((await t.admin("POST", "/api/v1/pt_notes", { text: "n", box })).status).toBe(201);
+    expect(await t.req("GET", "/api/v1/pt_notes")).toMatchObject({ status: 401 });
+    expect(texts(await t.req("GET", "/api/v1/pt_notes", { token: bob.token }))).toEqual([]);
+    expect(texts(await t.req("GET", "/api/v1/pt_notes", { token: alice.token }))).toEqual(["n"]);
+  });
+
+  test("a rule that leads back into its own collection is decided, the path back counting as hidden", async () => {
+    const fields = [{ name: "text", type: "text" }, { name: "author", type: "text" }];
+    expect((await t.admin("POST", C, { name: "pt_comments", fields, rules: { create: "true" } })).status).toBe(201);
+    expect((await t.admin("POST", "/api/v1/admin/relations", { from_col: "pt_comments", from_field: "parent", to_col: "pt_comments", type: "one" })).status).toBe(201);
+    expect((await t.admin("PUT", `${C}/pt_comments/rules`, { rules: { read: "author = @auth.id || parent.author = @auth.id" } })).status).toBe(200);
+    const top = (await t.admin("POST", "/api/v1/pt_comments", { text: "top", author: alice.id })).body._id;
+    const reply = (await t.admin("POST", "/api/v1/pt_comments", { text: "reply", author: bob.id, parent: top })).body._id;
+    expect((await t.admin("POST", "/api/v1/pt_comments", { text: "deeper", author: bob.id, parent: reply })).status).toBe(201);
+    expect(texts(await t.req("GET", "/api/v1/pt_comments", { token: alice.token }))).toEqual(["reply", "top"]);
+    expect(texts(await t.req("GET", "/api/v1/pt_comments", { token: bob.token }))).toEqual(["deeper", "reply"]);
+  });
+});
