@@ -29,6 +29,13 @@ function integerCompare(column: string, op: CompareOp | "distinct", v: number, p
 /** The type an `element` condition's value is read as, for each kind. */
 const ELEMENT_CASTS: Record<ElementKind, string> = { text: "text", number: "double precision", boolean: "boolean" };
 
+/**
+ * A `listParam` as jsonb. jsonb refuses the escape `\u0000`, and text stores NUL as the engine's escape pair
+ * (postgres.ts encodeText: U+E000 U+E002; a U+E000 of the value's own is encoded by the driver already), so the
+ * escape becomes that pair: a value holding NUL compares as its stored form, where it was an error (400).
+ */
+const JSON_LIST = "CAST(replace(CAST(? AS text), '\\u0000', '\\ue000\\ue002') AS jsonb)";
+
 const spelling: Spelling = {
   distinct: "IS DISTINCT FROM",
   // ILIKE needs text: of a boolean the 1 or 0 SQLite stores (PostgreSQL's own text of it is true or false).
@@ -37,7 +44,7 @@ const spelling: Spelling = {
     const text = type === "text" ? column : type === "boolean" ? `CAST(CAST(${column} AS INTEGER) AS TEXT)` : `CAST(${column} AS TEXT)`;
     return `${text} ILIKE ? ESCAPE ''`;
   },
-  oneOf: "IN (SELECT jsonb_array_elements_text(CAST(CAST(? AS text) AS jsonb)))",
+  oneOf: `IN (SELECT jsonb_array_elements_text(${JSON_LIST}))`,
   // CASE, not AND: PostgreSQL may evaluate AND's terms in any order, and jsonb_array_elements refuses a scalar. jsonb
   // compares numbers by value, as SQLite does.
   element(array, value, kind, differs) {
@@ -159,7 +166,7 @@ export const postgresDialect: Dialect = {
   // Its lower case, compared by code point.
   escapedLike: (column) => `lower(${column}) COLLATE "C" LIKE ? ESCAPE '\\'`,
   inList: spelling.oneOf,
-  textRows: (alias) => `jsonb_array_elements_text(CAST(CAST(? AS text) AS jsonb)) AS ${alias}(value)`,
+  textRows: (alias) => `jsonb_array_elements_text(${JSON_LIST}) AS ${alias}(value)`,
   // An identity column of that name in the system tables listed this way (SQLite's implicit rowid).
   insertOrder: "rowid",
   skipLocked: " FOR UPDATE SKIP LOCKED",

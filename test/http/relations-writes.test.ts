@@ -69,3 +69,18 @@ describe("relations in bulk and batch writes", () => {
     expect((await t.admin("GET", `/api/v1/wauthors/${author}`)).status).toBe(200);
   });
 });
+
+describe("relation values holding characters the engines store differently", () => {
+  test("an id with NUL or U+E000 in it names no record: 422 relation on every write path, on both engines", async () => {
+    for (const odd of ["a\u0000b", "\u0000", "x\uE000y"]) {
+      const one = await t.admin("POST", "/api/v1/wposts", { author: odd });
+      expect({ odd, status: one.status, errors: one.body.errors }).toEqual({ odd, status: 422, errors: [{ field: "author", rule: "relation", message: `"author" must name an existing record of "wauthors".` }] });
+      const many = await t.admin("POST", "/api/v1/wposts", { tags: [tag, odd] });
+      expect({ odd, status: many.status, rule: many.body.errors?.[0]?.rule }).toEqual({ odd, status: 422, rule: "relation" });
+      const bulk = await t.admin("POST", "/api/v1/wposts/bulk", [{ author }, { author: odd }]);
+      expect({ odd, status: bulk.status, index: bulk.body.index }).toEqual({ odd, status: 422, index: 1 });
+    }
+    // The in-list still finds what is there.
+    expect((await t.admin("POST", "/api/v1/wposts", { author, tags: [tag] })).status).toBe(201);
+  });
+});
