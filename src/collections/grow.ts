@@ -5,6 +5,7 @@ import { addColumn } from "./ddl.ts";
 import { MAX_FIELDS, isValidFieldName, shapeOf, typeOfValue, type Collection, type FieldDef } from "../catalog/types.ts";
 import { ValidationError, type FieldError } from "../errors.ts";
 import { ftsAfterNewFields } from "../search/fts.ts";
+import { validateFieldRules } from "./validate.ts";
 
 /**
  * Schema growth: a record that sets a field the collection does not have yet adds it as a
@@ -24,11 +25,13 @@ const NO_FIELDS: readonly FieldDef[] = Object.freeze([]);
 /**
  * Checks field names and value types of a body against the collection (CONTRACT §2), and returns the
  * fields it names that the collection does not have yet (unknown fields with a non-null value: empty for
- * most writes). Throws 422 listing every problem. Call it with the collection as resolved in the write
- * transaction (the caller's handle), so that a change another process committed is neither missed nor
- * overwritten when the new fields are added (addFields).
+ * most writes). Throws 422 listing every problem: the field rules' failures (for a `mode` write) among the
+ * fields whose names and types pass, in `field_rules` order, then those of names and types (CONTRACT §4: all
+ * failures are listed). Call it with the collection as resolved in the write transaction (the caller's
+ * handle), so that a change another process committed is neither missed nor overwritten when the new fields
+ * are added (addFields).
  */
-export function newFieldsOf(col: Collection, data: Record<string, unknown>): readonly FieldDef[] {
+export function newFieldsOf(col: Collection, data: Record<string, unknown>, mode: "create" | "update"): readonly FieldDef[] {
   const errors: FieldError[] = [];
   const fresh: FieldDef[] = [];
   const shape = shapeOf(col, data);
@@ -73,8 +76,15 @@ export function newFieldsOf(col: Collection, data: Record<string, unknown>): rea
   }
   if (!errors.length && fresh.length && col.fields.length + fresh.length > MAX_FIELDS)
     errors.push({ field: fresh[0].name, rule: "fields", message: `a collection has at most ${MAX_FIELDS} fields.` });
-  if (errors.length) throw new ValidationError(errors);
+  if (errors.length) throw new ValidationError([...validateFieldRules(col, without(data, errors), mode), ...errors]);
   return fresh.length ? fresh : NO_FIELDS;
+}
+
+/** `data` without the fields that `errors` name. */
+function without(data: Record<string, unknown>, errors: readonly FieldError[]): Record<string, unknown> {
+  const rest = { ...data };
+  for (const e of errors) delete rest[e.field];
+  return rest;
 }
 
 /**

@@ -126,7 +126,7 @@ export function insertRecord(ctx: AppContext, h: CollectionHandle, body: Record<
   if (h.hooks.length || h.from.length) return insertLinked(ctx, h, body, p, pending);
   // Without hooks nothing changes the body's fields: they are not copied.
   const clean = userFieldsShared(body);
-  const fresh = newFieldsOf(h.col, clean);
+  const fresh = newFieldsOf(h.col, clean, "create");
   if (fresh.length) return addFields(ctx, h, fresh).then((grown) => insertPlainNow(ctx, grown, clean, p, pending));
   return insertPlainNow(ctx, h, clean, p, pending);
 }
@@ -186,7 +186,7 @@ export function insertPlainRun(
   try {
     for (; i < bodies.length; i++) {
       const clean = userFieldsShared(bodies[i]!);
-      const fresh = newFieldsOf(h.col, clean);
+      const fresh = newFieldsOf(h.col, clean, "create");
       if (fresh.length) return { next: i, fresh, clean };
       out.push(insertPlain(ctx, h, clean, p, pending));
     }
@@ -223,9 +223,18 @@ async function relationsOf(ctx: AppContext, h: CollectionHandle, clean: Record<s
   return h.from.length ? await prepareRelations(ctx, h, clean, p) : withoutRelations(clean);
 }
 
-/** `h` with the new fields of `stored` added, when it names any (inside the caller's write transaction). */
-async function grownFor(ctx: AppContext, h: CollectionHandle, stored: Record<string, unknown>): Promise<CollectionHandle> {
-  const fresh = newFieldsOf(h.col, stored);
+/**
+ * `h` with the new fields of the write's stored part added, when it names any (inside the caller's write
+ * transaction). A 422 for names or types lists the relations' failures too.
+ */
+async function grownFor(ctx: AppContext, h: CollectionHandle, relations: RelationWrite, mode: "create" | "update"): Promise<CollectionHandle> {
+  let fresh: readonly FieldDef[];
+  try {
+    fresh = newFieldsOf(h.col, relations.stored, mode);
+  } catch (err) {
+    if (err instanceof ValidationError && relations.errors.length) throw new ValidationError([...err.errors, ...relations.errors]);
+    throw err;
+  }
   return fresh.length ? await addFields(ctx, h, fresh) : h;
 }
 
@@ -237,7 +246,7 @@ async function insertLinked(ctx: AppContext, h: CollectionHandle, body: Record<s
   const owner = hooked ? ownerSetByHook(data) : undefined;
   const clean = hooked ? userFields(data) : data;
   const relations = await relationsOf(ctx, h, clean, p);
-  h = await grownFor(ctx, h, relations.stored);
+  h = await grownFor(ctx, h, relations, "create");
   const col = h.col;
   const row = newRow(ctx, col, clean, p, relations.errors, owner);
   const id = row.values[0] as string;
@@ -371,7 +380,7 @@ async function writeUpdate(
   let deltas: NumberDelta[] | undefined;
   if (hasOperators(clean)) ({ clean, deltas } = resolveOperators(h, clean, before));
   const relations = await relationsOf(ctx, h, clean, p);
-  h = await grownFor(ctx, h, relations.stored);
+  h = await grownFor(ctx, h, relations, "update");
   checkUpdate(h.col, clean, relations, forced, previous);
   const now = ctx.clock.now();
   try {

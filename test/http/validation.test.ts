@@ -125,6 +125,31 @@ describe("field rules on update", () => {
   });
 });
 
+describe("type and name failures with field rule failures", () => {
+  test("all are listed: the field rules' in field_rules order, then the types and names, on create, bulk and update", async () => {
+    expect((await create("posts", { title: "First", views: 1 })).status).toBe(201);
+    const typeOnly = { field: "views", rule: "type", message: '"views" must be a number.' };
+    const res = await create("posts", { views: "many", status: "gone", "bad name": 1 });
+    expect(res.status).toBe(422);
+    expect(res.body.errors).toEqual([
+      { field: "title", rule: "required", message: '"title" is required.' },
+      { field: "status", rule: "enum", message: '"status" must be one of: "draft", "published".' },
+      typeOnly,
+      { field: "bad name", rule: "name", message: '"bad name" is not a valid field name.' },
+    ]);
+    const bulk = await t.admin("POST", "/api/v1/posts/bulk", [{ title: "Fine" }, { title: "ab", views: "x" }]);
+    expect(bulk.status).toBe(422);
+    expect(bulk.body.errors.map((e: { rule: string; index: number }) => [e.rule, e.index])).toEqual([["min", 1], ["type", 1]]);
+    const id = (await create("posts", { title: "Hello" })).body._id;
+    const patch = await t.admin("PATCH", `/api/v1/posts/${id}`, { views: "x", title: "a", code: "lower" });
+    expect(patch.status).toBe(422);
+    expect(patch.body.errors.map((e: { rule: string }) => e.rule)).toEqual(["min", "regex", "type"]);
+    // A field whose type fails is not checked against its rules as well.
+    const typed = await t.admin("PATCH", `/api/v1/posts/${id}`, { title: 5 });
+    expect(typed.body.errors).toEqual([{ field: "title", rule: "type", message: '"title" must be a string.' }]);
+  });
+});
+
 describe("PUT …/rules validates field rules strictly", () => {
   const bad: [string, unknown][] = [
     ["an unknown key", [{ field: "a", minimum: 1 }]],
