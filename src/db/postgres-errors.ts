@@ -75,6 +75,11 @@ export function mapPostgresError(err: unknown): unknown {
     const field = e.column ?? e.constraint ?? "value";
     return new ValidationError([{ field, rule: "check", message: `"${field}" is not allowed.` }]);
   }
+  if (state === "42P01") {
+    // A collection's table dropped by a transaction that committed while this one wrote to it (its drop takes
+    // the table's lock only when it drops it): the collection is gone, as a request after the drop is told.
+    return new AppError(404, "not_found", "collection not found", {}, {}, { cause: err });
+  }
   if (state === "22021") {
     return new AppError(400, "bad_request", "a text value holds a NUL character (\\u0000), which cannot be stored", {}, {}, { cause: err });
   }

@@ -20,3 +20,17 @@ test("records written at once with the same new fields are all created, and the 
   const list = await t.admin("GET", "/api/v1/burst?sort=n&limit=10");
   expect(list.body.items.map((r: { n: number; label: string }) => [r.n, r.label])).toEqual(Array.from({ length: 8 }, (_, i) => [i, `r${i}`]));
 });
+
+test("records that add fields while their collection is dropped are created or 404, never a 500", async () => {
+  t = createTestApp();
+  for (let round = 0; round < 6; round++) {
+    const name = `dropping${round}`;
+    await createCollection(t, name);
+    expect((await t.admin("POST", `/api/v1/${name}`, { v: 1 })).status).toBe(201);
+    const writes = Array.from({ length: 10 }, (_, i) => t!.admin("POST", `/api/v1/${name}`, { [`z${i}`]: i }));
+    const drop = t.admin("DELETE", `/api/v1/admin/collections/${name}`);
+    const statuses = (await Promise.all(writes)).map((r) => r.status);
+    expect((await drop).status).toBe(200);
+    expect({ round, odd: statuses.filter((s) => s !== 201 && s !== 404) }).toEqual({ round, odd: [] });
+  }
+});
