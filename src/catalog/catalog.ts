@@ -260,11 +260,22 @@ export function pendingCheck(ctx: CatalogContext): Promise<void> | null {
   if (cat.checkedTurn === t && cat.checkedCommits === commitsInProcess) return cat.checking ?? null;
   cat.checkedTurn = t;
   cat.checkedCommits = commitsInProcess;
+  // An engine that answers at once (SQLite) makes the usual case, nothing moved, need no wait at all.
+  if (!cat.checking && ctx.db.changeMarksNow && unmoved(ctx)) return null;
   const checking = checkDataVersion(ctx).finally(() => {
     if (cat.checking === checking) cat.checking = undefined;
   });
   cat.checking = checking;
   return checking;
+}
+
+/** Whether the engine's marks, asked at once, say nothing moved since the catalog's check (an error: the asynchronous check tells). */
+function unmoved(ctx: CatalogContext): boolean {
+  try {
+    return ctx.db.changeMarksNow!().dataVersion === ctx.catalog.dataVersion;
+  } catch {
+    return false;
+  }
 }
 
 /** The hook files were loaded again: the next lookup reads the catalog again, so the handles it makes carry the new hooks. */

@@ -97,6 +97,8 @@ export interface Engine {
   exec(sql: string): Promise<void>;
   /** The catalog cache's cheap question "may another connection have committed?" (see ChangeMarks), asked once per turn. */
   changeMarks(): Promise<ChangeMarks>;
+  /** changeMarks answered at once, for engines that need no round trip for it (SQLite). Engines without it: changeMarks. */
+  changeMarksNow?(): ChangeMarks;
   /** The catalog's version, `_meta.schema_version` (0 before the first change). */
   schemaVersion(): Promise<number>;
   /**

@@ -392,7 +392,15 @@ export class SqliteEngine implements Engine {
    * is read on the writing connection without waiting for a transaction (see DATA_VERSION).
    */
   async changeMarks(): Promise<ChangeMarks> {
-    return { dataVersion: (await this.get<{ data_version: number }>(DATA_VERSION))!.data_version };
+    return this.changeMarksNow();
+  }
+
+  changeMarksNow(): ChangeMarks {
+    try {
+      return { dataVersion: this.getNow<{ data_version: number }>(DATA_VERSION, NO_PARAMS)!.data_version };
+    } catch (err) {
+      throw mapSqliteError(err);
+    }
   }
 
   async schemaVersion(): Promise<number> {

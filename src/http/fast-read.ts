@@ -1,6 +1,6 @@
 import { noteRequest } from "../catalog/catalog.ts";
 import type { AppContext } from "../context.ts";
-import { anonymousRecordAnswer } from "../records/read.ts";
+import { anonymousRecordAnswer, keptAnonymousAnswer } from "../records/read.ts";
 import type { RecordAnswer } from "../records/read-cache.ts";
 
 /** The CORS settings of the app (`@elysiajs/cors`), shared with the read path below that answers without it. */
@@ -55,6 +55,12 @@ export function fastRecordReads(ctx: AppContext, routes: () => { method: string;
   const exposeHeaders = cors.exposeHeaders.join(", ");
   const allowMethods = cors.methods.join(", ");
 
+  const respond = (record: RecordAnswer, origin: string | null): Response => {
+    // The Response copies the headers it is given; the ETag goes on its own copy (one copy, not two).
+    const res = new Response(record.body, { headers: origin ? headersFor(origin) : anyOrigin });
+    res.headers.set("etag", record.etag);
+    return res;
+  };
   const answer = async (fn: Handler, request: Request, collection: string, id: string, origin: string | null): Promise<unknown> => {
     let record: RecordAnswer;
     try {
@@ -62,10 +68,7 @@ export function fastRecordReads(ctx: AppContext, routes: () => { method: string;
     } catch {
       return fn(request);
     }
-    // The Response copies the headers it is given; the ETag goes on its own copy (one copy, not two).
-    const res = new Response(record.body, { headers: origin ? headersFor(origin) : anyOrigin });
-    res.headers.set("etag", record.etag);
-    return res;
+    return respond(record, origin);
   };
   // As `@elysiajs/cors` sets them for any origin (its defaults first, then its request hook's), then the type
   // Response.json gives. Built once: a Response copies the Headers it is given (cheaper than from an object).
@@ -98,7 +101,9 @@ export function fastRecordReads(ctx: AppContext, routes: () => { method: string;
     if (h.get("if-none-match") !== null) return fn(request);
     if (!firsts) learnRoutes();
     if (firsts!.has(collection) || seconds!.has(id)) return fn(request);
-    return answer(fn, request, collection, id, h.get("origin"));
+    // A kept answer goes out in this turn, without a promise; the rest is read first.
+    const kept = keptAnonymousAnswer(ctx, collection, id);
+    return kept ? respond(kept, h.get("origin")) : answer(fn, request, collection, id, h.get("origin"));
   };
 
   return (fn) => {

@@ -169,14 +169,21 @@ function dropRecords(cache: ReadCache, name: string): void {
  * with the collection's other kept reads (any committed change of one of its records, any schema change,
  * another process's commit). `read` throws where the record is not answered (missing, soft-deleted).
  */
+/** The answer rememberedRecord keeps for a record, when it holds one as of the catalog's data version; else undefined. */
+export function keptRecord(ctx: AppContext, collection: string, id: string): RecordAnswer | undefined {
+  if (ctx.db.inTransaction()) return undefined;
+  const hit = readCache(ctx).records.get(collection.toLowerCase())?.get(id);
+  return hit && hit.dataVersion === ctx.catalog.dataVersion ? hit : undefined;
+}
+
 export async function rememberedRecord(ctx: AppContext, collection: string, id: string, read: () => Promise<RecordAnswer>): Promise<RecordAnswer> {
   if (ctx.db.inTransaction()) return await read();
   const cache = readCache(ctx);
   const name = collection.toLowerCase();
   const dataVersion = ctx.catalog.dataVersion;
   const generation = cache.generation;
-  const hit = cache.records.get(name)?.get(id);
-  if (hit && hit.dataVersion === dataVersion) return hit;
+  const hit = keptRecord(ctx, collection, id);
+  if (hit) return hit;
   const answer = await read();
   // As in `remembered`: a commit while the read ran leaves it unkept.
   if (cache.generation !== generation || answer.body.length > MAX_RECORD_TEXT) return answer;

@@ -1,13 +1,13 @@
 import { ANONYMOUS, type Principal } from "../principal.ts";
 import type { AppContext } from "../context.ts";
-import { openCollection } from "../catalog/catalog.ts";
+import { lastKnownHandle, openCollection, pendingCheck } from "../catalog/catalog.ts";
 import { attachRelationFields, expandRecords, parseExpand } from "../relations/expand.ts";
 import { badRequest } from "../errors.ts";
 import { fetchRecord, type RecordJson } from "../query/rows.ts";
 import { accessOf, checkAccess, recordNotFound } from "../rules/access.ts";
 import { prepareRules } from "../rules/scope.ts";
 import { accessPasses } from "./access.ts";
-import { rememberedRecord, type RecordAnswer } from "./read-cache.ts";
+import { keptRecord, rememberedRecord, type RecordAnswer } from "./read-cache.ts";
 import { etagOf } from "./version.ts";
 
 /** `GET /:collection/:id`: 404 for a missing, soft-deleted (unless asked for) or hidden record. */
@@ -41,6 +41,17 @@ export async function getRecord(
  * answer is the same for everyone, and is kept between reads of the unchanged collection (rememberedRecord).
  * Throws where getRecord does.
  */
+/**
+ * anonymousRecordAnswer without waiting, where it would answer a kept read: the catalog needs no check now and
+ * holds the collection, `public` to read, and the record's answer is kept. Else undefined (ask the other).
+ */
+export function keptAnonymousAnswer(ctx: AppContext, name: string, id: string): RecordAnswer | undefined {
+  if (pendingCheck(ctx)) return undefined;
+  const h = lastKnownHandle(ctx, name);
+  if (!h || h.col.rules.read !== "public" || h.from.length) return undefined;
+  return keptRecord(ctx, h.col.name, id);
+}
+
 export async function anonymousRecordAnswer(ctx: AppContext, name: string, id: string): Promise<RecordAnswer> {
   const h = await openCollection(ctx, name);
   const read = async (): Promise<RecordAnswer> => {
