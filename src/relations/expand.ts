@@ -131,12 +131,19 @@ export async function expandRecords(ctx: AppContext, h: CollectionHandle, record
       out.forEach((o) => (o[rel.from_field] = empty));
       continue;
     }
+    // The embedded records, each as a read of its own collection returns it (its relation fields too).
+    const embedded: RecordJson[] = [];
+    const decode = (row: Record<string, unknown>) => {
+      const rec = decodeRow(target, row);
+      embedded.push(rec);
+      return rec;
+    };
     if (rel.type === "one") {
       const ids = [...new Set(records.map((r) => r[rel.from_field]).filter((v): v is string => typeof v === "string"))];
       const byId = new Map<string, RecordJson>();
       if (ids.length) {
         const rows = await rowsWithIds(ctx, target, ids, filter);
-        for (const r of rows) byId.set(r._id as string, decodeRow(target, r));
+        for (const r of rows) byId.set(r._id as string, decode(r));
       }
       records.forEach((r, i) => (out[i][rel.from_field] = byId.get(r[rel.from_field] as string) ?? null));
     } else if (rel.type === "many") {
@@ -145,14 +152,16 @@ export async function expandRecords(ctx: AppContext, h: CollectionHandle, record
         continue;
       }
       const byFrom = groupBy(await manyRows(ctx, rel, target, records, filter, true), "__rel_from");
-      records.forEach((r, i) => (out[i][rel.from_field] = (byFrom.get(r._id as string) ?? []).map((t) => decodeRow(target, t))));
+      records.forEach((r, i) => (out[i][rel.from_field] = (byFrom.get(r._id as string) ?? []).map(decode)));
     } else {
       const tf = readFilter(target, p, "t.")!;
       // The first MAX_MANY_PER_RECORD readable linked records of each record, in link order.
       const rows = await linkedRows(ctx, junctionTable(rel), target, idsOf(records), tf, MAX_MANY_PER_RECORD);
       const byFrom = groupBy(rows, "__rel_from");
-      records.forEach((r, i) => (out[i][rel.from_field] = (byFrom.get(r._id as string) ?? []).map((t) => decodeRow(target, t))));
+      records.forEach((r, i) => (out[i][rel.from_field] = (byFrom.get(r._id as string) ?? []).map(decode)));
     }
+    const th = h.catalog.handle(target.name);
+    if (th?.from.length && embedded.length) await attachRelationFields(ctx, th, embedded, p);
   }
   checkExpandedSize(out);
   records.forEach((r, i) => (r._expand = out[i]));

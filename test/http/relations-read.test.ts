@@ -181,6 +181,22 @@ describe("expand", () => {
     expect(res.body._expand.tags.map((x: any) => x.label)).toEqual(["a", "b"]);
   });
 
+  test("an expanded record is the record as a read of its own collection returns it, its relation fields too", async () => {
+    await t.admin("POST", "/api/v1/admin/collections", { name: "shelves" });
+    await t.admin("POST", "/api/v1/admin/collections", { name: "books" });
+    await rel({ from_col: "books", from_field: "shelf", to_col: "shelves", type: "one" });
+    await rel({ from_col: "shelves", from_field: "books", to_col: "books", type: "many", to_field: "shelf" });
+    await rel({ from_col: "shelves", from_field: "labels", to_col: "tags", type: "many_via" });
+    const shelf = await create("shelves", { name: "top", labels: [tagB, tagA] });
+    const book = await create("books", { title: "b", shelf });
+    const direct = (await t.admin("GET", `/api/v1/shelves/${shelf}`)).body;
+    expect(direct).toMatchObject({ books: [book], labels: [tagB, tagA] });
+    const viaGet = await t.admin("GET", `/api/v1/books/${book}?expand=shelf`);
+    expect(viaGet.body._expand.shelf).toEqual(direct);
+    const viaList = await t.admin("GET", `/api/v1/books?expand=shelf&filter=_id:eq:${book}`);
+    expect(viaList.body.items[0]._expand.shelf).toEqual(direct);
+  });
+
   test("without expand there is no _expand key", async () => {
     const post = await create("posts", { title: "n", author: ann });
     expect((await t.admin("GET", `/api/v1/posts/${post}`)).body._expand).toBeUndefined();
