@@ -1,5 +1,5 @@
 import { InvalidArgumentError, type Command } from "commander";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { loadConfig, type Config } from "../src/config.ts";
 import { closeContext, openContext } from "../src/app-context.ts";
 import { type AppContext } from "../src/context.ts";
@@ -32,7 +32,10 @@ export function globalsOf(cmd: Command): GlobalOptions {
 export async function withContext<T>(cmd: Command, fn: (ctx: AppContext) => T | Promise<T>): Promise<T> {
   const { data, database, storage } = globalsOf(cmd);
   const config = loadConfig({ data, database, storage });
-  if (config.database.engine === "sqlite" && !existsSync(config.dataDir)) throw new AppError(404, "not_found", `no baas data directory at ${config.dataDir}`);
+  if (config.database.engine === "sqlite") {
+    if (!existsSync(config.dataDir)) throw new AppError(404, "not_found", `no baas data directory at ${config.dataDir}`);
+    if (!statSync(config.dataDir).isDirectory()) throw new AppError(400, "bad_request", `${config.dataDir} is not a directory (--data names the data directory)`);
+  }
   const ctx = await openContext(config).catch((err) => {
     throw unreachable(config, err);
   });

@@ -91,7 +91,14 @@ Examples:
     .option("--page <n>", "page number, from 1")
     .addHelpText("after", "\nExample:\n  $ baas users list --search @example.com --json   # { items: [user, ...], total }")
     .action(async (opts: { search?: string; limit?: string; page?: string }, cmd: Command) => {
-      const res = await withContext(cmd, (ctx) => listUsers(ctx, listQuery.parse(opts)));
+      let query: ReturnType<typeof listQuery.parse>;
+      try {
+        query = listQuery.parse(opts);
+      } catch (err) {
+        // A bad --limit or --page is the command line's mistake: exit 2, as other bad option values.
+        throw new UsageError(err instanceof Error ? err.message : String(err));
+      }
+      const res = await withContext(cmd, (ctx) => listUsers(ctx, query));
       output(cmd, res, () => {
         const rows = table(
           ["ID", "EMAIL", "VERIFIED", "ROLES", "CREATED"],

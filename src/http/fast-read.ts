@@ -8,7 +8,7 @@ export function corsOptions(origins: string[] | "*") {
   return {
     origin: origins === "*" ? true : origins,
     methods: ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"],
-    allowedHeaders: ["Content-Type", "Authorization", "X-Admin-Token", "X-API-Key", "X-Request-Id", "If-Match", "If-None-Match"],
+    allowedHeaders: ["Content-Type", "Authorization", "X-Admin-Token", "X-API-Key", "X-Request-Id", "If-Match", "If-None-Match", "Idempotency-Key", "Last-Event-ID"],
     exposeHeaders: ["Retry-After", "WWW-Authenticate", "X-Request-Id", "ETag"],
     credentials: origins !== "*",
     maxAge: 600,

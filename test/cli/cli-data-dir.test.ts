@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { existsSync, mkdirSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { buildBinary, runCli, tempDataDir } from "../helpers/cli.ts";
 import { onPostgres } from "../helpers/engine.ts";
@@ -48,12 +48,33 @@ describe("a missing data directory", () => {
     expect(existsSync(missing)).toBe(false);
   });
 
+  test.skipIf(onPostgres)("a --data that names a file is refused as not a directory (exit 1), the file untouched", async () => {
+    const file = join(root, "a-file");
+    writeFileSync(file, "x");
+    const r = await runCli(bin, ["--data", file, "collections", "list", "--json"]);
+    expect(r.code).toBe(1);
+    expect(JSON.parse(r.stderr)).toEqual({ error: `${file} is not a directory (--data names the data directory)`, code: "bad_request" });
+    expect(readFileSync(file, "utf8")).toBe("x");
+  });
+
   test("an existing directory without a database is one: the command creates the database in it", async () => {
     const dir = join(root, "fresh");
     mkdirSync(dir);
     const r = await runCli(bin, ["--data", dir, "collections", "list", "--json"]);
     expect(r.code).toBe(0);
     expect(r.json()).toEqual({ items: [] });
+  });
+});
+
+describe("bad option values", () => {
+  test("users list: a --limit or --page outside its range exits 2 (usage), with --json as { error, code: usage }", async () => {
+    const dir = join(root, "opts");
+    mkdirSync(dir);
+    for (const [flag, value, error] of [["--page", "abc", "page must be an integer between 1 and 1000000"], ["--limit", "0", "limit must be an integer between 1 and 500"], ["--limit", "501", "limit must be an integer between 1 and 500"]]) {
+      const r = await runCli(bin, ["--data", dir, "users", "list", flag!, value!, "--json"]);
+      expect({ flag, value, code: r.code, stdout: r.stdout, err: JSON.parse(r.stderr) }).toEqual({ flag, value, code: 2, stdout: "", err: { error, code: "usage" } });
+    }
+    expect((await runCli(bin, ["--data", dir, "users", "list", "--limit", "5", "--json"])).code).toBe(0);
   });
 });
 

@@ -9,7 +9,7 @@ afterEach(async () => {
   for (const a of apps.splice(0)) await a.close();
 });
 
-const ALLOW_HEADERS = "Content-Type, Authorization, X-Admin-Token, X-API-Key, X-Request-Id, If-Match, If-None-Match";
+const ALLOW_HEADERS = "Content-Type, Authorization, X-Admin-Token, X-API-Key, X-Request-Id, If-Match, If-None-Match, Idempotency-Key, Last-Event-ID";
 const EXPOSE = "Retry-After, WWW-Authenticate, X-Request-Id, ETag";
 const METHODS = "GET, POST, PUT, PATCH, DELETE, OPTIONS";
 
