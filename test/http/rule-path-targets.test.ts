@@ -21,6 +21,7 @@ async function messages(name: string, rules: Record<string, unknown>): Promise<v
 }
 
 const texts = (res: { body: { items: { text: string }[] } }) => res.body.items.map((r) => r.text).sort();
+const texts2 = (res: { body: { items: { title: string }[] } }) => res.body.items.map((r) => r.title).sort();
 
 beforeAll(async () => {
   t = createLiveApp();
@@ -105,5 +106,56 @@ describe("a path's target that the caller may not read is null", () => {
     expect((await t.admin("POST", "/api/v1/pt_comments", { text: "deeper", author: bob.id, parent: reply })).status).toBe(201);
     expect(texts(await t.req("GET", "/api/v1/pt_comments", { token: alice.token }))).toEqual(["reply", "top"]);
     expect(texts(await t.req("GET", "/api/v1/pt_comments", { token: bob.token }))).toEqual(["deeper", "reply"]);
+  });
+
+  describe("rules whose targets' rules lead back to them", () => {
+    // ca reads through cb and cc, cb through ca; only cc reads the caller (Alice alone may read it).
+    beforeAll(async () => {
+      for (const name of ["pt_ca", "pt_cb", "pt_cc"]) expect((await t.admin("POST", C, { name, fields: [{ name: "title", type: "text" }], rules: { create: "true" } })).status).toBe(201);
+      for (const [from, field, to] of [["pt_ca", "b", "pt_cb"], ["pt_ca", "c", "pt_cc"], ["pt_cb", "a", "pt_ca"]])
+        expect((await t.admin("POST", "/api/v1/admin/relations", { from_col: from, from_field: field, to_col: to, type: "one" })).status).toBe(201);
+      expect((await t.admin("PUT", `${C}/pt_cc/rules`, { rules: { read: "@auth.email = 'alice-paths@example.com'" } })).status).toBe(200);
+      expect((await t.admin("PUT", `${C}/pt_cb/rules`, { rules: { read: "a.title != null" } })).status).toBe(200);
+      expect((await t.admin("PUT", `${C}/pt_ca/rules`, { rules: { read: "b.title != null || c.title != null" } })).status).toBe(200);
+    });
+
+    test("an anonymous caller refused through any of them is told to sign in, whichever was asked first", async () => {
+      for (const path of ["/api/v1/pt_ca", "/api/v1/pt_cb", "/api/v1/pt_cc"]) expect({ path, status: (await t.req("GET", path)).status }).toEqual({ path, status: 401 });
+    });
+
+    test("realtime: an event of each reaches the reader whose access goes through the caller-reading rule, and the admin", async () => {
+      const c1 = (await t.admin("POST", "/api/v1/pt_cc", { title: "c1" })).body._id;
+      const alice2 = await followBare(t, ["pt_ca", "pt_cb", "markers"], alice.token);
+      const bob2 = await followBare(t, ["pt_ca", "pt_cb", "markers"], bob.token);
+      const admin2 = await followBare(t, ["pt_ca", "pt_cb", "markers"], ADMIN_SECRET);
+      const a2 = (await t.admin("POST", "/api/v1/pt_ca", { title: "a2", c: c1 })).body._id;
+      expect((await t.admin("POST", "/api/v1/pt_cb", { title: "b2", a: a2 })).status).toBe(201);
+      await syncStreams(t, [alice2, bob2, admin2]);
+      const seen = (s: typeof alice2) => s.changes().filter((e) => e.data.collection !== "markers").map((e) => e.data.record.title);
+      expect(seen(alice2)).toEqual(["a2", "b2"]);
+      expect(seen(bob2)).toEqual([]);
+      expect(seen(admin2)).toEqual(["a2", "b2"]);
+      expect(texts2(await t.req("GET", "/api/v1/pt_cb", { token: alice.token }))).toEqual(["b2"]);
+    });
+  });
+
+  test("a rule that would read more than 16 target rules holds for no record, where a path read as null could grant", async () => {
+    const fields = [{ name: "name", type: "text" }, { name: "open", type: "boolean" }, { name: "banned", type: "boolean" }];
+    expect((await t.admin("POST", C, { name: "pt_caprooms", fields, rules: { read: "open = true" } })).status).toBe(201);
+    expect((await t.admin("POST", C, { name: "pt_capmsgs", fields: [{ name: "text", type: "text" }], rules: { create: "true" } })).status).toBe(201);
+    expect((await t.admin("POST", "/api/v1/admin/relations", { from_col: "pt_capmsgs", from_field: "room", to_col: "pt_caprooms", type: "one" })).status).toBe(201);
+    for (const [text, open, banned] of [["closed", false, false], ["open", true, false], ["banned", true, true]] as const) {
+      const room = (await t.admin("POST", "/api/v1/pt_caprooms", { name: "a", open, banned })).body._id;
+      expect((await t.admin("POST", "/api/v1/pt_capmsgs", { text, room })).status).toBe(201);
+    }
+    const names = (n: number) => Array.from({ length: n }, (_, i) => `room.name = '${String.fromCharCode(97 + i)}'`).join(" || ");
+    // 15 names and the ban: 16 paths, each through the rooms' read rule.
+    expect((await t.admin("PUT", `${C}/pt_capmsgs/rules`, { rules: { read: `(${names(15)}) && room.banned != true` } })).status).toBe(200);
+    expect(texts(await t.req("GET", "/api/v1/pt_capmsgs", { token: bob.token }))).toEqual(["open"]);
+    // One more path: refused for everyone but admins rather than read with a target as null (`!= true` would pass).
+    expect((await t.admin("PUT", `${C}/pt_capmsgs/rules`, { rules: { read: `(${names(16)}) && room.banned != true` } })).status).toBe(200);
+    expect((await t.req("GET", "/api/v1/pt_capmsgs", { token: bob.token })).status).toBe(403);
+    expect((await t.req("GET", "/api/v1/pt_capmsgs")).status).toBe(403);
+    expect((await t.admin("GET", "/api/v1/pt_capmsgs")).body.total).toBe(3);
   });
 });

@@ -9,8 +9,9 @@ import { fold, likePattern, type Kernel } from "./values.ts";
 // the outer query (compileRule) or, for a record in memory, known values too (decideRule): one compiler, so the
 // database and memory answer alike. Relation paths and `@exists` become correlated EXISTS over active rows; a
 // path's target must also be one the caller may read (its collection's read rule, compiled into the EXISTS): a
-// hidden target is null, as a missing one. A target rule that leads back into a collection whose read rule is
-// being compiled already, or past MAX_TARGET_RULES of them in one rule, counts as hidden (fail closed).
+// hidden target is null, as a missing one. A path in a target rule that leads back into a collection whose read
+// rule is being compiled already reads its target as hidden; a rule that would compile more than
+// MAX_TARGET_RULES target rules holds for no record (fail closed).
 //
 // The condition is TRUE exactly where the rule holds, and FALSE or NULL elsewhere: in a WHERE (or a CASE) NULL
 // counts as FALSE, and a rule's AND and OR never negate, so SQL's unknown never leaks. `!` is pushed down to the
@@ -40,7 +41,8 @@ export interface RuleEnv {
  */
 export function compileRule(rule: CheckedRule, env: RuleEnv, opts: { table?: string; negate?: boolean } = {}): Cond {
   const table = opts.table ?? q(rule.collection);
-  return new Compiler(env, { q: table }).term(rule.term, opts.negate ?? false);
+  const negate = opts.negate ?? false;
+  return new Compiler(env, { q: table }).whole(rule.term, negate);
 }
 
 /**
@@ -49,7 +51,7 @@ export function compileRule(rule: CheckedRule, env: RuleEnv, opts: { table?: str
  * (see settle.ts).
  */
 export function decideRule(rule: CheckedRule, record: Readonly<Record<string, unknown>>, env: RuleEnv): boolean | Cond {
-  const c = new Compiler(env, { record }).term(rule.term, false);
+  const c = new Compiler(env, { record }).whole(rule.term, false);
   return c.k === "true" ? true : c.k === "false" ? false : c;
 }
 
@@ -60,12 +62,7 @@ export function decideRule(rule: CheckedRule, record: Readonly<Record<string, un
  */
 export function readsOnlyAuthId(rule: CheckedRule): boolean {
   let only = onlyAuthId.get(rule);
-  if (only === undefined) {
-    // A path back to this rule is hidden (compiled as false): it reads nothing.
-    onlyAuthId.set(rule, true);
-    only = termReadsOnlyId(rule.term) && targetRules(rule.term).every(readsOnlyAuthId);
-    onlyAuthId.set(rule, only);
-  }
+  if (only === undefined) onlyAuthId.set(rule, (only = reachedRules(rule).every((r) => termReadsOnlyId(r.term))));
   return only;
 }
 
@@ -77,15 +74,28 @@ const onlyAuthId = new WeakMap<CheckedRule, boolean>();
  */
 export function readsAuth(rule: CheckedRule): boolean {
   let reads = authReaders.get(rule);
-  if (reads === undefined) {
-    authReaders.set(rule, false);
-    reads = !!rule.readsAuth || targetRules(rule.term).some(readsAuth);
-    authReaders.set(rule, reads);
-  }
+  if (reads === undefined) authReaders.set(rule, (reads = reachedRules(rule).some((r) => !!r.readsAuth)));
   return reads;
 }
 
 const authReaders = new WeakMap<CheckedRule, boolean>();
+
+/**
+ * The rule and every target read rule its paths reach, through the target rules' own paths, each once. More
+ * than a compilation may use (it cuts a path back into a collection whose rule it is compiling): what is asked
+ * of them holds for all that a compilation can read.
+ */
+function reachedRules(rule: CheckedRule): CheckedRule[] {
+  const seen = new Set<CheckedRule>([rule]);
+  const out = [rule];
+  for (let i = 0; i < out.length; i++)
+    for (const r of targetRules(out[i]!.term))
+      if (!seen.has(r)) {
+        seen.add(r);
+        out.push(r);
+      }
+  return out;
+}
 
 /** The read rules of the targets of a term's relation paths. */
 function targetRules(t: Term, out: CheckedRule[] = []): CheckedRule[] {
@@ -142,12 +152,12 @@ const operandFits = (o: Operand) => o.k !== "meta" && (o.k !== "auth" || o.key =
  * rule may read nothing else of the caller, and is read with no request body).
  */
 export function compileRuleForUsers(rule: CheckedRule, now: number, id: Column, opts: { table?: string } = {}): Cond {
-  return new Compiler({ auth: null, now }, { q: opts.table ?? q(rule.collection) }, id).term(rule.term, false);
+  return new Compiler({ auth: null, now }, { q: opts.table ?? q(rule.collection) }, id).whole(rule.term, false);
 }
 
 /** decideRule for every signed-in caller at once, `@auth.id` being the text column `id` (see compileRuleForUsers). */
 export function decideRuleForUsers(rule: CheckedRule, record: Readonly<Record<string, unknown>>, now: number, id: Column): boolean | Cond {
-  const c = new Compiler({ auth: null, now }, { record }, id).term(rule.term, false);
+  const c = new Compiler({ auth: null, now }, { record }, id).whole(rule.term, false);
   return c.k === "true" ? true : c.k === "false" ? false : c;
 }
 
@@ -311,12 +321,21 @@ class Compiler {
     return { k: "links", junction: o.junction, holder: col(place.q, "_id", "text"), wraps };
   }
 
+  /** The whole rule's condition (`negate`: where it does not hold); a rule past MAX_TARGET_RULES holds nowhere. */
+  whole(t: Term, negate: boolean): Cond {
+    const c = this.term(t, negate);
+    // IMPORTANT: fail closed for the whole rule: a path read as null under a negation could grant.
+    if (this.targetRules > MAX_TARGET_RULES) return negate ? TRUE : FALSE;
+    return c;
+  }
+
   /** The condition that the caller may read the row `alias` of a hop's target: its collection's read rule over it. */
   private readable(hop: Hop, alias: string): Cond {
     const rule = hop.read();
     if (rule.term.k === "const") return rule.term.v ? TRUE : FALSE;
     const key = hop.to.toLowerCase();
-    if (this.targets.has(key) || ++this.targetRules > MAX_TARGET_RULES) return FALSE;
+    if (this.targets.has(key)) return FALSE;
+    if (++this.targetRules > MAX_TARGET_RULES) return FALSE;
     const places = this.places;
     this.targets.add(key);
     this.places = [{ q: alias }];
