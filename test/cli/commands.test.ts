@@ -455,7 +455,8 @@ describe("users", () => {
     expect(all.json().items.map((u: { email: string }) => u.email)).toEqual(["bob@example.com", "ada@example.com"]);
     const some = (await cli(["users", "list", "--search", "ADA", "--json"])).json();
     expect(some).toEqual({ items: [expect.objectContaining({ email: "ada@example.com" })], total: 1 });
-    expect((await cli(["users", "list", "--limit", "0"])).code).toBe(1);
+    // A bad option value is the command line's mistake (exit 2).
+    expect((await cli(["users", "list", "--limit", "0"])).code).toBe(2);
   });
 
   test("show finds a user by email or by id; an unknown one exits 1", async () => {
