@@ -1,12 +1,16 @@
 /**
- * An example lifecycle hook file for baas. Copy it into HOOKS_DIR (default `<data>/hooks`),
- * rename it after its collection, and restart the server: hook files are loaded at start.
+ * An example lifecycle hook file for baas. Copy it into HOOKS_DIR (default `<data>/hooks`) and
+ * name it after its collection: a running `baas serve` loads it within a second (and again
+ * whenever it changes; `POST /admin/hooks/reload` does the same). A file that fails to load
+ * keeps the version before it and the server logs why.
  *
- * Every handler is synchronous and runs inside the operation's transaction, for single,
- * bulk and batch operations alike. Throwing rolls the whole operation back: the client gets
- * 400 `hook_rejected` with the message (or the thrown object's `status`); in a batch, 400
+ * Handlers may be synchronous or async and run inside the operation's transaction, for single,
+ * bulk and batch operations alike; `e.tx` reads and writes other records in that transaction
+ * (see docs/API.md, "Lifecycle hooks"). Throwing rolls the whole operation back: the client
+ * gets 400 `hook_rejected` with the message (or the thrown object's `status`); in a batch, 400
  * `batch_failed` naming the operation. Files whose names start with `_` are not loaded as
- * hooks, so shared helpers can live next to the hooks that import them.
+ * hooks, so shared helpers can live next to the hooks that import them. `baas types --hooks`
+ * writes the exact types of the events of your collections.
  */
 
 interface HookEvent {

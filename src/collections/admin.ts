@@ -27,7 +27,7 @@ export async function createCollection(ctx: AppContext, input: { name: string; r
   if (!name) throw badRequest("name is required");
   if (!isValidCollectionName(name))
     throw badRequest(
-      `invalid collection name "${String(name).slice(0, 80)}": use a letter then letters, digits or _ (at most 64), not auth, admin, health, realtime, openapi, sqlite_* or pg_*`,
+      `invalid collection name "${String(name).slice(0, 80)}": use a letter then letters, digits or _ (at most 64), not auth, admin, health, ready, realtime, openapi, fn, sqlite_* or pg_*`,
     );
   const merged = mergeRules(DEFAULT_RULES, rules ?? undefined);
   const fieldRules = field_rules === undefined ? [] : parseFieldRules(field_rules);
