@@ -81,6 +81,14 @@ describe("POST /admin/collections", () => {
     expect(res.body.code).toBe("bad_request");
   });
 
+  test("the refusal of a reserved name names every reserved name", async () => {
+    for (const name of ["fn", "ready", "openapi"]) {
+      const res = await t.admin("POST", C, { name });
+      expect(res.status).toBe(400);
+      expect(res.body.error).toBe(`invalid collection name "${name}": use a letter then letters, digits or _ (at most 64), not auth, admin, health, ready, realtime, openapi, fn, sqlite_* or pg_*`);
+    }
+  });
+
   test("a name of 64 characters is accepted", async () => {
     expect((await t.admin("POST", C, { name: "a".repeat(64) })).status).toBe(201);
   });
