@@ -43,7 +43,8 @@ export function showCollection(c: CollectionJson): string {
 
 const RULE_HELP = `
 Rules: public, authenticated, owner, disabled, role:<name>, or an expression such as
-  "status = 'published' || _owner_id = @auth.id" (see the Rules chapter of docs/API.md).
+  "status = 'published' || _owner_id = @auth.id" (see the Rules chapter of docs/API.md); the fields an
+  expression names must exist (\`baas fields add posts status text\`, or a record that sets them).
 Defaults: read=public create=authenticated update=owner delete=owner.`;
 
 /** `baas collections …` and `baas stats`: the same service functions as /admin/collections. */
