@@ -22,6 +22,14 @@ interface HookEvent {
   record: Record<string, unknown> | null;
   previous: Record<string, unknown> | null;
   auth: { kind: "anonymous" | "admin" | "user"; id: string | null; roles: string[] };
+  /** Reads and writes in the same transaction, with admin rights (docs/API.md, "`tx`"). */
+  tx: {
+    get(collection: string, id: string): Promise<Record<string, unknown> | null>;
+    list(collection: string, opts?: { filter?: string | string[]; sort?: string | string[]; limit?: number; after?: string }): Promise<Record<string, unknown>[]>;
+    create(collection: string, data: Record<string, unknown>): Promise<Record<string, unknown>>;
+    update(collection: string, id: string, data: Record<string, unknown>): Promise<Record<string, unknown>>;
+    delete(collection: string, id: string, opts?: { hard?: boolean }): Promise<Record<string, unknown>>;
+  };
 }
 
 const slugify = (s: string): string =>
