@@ -162,6 +162,17 @@ function dropRecords(cache: ReadCache, name: string): void {
   cache.records.delete(name);
 }
 
+/** The answer rememberedRecord keeps for a record, when it holds one as of the catalog's data version; else undefined. */
+export function keptRecord(ctx: AppContext, collection: string, id: string): RecordAnswer | undefined {
+  return ctx.db.inTransaction() ? undefined : keptNow(ctx, readCache(ctx), collection.toLowerCase(), id);
+}
+
+/** keptRecord outside a transaction (the caller knows), for the lower-cased collection name. */
+function keptNow(ctx: AppContext, cache: ReadCache, name: string, id: string): KeptRecord | undefined {
+  const hit = cache.records.get(name)?.get(id);
+  return hit && hit.dataVersion === ctx.catalog.dataVersion ? hit : undefined;
+}
+
 /**
  * A single record's answer that is the same for every requester (a collection whose read rule is `public`,
  * with no field read from another table), read by `read` or kept from the last time on the collection
@@ -169,20 +180,13 @@ function dropRecords(cache: ReadCache, name: string): void {
  * with the collection's other kept reads (any committed change of one of its records, any schema change,
  * another process's commit). `read` throws where the record is not answered (missing, soft-deleted).
  */
-/** The answer rememberedRecord keeps for a record, when it holds one as of the catalog's data version; else undefined. */
-export function keptRecord(ctx: AppContext, collection: string, id: string): RecordAnswer | undefined {
-  if (ctx.db.inTransaction()) return undefined;
-  const hit = readCache(ctx).records.get(collection.toLowerCase())?.get(id);
-  return hit && hit.dataVersion === ctx.catalog.dataVersion ? hit : undefined;
-}
-
 export async function rememberedRecord(ctx: AppContext, collection: string, id: string, read: () => Promise<RecordAnswer>): Promise<RecordAnswer> {
   if (ctx.db.inTransaction()) return await read();
   const cache = readCache(ctx);
   const name = collection.toLowerCase();
   const dataVersion = ctx.catalog.dataVersion;
   const generation = cache.generation;
-  const hit = keptRecord(ctx, collection, id);
+  const hit = keptNow(ctx, cache, name, id);
   if (hit) return hit;
   const answer = await read();
   // As in `remembered`: a commit while the read ran leaves it unkept.

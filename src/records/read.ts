@@ -1,6 +1,7 @@
 import { ANONYMOUS, type Principal } from "../principal.ts";
 import type { AppContext } from "../context.ts";
 import { lastKnownHandle, openCollection, pendingCheck } from "../catalog/catalog.ts";
+import type { CollectionHandle } from "../catalog/handle.ts";
 import { attachRelationFields, expandRecords, parseExpand } from "../relations/expand.ts";
 import { badRequest } from "../errors.ts";
 import { fetchRecord, type RecordJson } from "../query/rows.ts";
@@ -35,30 +36,32 @@ export async function getRecord(
   return opts.fields ? pickFields(h.name, record, opts.fields) : record;
 }
 
+/** Whether a collection's anonymous reads by id are the same for everyone: read rule `public`, no field read from another table. */
+const answersAlike = (h: CollectionHandle) => h.col.rules.read === "public" && !h.from.length;
+
+/**
+ * anonymousRecordAnswer without waiting, where it would answer a kept read: the catalog needs no check now and
+ * holds the collection, whose answers are alike, and the record's answer is kept. Else undefined (ask the other).
+ */
+export function keptAnonymousAnswer(ctx: AppContext, name: string, id: string): RecordAnswer | undefined {
+  if (pendingCheck(ctx)) return undefined;
+  const h = lastKnownHandle(ctx, name);
+  return h && answersAlike(h) ? keptRecord(ctx, h.col.name, id) : undefined;
+}
+
 /**
  * An anonymous `GET /:collection/:id` (no expand, no fields) as its answer: the record's JSON text and ETag.
  * On a collection whose read rule is `public` and whose records carry no field read from another table, the
  * answer is the same for everyone, and is kept between reads of the unchanged collection (rememberedRecord).
  * Throws where getRecord does.
  */
-/**
- * anonymousRecordAnswer without waiting, where it would answer a kept read: the catalog needs no check now and
- * holds the collection, `public` to read, and the record's answer is kept. Else undefined (ask the other).
- */
-export function keptAnonymousAnswer(ctx: AppContext, name: string, id: string): RecordAnswer | undefined {
-  if (pendingCheck(ctx)) return undefined;
-  const h = lastKnownHandle(ctx, name);
-  if (!h || h.col.rules.read !== "public" || h.from.length) return undefined;
-  return keptRecord(ctx, h.col.name, id);
-}
-
 export async function anonymousRecordAnswer(ctx: AppContext, name: string, id: string): Promise<RecordAnswer> {
   const h = await openCollection(ctx, name);
   const read = async (): Promise<RecordAnswer> => {
     const record = await getRecord(ctx, name, id, ANONYMOUS, { includeDeleted: false, expand: [], fields: null });
     return { body: JSON.stringify(record), etag: etagOf(record) };
   };
-  if (h.col.rules.read !== "public" || h.from.length) return await read();
+  if (!answersAlike(h)) return await read();
   return await rememberedRecord(ctx, h.col.name, id, read);
 }
 

@@ -41,8 +41,7 @@ export interface RuleEnv {
  */
 export function compileRule(rule: CheckedRule, env: RuleEnv, opts: { table?: string; negate?: boolean } = {}): Cond {
   const table = opts.table ?? q(rule.collection);
-  const negate = opts.negate ?? false;
-  return new Compiler(env, { q: table }).whole(rule.term, negate);
+  return new Compiler(env, { q: table }).whole(rule.term, opts.negate ?? false);
 }
 
 /**
