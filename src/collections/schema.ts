@@ -131,6 +131,9 @@ function readCollection(raw: unknown, where: string): WantedCollection {
   if (raw.indexes !== undefined) {
     if (!Array.isArray(raw.indexes)) throw badRequest(`${where}.indexes must be an array`);
     out.indexes = raw.indexes.map((x, i) => readIndex(x, `${where}.indexes[${i}]`));
+    const names = out.indexes.filter((x) => x.name !== undefined).map((x) => lower(x.name!));
+    const twice = names.find((n, i) => names.indexOf(n) !== i);
+    if (twice !== undefined) throw badRequest(`${where}: the index name "${twice}" is given twice`);
   }
   if (raw.fts !== undefined) {
     const fts = raw.fts;
@@ -295,10 +298,14 @@ function planSteps(ctx: AppContext, cols: readonly Collection[], rels: readonly 
   if (prune)
     for (const c of cols) {
       if (wanted.has(lower(c.name))) continue;
+      // Its expressions held back first: what they name (its relations, fields or collections the document also
+      // drops) may go before it does.
+      const stored = heldBack(c.rules);
       plan.dropCollections.push({
         action: "drop_collection",
         target: c.name,
         detail: "its table and every record in it are dropped",
+        ...(stored ? { prepare: async () => void (await updateCollectionRules(ctx, c.name, { rules: stored })) } : {}),
         run: async () => void (await deleteCollection(ctx, c.name)),
       });
     }

@@ -66,3 +66,46 @@ test("a rule naming what the document lacks still fails the whole apply, changin
   expect(res.body.error).toContain("nowhere");
   expect((await t.admin("GET", "/api/v1/admin/collections/solo")).status).toBe(404);
 });
+
+test("prune drops collections whose rules name what the same document drops; a kept rule naming it still blocks", async () => {
+  const applyPruned = (schema: unknown) => t.admin("POST", "/api/v1/admin/schema/apply", { schema, prune: true });
+  await applied({
+    collections: [
+      { name: "pa_authors", fields: [{ name: "name", type: "text" }] },
+      { name: "pa_comments", fields: [{ name: "author", type: "text" }], rules: { read: 'author.name != "x"' } },
+      { name: "pa_x1", fields: [{ name: "a", type: "number" }] },
+      // Named after pa_x1: dropped in name order, it would be dropped last.
+      { name: "pa_x2", fields: [{ name: "b", type: "number" }], rules: { read: "@exists(pa_x1, a > 1)" } },
+      { name: "pa_x3", fields: [{ name: "c", type: "number" }], rules: { update: "@exists(pa_x1, a > 1)" } },
+    ],
+    relations: [{ from_col: "pa_comments", from_field: "author", to_col: "pa_authors", type: "one", on_delete: "restrict" }],
+  });
+  const names = async () => ((await t.admin("GET", "/api/v1/admin/collections")).body.items as { name: string }[]).map((c) => c.name).filter((n) => n.startsWith("pa_")).sort();
+  // pa_x3 is kept and its rule names pa_x1: the apply fails whole, naming the rule.
+  const blocked = await applyPruned({ collections: [{ name: "pa_authors", fields: [{ name: "name", type: "text" }] }, { name: "pa_x3", fields: [{ name: "c", type: "number" }], rules: { update: "@exists(pa_x1, a > 1)" } }] });
+  expect(blocked.status).toBe(409);
+  expect(blocked.body.error).toContain('the update rule of "pa_x3"');
+  expect(await names()).toEqual(["pa_authors", "pa_comments", "pa_x1", "pa_x2", "pa_x3"]);
+  // Without pa_x3: the comments' relation, pa_x1's field a and pa_x1 itself go with the collections whose rules name them.
+  const plan = await t.admin("POST", "/api/v1/admin/schema/apply", { schema: { collections: [{ name: "pa_authors", fields: [{ name: "name", type: "text" }] }] }, prune: true, dry_run: true });
+  expect(plan.status).toBe(200);
+  expect(plan.body.changes.map((c: { action: string; target: string }) => `${c.action} ${c.target}`)).toEqual([
+    "drop_relation pa_comments.author",
+    "drop_collection pa_comments",
+    "drop_collection pa_x1",
+    "drop_collection pa_x2",
+    "drop_collection pa_x3",
+  ]);
+  expect(await names()).toEqual(["pa_authors", "pa_comments", "pa_x1", "pa_x2", "pa_x3"]);
+  // A kept pa_x1 losing field a, named by the dropped pa_x2's rule.
+  const res = await applyPruned({ collections: [{ name: "pa_authors", fields: [{ name: "name", type: "text" }] }, { name: "pa_x1", fields: [] }] });
+  expect(res.status).toBe(200);
+  expect(res.body.changes.map((c: { action: string; target: string }) => `${c.action} ${c.target}`)).toEqual([
+    "drop_relation pa_comments.author",
+    "drop_field pa_x1.a",
+    "drop_collection pa_comments",
+    "drop_collection pa_x2",
+    "drop_collection pa_x3",
+  ]);
+  expect(await names()).toEqual(["pa_authors", "pa_x1"]);
+});

@@ -257,6 +257,7 @@ describe("POST /admin/schema/apply", () => {
       [{ collections: [{ name: "a", fields: [{ name: "x", type: "text", renamed_from: "_id" }] }] }, '"renamed_from" must be a field name'],
       [{ collections: [{ name: "a", rules: { read: "everyone" } }] }, "invalid read rule"],
       [{ collections: [{ name: "a", indexes: [{ fields: [] }] }] }, '"fields" must be a non-empty array'],
+      [{ collections: [{ name: "a", fields: [{ name: "s", type: "text" }], indexes: [{ name: "ix", fields: ["s"] }, { name: "IX", fields: ["_id"] }] }] }, 'schema.collections[0]: the index name "ix" is given twice'],
       [{ collections: [{ name: "a", fts: "yes" }] }, 'schema.collections[0].fts must be { "enabled": true|false }'],
       [{ collections: [{ name: "a" }], relations: [{ from_col: "a", from_field: "b", to_col: "zz", type: "one" }] }, 'unknown collection "zz"'],
       [{ collections: [{ name: "a" }], relations: [{ from_col: "a", from_field: "b", to_col: "a", type: "several" }] }, '"type" must be one of'],
