@@ -56,6 +56,10 @@ export const forbidden = (message: string) => new AppError(403, "forbidden", mes
 export const unauthorized = (message = "authentication required") =>
   new AppError(401, "unauthorized", message);
 export const conflict = (message: string) => new AppError(409, "conflict", message);
+/** A size as a 413 names it: whole mebibytes as such, any other size in bytes (exact either way). */
+export const sizeText = (bytes: number) => (bytes >= 1048576 && bytes % 1048576 === 0 ? `${bytes / 1048576} MiB` : `${bytes} bytes`);
+/** 413 `payload_too_large`: `what` (the request body, a file of a field) is larger than `max` bytes. */
+export const payloadTooLarge = (max: number, what = "the request body") => new AppError(413, "payload_too_large", `${what} is larger than ${sizeText(max)}`);
 /** 403 `method_disabled`: an auth method switched off in the settings. */
 export const methodDisabled = (what: string) => new AppError(403, "method_disabled", `${what} is disabled on this server`);
 

@@ -1,4 +1,4 @@
-import { AppError, badRequest } from "../errors.ts";
+import { badRequest, payloadTooLarge } from "../errors.ts";
 
 // A streaming reader of multipart/form-data bodies (RFC 7578). Bun's `request.formData()` reads the whole body
 // into memory before it answers, which a 1 GiB upload cannot afford, and the streaming parsers on npm either
@@ -33,8 +33,7 @@ export function multipartBoundary(contentType: string | null): string | null {
   return m ? (m[1] ?? m[2])! : null;
 }
 
-export const tooLarge = (max: number) =>
-  new AppError(413, "payload_too_large", `the request body is larger than ${max >= 1048576 ? `${Math.floor(max / 1048576)} MiB` : `${max} bytes`}`);
+export const tooLarge = (max: number) => payloadTooLarge(max);
 
 const malformed = (why: string) => badRequest(`malformed multipart body: ${why}`);
 

@@ -1,12 +1,13 @@
 import { ADMIN, type Principal } from "../principal.ts";
 import { userPrincipal } from "../auth/principal.ts";
 import { userAccessRow } from "../tables/users.ts";
+import { liveApiKeyOfUser } from "../tables/api-keys.ts";
 import { signJwt } from "../auth/jwt.ts";
 import { jwtKey } from "../auth/keys.ts";
 import { activeSession } from "../auth/sessions.ts";
 import type { AppContext } from "../context.ts";
 import { hmacSha256, safeEqual } from "../crypto.ts";
-import { AppError, unauthorized } from "../errors.ts";
+import { unauthorized } from "../errors.ts";
 
 // File tokens (CONTRACT §14): `<img src>` cannot send an Authorization header, so a signed-in caller gets a
 // token valid 2 minutes that a file URL carries as `?token=`. IMPORTANT: they are signed with a key of their
@@ -24,11 +25,15 @@ export async function issueFileToken(ctx: AppContext, p: Principal): Promise<{ t
   if (p.kind === "anonymous") throw unauthorized("a file token needs a signed-in caller");
   const exp = Math.floor(ctx.clock.now() / 1000) + FILE_TOKEN_TTL_S;
   const claims =
-    p.kind === "admin" ? { typ: "file", adm: true, exp } : { typ: "file", sub: p.userId, sid: p.sessionId, exp };
+    p.kind === "admin"
+      ? { typ: "file", adm: true, exp }
+      : p.apiKeyId !== undefined
+        ? { typ: "file", sub: p.userId, kid: p.apiKeyId, exp }
+        : { typ: "file", sub: p.userId, sid: p.sessionId, exp };
   return { token: signJwt(await fileKeyOf(ctx), claims) };
 }
 
-const invalid = () => new AppError(401, "unauthorized", "invalid or expired file token", {}, { "WWW-Authenticate": "Bearer" });
+const invalid = () => unauthorized("invalid or expired file token");
 
 /** The caller a file token stands for; 401 when it is not one of ours, has expired, or its session was revoked. */
 export async function principalOfFileToken(ctx: AppContext, token: string): Promise<Principal> {
@@ -37,7 +42,12 @@ export async function principalOfFileToken(ctx: AppContext, token: string): Prom
   if (!c || c.typ !== "file" || typeof c.exp !== "number" || c.exp * 1000 <= ctx.clock.now()) throw invalid();
   if (c.adm === true) return ADMIN;
   if (typeof c.sub !== "string") throw invalid();
-  // The user as stored now (roles, metadata: CONTRACT §12), and its session still active when the token names one.
+  // The user as stored now (roles, metadata: CONTRACT §12), and the session or API key it was made with still live.
+  if (typeof c.kid === "string") {
+    const key = await liveApiKeyOfUser(ctx.db, c.kid, c.sub);
+    if (!key) throw invalid();
+    return userPrincipal(c.sub, key, null, "api_key", key.id);
+  }
   const sid = typeof c.sid === "string" ? c.sid : null;
   const user = sid ? await activeSession(ctx, sid, c.sub) : await userAccessRow(ctx.db, c.sub);
   if (!user) throw invalid();

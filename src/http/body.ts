@@ -1,11 +1,10 @@
 import { MAX_FIELDS } from "../catalog/types.ts";
-import { AppError, ValidationError, badRequest } from "../errors.ts";
+import { AppError, ValidationError, badRequest, payloadTooLarge } from "../errors.ts";
 
 /** Deepest nesting of objects and arrays a JSON body may have (`{"a":{"b":1}}` is 2 levels). */
 export const MAX_JSON_DEPTH = 64;
 
-const tooLarge = (max: number) =>
-  new AppError(413, "payload_too_large", `the request body is larger than ${Math.floor(max / 1048576)} MiB`);
+const tooLarge = (max: number) => payloadTooLarge(max);
 
 /**
  * The most keys an object may have where a body holds records (a record, each record of a bulk insert,

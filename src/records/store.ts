@@ -2,6 +2,7 @@ import type { Engine } from "../db/engine.ts";
 import { ADMIN, type Principal } from "../principal.ts";
 import type { AppContext } from "../context.ts";
 import { q } from "../db/ident.ts";
+import { openCollection } from "../catalog/catalog.ts";
 import type { CollectionHandle } from "../catalog/handle.ts";
 import { addFields, newFieldsOf } from "../collections/grow.ts";
 import { shapeOf, type BodyShape, type Collection, type FieldDef } from "../catalog/types.ts";
@@ -225,17 +226,29 @@ async function relationsOf(ctx: AppContext, h: CollectionHandle, clean: Record<s
 
 /**
  * `h` with the new fields of the write's stored part added, when it names any (inside the caller's write
- * transaction). A 422 for names or types lists the relations' failures too.
+ * transaction). A 422 for names or types lists the relations' failures too. The fields are looked for again in
+ * the collection as the transaction has it now: a hook's own writes (`tx`) may have added some since `h` was read.
  */
 async function grownFor(ctx: AppContext, h: CollectionHandle, relations: RelationWrite, mode: "create" | "update"): Promise<CollectionHandle> {
-  let fresh: readonly FieldDef[];
+  let fresh = freshFieldsOf(h, relations, mode);
+  if (!fresh.length) return h;
+  const current = await openCollection(ctx, h.name);
+  if (current.col !== h.col) {
+    h = current;
+    fresh = freshFieldsOf(h, relations, mode);
+    if (!fresh.length) return h;
+  }
+  return await addFields(ctx, h, fresh);
+}
+
+/** newFieldsOf for the stored part of a write; a 422 for names or types lists the relations' failures too. */
+function freshFieldsOf(h: CollectionHandle, relations: RelationWrite, mode: "create" | "update"): readonly FieldDef[] {
   try {
-    fresh = newFieldsOf(h.col, relations.stored, mode);
+    return newFieldsOf(h.col, relations.stored, mode);
   } catch (err) {
     if (err instanceof ValidationError && relations.errors.length) throw new ValidationError([...err.errors, ...relations.errors]);
     throw err;
   }
-  return fresh.length ? await addFields(ctx, h, fresh) : h;
 }
 
 /** `insertRecord` with hooks or relations. */

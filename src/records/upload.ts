@@ -2,7 +2,7 @@ import type { Principal } from "../principal.ts";
 import type { AppContext } from "../context.ts";
 import { openCollection } from "../catalog/catalog.ts";
 import { fileOptions, type Collection, type FieldDef } from "../catalog/types.ts";
-import { AppError, ValidationError, badRequest } from "../errors.ts";
+import { ValidationError, badRequest, payloadTooLarge } from "../errors.ts";
 import { fetchRecord, type RecordJson } from "../query/rows.ts";
 import { canRead, checkRecordAccess } from "./access.ts";
 import { createRecord } from "./create.ts";
@@ -135,8 +135,8 @@ async function writeWithFiles(
         continue;
       }
       // An operator of a plain field ("n+", "tags-": see records/operators.ts) takes the JSON its text holds.
-      if (op) data[part.name] = plainValue(def, part.name, text);
-      else data[field] = plainValue(def, field, text);
+      if (op) data[part.name] = plainValue(def, text);
+      else data[field] = plainValue(def, text);
     }
     for (const [def, c] of changes) data[def.name] = fileFieldValue(def, c, previous);
     // An update computes the fields again on the record as its transaction reads it (parallel appends keep theirs).
@@ -154,13 +154,15 @@ async function writeWithFiles(
   }
 }
 
-/** A plain form field's value: the text itself for a text field, else the JSON it holds (text that is not JSON stays text). */
-function plainValue(def: FieldDef | undefined, field: string, text: string): unknown {
+/**
+ * A plain form field's value: the text itself for a text field, else the JSON it holds; text that is not JSON
+ * stays text, for the field's type check to refuse as it refuses the same value in a JSON body (`"n" must be a number.`).
+ */
+function plainValue(def: FieldDef | undefined, text: string): unknown {
   if (def?.type === "text") return text;
   try {
     return JSON.parse(text);
   } catch {
-    if (def && def.type !== "json") throw refuse(field, "type", `"${field}" must be JSON (a ${def.type}) in a multipart body.`);
     return text;
   }
 }
@@ -217,12 +219,19 @@ async function storeFile(
   // The pieces are views of the body (one may be the whole file): only the bytes the sniffer reads are joined.
   const first = head.length === 1 ? head[0]!.subarray(0, SNIFF_BYTES) : Buffer.concat(head, Math.min(headSize, SNIFF_BYTES));
   let name = fileName(part.filename);
-  // A name without an extension takes the one of the type the client sent, when that is an inert type the bytes
-  // do not contradict (fileType decides, from the bytes first): `blob` sent as image/png is `blob.png`.
+  // A name without an extension gets the one of its type: the type the client sent, when that is an inert type the
+  // bytes do not contradict (fileType decides, from the bytes first), else the one a signature gives: `blob` sent as
+  // image/png is `blob.png`. Only inert types have one (extensionOf); plain text or bytes of no known kind get none.
   const sniffed = sniffType(first);
-  const declared = extensionOf(part.type.split(";")[0]!.trim());
-  if (!name.includes(".") && declared && fileType(first, `x.${declared}`, sniffed) !== sniffed) name = fileName(`${part.filename || "file"}.${declared}`);
-  const type = fileType(first, name, sniffed);
+  let type = fileType(first, name, sniffed);
+  if (!name.includes(".")) {
+    const declared = extensionOf(part.type.split(";")[0]!.trim());
+    const ext = declared ? extensionOf(fileType(first, `x.${declared}`, sniffed)) : GENERIC.has(sniffed) ? undefined : extensionOf(sniffed);
+    if (ext) {
+      name = fileName(`${part.filename || "file"}.${ext}`);
+      type = fileType(first, name, sniffed);
+    }
+  }
   if (!typeAllowed(type, opts.mime)) {
     reader.cancel();
     throw refuse(def.name, "mime", `"${def.name}" does not take ${type} files (allowed: ${opts.mime.join(", ")}).`);
@@ -252,5 +261,7 @@ async function storeFile(
   return name;
 }
 
-const fileTooLarge = (def: FieldDef, max: number) =>
-  new AppError(413, "payload_too_large", `a file of "${def.name}" is larger than ${max >= 1048576 ? `${+(max / 1048576).toFixed(2)} MiB` : `${max} bytes`}`);
+/** What the bytes of a file say when they say no more than "text" or "binary". */
+const GENERIC = new Set(["text/plain", "application/octet-stream"]);
+
+const fileTooLarge = (def: FieldDef, max: number) => payloadTooLarge(max, `a file of "${def.name}"`);

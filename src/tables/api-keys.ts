@@ -20,6 +20,15 @@ export async function liveApiKeyByHash(db: Engine, hash: string): Promise<ApiKey
   return row && row.email !== null ? row : null;
 }
 
+/** The live key `id` of user `userId`, with the user's access columns; null when revoked, another's or gone. */
+export async function liveApiKeyOfUser(db: Engine, id: string, userId: string): Promise<ApiKeyCheckRow | null> {
+  const row = await db.get<ApiKeyCheckRow>(
+    `SELECT k.id, k.user_id, k.last_used_at, ${accessColumnsOf("k.user_id")} FROM _api_keys k WHERE k.id = ? AND k.user_id = ? AND k.revoked_at IS NULL`,
+    [id, userId],
+  );
+  return row && row.email !== null ? row : null;
+}
+
 /** Notes that key `id` was used at `now`. */
 export async function touchApiKey(db: Engine, id: string, now: number): Promise<void> {
   await db.run("UPDATE _api_keys SET last_used_at = ? WHERE id = ?", [now, id]);

@@ -135,6 +135,16 @@ describe("the stored type", () => {
     expect(await typeOf(r.body, html!)).toEqual(["text/html", "attachment"]);
     expect(await typeOf(r.body, page!)).toEqual(["text/html", "attachment"]);
     expect(await typeOf(r.body, docx!)).toEqual(["application/vnd.openxmlformats-officedocument.wordprocessingml.document", "attachment"]);
+    // A PNG without an extension gets .png, sent as image/png or with no type; plain text without one gets none.
+    r = await send("POST", "/api/v1/typed", [
+      ["any", new Blob([PNG_1x1], { type: "image/png" }), "photo"],
+      ["any", new Blob([PNG_1x1]), "raw"],
+      ["any", new Blob(["just some notes"]), "notes"],
+    ], alice.token);
+    expect(r.status).toBe(201);
+    const [photo, raw, notes] = r.body.any as string[];
+    expect([photo, raw, notes].map((n) => n!.slice(11))).toEqual(["photo.png", "raw.png", "notes"]);
+    expect(await typeOf(r.body, raw!)).toEqual(["image/png", "inline"]);
     // The mime list sees the same type: text named .txt is not a CSV, markup named .png is not a PNG.
     r = await send("POST", "/api/v1/typed", [["sheet", new Blob(["a,b"], { type: "text/csv" }), "d.txt"]], alice.token);
     expect({ status: r.status, rule: r.body.errors?.[0]?.rule }).toEqual({ status: 422, rule: "mime" });
@@ -173,7 +183,8 @@ describe("the multipart body limit", () => {
     });
     expect(made.status).toBe(201);
     let r = await send("POST", "/api/v1/limited", [["title", "x".repeat(2 * 1024 * 1024)], ["pic", new Blob([PNG_1x1]), "a.png"]], alice.token);
-    expect({ status: r.status, code: r.body.code }).toEqual({ status: 413, code: "payload_too_large" });
+    // The limit named exactly: 64 KiB + 1 MiB in bytes (not rounded down to "1 MiB").
+    expect({ status: r.status, body: r.body }).toEqual({ status: 413, body: { error: `the request body is larger than ${64 * 1024 + 1048576} bytes`, code: "payload_too_large" } });
     r = await send("POST", "/api/v1/limited", [["title", "x".repeat(512 * 1024)], ["pic", new Blob([PNG_1x1]), "a.png"]], alice.token);
     expect(r.status).toBe(201);
     expect(r.body.title.length).toBe(512 * 1024);
@@ -242,6 +253,16 @@ describe("upload and download", () => {
     // Not an access token.
     expect((await t.req("GET", "/api/v1/auth/me", { token: tok.body.token })).status).toBe(401);
     expect((await get(`${url}?token=${alice.token}`, null)).status).toBe(401);
+    // One WWW-Authenticate value on a refused token (CONTRACT §1).
+    const refused = await get(`${url}?token=abc`, null);
+    expect({ status: refused.status, auth: refused.headers.get("www-authenticate") }).toEqual({ status: 401, auth: "Bearer" });
+    // Made with an API key: it stands for the key, and goes with it.
+    const key = await t.req("POST", "/api/v1/auth/api-keys", { token: alice.token, body: { name: `files-${kind}` } });
+    const keyed = await t.req("POST", "/api/v1/files/token", { headers: { "x-api-key": key.body.key } });
+    expect(keyed.status).toBe(200);
+    expect((await get(`${url}?token=${keyed.body.token}`, null)).status).toBe(200);
+    expect((await t.req("DELETE", `/api/v1/auth/api-keys/${key.body.id}`, { token: alice.token })).status).toBe(200);
+    expect((await get(`${url}?token=${keyed.body.token}`, null)).status).toBe(401);
     t.clock.advance(121_000);
     expect((await get(`${url}?token=${tok.body.token}`, null)).status).toBe(401);
   });
@@ -261,6 +282,9 @@ describe("upload and download", () => {
     expect(r.body.errors[0]).toMatchObject({ field: "attachments", rule: "max" });
     r = await send("POST", "/api/v1/docs", [["title", "x"], ["title+", small("a"), "a.txt"]], alice.token);
     expect(r.status).toBe(422);
+    // A form value that is not JSON for a number field: refused as the same value in a JSON body is.
+    r = await send("POST", "/api/v1/docs", [["n", "abc"]], alice.token);
+    expect({ status: r.status, errors: r.body.errors }).toEqual({ status: 422, errors: [{ field: "n", rule: "type", message: '"n" must be a number.' }] });
     expect((await storageFiles()).length).toBe(before);
     const json = await t.req("POST", "/api/v1/docs", { token: alice.token, body: { cover: "abcdefghij_a.png" } });
     expect(json.status).toBe(422);

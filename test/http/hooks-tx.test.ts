@@ -18,6 +18,16 @@ writeFileSync(
 const bump = () => { globalThis.__txSeen = (globalThis.__txSeen ?? 0) + 1; };
 export default [
   {
+    // The hook's own write adds the field the request's write adds too (a collection of no fields yet).
+    collection: "threads",
+    async beforeCreate({ data, tx }) {
+      if (data.parent) await tx.create("threads", { title: "child", tag: "c" });
+    },
+    async beforeUpdate({ data, tx }) {
+      if (data.spawn) await tx.create("threads", { title: "spawned", mood: 1 });
+    },
+  },
+  {
     collection: "products",
     beforeCreate(e) {
       if (typeof e.data.name === "string") e.data.slug = e.data.name.toLowerCase();
@@ -185,6 +195,22 @@ describe("the write path through tx", () => {
     const orders = (await t.admin("GET", `/api/v1/orders?filter=product:eq:${id}&limit=500`)).body.items.length;
     expect(orders).toBe(ok);
     if (!onPostgres) expect(ok).toBe(6);
+  });
+});
+
+describe("fields a hook's own write adds", () => {
+  test("a create or update that adds the same new field as the hook's write before it: 201/200, no 500; a type clash is 422", async () => {
+    await createCollection(t, "threads");
+    const made = await t.admin("POST", "/api/v1/threads", { title: "t1", parent: true, tag: "p" });
+    expect({ status: made.status, tag: made.body.tag }).toEqual({ status: 201, tag: "p" });
+    const tags = (await t.admin("GET", "/api/v1/threads?sort=tag")).body.items.map((r: { tag: string }) => r.tag);
+    expect(tags).toEqual(["c", "p"]);
+    const updated = await t.admin("PATCH", `/api/v1/threads/${made.body._id}`, { spawn: true, mood: 2 });
+    expect({ status: updated.status, mood: updated.body.mood }).toEqual({ status: 200, mood: 2 });
+    // The hook made `mood` a number: text for it is refused as for any number field, and nothing is written.
+    const clash = await t.admin("PATCH", `/api/v1/threads/${made.body._id}`, { spawn: true, mood: "sad" });
+    expect({ status: clash.status, errors: clash.body.errors }).toEqual({ status: 422, errors: [{ field: "mood", rule: "type", message: '"mood" must be a number.' }] });
+    expect((await t.admin("GET", "/api/v1/threads?filter=title:eq:spawned")).body.items.length).toBe(1);
   });
 });
 

@@ -6,8 +6,9 @@ const JSON_HEADERS = { "content-type": "application/json; charset=utf-8" };
 
 /** Renders an AppError as CONTRACT §1's response (401s carry WWW-Authenticate). */
 export function errorResponse(err: AppError): Response {
-  const headers: Record<string, string> = { ...JSON_HEADERS, ...err.headers };
-  if (err.status === 401) headers["www-authenticate"] = "Bearer";
+  const headers = new Headers(JSON_HEADERS);
+  for (const k in err.headers) headers.set(k, err.headers[k]!);
+  if (err.status === 401) headers.set("www-authenticate", "Bearer");
   return new Response(JSON.stringify(err.body()), { status: err.status, headers });
 }
 

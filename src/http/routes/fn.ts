@@ -2,7 +2,7 @@ import { basename } from "node:path";
 import { Elysia, t } from "elysia";
 import type { Principal } from "../../principal.ts";
 import type { AppContext } from "../../context.ts";
-import { AppError, badRequest, thrownValidation } from "../../errors.ts";
+import { AppError, badRequest, payloadTooLarge, thrownValidation } from "../../errors.ts";
 import { matchRoute, type FnRoute, type RouteAuth } from "../../hooks/routes.ts";
 import { withTx } from "../../records/tx.ts";
 import { MAX_BODY_KEYS, readJson } from "../body.ts";
@@ -17,7 +17,7 @@ const PREFIX = "/api/v1/fn/";
  * cannot make the server buffer more).
  */
 async function readRaw(request: Request, max: number): Promise<Uint8Array> {
-  const tooLarge = () => new AppError(413, "payload_too_large", `the request body is larger than ${Math.floor(max / 1048576)} MiB`);
+  const tooLarge = () => payloadTooLarge(max);
   const declared = Number(request.headers.get("content-length") ?? "NaN");
   if (Number.isFinite(declared) && declared > max) throw tooLarge();
   if (!request.body) return new Uint8Array();
