@@ -45,6 +45,12 @@ export interface Dialect {
    * (a set of values a statement is asked about at once, e.g. the users a realtime event may go to).
    */
   textRows(alias: string): string;
+  /**
+   * How a statement reads a user's access columns (roles, metadata, email, is_verified: UserAccessRow) beside a row of
+   * another table, for the user whose id is the SQL expression `userId`: the select list, and what joins the user
+   * (empty where the list reads them itself). The session check runs this on every request.
+   */
+  userAccess(userId: string): { columns: string; join: string };
   /** The column that orders the rows of a system table by insertion, as a last tie-break (`rowid`). */
   readonly insertOrder: string;
   /**

@@ -141,6 +141,12 @@ export const sqliteDialect: Dialect = {
   escapedLike: (column) => `${column} LIKE ? ESCAPE '\\'`,
   inList: spelling.oneOf,
   textRows: (alias) => `json_each(?) AS ${alias}`,
+  // Correlated subqueries: beside a session or key row they cost two index lookups, where a JOIN measured twice the
+  // time (5 to 10 times a lookup in an earlier measure). `email` is null only when there is no such user (NOT NULL).
+  userAccess: (userId) => ({
+    columns: ["roles", "metadata", "email", "is_verified"].map((c) => `(SELECT ${c} FROM _users WHERE id = ${userId}) AS ${c}`).join(", "),
+    join: "",
+  }),
   insertOrder: "rowid",
   // One writer at a time: a claim's SELECT and UPDATE run as one, and no other writer can take the same rows.
   skipLocked: "",

@@ -1,6 +1,6 @@
 import { listParam } from "../db/condition.ts";
 import type { Engine } from "../db/engine.ts";
-import { accessColumnsOf, type UserAccessRow } from "./users.ts";
+import { accessStatement, type UserAccessRow } from "./users.ts";
 
 // The `_api_keys` table: the SQL that reads or writes it is written here (and only here).
 
@@ -11,21 +11,18 @@ export interface ApiKeyCheckRow extends UserAccessRow {
   last_used_at: number | null;
 }
 
+const byHashSql = accessStatement("k.user_id", (columns, join) => `SELECT k.id, k.user_id, k.last_used_at, ${columns} FROM _api_keys k ${join} WHERE k.key_hash = ? AND k.revoked_at IS NULL`);
+const byIdSql = accessStatement("k.user_id", (columns, join) => `SELECT k.id, k.user_id, k.last_used_at, ${columns} FROM _api_keys k ${join} WHERE k.id = ? AND k.user_id = ? AND k.revoked_at IS NULL`);
+
 /** The live (not revoked) key of that hash, with its user's roles, metadata and address; null when none. */
 export async function liveApiKeyByHash(db: Engine, hash: string): Promise<ApiKeyCheckRow | null> {
-  const row = await db.get<ApiKeyCheckRow>(
-    `SELECT k.id, k.user_id, k.last_used_at, ${accessColumnsOf("k.user_id")} FROM _api_keys k WHERE k.key_hash = ? AND k.revoked_at IS NULL`,
-    [hash],
-  );
+  const row = await db.get<ApiKeyCheckRow>(byHashSql(db), [hash]);
   return row && row.email !== null ? row : null;
 }
 
 /** The live key `id` of user `userId`, with the user's access columns; null when revoked, another's or gone. */
 export async function liveApiKeyOfUser(db: Engine, id: string, userId: string): Promise<ApiKeyCheckRow | null> {
-  const row = await db.get<ApiKeyCheckRow>(
-    `SELECT k.id, k.user_id, k.last_used_at, ${accessColumnsOf("k.user_id")} FROM _api_keys k WHERE k.id = ? AND k.user_id = ? AND k.revoked_at IS NULL`,
-    [id, userId],
-  );
+  const row = await db.get<ApiKeyCheckRow>(byIdSql(db), [id, userId]);
   return row && row.email !== null ? row : null;
 }
 

@@ -1,6 +1,6 @@
 import { listParam } from "../db/condition.ts";
 import type { Engine } from "../db/engine.ts";
-import { accessColumnsOf, type UserAccessRow } from "./users.ts";
+import { accessStatement, type UserAccessRow } from "./users.ts";
 
 // The `_sessions` table: the SQL that reads or writes it is written here (and only here).
 
@@ -12,7 +12,7 @@ export interface SessionCheckRow extends UserAccessRow {
   last_used_at: number;
 }
 
-const CHECK_SQL = `SELECT s.user_id, s.revoked_at, s.expires_at, s.last_used_at, ${accessColumnsOf("s.user_id")} FROM _sessions s WHERE s.id = ?`;
+const checkSql = accessStatement("s.user_id", (columns, join) => `SELECT s.user_id, s.revoked_at, s.expires_at, s.last_used_at, ${columns} FROM _sessions s ${join} WHERE s.id = ?`);
 
 const withUser = (row: SessionCheckRow | null) => (row && row.email !== null ? row : null);
 
@@ -22,7 +22,8 @@ const withUser = (row: SessionCheckRow | null) => (row && row.email !== null ? r
  * transaction (Engine.getBatched).
  */
 export function sessionCheckRow(db: Engine, id: string): Promise<SessionCheckRow | null> {
-  return (db.getBatched ? db.getBatched<SessionCheckRow>(CHECK_SQL, [id]) : db.get<SessionCheckRow>(CHECK_SQL, [id])).then(withUser);
+  const sql = checkSql(db);
+  return (db.getBatched ? db.getBatched<SessionCheckRow>(sql, [id]) : db.get<SessionCheckRow>(sql, [id])).then(withUser);
 }
 
 /** Notes that session `id` was used at `now`. */
