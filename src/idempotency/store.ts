@@ -1,6 +1,7 @@
 import { createCipheriv, createDecipheriv, createHash } from "node:crypto";
 import type { AppContext } from "../context.ts";
 import { AppError } from "../errors.ts";
+import { inTransaction } from "../transaction.ts";
 
 /**
  * Idempotent retries (`Idempotency-Key`): a client that lost the answer to a POST sends it again with the same
@@ -92,7 +93,9 @@ export async function runIdempotent<T>(
     try {
       let value: T;
       if (opts.transaction) {
-        value = await ctx.db.transaction(async () => {
+        // A transaction of the service's own (not the engine's alone): the change events the work stages go out
+        // when it commits (realtime, onCommit, webhooks), as those of the same write without a key.
+        value = await inTransaction(ctx, async () => {
           if ((await claim()).changes === 0) throw new Taken();
           const value = await work();
           await answer(value);

@@ -99,6 +99,24 @@ describe("Idempotency-Key on POST", () => {
     expect(await countRows(t, "batched")).toBe(2);
   });
 
+  test("a write with a key sends its change events once committed, as without one; a replay sends none", async () => {
+    await t.ready;
+    const seen: string[] = [];
+    t.ctx.events.subscribe((e) => seen.push(`${e.collection} ${e.action} ${e.record.n ?? e.record.title}`));
+    const settle = () => new Promise((r) => setTimeout(r, 50));
+    expect((await post("/api/v1/items", { title: "evented" }, "ev-1")).status).toBe(201);
+    expect((await post("/api/v1/bulky/bulk", [{ n: 1 }, { n: 2 }], "ev-2")).status).toBe(201);
+    expect((await post("/api/v1/batched/batch", { operations: [{ op: "create", data: { n: 3 } }] }, "ev-3")).status).toBe(200);
+    await settle();
+    expect(seen).toEqual(["items create evented", "bulky create 1", "bulky create 2", "batched create 3"]);
+    for (const [path, body, key] of [["/api/v1/items", { title: "evented" }, "ev-1"], ["/api/v1/bulky/bulk", [{ n: 1 }, { n: 2 }], "ev-2"]] as const)
+      expect((await post(path, body, key)).headers.get("idempotent-replayed")).toBe("true");
+    // A refused write with a key sends nothing.
+    expect((await post("/api/v1/ruled", { title: "x" }, "ev-4")).status).toBe(422);
+    await settle();
+    expect(seen).toHaveLength(4);
+  });
+
   test("20 requests with one key at the same time: one record, every answer the same", async () => {
     const answers = await Promise.all(Array.from({ length: 20 }, () => post("/api/v1/raced", { title: "race" }, "race-1")));
     for (const a of answers) {
