@@ -54,6 +54,22 @@ export async function resolvePrincipal(ctx: AppContext, h: CredentialHeaders, op
 }
 
 /**
+ * What CONTRACT §8c asks of a route that acts for no caller (register, login, refresh, health…): a Bearer or
+ * `X-Admin-Token` value that can only be a guess at the admin secret (neither a token signed here, expired or
+ * not, nor a live API key) is 401 and counts toward the admin limit of its address (429 past it); the admin secret
+ * passes. A user's token is not looked at: an expired access token sent along with a refresh does not stop it.
+ */
+export async function refuseAdminGuess(ctx: AppContext, h: CredentialHeaders, ip: () => string): Promise<void> {
+  const bearer = h.authorization ? /^Bearer\s+(.+)$/i.exec(h.authorization.trim())?.[1]?.trim() : undefined;
+  const adminToken = h.adminToken?.trim();
+  for (const value of [adminToken, bearer]) {
+    if (!value || isSignedJwt(await jwtKey(ctx), value)) continue;
+    if (value === bearer && value !== adminToken && (await findApiKey(ctx, value))) continue;
+    if (!(await checkAdminSecretGuess(ctx, value, ip()))) throw invalidAdminCredentials();
+  }
+}
+
+/**
  * A JWT signed with this server's key: a user's access token (session or impersonation) or an admin token.
  * The caller has checked the signature (isSignedJwt); here only `exp` and the claims are read.
  */

@@ -1,5 +1,5 @@
 import type { Server } from "bun";
-import { isImpersonationToken, resolvePrincipal } from "../auth/principal.ts";
+import { isImpersonationToken, refuseAdminGuess, resolvePrincipal } from "../auth/principal.ts";
 import { type Principal } from "../principal.ts";
 import type { ClientInfo } from "../auth/sessions.ts";
 import type { AppContext } from "../context.ts";
@@ -23,6 +23,18 @@ export function principalOf(ctx: AppContext, request: Request, opts: { allowApiK
     { authorization: h.get("authorization"), adminToken: h.get("x-admin-token"), apiKey: h.get("x-api-key") },
     { allowApiKey: opts.allowApiKey ?? true, ip: () => clientInfo(ctx, request).ip ?? "unknown" },
   );
+}
+
+/**
+ * On a route that acts for no caller: a credential that can only be a guess at the admin secret is 401 and counts
+ * toward the admin limit, as on every other route (refuseAdminGuess). Settles at once without such a header.
+ */
+export function refuseAdminGuessOf(ctx: AppContext, request: Request): Promise<void> | undefined {
+  const h = request.headers;
+  const authorization = h.get("authorization");
+  const adminToken = h.get("x-admin-token");
+  if (!authorization && !adminToken) return undefined;
+  return refuseAdminGuess(ctx, { authorization, adminToken }, () => clientInfo(ctx, request).ip ?? "unknown");
 }
 
 /** 401 without credentials or with wrong ones, 403 with a user's; passes admin credentials. */

@@ -8,7 +8,7 @@ import type { AppContext } from "../../context.ts";
 import { readJson } from "../body.ts";
 import { bodyChecker } from "../check.ts";
 import { doc } from "../doc.ts";
-import { clientInfo, principalOf } from "../request.ts";
+import { clientInfo, principalOf, refuseAdminGuessOf } from "../request.ts";
 import { idempotent } from "../idempotency.ts";
 import {
   ApiKeyBody,
@@ -39,10 +39,15 @@ export function authExtraRoutes(ctx: AppContext) {
   const max = ctx.config.maxBodyBytes;
   const user = (request: Request) => principalOf(ctx, request, { allowApiKey: false });
   const json = (request: Request) => readJson(request, max);
+  // The body of a public route, once a credential sent with it is known not to be a guess at the admin secret.
+  const publicJson = async (request: Request) => {
+    await refuseAdminGuessOf(ctx, request);
+    return await json(request);
+  };
   return new Elysia({ prefix: "/api/v1/auth" })
     .post(
       "/verify-email",
-      async ({ request }) => verifyEmail(ctx, tokenBody.parse(await json(request)).token),
+      async ({ request }) => verifyEmail(ctx, tokenBody.parse(await publicJson(request)).token),
       doc({ summary: "Confirm an address with the mailed token", tag, access: "public", body: TokenBody, ok: Ok, errors: [401] }),
     )
     .post(
@@ -52,22 +57,22 @@ export function authExtraRoutes(ctx: AppContext) {
     )
     .post(
       "/magic-link",
-      async ({ request }) => requestMagicLink(ctx, emailBody.defer(await json(request))),
+      async ({ request }) => requestMagicLink(ctx, emailBody.defer(await publicJson(request))),
       doc({ summary: "Mail a login link (answers ok whether or not the account exists)", tag, access: "public", body: EmailBody, ok: Ok, errors: [403, 422, 429] }),
     )
     .post(
       "/magic-link/verify",
-      async ({ request, server }) => verifyMagicLink(ctx, tokenBody.defer(await json(request)), clientInfo(ctx, request, server)),
+      async ({ request, server }) => verifyMagicLink(ctx, tokenBody.defer(await publicJson(request)), clientInfo(ctx, request, server)),
       doc({ summary: "Log in with a mailed link's token", tag, access: "public", body: TokenBody, ok: LoginResultBody, errors: [401, 403] }),
     )
     .post(
       "/forgot-password",
-      async ({ request }) => forgotPassword(ctx, emailBody.defer(await json(request))),
+      async ({ request }) => forgotPassword(ctx, emailBody.defer(await publicJson(request))),
       doc({ summary: "Mail a password reset link", tag, access: "public", body: EmailBody, ok: Ok, errors: [403, 422, 429] }),
     )
     .post(
       "/reset-password",
-      async ({ request, server }) => resetPassword(ctx, resetBody.defer(await json(request)), clientInfo(ctx, request, server)),
+      async ({ request, server }) => resetPassword(ctx, resetBody.defer(await publicJson(request)), clientInfo(ctx, request, server)),
       doc({ summary: "Set a new password with a mailed token", tag, access: "public", body: ResetPasswordBody, ok: Ok, errors: [400, 403, 422, 429] }),
     )
     .get(
@@ -98,7 +103,7 @@ export function authExtraRoutes(ctx: AppContext) {
     )
     .post(
       "/2fa/verify",
-      async ({ request, server }) => verifyTotpLogin(ctx, totpVerifyBody.parse(await json(request)), clientInfo(ctx, request, server)),
+      async ({ request, server }) => verifyTotpLogin(ctx, totpVerifyBody.parse(await publicJson(request)), clientInfo(ctx, request, server)),
       doc({ summary: "Finish a login with the 2FA code", tag, access: "public", body: TotpVerifyBody, ok: SessionBody, errors: [401, 403, 429] }),
     )
     .post(

@@ -6,7 +6,7 @@ import { readCookie, STATE_COOKIE, stateCookieHeader } from "../../auth/oauth/st
 import type { AppContext } from "../../context.ts";
 import { unauthorized } from "../../errors.ts";
 import { doc } from "../doc.ts";
-import { clientInfo, principalOf } from "../request.ts";
+import { clientInfo, principalOf, refuseAdminGuessOf } from "../request.ts";
 import { LinkedAccounts, Ok } from "../schemas.ts";
 
 const tag = "oauth";
@@ -26,9 +26,14 @@ export function oauthRoutes(ctx: AppContext) {
   };
   return new Elysia({ prefix: "/api/v1/auth/oauth" })
     .get("/accounts", async ({ request }) => listLinkedAccounts(ctx, await userId(request)), doc({ summary: "The user's linked provider accounts", tag, access: "user", ok: LinkedAccounts }))
-    .get("/:provider", async ({ params }) => redirect(await startOAuthLogin(ctx, params.provider)), doc({ summary: "Start a provider login (302 to the provider)", description: "400 when the provider has no client credentials set.", tag, access: "public", status: 302, errors: [400, 403, 404] }))
-    .get("/:provider/callback", async ({ params, query, request, server }) =>
-      redirect(await finishOAuthLogin(ctx, params.provider, query, readCookie(request.headers.get("cookie"), STATE_COOKIE), clientInfo(ctx, request, server))),
+    .get("/:provider", async ({ params, request }) => {
+      await refuseAdminGuessOf(ctx, request);
+      return redirect(await startOAuthLogin(ctx, params.provider));
+    }, doc({ summary: "Start a provider login (302 to the provider)", description: "400 when the provider has no client credentials set.", tag, access: "public", status: 302, errors: [400, 403, 404] }))
+    .get("/:provider/callback", async ({ params, query, request, server }) => {
+      await refuseAdminGuessOf(ctx, request);
+      return redirect(await finishOAuthLogin(ctx, params.provider, query, readCookie(request.headers.get("cookie"), STATE_COOKIE), clientInfo(ctx, request, server)));
+    },
       doc({ summary: "Where the provider sends the browser back (302 to APP_URL/auth/callback)", tag, access: "public", status: 302, errors: [400, 403, 404] }),
     )
     .delete("/:provider", async ({ params, request }) => {

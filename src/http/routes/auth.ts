@@ -6,7 +6,7 @@ import type { AppContext } from "../../context.ts";
 import { readJson } from "../body.ts";
 import { bodyChecker } from "../check.ts";
 import { doc } from "../doc.ts";
-import { clientInfo, principalOf } from "../request.ts";
+import { clientInfo, principalOf, refuseAdminGuessOf } from "../request.ts";
 import { idempotent } from "../idempotency.ts";
 import { DeleteAccountBody, DeletedAccountBody, LoginResultBody, MetadataBody, OwnDataBody, Ok, RefreshBody, RegisterBody, SessionBody, UserBody, Credentials } from "../schemas.ts";
 
@@ -25,6 +25,7 @@ export function authRoutes(ctx: AppContext) {
     .post(
       "/register",
       async ({ request, server, set }) => {
+        await refuseAdminGuessOf(ctx, request);
         const raw = await readJson(request, max);
         // Not one transaction: the password's hash and the verification mail must not hold the write lock.
         return idempotent(ctx, { request, set }, null, raw, { status: 201, transaction: false }, () =>
@@ -35,12 +36,18 @@ export function authRoutes(ctx: AppContext) {
     )
     .post(
       "/login",
-      async ({ request, server }) => login(ctx, credentials.parse(await readJson(request, max)), clientInfo(ctx, request, server)),
+      async ({ request, server }) => {
+        await refuseAdminGuessOf(ctx, request);
+        return login(ctx, credentials.parse(await readJson(request, max)), clientInfo(ctx, request, server));
+      },
       doc({ summary: "Password login: a session, or the 2FA step", tag, access: "public", body: Credentials, ok: LoginResultBody, errors: [401, 403, 429] }),
     )
     .post(
       "/refresh",
-      async ({ request }) => refreshSession(ctx, refreshBody.parse(await readJson(request, max)).refresh_token),
+      async ({ request }) => {
+        await refuseAdminGuessOf(ctx, request);
+        return refreshSession(ctx, refreshBody.parse(await readJson(request, max)).refresh_token);
+      },
       doc({ summary: "Trade a refresh token for a new pair (rotation)", tag, access: "public", body: RefreshBody, ok: SessionBody, errors: [401, 403] }),
     )
     .post("/logout", async ({ request }) => logout(ctx, await user(request)), doc({ summary: "End this session", tag, access: "user", ok: Ok }))

@@ -4,6 +4,7 @@ import { AppError } from "../../errors.ts";
 import { readiness } from "../../ops/readiness.ts";
 import { VERSION } from "../../version.ts";
 import { doc } from "../doc.ts";
+import { refuseAdminGuessOf } from "../request.ts";
 import { HealthBody, ReadyBody } from "../schemas.ts";
 
 /**
@@ -11,8 +12,14 @@ import { HealthBody, ReadyBody } from "../schemas.ts";
  * 200 once started while the database answers, else 503 with a `reason`), both also under /api/v1.
  */
 export function healthRoutes(ctx: AppContext) {
-  const health = () => ({ status: "ok", version: VERSION });
-  const ready = async () => {
+  // A credential sent along is still checked for a guess at the admin secret (as on every route); without one,
+  // /health answers without the database.
+  const health = async ({ request }: { request: Request }) => {
+    await refuseAdminGuessOf(ctx, request);
+    return { status: "ok", version: VERSION };
+  };
+  const ready = async ({ request }: { request: Request }) => {
+    await refuseAdminGuessOf(ctx, request);
     const r = await readiness(ctx);
     if (!r.ready) throw new AppError(503, "unavailable", r.message, { reason: r.reason }, { "retry-after": "1" });
     return { status: "ready" as const, version: VERSION };

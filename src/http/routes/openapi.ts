@@ -4,7 +4,7 @@ import type { Collection } from "../../catalog/types.ts";
 import type { AppContext } from "../../context.ts";
 import { doc } from "../doc.ts";
 import { buildOpenApi, collectionOpenApi, type RouteInfo } from "../openapi.ts";
-import { requireAdmin } from "../request.ts";
+import { refuseAdminGuessOf, requireAdmin } from "../request.ts";
 
 const JSON_HEADERS = { "content-type": "application/json; charset=utf-8" };
 const OpenApiQuery = t.Object({
@@ -25,6 +25,7 @@ export function openApiRoutes(ctx: AppContext, routes: () => readonly RouteInfo[
       generic ??= buildOpenApi(routes(), ctx.config.publicUrl);
       const name = new URL(request.url).searchParams.get("collection");
       if (name === null) {
+        await refuseAdminGuessOf(ctx, request);
         body ??= JSON.stringify(generic);
         return new Response(body, { headers: JSON_HEADERS });
       }
