@@ -2,8 +2,14 @@ import type { SearchToken as Token } from "./dialect.ts";
 import { badRequest } from "../errors.ts";
 
 // Full text on PostgreSQL: the terms of the search syntax (search/syntax.ts: words, `prefix*`, "quoted phrases",
-// AND, OR, NOT, parentheses; a space between terms means AND) turned into a `to_tsquery('english', …)` text,
-// searched against a generated `tsvector` column with a GIN index.
+// AND, OR, NOT, parentheses; a space between terms means AND) turned into a `to_tsquery` text, searched against a
+// generated `tsvector` column with a GIN index.
+
+/**
+ * The text search configuration (migration 0014_fts_words): `english`'s parser and stemmer without its stop words,
+ * accents ignored where the `unaccent` extension is there: every word a record holds is found, as on SQLite.
+ */
+export const FTS_CONFIG = "baas_fts";
 
 /** A 400 for a malformed search, as search/syntax.ts words it. */
 const invalidSearch = (why: string) => badRequest(`invalid search query: ${why}`);
@@ -75,7 +81,7 @@ function parse(tokens: readonly Token[]): string | null {
 }
 
 /**
- * Turns the terms of a user's search text into the text of `to_tsquery('english', ?)`. Every word is reduced
+ * Turns the terms of a user's search text into the text of `to_tsquery(FTS_CONFIG, ?)`. Every word is reduced
  * to its letters and digits (so nothing in it is read as tsquery syntax); a word with punctuation in it, like
  * `e-mail`, is a phrase of its parts, as on SQLite. Structural mistakes are 400. "" (no term with a word)
  * matches nothing.
@@ -92,12 +98,12 @@ export function quoteIdent(name: string): string {
 /**
  * The expression of a collection's generated `tsvector` column: its text fields joined by spaces, ASCII
  * punctuation read as a space (the text columns' "C" collation: [[:punct:]] is the same on every cluster),
- * stemmed with the `english` configuration. A search's words are split at every character that is not a
+ * stemmed with FTS_CONFIG. A search's words are split at every character that is not a
  * letter or digit (search/syntax.ts), as SQLite's tokenizer splits the text; PostgreSQL's parser would keep
  * an e-mail address, a host name or a URL as one token, which none of those words would match.
  */
 export function tsvectorExpr(fields: readonly string[]): string {
-  if (!fields.length) return "to_tsvector('english'::regconfig, '')";
+  if (!fields.length) return `to_tsvector('${FTS_CONFIG}'::regconfig, '')`;
   const body = fields.map((f) => `coalesce(${quoteIdent(f)}, '')`).join(" || ' ' || ");
-  return `to_tsvector('english'::regconfig, regexp_replace(${body}, '[[:punct:]]+', ' ', 'g'))`;
+  return `to_tsvector('${FTS_CONFIG}'::regconfig, regexp_replace(${body}, '[[:punct:]]+', ' ', 'g'))`;
 }

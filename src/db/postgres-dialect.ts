@@ -1,7 +1,7 @@
 import { fitsInt64, renderCond, type Bound, type CompareOp, type ElementKind, type Spelling } from "./condition.ts";
 import type { Dialect, FtsDialect, StoredType } from "./dialect.ts";
 import { q } from "./ident.ts";
-import { toTsQuery, tsvectorExpr } from "./pg-fts.ts";
+import { FTS_CONFIG, toTsQuery, tsvectorExpr } from "./pg-fts.ts";
 import { pgIdentifier } from "./pg-placeholders.ts";
 
 // PostgreSQL's spelling of what Dialect names: SQLite's behaviour, written so PostgreSQL gives the same answers.
@@ -101,7 +101,7 @@ const CAST_TO: Record<StoredType, string> = { text: "text", number: "double prec
 const COLUMN_TYPE: Record<StoredType, string> = { text: TEXT, number: "DOUBLE PRECISION", boolean: "BOOLEAN", json: TEXT };
 
 // Full-text search: a generated column `_fts` of the collection table (a `tsvector` of its text fields,
-// `english` configuration) with a GIN index. PostgreSQL fills it for every row when the column is added and
+// FTS_CONFIG: every word stemmed, none dropped) with a GIN index. PostgreSQL fills it for every row when the column is added and
 // keeps it current on every write, so the index is complete at once. A new text field makes the column again
 // (its expression names the fields).
 
@@ -138,7 +138,7 @@ const fts: FtsDialect = {
     const table = q(name);
     const vector = `${table}.${q(FTS_COLUMN)}`;
     return {
-      from: { sql: `${table} CROSS JOIN (SELECT to_tsquery('english', ?) AS "q") AS "_search"`, params: [toTsQuery(tokens)] },
+      from: { sql: `${table} CROSS JOIN (SELECT to_tsquery('${FTS_CONFIG}', ?) AS "q") AS "_search"`, params: [toTsQuery(tokens)] },
       match: { k: "raw", sql: `${vector} @@ "_search"."q"`, params: [] },
       rank: `(CAST(ts_rank(${vector}, "_search"."q") AS float8) + 1e-12 / (1 + length(${vector})))`,
       rankDesc: true,

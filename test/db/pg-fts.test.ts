@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Database } from "bun:sqlite";
-import { toTsQuery as tsQueryOf, tsvectorExpr } from "../../src/db/pg-fts.ts";
+import { FTS_CONFIG, toTsQuery as tsQueryOf, tsvectorExpr } from "../../src/db/pg-fts.ts";
+import { migratePostgres } from "../../src/db/migrate-postgres.ts";
 import { openPostgres, type PostgresEngine } from "../../src/db/postgres.ts";
 import { toMatchQuery as matchQueryOf } from "../../src/db/sqlite-dialect.ts";
 import { AppError } from "../../src/errors.ts";
@@ -90,6 +91,8 @@ describe.skipIf(!postgresAvailable)("full text on PostgreSQL against SQLite's FT
     sqlite.exec("CREATE VIRTUAL TABLE docs USING fts5(id UNINDEXED, body)");
     for (const [id, title, body] of docs) sqlite.query("INSERT INTO docs (id, body) VALUES (?, ?)").run(id, `${title} ${body}`);
     pg = openPostgres({ url: await createTestDatabase(), poolSize: 2 });
+    // The text search configuration the column names is the migrations'.
+    await migratePostgres(pg);
     await pg.exec(`CREATE TABLE docs (id text PRIMARY KEY, title text, body text,
       _fts tsvector GENERATED ALWAYS AS (${tsvectorExpr(["title", "body"])}) STORED);
       CREATE INDEX docs_fts ON docs USING gin (_fts);`);
@@ -103,7 +106,7 @@ describe.skipIf(!postgresAvailable)("full text on PostgreSQL against SQLite's FT
   const search = async (q: string) =>
     (
       await pg.all<{ id: string }>(
-        "SELECT id FROM docs WHERE _fts @@ to_tsquery('english', ?) ORDER BY ts_rank(_fts, to_tsquery('english', ?)) DESC, id",
+        `SELECT id FROM docs WHERE _fts @@ to_tsquery('${FTS_CONFIG}', ?) ORDER BY ts_rank(_fts, to_tsquery('${FTS_CONFIG}', ?)) DESC, id`,
         [toTsQuery(q), toTsQuery(q)],
       )
     ).map((r) => r.id);

@@ -3,12 +3,14 @@ import { createCollection, createTestApp, type TestApp } from "../helpers/app.ts
 import { freshDatabaseUrl, onPostgres } from "../helpers/engine.ts";
 import { openPostgres } from "../../src/db/postgres.ts";
 import { resumeFtsBuilds } from "../../src/search/fts.ts";
+import { migratePostgres } from "../../src/db/migrate-postgres.ts";
+import { FTS_CONFIG, tsvectorExpr } from "../../src/db/pg-fts.ts";
 
 // Full text on PostgreSQL (a generated `tsvector` column `_fts` with a GIN index) next to SQLite's FTS5:
 // the index is complete when enabling answers, the system column never shows, malformed queries get
-// the same 400s, and relevance pages by cursor like on SQLite. Where the engines differ by design
-// (stop words, deep nesting), each engine's answer is pinned; a text too large to index is in
-// value-limits.test.ts.
+// the same 400s, and relevance pages by cursor like on SQLite; every word is indexed and accents are ignored
+// on both. Where the engines differ by design (deep nesting), each engine's answer is pinned; a text too large
+// to index is in value-limits.test.ts.
 
 let t: TestApp;
 const enc = encodeURIComponent;
@@ -121,6 +123,21 @@ describe("the index column is a system column", () => {
   });
 });
 
+describe.skipIf(!onPostgres)("PostgreSQL: an index made before every word was kept", () => {
+  test("the migration makes a column of the english configuration again with the one that keeps every word", async () => {
+    expect((await indexed("oldfts", [{ title: "the answer is here" }, { title: "café" }])).status).toBe(201);
+    const expr = tsvectorExpr(["title"]).replace(`'${FTS_CONFIG}'`, "'english'");
+    await t.ctx.db.exec(`ALTER TABLE "oldfts" DROP COLUMN "_fts"; ALTER TABLE "oldfts" ADD COLUMN "_fts" tsvector GENERATED ALWAYS AS (${expr}) STORED; CREATE INDEX "_fts_oldfts" ON "oldfts" USING gin ("_fts")`);
+    expect(await titles("/api/v1/oldfts?search=the")).toEqual([]);
+    await t.ctx.db.run("DELETE FROM _migrations WHERE name = ?", ["0014_fts_words"]);
+    expect(await migratePostgres(t.ctx.db)).toEqual(["0014_fts_words"]);
+    expect(await titles("/api/v1/oldfts?search=the")).toEqual(["the answer is here"]);
+    expect(await titles("/api/v1/oldfts?search=cafe")).toEqual(["café"]);
+    const index = await t.ctx.db.all("SELECT indexname FROM pg_catalog.pg_indexes WHERE schemaname = current_schema() AND tablename = 'oldfts' AND indexdef LIKE '%gin%'");
+    expect(index).toEqual([{ indexname: "_fts_oldfts" }]);
+  });
+});
+
 describe("search on both engines", () => {
   beforeAll(async () => {
     const docs = [
@@ -176,10 +193,17 @@ describe("search on both engines", () => {
     expect((await t.req("GET", `/api/v1/docs?search=hedgehog&after=${dog}`)).status).toBe(400);
   });
 
-  test("a query of stop words alone finds nothing on PostgreSQL (english), every record holding them on SQLite", async () => {
-    expect((await titles(`/api/v1/docs?search=the`)).sort()).toEqual(onPostgres ? [] : ["a dog", "one fox"]);
-    // With another word, the stop word drops out on PostgreSQL and must match on SQLite.
+  test("every word is found, short and common ones too, and accents are ignored, as on SQLite", async () => {
+    expect((await titles(`/api/v1/docs?search=the`)).sort()).toEqual(["a dog", "one fox"]);
     expect(await titles(`/api/v1/docs?search=${enc("the dog")}`)).toEqual(["a dog"]);
+    expect(await titles(`/api/v1/docs?search=${enc('"the dog"')}`)).toEqual(["a dog"]);
+    expect((await titles(`/api/v1/docs?search=${enc("the NOT dog")}`)).sort()).toEqual(["one fox"]);
+    expect((await titles(`/api/v1/docs?search=a*`)).sort()).toEqual(["a dog"]);
+    await createCollection(t, "cafes", { read: "public" });
+    expect((await t.admin("POST", "/api/v1/admin/collections/cafes/fts")).status).toBe(201);
+    expect((await t.admin("POST", "/api/v1/cafes/bulk", [{ title: "café au lait" }, { title: "naïve résumé" }, { title: "it is what it is" }])).status).toBe(201);
+    for (const [q, found] of [["cafe", "café au lait"], ["CAFÉ", "café au lait"], ["resume", "naïve résumé"], ['"it is"', "it is what it is"], ["what", "it is what it is"]] as const)
+      expect({ q, found: await titles(`/api/v1/cafes?search=${enc(q)}`) }).toEqual({ q, found: [found] });
   });
 });
 
