@@ -214,6 +214,8 @@ describe("upload and download", () => {
     expect(d.headers.get("x-content-type-options")).toBe("nosniff");
     expect(d.headers.get("content-security-policy")).toBe("default-src 'none'; sandbox");
     expect(d.headers.get("accept-ranges")).toBe("bytes");
+    // A browser may keep it (and ask with If-None-Match): it varies by Origin only, not `*`.
+    expect([d.headers.get("vary"), d.headers.get("cache-control")]).toEqual(["Origin", "private, no-cache"]);
     expect(d.headers.get("content-disposition")).toBe(`inline; filename="${r.body.cover}"`);
     expect((await get(`${url}?download=1`, alice.token)).headers.get("content-disposition")).toStartWith("attachment");
     // Range and 304.

@@ -17,7 +17,11 @@ export function fileRoutes(ctx: AppContext) {
     )
     .get(
       "/:collection/:id/:name",
-      async ({ request, params }) => {
+      async ({ request, params, set }) => {
+        // The answer differs by Origin only (the CORS headers name it): `Vary: *`, which the CORS plugin sets for
+        // any origin, would keep a browser from storing the file at all, so every <img> would load it whole again
+        // instead of asking with If-None-Match (304).
+        set.headers.vary = "Origin";
         const url = request.url;
         const q = new URLSearchParams(url.includes("?") ? url.slice(url.indexOf("?") + 1) : "");
         const token = q.get("token");
