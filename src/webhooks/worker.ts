@@ -110,8 +110,10 @@ export function startWebhookWorker(ctx: AppContext, opts: WorkerOptions = {}): W
   const node = newRecordId(Date.now()).slice(-10);
   let claims = 0;
   // The outer conditions repeat the inner ones: a row another worker claimed after this statement's snapshot is
-  // looked at again as it now is (PostgreSQL rechecks them on the row's latest version), and left alone.
-  const claimSql = `UPDATE _webhook_deliveries SET next_at = ?, claim = ?, updated_at = ? WHERE id IN (
+  // looked at again as it now is (PostgreSQL rechecks them on the row's latest version), and left alone. The
+  // attempt is counted when claimed: one cut short by a crash (sent, never recorded) keeps its number, and the
+  // next worker sends the next one.
+  const claimSql = `UPDATE _webhook_deliveries SET next_at = ?, claim = ?, updated_at = ?, attempts = attempts + 1 WHERE id IN (
       SELECT id FROM _webhook_deliveries WHERE webhook_id = ? AND status = 'pending' AND next_at <= ?
       ORDER BY next_at LIMIT ?${ctx.db.sql.skipLocked}
     ) AND status = 'pending' AND next_at <= ? RETURNING id, webhook_id, event_id, body, attempts, expires_at, claim`;
@@ -263,7 +265,8 @@ export function startWebhookWorker(ctx: AppContext, opts: WorkerOptions = {}): W
 
   /** One POST; null when the worker was stopped meanwhile (the attempt is abandoned, not recorded). */
   async function attempt(d: Claimed, hook: Webhook, allowPrivate: boolean, abort: AbortSignal): Promise<Outcome | null> {
-    const n = d.attempts + 1;
+    // Counted by the claim (claimSql).
+    const n = d.attempts;
     const at = ctx.clock.now();
     const started = performance.now();
     const outcome = (ok: boolean, status: number | null, error: string | null): Outcome => ({
@@ -341,14 +344,14 @@ export function startWebhookWorker(ctx: AppContext, opts: WorkerOptions = {}): W
       for (const o of kept) if (o.ok) delivered.set(o.delivery.claim, [...(delivered.get(o.delivery.claim) ?? []), o.delivery.id]);
       for (const [claim, list] of delivered)
         await ctx.db.run(
-          `UPDATE _webhook_deliveries SET status = 'delivered', attempts = attempts + 1, claim = NULL, updated_at = ? WHERE claim = ? AND id ${ctx.db.sql.inList}`,
+          `UPDATE _webhook_deliveries SET status = 'delivered', claim = NULL, updated_at = ? WHERE claim = ? AND id ${ctx.db.sql.inList}`,
           [now, claim, listParam(list)],
         );
       for (const o of kept) {
         if (o.ok) continue;
         const next = now + backoffMs(o.attempt);
         const failed = next > o.delivery.expires_at;
-        await ctx.db.run("UPDATE _webhook_deliveries SET status = ?, attempts = attempts + 1, next_at = ?, claim = NULL, updated_at = ? WHERE id = ? AND claim = ?", [
+        await ctx.db.run("UPDATE _webhook_deliveries SET status = ?, next_at = ?, claim = NULL, updated_at = ? WHERE id = ? AND claim = ?", [
           failed ? "failed" : "pending",
           next,
           now,
