@@ -60,13 +60,12 @@ export async function resolvePrincipal(ctx: AppContext, h: CredentialHeaders, op
  * passes. A user's token is not looked at: an expired access token sent along with a refresh does not stop it.
  */
 export async function refuseAdminGuess(ctx: AppContext, h: CredentialHeaders, ip: () => string): Promise<void> {
-  const bearer = h.authorization ? /^Bearer\s+(.+)$/i.exec(h.authorization.trim())?.[1]?.trim() : undefined;
+  // As resolvePrincipal reads them: X-Admin-Token first, else the Bearer token.
   const adminToken = h.adminToken?.trim();
-  for (const value of [adminToken, bearer]) {
-    if (!value || isSignedJwt(await jwtKey(ctx), value)) continue;
-    if (value === bearer && value !== adminToken && (await findApiKey(ctx, value))) continue;
-    if (!(await checkAdminSecretGuess(ctx, value, ip()))) throw invalidAdminCredentials();
-  }
+  const value = adminToken || (h.authorization ? /^Bearer\s+(.+)$/i.exec(h.authorization.trim())?.[1]?.trim() : undefined);
+  if (!value || isSignedJwt(await jwtKey(ctx), value)) return;
+  if (!adminToken && (await findApiKey(ctx, value))) return;
+  if (!(await checkAdminSecretGuess(ctx, value, ip()))) throw invalidAdminCredentials();
 }
 
 /**
