@@ -9,7 +9,7 @@ import { shapeOf, type BodyShape, type Collection, type FieldDef } from "../cata
 import { validateFieldRules } from "../collections/validate.ts";
 import { AppError, ValidationError, type FieldError } from "../errors.ts";
 import type { ChangeAction, ChangeEvent } from "../events/bus.ts";
-import { hookAuth, runHooks } from "../hooks/run.ts";
+import { hasHooks, hookAuth, runHooks } from "../hooks/run.ts";
 import { hookTx } from "./tx.ts";
 import type { HookEvent } from "../hooks/types.ts";
 import { newRecordId } from "../ids.ts";
@@ -270,8 +270,22 @@ async function insertLinked(ctx: AppContext, h: CollectionHandle, body: Record<s
   const inserted = insertedRecord(col, row.shape, row.values, clean);
   const record = plain ? inserted : (await attachRelationFields(ctx, h, [inserted], p))[0];
   stage(ctx, col, "create", plain ? { ...record } : await adminView(ctx, h, record, p), undefined, row.now, p);
-  if (hooked) await runHooks(h.hooks, "afterCreate", hookEvent(ctx, h, "create", p, record, null, clean));
-  return record;
+  if (!hooked) return record;
+  await runHooks(h.hooks, "afterCreate", hookEvent(ctx, h, "create", p, record, null, clean));
+  return await afterHooksAnswer(ctx, h, record, p, "afterCreate");
+}
+
+/**
+ * The record to answer after `after*` hooks ran: as they left it when one of them changed it through `tx` (a slug
+ * set after the create), so the answer and its ETag are the version the transaction commits; else `record`.
+ */
+async function afterHooksAnswer(ctx: AppContext, h: CollectionHandle, record: RecordJson, p: Principal, name: "afterCreate" | "afterUpdate"): Promise<RecordJson> {
+  if (!hasHooks(h.hooks, name)) return record;
+  // The collection as the transaction has it now: the hook may have added the field it set.
+  const current = await openCollection(ctx, h.name);
+  const now = await fetchRecord(ctx, current.col, record._id as string);
+  if (!now || now._updated_at === record._updated_at) return record;
+  return (await attachRelationFields(ctx, current, [now], p))[0]!;
 }
 
 /**
@@ -410,7 +424,7 @@ async function writeUpdate(
   const record = (await attachRelationFields(ctx, h, [written], p))[0];
   stage(ctx, h.col, "update", await adminView(ctx, h, record, p), before, now, p);
   await runHooks(h.hooks, "afterUpdate", hookEvent(ctx, h, "update", p, record, previous, clean));
-  return record;
+  return await afterHooksAnswer(ctx, h, record, p, "afterUpdate");
 }
 
 /**

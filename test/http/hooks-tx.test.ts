@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { loadHooks } from "../../src/hooks/load.ts";
 import { MAX_TX_DEPTH, createTx, hookTx, nestedTx, withTx } from "../../src/records/tx.ts";
 import type { ChangeEvent } from "../../src/events/bus.ts";
-import { createCollection, createTestApp, registerUser, type TestApp } from "../helpers/app.ts";
+import { ADMIN_SECRET, createCollection, createTestApp, registerUser, type TestApp } from "../helpers/app.ts";
 import { onPostgres } from "../helpers/engine.ts";
 
 // `tx` (CONTRACT §15): the data API's write path, with admin rights, inside the route handler's transaction.
@@ -25,6 +25,16 @@ export default [
     },
     async beforeUpdate({ data, tx }) {
       if (data.spawn) await tx.create("threads", { title: "spawned", mood: 1 });
+    },
+  },
+  {
+    // An after hook that changes its own record: the answer is the version committed.
+    collection: "articles",
+    async afterCreate({ record, tx }) {
+      await tx.update("articles", record._id, { slug: String(record.title).toLowerCase() });
+    },
+    async afterUpdate({ record, previous, tx }) {
+      if (record.title !== previous.title) await tx.update("articles", record._id, { slug: String(record.title).toLowerCase() });
     },
   },
   {
@@ -211,6 +221,21 @@ describe("fields a hook's own write adds", () => {
     const clash = await t.admin("PATCH", `/api/v1/threads/${made.body._id}`, { spawn: true, mood: "sad" });
     expect({ status: clash.status, errors: clash.body.errors }).toEqual({ status: 422, errors: [{ field: "mood", rule: "type", message: '"mood" must be a number.' }] });
     expect((await t.admin("GET", "/api/v1/threads?filter=title:eq:spawned")).body.items.length).toBe(1);
+  });
+});
+
+describe("after hooks that change their own record", () => {
+  test("the create's and the update's answers, and their ETags, are the version the transaction commits", async () => {
+    await createCollection(t, "articles");
+    const made = await t.admin("POST", "/api/v1/articles", { title: "Hello" });
+    expect({ status: made.status, slug: made.body.slug }).toEqual({ status: 201, slug: "hello" });
+    const read = await t.admin("GET", `/api/v1/articles/${made.body._id}`);
+    expect(read.body).toEqual(made.body);
+    expect(made.headers.get("etag")).toBe(read.headers.get("etag"));
+    const renamed = await t.req("PATCH", `/api/v1/articles/${made.body._id}`, { token: ADMIN_SECRET, body: { title: "World" }, headers: { "if-match": made.headers.get("etag")! } });
+    expect({ status: renamed.status, slug: renamed.body.slug }).toEqual({ status: 200, slug: "world" });
+    const again = await t.admin("GET", `/api/v1/articles/${made.body._id}`);
+    expect([renamed.headers.get("etag"), renamed.body]).toEqual([again.headers.get("etag"), again.body]);
   });
 });
 
