@@ -28,7 +28,11 @@ export interface HeldEvent {
 /** Events are held at least this long, and at least the last MIN_HELD of them... */
 export const HOLD_MS = 5 * 60_000;
 export const MIN_HELD = 1_000;
-/** ...but never more than this many, nor records of more than MAX_HELD_BYTES in all (memory stays bounded under any write rate). */
+/**
+ * ...but never more than this many, nor records of more than MAX_HELD_BYTES in all (memory stays bounded under any
+ * write rate): past the bytes, older events go beyond the last MIN_HELD, and within them records are held by
+ * reference instead, oldest first.
+ */
 export const MAX_HELD = 20_000;
 export const MAX_HELD_BYTES = 32 * 1024 * 1024;
 /** A record larger than this goes out as a reference (its `_id`, the client reads it) and is held as one. */
@@ -36,6 +40,15 @@ export const REF_RECORD_BYTES = 1024 * 1024;
 
 /** The record a reference holds: what read rules look at (`_owner_id`) and the id the client reads. */
 const refRecord = (record: Record<string, unknown>) => ({ _id: record._id, _owner_id: record._owner_id ?? null });
+/** What a held reference takes, estimated. */
+const REF_BYTES = 64;
+
+/** Holds a held event's record by reference from now on (replayed as one: the client reads the record). */
+function holdByReference(held: HeldEvent): void {
+  held.event = { ...held.event, record: refRecord(held.event.record) };
+  held.ref = true;
+  held.bytes = REF_BYTES;
+}
 
 /** An event as held, numbered `seq` (a large record by reference), whether or not a buffer keeps it. */
 export function heldEvent(event: ChangeEvent, now: number, generation: number | null, seq: number): HeldEvent {
@@ -43,7 +56,7 @@ export function heldEvent(event: ChangeEvent, now: number, generation: number | 
   const ref = size > REF_RECORD_BYTES && event.action !== "hard_delete";
   // The record before the change (`previous`) is not held: no event sends it.
   const kept: ChangeEvent = { collection: event.collection, action: event.action, record: ref ? refRecord(event.record) : event.record, at: event.at, by: event.by };
-  return { seq, heldAt: now, event: kept, ref, bytes: ref ? 64 : size, generation };
+  return { seq, heldAt: now, event: kept, ref, bytes: ref ? REF_BYTES : size, generation };
 }
 
 /** The replay buffer behind `Last-Event-ID`: the recent events, oldest first, numbered upwards. */
@@ -55,23 +68,35 @@ export class ReplayBuffer {
   bytes = 0;
   /** Number of the last event received (0 before the first). */
   lastSeq = 0;
+  /** The entries from `head` up to this index hold references only (see push). */
+  private whole = 0;
 
   /**
-   * Numbers (`seq`, by default the next number) and keeps an event (a large record by reference), dropping what is both beyond MIN_HELD
-   * and older than HOLD_MS, or beyond MAX_HELD, or beyond MAX_HELD_BYTES.
+   * Numbers (`seq`, by default the next number) and keeps an event (a large record by reference), dropping what is
+   * beyond MAX_HELD, or beyond MIN_HELD and older than HOLD_MS or past MAX_HELD_BYTES. Within the last MIN_HELD,
+   * records past MAX_HELD_BYTES are held by reference instead, oldest first: a resume still gets every one of them
+   * (CONTRACT §10: at least the last 1,000), the records of the older ones read by the client.
    */
   push(event: ChangeEvent, now: number, generation: number | null, seq = this.lastSeq + 1): HeldEvent {
     const held = heldEvent(event, now, generation, seq);
     this.lastSeq = seq;
     this.items.push(held);
     this.bytes += held.bytes;
-    while (this.size > MAX_HELD || this.bytes > MAX_HELD_BYTES || (this.size > MIN_HELD && this.items[this.head]!.heldAt < now - HOLD_MS)) {
+    while (this.size > MAX_HELD || (this.size > MIN_HELD && (this.bytes > MAX_HELD_BYTES || this.items[this.head]!.heldAt < now - HOLD_MS))) {
       this.bytes -= this.items[this.head]!.bytes;
       this.items[this.head++] = null;
+    }
+    if (this.whole < this.head) this.whole = this.head;
+    while (this.bytes > MAX_HELD_BYTES && this.whole < this.items.length) {
+      const old = this.items[this.whole++]!;
+      if (old.ref || old.event.action === "hard_delete") continue;
+      this.bytes -= old.bytes - REF_BYTES;
+      holdByReference(old);
     }
     // Compact now and then, so dropped entries do not pile up at the front of the array.
     if (this.head > 4096 && this.head * 2 > this.items.length) {
       this.items = this.items.slice(this.head);
+      this.whole -= this.head;
       this.head = 0;
     }
     return held;
