@@ -23,8 +23,8 @@ import { fileFieldValue, fileFields, holdNames, namesOf, releaseNames, withFileC
 // written after, through the usual create or update (its rules, hooks, events), so a crash in between leaves
 // only files that no record names (`baas storage gc` removes them), never a record naming a missing file.
 
-/** True when a request's body is multipart/form-data. */
-export const isMultipart = (request: Request) => multipartBoundary(request.headers.get("content-type")) !== null;
+/** True when a request's body is multipart/form-data (with a boundary or not: one without is 400 when read). */
+export const isMultipart = (request: Request) => /^multipart\/form-data\s*(;|$)/i.test(request.headers.get("content-type") ?? "");
 
 const refuse = (field: string, rule: string, message: string) => new ValidationError([{ field, rule, message }]);
 
@@ -85,7 +85,8 @@ async function writeWithFiles(
   previous: RecordJson | null,
   write: (data: Record<string, unknown>) => Promise<RecordJson>,
 ): Promise<RecordJson> {
-  const boundary = multipartBoundary(request.headers.get("content-type"))!;
+  const boundary = multipartBoundary(request.headers.get("content-type"));
+  if (boundary === null) throw badRequest("malformed multipart body: the Content-Type names no boundary");
   const max = multipartLimit(col);
   const declared = Number(request.headers.get("content-length") ?? "NaN");
   if (Number.isFinite(declared) && declared > max) throw tooLarge(max);

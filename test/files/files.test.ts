@@ -284,6 +284,9 @@ describe("upload and download", () => {
     expect(r.body.errors[0]).toMatchObject({ field: "attachments", rule: "max" });
     r = await send("POST", "/api/v1/docs", [["title", "x"], ["title+", small("a"), "a.txt"]], alice.token);
     expect(r.status).toBe(422);
+    // multipart/form-data without a boundary: 400 saying so (not read as JSON).
+    const unbounded = await t.req("POST", "/api/v1/docs", { token: alice.token, headers: { "content-type": "multipart/form-data" }, body: "--x\r\n" });
+    expect({ status: unbounded.status, body: unbounded.body }).toEqual({ status: 400, body: { error: "malformed multipart body: the Content-Type names no boundary", code: "bad_request" } });
     // A form value that is not JSON for a number field: refused as the same value in a JSON body is.
     r = await send("POST", "/api/v1/docs", [["n", "abc"]], alice.token);
     expect({ status: r.status, errors: r.body.errors }).toEqual({ status: 422, errors: [{ field: "n", rule: "type", message: '"n" must be a number.' }] });
