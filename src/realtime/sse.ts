@@ -142,10 +142,30 @@ export class SseSink {
     }
     this.ending = true;
     this.onEnd();
+    // A backed-up socket: the last frames go to the server's own buffer now, behind what it holds, so the reader
+    // gets them (an overflow's `reset`) before the stream's end whenever it reads again; left in this queue they
+    // would wait for the socket until the grace below gave up on them.
+    if (this.blocked) this.handOver();
     this.flush();
     if (this.closed) return;
     const timer = setTimeout(() => this.finish(), END_GRACE_MS);
     timer.unref?.();
+  }
+
+  /** Writes what is queued although the socket is backed up (Bun's stream keeps it), for `end`. */
+  private handOver(): void {
+    const c = this.controller;
+    if (!c || !this.queue.length) return;
+    const chunk = this.queue.length === 1 ? this.queue[0]! : Buffer.concat(this.queue);
+    this.queue.length = 0;
+    this.queuedBytes = 0;
+    try {
+      const wrote = c.write(chunk);
+      c.flush();
+      if (wrote instanceof Promise) wrote.catch(() => this.finish());
+    } catch {
+      this.finish();
+    }
   }
 
   private flush(): void {

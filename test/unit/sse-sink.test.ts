@@ -34,3 +34,29 @@ test("a frame larger than the buffer is taken while less than a quarter of it wa
   // 300 bytes wait, more than a quarter of 1000: the large frame overflows the stream.
   expect(busy.send(frame(5000))).toBe(false);
 });
+
+// A reader whose socket is backed up when its stream overflows: the `reset` goes to the server's own buffer at
+// once (Bun's stream keeps what is written while backed up and sends it before the end), not into this queue,
+// where it would wait for the socket until the stream's grace gave up on it and the reader never learnt why.
+test("an overflow while the socket is backed up hands the reset over at once", async () => {
+  const sink = new SseSink(1000, () => {});
+  const written: string[] = [];
+  const controller = {
+    // The first write backs the socket up (a promise that does not settle here); the server keeps what follows.
+    write: (chunk: Uint8Array) => {
+      written.push(new TextDecoder().decode(chunk));
+      return written.length === 1 ? new Promise<number>(() => {}) : chunk.byteLength;
+    },
+    flush: () => 0,
+    close: () => {},
+  };
+  (sink as unknown as { controller: typeof controller }).controller = controller;
+  expect(sink.send(sseFrame("create", JSON.stringify({ n: 1 }), "1"))).toBe(true);
+  await new Promise((r) => setImmediate(r));
+  expect(written).toHaveLength(1);
+  const big = sseFrame("create", JSON.stringify({ pad: "x".repeat(600) }), "2");
+  expect(sink.send(big)).toBe(true);
+  expect(sink.send(big)).toBe(false);
+  expect(written).toHaveLength(2);
+  expect(written[1]).toContain('event: reset\ndata: {"reason":"overflow"}');
+});
