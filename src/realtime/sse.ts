@@ -156,15 +156,23 @@ export class SseSink {
   private handOver(): void {
     const c = this.controller;
     if (!c || !this.queue.length) return;
-    const chunk = this.queue.length === 1 ? this.queue[0]! : Buffer.concat(this.queue);
+    const wrote = this.writeQueued(c);
+    if (wrote instanceof Promise) wrote.catch(() => this.finish());
+  }
+
+  /** Writes the queue in one chunk and empties it: what the controller answered, or null when it threw (the stream is over). */
+  private writeQueued(c: DirectController): number | Promise<number> | null {
+    const chunk = this.queue.length === 1 ? this.queue[0]! : join(this.queue);
+    // Emptied in place: a new array per write was garbage at every delivery.
     this.queue.length = 0;
     this.queuedBytes = 0;
     try {
       const wrote = c.write(chunk);
       c.flush();
-      if (wrote instanceof Promise) wrote.catch(() => this.finish());
+      return wrote;
     } catch {
       this.finish();
+      return null;
     }
   }
 
@@ -172,26 +180,17 @@ export class SseSink {
     const c = this.controller;
     if (!c || this.closed || this.blocked) return;
     if (this.queue.length) {
-      const chunk = this.queue.length === 1 ? this.queue[0]! : join(this.queue);
-      // Emptied in place: a new array per write was garbage at every delivery.
-      this.queue.length = 0;
-      this.queuedBytes = 0;
-      try {
-        const wrote = c.write(chunk);
-        c.flush();
-        if (wrote instanceof Promise) { // Bun's stream controller answers a promise only when the socket is backed up
-          this.blocked = true;
-          wrote.then(
-            () => {
-              this.blocked = false;
-              this.flush();
-            },
-            () => this.finish(),
-          );
-          return;
-        }
-      } catch {
-        this.finish();
+      const wrote = this.writeQueued(c);
+      if (wrote === null) return;
+      if (wrote instanceof Promise) { // Bun's stream controller answers a promise only when the socket is backed up
+        this.blocked = true;
+        wrote.then(
+          () => {
+            this.blocked = false;
+            this.flush();
+          },
+          () => this.finish(),
+        );
         return;
       }
     }

@@ -271,21 +271,23 @@ async function insertLinked(ctx: AppContext, h: CollectionHandle, body: Record<s
   const record = plain ? inserted : (await attachRelationFields(ctx, h, [inserted], p))[0];
   stage(ctx, col, "create", plain ? { ...record } : await adminView(ctx, h, record, p), undefined, row.now, p);
   if (!hooked) return record;
-  await runHooks(h.hooks, "afterCreate", hookEvent(ctx, h, "create", p, record, null, clean));
-  return await afterHooksAnswer(ctx, h, record, p, "afterCreate");
+  return await afterHooks(ctx, h, "afterCreate", record, p, hookEvent(ctx, h, "create", p, record, null, clean));
 }
 
 /**
- * The record to answer after `after*` hooks ran: as they left it when one of them changed it through `tx` (a slug
- * set after the create), so the answer and its ETag are the version the transaction commits; else `record`.
+ * Runs the `after*` handlers of a write and answers its record: as they left it when one of them changed it through
+ * `tx` (a slug set after the create: the event it staged says so), so the answer and its ETag are the version the
+ * transaction commits; else `record`, read no further.
  */
-async function afterHooksAnswer(ctx: AppContext, h: CollectionHandle, record: RecordJson, p: Principal, name: "afterCreate" | "afterUpdate"): Promise<RecordJson> {
+async function afterHooks(ctx: AppContext, h: CollectionHandle, name: "afterCreate" | "afterUpdate", record: RecordJson, p: Principal, e: HookEvent): Promise<RecordJson> {
   if (!hasHooks(h.hooks, name)) return record;
+  const mark = ctx.events.mark();
+  await runHooks(h.hooks, name, e);
+  if (!ctx.events.stagedSince(mark).some((x) => x.record._id === record._id && x.collection === h.name)) return record;
   // The collection as the transaction has it now: the hook may have added the field it set.
   const current = await openCollection(ctx, h.name);
   const now = await fetchRecord(ctx, current.col, record._id as string);
-  if (!now || now._updated_at === record._updated_at) return record;
-  return (await attachRelationFields(ctx, current, [now], p))[0]!;
+  return now ? (await attachRelationFields(ctx, current, [now], p))[0]! : record;
 }
 
 /**
@@ -423,8 +425,7 @@ async function writeUpdate(
   if (deltas) checkDeltas(h.col, written, deltas);
   const record = (await attachRelationFields(ctx, h, [written], p))[0];
   stage(ctx, h.col, "update", await adminView(ctx, h, record, p), before, now, p);
-  await runHooks(h.hooks, "afterUpdate", hookEvent(ctx, h, "update", p, record, previous, clean));
-  return await afterHooksAnswer(ctx, h, record, p, "afterUpdate");
+  return await afterHooks(ctx, h, "afterUpdate", record, p, hookEvent(ctx, h, "update", p, record, previous, clean));
 }
 
 /**

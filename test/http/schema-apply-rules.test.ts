@@ -80,6 +80,7 @@ test("prune drops collections whose rules name what the same document drops; a k
     ],
     relations: [{ from_col: "pa_comments", from_field: "author", to_col: "pa_authors", type: "one", on_delete: "restrict" }],
   });
+  const changesOf = (body: { changes: { action: string; target: string }[] }) => body.changes.map((c) => `${c.action} ${c.target}`);
   const names = async () => ((await t.admin("GET", "/api/v1/admin/collections")).body.items as { name: string }[]).map((c) => c.name).filter((n) => n.startsWith("pa_")).sort();
   // pa_x3 is kept and its rule names pa_x1: the apply fails whole, naming the rule.
   const blocked = await applyPruned({ collections: [{ name: "pa_authors", fields: [{ name: "name", type: "text" }] }, { name: "pa_x3", fields: [{ name: "c", type: "number" }], rules: { update: "@exists(pa_x1, a > 1)" } }] });
@@ -89,7 +90,7 @@ test("prune drops collections whose rules name what the same document drops; a k
   // Without pa_x3: the comments' relation, pa_x1's field a and pa_x1 itself go with the collections whose rules name them.
   const plan = await t.admin("POST", "/api/v1/admin/schema/apply", { schema: { collections: [{ name: "pa_authors", fields: [{ name: "name", type: "text" }] }] }, prune: true, dry_run: true });
   expect(plan.status).toBe(200);
-  expect(plan.body.changes.map((c: { action: string; target: string }) => `${c.action} ${c.target}`)).toEqual([
+  expect(changesOf(plan.body)).toEqual([
     "drop_relation pa_comments.author",
     "drop_collection pa_comments",
     "drop_collection pa_x1",
@@ -100,7 +101,7 @@ test("prune drops collections whose rules name what the same document drops; a k
   // A kept pa_x1 losing field a, named by the dropped pa_x2's rule.
   const res = await applyPruned({ collections: [{ name: "pa_authors", fields: [{ name: "name", type: "text" }] }, { name: "pa_x1", fields: [] }] });
   expect(res.status).toBe(200);
-  expect(res.body.changes.map((c: { action: string; target: string }) => `${c.action} ${c.target}`)).toEqual([
+  expect(changesOf(res.body)).toEqual([
     "drop_relation pa_comments.author",
     "drop_field pa_x1.a",
     "drop_collection pa_comments",
