@@ -84,7 +84,7 @@ async function fromSignedJwt(ctx: AppContext, token: string): Promise<Principal>
   // The token's `roles` claim is for clients to read; the principal takes the user's roles as stored now
   // (CONTRACT §12), read with the session check in one query.
   if (typeof claims.sid === "string") {
-    // Checked on every request, never cached: a revoked session must fail at once.
+    // Checked at every request against what was committed when it asked: a revoked session fails at once.
     const user = await activeSession(ctx, claims.sid, sub);
     if (!user) throw invalidToken("session revoked or expired");
     return userPrincipal(sub, user, claims.sid, "token");

@@ -78,8 +78,9 @@ export async function usersAccessRows(db: Engine, ids: readonly string[]): Promi
 }
 
 /**
- * A number that changes whenever any user's access columns change or a user is deleted (a trigger keeps it, see
- * migrations/0012_users_access_version.sql), so access read after it was read may be kept until it changes. Read
+ * A number that changes whenever any user's access columns change, a user is deleted, or a session is revoked or
+ * deleted (triggers keep it, see migrations 0012_users_access_version and 0015_sessions_access_version), so access
+ * or a session check read after it was read may be kept until it changes. Read
  * it before the rows it vouches for: a change committed between the two reads makes the next reading differ.
  */
 export async function usersAccessVersion(db: Engine): Promise<string> {

@@ -1,0 +1,122 @@
+import { afterAll, describe, expect, test } from "bun:test";
+import { createTestApp, registerUser, type TestApp } from "../helpers/app.ts";
+import { sharedRead } from "../../src/db/shared-read.ts";
+
+// A session's check is kept between requests while nothing that decides it changed; every change that does
+// (a revocation, a role, a user's deletion), made by this server, by direct SQL or by another node on the same
+// database, holds from the next request on.
+
+const t = createTestApp();
+afterAll(() => t.close());
+
+const sidOf = (token: string) => JSON.parse(Buffer.from(token.split(".")[1]!, "base64url").toString()).sid as string;
+
+/** Runs `fn` on a second server on the same database (another node, the CLI), closed after. */
+async function elsewhere(fn: (other: TestApp) => Promise<void>): Promise<void> {
+  const other = createTestApp({ dir: t.dir });
+  try {
+    await fn(other);
+  } finally {
+    await other.close();
+  }
+}
+
+describe("session checks kept between requests", () => {
+  test("a session revoked by another server is refused at its next request here", async () => {
+    await t.admin("POST", "/api/v1/admin/collections", { name: "kept_revoke", rules: { read: "authenticated" } });
+    const u = await registerUser(t, "kept-revoke@example.com");
+    for (let i = 0; i < 3; i++) expect((await t.req("GET", "/api/v1/kept_revoke", { token: u.token })).status).toBe(200);
+    await elsewhere(async (other) => {
+      expect((await other.admin("DELETE", `/api/v1/admin/users/${u.id}/sessions`)).status).toBe(200);
+    });
+    const res = await t.req("GET", "/api/v1/kept_revoke", { token: u.token });
+    expect(res.status).toBe(401);
+    expect(res.body).toEqual({ code: "unauthorized", error: "session revoked or expired" });
+    expect((await t.req("GET", "/api/v1/auth/me", { token: u.token })).status).toBe(401);
+  });
+
+  test("a session revoked, or its row deleted, by direct SQL is refused at the next request", async () => {
+    const a = await registerUser(t, "kept-sql-a@example.com");
+    const b = await registerUser(t, "kept-sql-b@example.com");
+    expect((await t.req("GET", "/api/v1/auth/me", { token: a.token })).status).toBe(200);
+    expect((await t.req("GET", "/api/v1/auth/me", { token: b.token })).status).toBe(200);
+    await t.db.run("UPDATE _sessions SET revoked_at = ? WHERE id = ?", [t.clock.now(), sidOf(a.token)]);
+    expect((await t.req("GET", "/api/v1/auth/me", { token: a.token })).status).toBe(401);
+    expect((await t.req("GET", "/api/v1/auth/me", { token: b.token })).status).toBe(200);
+    await t.db.run("DELETE FROM _refresh_tokens WHERE session_id = ?", [sidOf(b.token)]);
+    await t.db.run("DELETE FROM _sessions WHERE id = ?", [sidOf(b.token)]);
+    expect((await t.req("GET", "/api/v1/auth/me", { token: b.token })).status).toBe(401);
+  });
+
+  test("roles changed by another server decide the next request here; a deleted user's token is refused", async () => {
+    await t.admin("POST", "/api/v1/admin/collections", { name: "kept_roles", rules: { read: "@auth.roles ?= 'staff'" } });
+    const u = await registerUser(t, "kept-roles@example.com");
+    expect((await t.req("GET", "/api/v1/kept_roles", { token: u.token })).status).toBe(403);
+    await elsewhere(async (other) => {
+      expect((await other.admin("PATCH", `/api/v1/admin/users/${u.id}`, { roles: ["staff"] })).status).toBe(200);
+    });
+    expect((await t.req("GET", "/api/v1/kept_roles", { token: u.token })).status).toBe(200);
+    expect((await t.req("GET", "/api/v1/auth/me", { token: u.token })).body.roles).toEqual(["staff"]);
+    await elsewhere(async (other) => {
+      expect((await other.admin("DELETE", `/api/v1/admin/users/${u.id}`)).status).toBe(200);
+    });
+    expect((await t.req("GET", "/api/v1/kept_roles", { token: u.token })).status).toBe(401);
+  });
+
+  test("requests sent together after a revocation all fail; those sent before it was committed all pass", async () => {
+    await t.admin("POST", "/api/v1/admin/collections", { name: "kept_burst", rules: { create: "authenticated" } });
+    const u = await registerUser(t, "kept-burst@example.com");
+    const burst = () => Promise.all(Array.from({ length: 40 }, (_, i) => t.req("POST", "/api/v1/kept_burst", { token: u.token, body: { i } })));
+    expect((await burst()).map((r) => r.status)).toEqual(Array(40).fill(201));
+    await elsewhere(async (other) => {
+      expect((await other.req("POST", "/api/v1/auth/logout", { token: u.token })).status).toBe(200);
+    });
+    expect((await burst()).map((r) => r.status)).toEqual(Array(40).fill(401));
+    expect((await t.admin("GET", "/api/v1/kept_burst?limit=100")).body.total).toBe(40);
+  });
+});
+
+describe("sharedRead", () => {
+  test("callers share a read begun after each of them asked; one read runs at a time", async () => {
+    const begun: number[] = [];
+    let asked = 0;
+    let running = 0;
+    let most = 0;
+    const read = sharedRead(async () => {
+      const seen = asked;
+      running++;
+      most = Math.max(most, running);
+      begun.push(seen);
+      await new Promise((r) => setTimeout(r, 5));
+      running--;
+      return seen;
+    });
+    const ask = () => {
+      asked++;
+      return read();
+    };
+    // Three callers in one turn share one read, begun after all three asked.
+    const first = await Promise.all([ask(), ask(), ask()]);
+    expect(first).toEqual([3, 3, 3]);
+    // A caller that asks while a read runs gets the next one, begun after that one ended.
+    const running1 = ask();
+    await new Promise((r) => setImmediate(r));
+    await new Promise((r) => setImmediate(r));
+    const during = [ask(), ask()];
+    expect(await running1).toBe(4);
+    expect(await Promise.all(during)).toEqual([6, 6]);
+    expect(begun).toEqual([3, 4, 6]);
+    expect(most).toBe(1);
+  });
+
+  test("a failed read fails its callers only; the next callers read again", async () => {
+    let n = 0;
+    const read = sharedRead(async () => {
+      if (++n === 1) throw new Error("gone");
+      return n;
+    });
+    const failed = await Promise.allSettled([read(), read()]);
+    expect(failed.map((r) => r.status)).toEqual(["rejected", "rejected"]);
+    expect(await read()).toBe(2);
+  });
+});
