@@ -9,6 +9,7 @@ import { liveApiKeyByHash, liveApiKeyRows, touchApiKey } from "../tables/api-key
 import { liveSessionRows } from "../tables/sessions.ts";
 import { parseMetadata, parseRoles, userAccessRow, type UserAccessRow } from "../tables/users.ts";
 import { activeSession } from "./sessions.ts";
+import { keptCheck } from "./kept-checks.ts";
 import { requireVerifiedEmail } from "./verified.ts";
 
 export const invalidToken = (message = "invalid or expired token") => new AppError(401, "unauthorized", message);
@@ -122,7 +123,8 @@ export function isImpersonationToken(ctx: AppContext, authorization: string | nu
 /** The live API key `key` with its user's roles and metadata, or null. */
 async function findApiKey(ctx: AppContext, key: string) {
   if (!key.startsWith("baas_") || key.length > 200) return null;
-  return await liveApiKeyByHash(ctx.db, sha256(key));
+  const hash = sha256(key);
+  return await keptCheck(ctx, `k\u0000${hash}`, () => liveApiKeyByHash(ctx.db, hash));
 }
 
 async function userFromApiKey(ctx: AppContext, key: string): Promise<Principal> {
@@ -131,7 +133,10 @@ async function userFromApiKey(ctx: AppContext, key: string): Promise<Principal> 
   // A key made before require_verified_email was turned on acts only once the address is confirmed.
   await requireVerifiedEmail(ctx, row);
   const now = ctx.clock.now();
-  if (!row.last_used_at || now - row.last_used_at > 60_000) await touchApiKey(ctx.db, row.id, now);
+  if (!row.last_used_at || now - row.last_used_at > 60_000) {
+    await touchApiKey(ctx.db, row.id, now);
+    row.last_used_at = now;
+  }
   return userPrincipal(row.user_id, row, null, "api_key", row.id);
 }
 

@@ -14,10 +14,9 @@ import {
   sessionById,
   sessionCheckRow,
   touchSession,
-  type SessionCheckRow,
 } from "../tables/sessions.ts";
-import { usersAccessVersion, type UserAccessRow } from "../tables/users.ts";
-import { sharedRead } from "../db/shared-read.ts";
+import type { UserAccessRow } from "../tables/users.ts";
+import { keptCheck } from "./kept-checks.ts";
 import { signJwt } from "./jwt.ts";
 import { requireVerifiedEmail } from "./verified.ts";
 import { jwtKey } from "./keys.ts";
@@ -132,7 +131,7 @@ export async function revokeUserApiKeys(ctx: AppContext, userId: string): Promis
  */
 export async function activeSession(ctx: AppContext, sessionId: string, userId: string): Promise<UserAccessRow | null> {
   // What was committed before the request asked (a revocation, a change of roles included).
-  const s = await sessionCheck(ctx, sessionId);
+  const s = await keptCheck(ctx, `s\u0000${sessionId}`, () => sessionCheckRow(ctx.db, sessionId));
   const now = ctx.clock.now();
   if (!s || s.user_id !== userId || s.revoked_at !== null || s.expires_at <= now) return null;
   if (now - s.last_used_at > 60_000) {
@@ -142,53 +141,6 @@ export async function activeSession(ctx: AppContext, sessionId: string, userId: 
   return s;
 }
 
-/** Session checks kept while the users' access version stands (see sessionCheck), per database. */
-interface SessionChecks {
-  /** The version the rows were read under (after it was read); "" before the first. */
-  version: string;
-  rows: Map<string, SessionCheckRow>;
-  /** The version as committed when asked, one read shared by the requests asking together. */
-  versionNow: () => Promise<string>;
-}
-const checksOf = new WeakMap<AppContext["db"], SessionChecks>();
-/** Sessions kept at most: past that the cache starts again empty. */
-const MAX_KEPT_SESSIONS = 10_000;
-
-/** Whether version `a` came after `b` (both decimal numbers; "" before any). */
-const later = (a: string, b: string) => a.length !== b.length ? a.length > b.length : a > b;
-
-/**
- * The session `id` with its user's access as committed when the caller asked. SECURITY: a row is kept only while
- * the users' access version stands: a trigger moves it with every revocation or deletion of a session and every
- * change of a user's access or deletion of a user, by any process (migrations 0012 and 0015). Each request reads
- * the version anew (a read begun after it asked, shared by the requests that ask together), so a revocation
- * holds from the first request after its commit; what costs is the row, read once per session and version
- * instead of once per request (on PostgreSQL most of a create's database time).
- */
-async function sessionCheck(ctx: AppContext, id: string): Promise<SessionCheckRow | null> {
-  // Inside a write transaction its own view counts (what it changed and has not committed): read as it is.
-  if (ctx.db.inTransaction()) return await sessionCheckRow(ctx.db, id);
-  let checks = checksOf.get(ctx.db);
-  if (!checks) {
-    const db = ctx.db;
-    checksOf.set(db, (checks = { version: "", rows: new Map(), versionNow: sharedRead(() => usersAccessVersion(db)) }));
-  }
-  const version = await checks.versionNow();
-  if (later(version, checks.version)) {
-    checks.rows.clear();
-    checks.version = version;
-  }
-  // Kept rows were read after a version at least as late as this request's.
-  const kept = checks.rows.get(id);
-  if (kept) return kept;
-  // IMPORTANT: the row after the version it is kept under; kept only while no later version was seen meanwhile.
-  const row = await sessionCheckRow(ctx.db, id);
-  if (row && checks.version === version) {
-    if (checks.rows.size >= MAX_KEPT_SESSIONS) checks.rows.clear();
-    checks.rows.set(id, row);
-  }
-  return row;
-}
 
 /** A user's active sessions, newest first. */
 export async function listUserSessions(ctx: AppContext, userId: string) {

@@ -2,9 +2,9 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { createTestApp, registerUser, type TestApp } from "../helpers/app.ts";
 import { sharedRead } from "../../src/db/shared-read.ts";
 
-// A session's check is kept between requests while nothing that decides it changed; every change that does
-// (a revocation, a role, a user's deletion), made by this server, by direct SQL or by another node on the same
-// database, holds from the next request on.
+// A session's or an API key's check is kept between requests while nothing that decides it changed; every change
+// that does (a revocation, a role, a user's deletion), made by this server, by direct SQL or by another node on the
+// same database, holds from the next request on.
 
 const t = createTestApp();
 afterAll(() => t.close());
@@ -73,6 +73,66 @@ describe("session checks kept between requests", () => {
     });
     expect((await burst()).map((r) => r.status)).toEqual(Array(40).fill(401));
     expect((await t.admin("GET", "/api/v1/kept_burst?limit=100")).body.total).toBe(40);
+  });
+});
+
+describe("API key checks kept between requests", () => {
+  const withKey = (method: string, path: string, key: string, body?: unknown) => t.req(method, path, { headers: { "x-api-key": key }, body });
+  const newKey = async (email: string) => {
+    const u = await registerUser(t, email);
+    const res = await t.req("POST", "/api/v1/auth/api-keys", { token: u.token, body: { name: "script" } });
+    expect(res.status).toBe(201);
+    return { user: u, id: res.body.id as string, key: res.body.key as string };
+  };
+
+  test("a key revoked by another server is refused at its next use here", async () => {
+    await t.admin("POST", "/api/v1/admin/collections", { name: "kept_keys", rules: { read: "authenticated", create: "authenticated" } });
+    const k = await newKey("kept-key-revoke@example.com");
+    for (let i = 0; i < 3; i++) expect((await withKey("GET", "/api/v1/kept_keys", k.key)).status).toBe(200);
+    await elsewhere(async (other) => {
+      expect((await other.req("DELETE", `/api/v1/auth/api-keys/${k.id}`, { token: k.user.token })).status).toBe(200);
+    });
+    const res = await withKey("GET", "/api/v1/kept_keys", k.key);
+    expect(res.status).toBe(401);
+    expect(res.body).toEqual({ code: "unauthorized", error: "invalid API key" });
+  });
+
+  test("a key revoked or deleted by direct SQL is refused at its next use; another key goes on", async () => {
+    const a = await newKey("kept-key-sql-a@example.com");
+    const b = await newKey("kept-key-sql-b@example.com");
+    const c = await newKey("kept-key-sql-c@example.com");
+    for (const k of [a, b, c]) expect((await withKey("GET", "/api/v1/kept_keys", k.key)).status).toBe(200);
+    await t.db.run("UPDATE _api_keys SET revoked_at = ? WHERE id = ?", [t.clock.now(), a.id]);
+    expect((await withKey("GET", "/api/v1/kept_keys", a.key)).status).toBe(401);
+    await t.db.run("DELETE FROM _api_keys WHERE id = ?", [b.id]);
+    expect((await withKey("GET", "/api/v1/kept_keys", b.key)).status).toBe(401);
+    expect((await withKey("GET", "/api/v1/kept_keys", c.key)).status).toBe(200);
+  });
+
+  test("a key's user made staff elsewhere reads as staff at the next use; deleted, the key is refused", async () => {
+    await t.admin("POST", "/api/v1/admin/collections", { name: "kept_key_roles", rules: { read: "@auth.roles ?= 'staff'" } });
+    const k = await newKey("kept-key-roles@example.com");
+    expect((await withKey("GET", "/api/v1/kept_key_roles", k.key)).status).toBe(403);
+    await elsewhere(async (other) => {
+      expect((await other.admin("PATCH", `/api/v1/admin/users/${k.user.id}`, { roles: ["staff"] })).status).toBe(200);
+    });
+    expect((await withKey("GET", "/api/v1/kept_key_roles", k.key)).status).toBe(200);
+    await elsewhere(async (other) => {
+      expect((await other.admin("DELETE", `/api/v1/admin/users/${k.user.id}`)).status).toBe(200);
+    });
+    expect((await withKey("GET", "/api/v1/kept_key_roles", k.key)).status).toBe(401);
+  });
+
+  test("a key used for a minute and more is marked used again", async () => {
+    const k = await newKey("kept-key-used@example.com");
+    expect((await withKey("GET", "/api/v1/kept_keys", k.key)).status).toBe(200);
+    const first = t.clock.now();
+    t.clock.advance(61_000);
+    expect((await withKey("GET", "/api/v1/kept_keys", k.key)).status).toBe(200);
+    t.clock.advance(10_000);
+    expect((await withKey("GET", "/api/v1/kept_keys", k.key)).status).toBe(200);
+    const keys = await t.req("GET", "/api/v1/auth/api-keys", { token: k.user.token });
+    expect(keys.body.items[0].last_used_at).toBe(first + 61_000);
   });
 });
 
