@@ -11,7 +11,8 @@ import idempotencyKeys from "./0011_idempotency_keys.sql" with { type: "text" };
 import usersAccessVersion from "./0012_users_access_version.sql" with { type: "text" };
 import expiryIndexes from "./0013_expiry_indexes.sql" with { type: "text" };
 import ftsWords from "./0014_fts_words.sql" with { type: "text" };
-import credentialsAccessVersion from "./0015_credentials_access_version.sql" with { type: "text" };
+import sessionsAccessVersion from "./0015_sessions_access_version.sql" with { type: "text" };
+import apiKeysAccessVersion from "./0016_api_keys_access_version.sql" with { type: "text" };
 
 /** Migrations in the order they apply. */
 export const postgresMigrations: { name: string; sql: string }[] = [
@@ -26,5 +27,6 @@ export const postgresMigrations: { name: string; sql: string }[] = [
   { name: "0012_users_access_version", sql: usersAccessVersion },
   { name: "0013_expiry_indexes", sql: expiryIndexes },
   { name: "0014_fts_words", sql: ftsWords },
-  { name: "0015_credentials_access_version", sql: credentialsAccessVersion },
+  { name: "0015_sessions_access_version", sql: sessionsAccessVersion },
+  { name: "0016_api_keys_access_version", sql: apiKeysAccessVersion },
 ];

@@ -79,8 +79,8 @@ export async function usersAccessRows(db: Engine, ids: readonly string[]): Promi
 
 /**
  * A number that changes whenever any user's access columns change, a user is deleted, or a session or an API key is
- * revoked or deleted (triggers keep it, see migrations 0012_users_access_version and 0015_credentials_access_version),
- * so access or a credential check read after it was read may be kept until it changes. Read
+ * revoked or deleted (triggers keep it, see migrations 0012_users_access_version, 0015_sessions_access_version and
+ * 0016_api_keys_access_version), so access or a credential check read after it was read may be kept until it changes. Read
  * it before the rows it vouches for: a change committed between the two reads makes the next reading differ.
  */
 export async function usersAccessVersion(db: Engine): Promise<string> {

@@ -1,6 +1,7 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { createTestApp, registerUser, type TestApp } from "../helpers/app.ts";
 import { sharedRead } from "../../src/db/shared-read.ts";
+import { keptCheck } from "../../src/auth/kept-checks.ts";
 
 // A session's or an API key's check is kept between requests while nothing that decides it changed; every change
 // that does (a revocation, a role, a user's deletion), made by this server, by direct SQL or by another node on the
@@ -133,6 +134,37 @@ describe("API key checks kept between requests", () => {
     expect((await withKey("GET", "/api/v1/kept_keys", k.key)).status).toBe(200);
     const keys = await t.req("GET", "/api/v1/auth/api-keys", { token: k.user.token });
     expect(keys.body.items[0].last_used_at).toBe(first + 61_000);
+  });
+});
+
+describe("keptCheck", () => {
+  test("keeps a row until the version moves; a large row is read every time; the text kept in all is bounded", async () => {
+    let reads = 0;
+    const reader = (row: object) => async () => {
+      reads++;
+      return { ...row };
+    };
+    const small = reader({ user_id: "u1", metadata: "{}" });
+    const first = await keptCheck(t.ctx, "test\u0000a", small);
+    expect(await keptCheck(t.ctx, "test\u0000a", small)).toBe(first!);
+    expect(reads).toBe(1);
+    // A user's 64 KiB of metadata is not kept (the sessions of one user would each hold a copy).
+    const large = reader({ user_id: "u2", metadata: JSON.stringify({ blob: "x".repeat(60_000) }) });
+    for (let i = 0; i < 3; i++) await keptCheck(t.ctx, "test\u0000big", large);
+    expect(reads).toBe(4);
+    // Rows of 3,000 characters: past 4 Mi characters kept in all the cache starts again (so "a" is read again).
+    const mid = reader({ metadata: "y".repeat(3000) });
+    for (let i = 0; i < 1500; i++) await keptCheck(t.ctx, `test\u0000m${i}`, mid);
+    expect(reads).toBe(1504);
+    await keptCheck(t.ctx, "test\u0000a", small);
+    expect(reads).toBe(1505);
+    // The version moves (any change of access, here a role): everything is read again.
+    const u = await registerUser(t, "kept-unit@example.com");
+    await keptCheck(t.ctx, "test\u0000a", small);
+    expect(reads).toBe(1505);
+    await t.admin("PATCH", `/api/v1/admin/users/${u.id}`, { roles: ["staff"] });
+    await keptCheck(t.ctx, "test\u0000a", small);
+    expect(reads).toBe(1506);
   });
 });
 

@@ -1,7 +1,0 @@
--- The number of 0012_users_access_version also grows when a session or an API key ends or goes (see
--- ../0015_credentials_access_version.sql).
-CREATE TRIGGER "_sessions_access_changed" AFTER UPDATE OF "revoked_at", "expires_at", "user_id" OR DELETE ON "_sessions"
-  FOR EACH STATEMENT EXECUTE FUNCTION "_users_access_changed"();
---> statement-breakpoint
-CREATE TRIGGER "_api_keys_access_changed" AFTER UPDATE OF "revoked_at", "user_id", "key_hash" OR DELETE ON "_api_keys"
-  FOR EACH STATEMENT EXECUTE FUNCTION "_users_access_changed"();
