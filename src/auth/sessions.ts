@@ -141,7 +141,6 @@ export async function activeSession(ctx: AppContext, sessionId: string, userId: 
   return s;
 }
 
-
 /** A user's active sessions, newest first. */
 export async function listUserSessions(ctx: AppContext, userId: string) {
   return (await activeUserSessionRows(ctx.db, userId, ctx.clock.now()))
