@@ -12,6 +12,7 @@ import expiryIndexes from "./0013_expiry_indexes.sql" with { type: "text" };
 import ftsWords from "./0014_fts_words.sql" with { type: "text" };
 import sessionsAccessVersion from "./0015_sessions_access_version.sql" with { type: "text" };
 import apiKeysAccessVersion from "./0016_api_keys_access_version.sql" with { type: "text" };
+import credentialsVersion from "./0017_credentials_version.sql" with { type: "text" };
 
 /** Migrations in the order they apply. Names are stable: they are recorded in `_migrations`. */
 export const migrations: { name: string; sql: string }[] = [
@@ -28,4 +29,5 @@ export const migrations: { name: string; sql: string }[] = [
   { name: "0014_fts_words", sql: ftsWords },
   { name: "0015_sessions_access_version", sql: sessionsAccessVersion },
   { name: "0016_api_keys_access_version", sql: apiKeysAccessVersion },
+  { name: "0017_credentials_version", sql: credentialsVersion },
 ];

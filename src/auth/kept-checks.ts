@@ -1,11 +1,11 @@
 import type { AppContext } from "../context.ts";
 import { sharedRead } from "../db/shared-read.ts";
-import { usersAccessVersion } from "../tables/users.ts";
+import { credentialsVersion } from "../tables/users.ts";
 
 /**
- * Credential checks (a session, an API key, each with its user's access) kept between requests while the users'
- * access version stands. SECURITY: triggers move the version with every revocation or deletion of a session or an
- * API key and every change of a user's access or deletion of a user, by any process (migrations 0012, 0015 and 0016).
+ * Credential checks (a session, an API key, each with its user's access) kept between requests while the
+ * credentials version stands. SECURITY: triggers move it with every revocation or deletion of a session or an API
+ * key and every change of a user's access or deletion of a user, by any process (migrations 0012 and 0017).
  * Each request reads the version anew (a read begun after it asked, shared by the requests that ask together), so
  * a revocation holds from the first request after its commit; what costs is the row, read once per credential and
  * version instead of once per request (on PostgreSQL most of a small write's database time).
@@ -47,7 +47,7 @@ export async function keptCheck<T extends object>(ctx: AppContext, key: string, 
   let kept = keptOf.get(ctx.db);
   if (!kept) {
     const db = ctx.db;
-    keptOf.set(db, (kept = { version: "", rows: new Map(), size: 0, versionNow: sharedRead(() => usersAccessVersion(db)) }));
+    keptOf.set(db, (kept = { version: "", rows: new Map(), size: 0, versionNow: sharedRead(() => credentialsVersion(db)) }));
   }
   const version = await kept.versionNow();
   // Any other version (one read is shared at a time, so a later reading is a later version; a number reset by hand

@@ -78,14 +78,25 @@ export async function usersAccessRows(db: Engine, ids: readonly string[]): Promi
 }
 
 /**
- * A number that changes whenever any user's access columns change, a user is deleted, or a session or an API key is
- * revoked or deleted (triggers keep it, see migrations 0012_users_access_version, 0015_sessions_access_version and
- * 0016_api_keys_access_version), so access or a credential check read after it was read may be kept until it changes. Read
+ * A number that changes whenever any user's access columns change or a user is deleted (a trigger keeps it, see
+ * migrations/0012_users_access_version.sql), so access read after it was read may be kept until it changes. Read
  * it before the rows it vouches for: a change committed between the two reads makes the next reading differ.
  */
 export async function usersAccessVersion(db: Engine): Promise<string> {
   // The key as a parameter: PostgreSQL then keeps the statement prepared (a literal is parsed and planned each time).
   return (await db.get<{ value: string }>("SELECT value FROM _meta WHERE key = ?", ["users_access_version"]))?.value ?? "0";
+}
+
+const CREDENTIALS_VERSION_SQL = "SELECT (SELECT value FROM _meta WHERE key = ?) AS a, (SELECT value FROM _meta WHERE key = ?) AS c";
+
+/**
+ * The users' access version (above) with a second number, which triggers move whenever a session or an API key is
+ * revoked or deleted (migration 0017_credentials_version), read together: a credential's check read after it may be
+ * kept until it changes. Read it before the rows it vouches for.
+ */
+export async function credentialsVersion(db: Engine): Promise<string> {
+  const row = await db.get<{ a: string | null; c: string | null }>(CREDENTIALS_VERSION_SQL, ["users_access_version", "credentials_version"]);
+  return `${row?.a ?? "0"}/${row?.c ?? "0"}`;
 }
 
 /** Which of these users exist: one query for all. */

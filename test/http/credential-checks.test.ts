@@ -77,6 +77,31 @@ describe("session checks kept between requests", () => {
   });
 });
 
+describe("the numbers a kept check stands on", () => {
+  const meta = async (key: string) => (await t.db.get<{ value: string }>("SELECT value FROM _meta WHERE key = ?", [key]))?.value ?? "0";
+  const both = async () => [await meta("users_access_version"), await meta("credentials_version")];
+
+  test("a sign-out or a revoked key moves the credentials' number only; a role change moves the users' access number only", async () => {
+    const u = await registerUser(t, "kept-numbers@example.com");
+    const key = await t.req("POST", "/api/v1/auth/api-keys", { token: u.token, body: { name: "n" } });
+    expect(key.status).toBe(201);
+    const [access0, creds0] = await both();
+    expect((await t.req("DELETE", `/api/v1/auth/api-keys/${key.body.id}`, { token: u.token })).status).toBe(200);
+    const [access1, creds1] = await both();
+    expect(access1).toBe(access0);
+    expect(Number(creds1)).toBeGreaterThan(Number(creds0));
+    expect((await t.req("POST", "/api/v1/auth/logout", { token: u.token })).status).toBe(200);
+    const [access2, creds2] = await both();
+    expect(access2).toBe(access0);
+    expect(Number(creds2)).toBeGreaterThan(Number(creds1));
+    // Realtime keeps the users' roles while the users' access number stands: a sign-out does not make it read them again.
+    expect((await t.admin("PATCH", `/api/v1/admin/users/${u.id}`, { roles: ["staff"] })).status).toBe(200);
+    const [access3, creds3] = await both();
+    expect(Number(access3)).toBeGreaterThan(Number(access0));
+    expect(creds3).toBe(creds2);
+  });
+});
+
 describe("API key checks kept between requests", () => {
   const withKey = (method: string, path: string, key: string, body?: unknown) => t.req(method, path, { headers: { "x-api-key": key }, body });
   const newKey = async (email: string) => {
