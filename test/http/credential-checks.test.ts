@@ -9,6 +9,8 @@ import { keptCheck } from "../../src/auth/kept-checks.ts";
 
 const t = createTestApp();
 afterAll(() => t.close());
+// Read by several tests (which run in any order).
+await t.admin("POST", "/api/v1/admin/collections", { name: "kept_keys", rules: { read: "authenticated", create: "authenticated" } });
 
 const sidOf = (token: string) => JSON.parse(Buffer.from(token.split(".")[1]!, "base64url").toString()).sid as string;
 
@@ -112,7 +114,6 @@ describe("API key checks kept between requests", () => {
   };
 
   test("a key revoked by another server is refused at its next use here", async () => {
-    await t.admin("POST", "/api/v1/admin/collections", { name: "kept_keys", rules: { read: "authenticated", create: "authenticated" } });
     const k = await newKey("kept-key-revoke@example.com");
     for (let i = 0; i < 3; i++) expect((await withKey("GET", "/api/v1/kept_keys", k.key)).status).toBe(200);
     await elsewhere(async (other) => {
