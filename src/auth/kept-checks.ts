@@ -30,6 +30,11 @@ const MAX_KEPT_TEXT = 4 << 20;
  */
 const MAX_ROW_TEXT = 4096;
 
+function empty(kept: KeptChecks): void {
+  kept.rows.clear();
+  kept.size = 0;
+}
+
 /** The text a row holds, in characters. */
 function textOf(row: object): number {
   let n = 0;
@@ -53,8 +58,7 @@ export async function keptCheck<T extends object>(ctx: AppContext, key: string, 
   // Any other version (one read is shared at a time, so a later reading is a later version; a number reset by hand
   // counts as a change too).
   if (version !== kept.version) {
-    kept.rows.clear();
-    kept.size = 0;
+    empty(kept);
     kept.version = version;
   }
   const row = kept.rows.get(key);
@@ -64,10 +68,7 @@ export async function keptCheck<T extends object>(ctx: AppContext, key: string, 
   if (!fresh || kept.version !== version) return fresh;
   const size = textOf(fresh) + key.length;
   if (size > MAX_ROW_TEXT) return fresh;
-  if (kept.rows.size >= MAX_KEPT || kept.size + size > MAX_KEPT_TEXT) {
-    kept.rows.clear();
-    kept.size = 0;
-  }
+  if (kept.rows.size >= MAX_KEPT || kept.size + size > MAX_KEPT_TEXT) empty(kept);
   kept.rows.set(key, fresh);
   kept.size += size;
   return fresh;

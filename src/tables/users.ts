@@ -1,5 +1,6 @@
 import { listParam } from "../db/condition.ts";
 import type { Engine } from "../db/engine.ts";
+import { getMeta } from "../db/meta.ts";
 
 // The `_users` table: the SQL that reads or writes it is written here (and only here).
 
@@ -83,8 +84,8 @@ export async function usersAccessRows(db: Engine, ids: readonly string[]): Promi
  * it before the rows it vouches for: a change committed between the two reads makes the next reading differ.
  */
 export async function usersAccessVersion(db: Engine): Promise<string> {
-  // The key as a parameter: PostgreSQL then keeps the statement prepared (a literal is parsed and planned each time).
-  return (await db.get<{ value: string }>("SELECT value FROM _meta WHERE key = ?", ["users_access_version"]))?.value ?? "0";
+  // getMeta binds the key: PostgreSQL then keeps the statement prepared (a literal is parsed and planned each time).
+  return (await getMeta(db, "users_access_version")) ?? "0";
 }
 
 const CREDENTIALS_VERSION_SQL = "SELECT (SELECT value FROM _meta WHERE key = ?) AS a, (SELECT value FROM _meta WHERE key = ?) AS c";
