@@ -7,7 +7,7 @@ import { safeEqual, sha256 } from "../crypto.ts";
 import { getMeta } from "../db/meta.ts";
 import { liveApiKeyRows } from "../tables/api-keys.ts";
 import { liveSessionRows } from "../tables/sessions.ts";
-import { accessOf, existingUserIds, usersAccessRows, type UserAccess } from "../tables/users.ts";
+import { accessOf, credentialsVersion, existingUserIds, usersAccessRows, type UserAccess } from "../tables/users.ts";
 
 /** Who a stream acts for, and what ends that. */
 export interface Identity {
@@ -84,10 +84,19 @@ export async function identityOf(ctx: AppContext, principal: Principal, request:
 }
 
 /**
+ * What the last check of a user identity found it alive under: the credentials version read before its rows, and
+ * until when (its session's expiry). While the version stands and that time has not come, nothing that could end it
+ * has happened (triggers move the version with every revocation, deletion, expiry change and user deletion, by any
+ * process: migrations 0012 and 0017), so it is not read again.
+ */
+const aliveUnder = new WeakMap<Identity, { version: string; until: number }>();
+
+/**
  * The streams whose identity has ended, among `identities`: an expired credential, a revoked or
  * expired session, a revoked API key, a deleted user, a rotated admin secret. One query per kind
- * for all streams, so the check stays cheap with many subscribers; it reads the database, so a
- * revocation made by another process (the CLI) is seen too.
+ * for the identities not known alive under the credentials version read now (first of all), so the
+ * check stays cheap with many subscribers; it reads the database, so a revocation made by another
+ * process (the CLI) is seen too.
  */
 export async function endedIdentities(ctx: AppContext, identities: Identity[]): Promise<Set<Identity>> {
   const now = ctx.clock.now();
@@ -96,6 +105,7 @@ export async function endedIdentities(ctx: AppContext, identities: Identity[]): 
   const keys = new Map<string, Identity[]>();
   const users = new Map<string, Identity[]>();
   const add = (m: Map<string, Identity[]>, k: string, i: Identity) => (m.get(k) ?? m.set(k, []).get(k)!).push(i);
+  let version: string | null = null;
   for (const i of identities) {
     const p = i.principal;
     if (i.expiresAt !== null && i.expiresAt <= now) ended.add(i);
@@ -103,16 +113,24 @@ export async function endedIdentities(ctx: AppContext, identities: Identity[]): 
       if (i.adminCredential && !await isAdminCredential(ctx, i.adminCredential)) ended.add(i);
       else if (i.adminProof && !await adminProofHolds(ctx, i.adminProof)) ended.add(i);
     } else if (p.kind === "user") {
+      // IMPORTANT: the version before the rows it vouches for.
+      version ??= await credentialsVersion(ctx.db);
+      const known = aliveUnder.get(i);
+      if (known && known.version === version && known.until > now) continue;
       if (p.sessionId) add(sessions, p.sessionId, i);
       else if (p.apiKeyId) add(keys, p.apiKeyId, i);
       else add(users, p.userId, i);
     }
   }
-  const live = async (ids: Map<string, Identity[]>, rows: (ids: string[]) => Promise<{ id: string; user_id: string }[]>) => {
+  const live = async (ids: Map<string, Identity[]>, rows: (ids: string[]) => Promise<{ id: string; user_id: string; expires_at?: number }[]>) => {
     if (!ids.size) return;
-    const alive = new Set((await rows([...ids.keys()])).map((r) => `${r.id}\u0000${r.user_id}`));
+    const alive = new Map((await rows([...ids.keys()])).map((r) => [`${r.id}\u0000${r.user_id}`, r.expires_at === undefined ? Infinity : Number(r.expires_at)]));
     for (const [id, list] of ids)
-      for (const i of list) if (!alive.has(`${id}\u0000${(i.principal as { userId: string }).userId}`)) ended.add(i);
+      for (const i of list) {
+        const until = alive.get(`${id}\u0000${(i.principal as { userId: string }).userId}`);
+        if (until === undefined) ended.add(i);
+        else aliveUnder.set(i, { version: version!, until });
+      }
   };
   await live(sessions, (ids) => liveSessionRows(ctx.db, ids, now));
   await live(keys, (ids) => liveApiKeyRows(ctx.db, ids));

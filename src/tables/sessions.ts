@@ -74,9 +74,9 @@ export async function activeUserSessionRows(db: Engine, userId: string, now: num
 }
 
 /** Which of these sessions are live at `now` (not revoked, not expired), with their users: one query. */
-export async function liveSessionRows(db: Engine, ids: readonly string[], now: number): Promise<{ id: string; user_id: string }[]> {
-  return await db.all<{ id: string; user_id: string }>(
-    `SELECT id, user_id FROM _sessions WHERE id ${db.sql.inList} AND revoked_at IS NULL AND expires_at > ?`,
+export async function liveSessionRows(db: Engine, ids: readonly string[], now: number): Promise<{ id: string; user_id: string; expires_at: number }[]> {
+  return await db.all<{ id: string; user_id: string; expires_at: number }>(
+    `SELECT id, user_id, expires_at FROM _sessions WHERE id ${db.sql.inList} AND revoked_at IS NULL AND expires_at > ?`,
     [listParam(ids), now],
   );
 }

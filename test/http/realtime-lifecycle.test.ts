@@ -95,6 +95,43 @@ describe("identity ends, stream ends", () => {
   });
 });
 
+describe("identities checked again only when something that ends them changed", () => {
+  const sidOf = (token: string) => JSON.parse(Buffer.from(token.split(".")[1]!, "base64url").toString()).sid as string;
+
+  test("a session revoked or deleted by direct SQL (another process) closes its stream; the others stay", async () => {
+    t = createLiveApp();
+    await createCollection(t, "posts");
+    const [a, b, c] = [await registerUser(t, "a@example.com"), await registerUser(t, "b@example.com"), await registerUser(t, "c@example.com")];
+    const [sa, sb, sc] = [await t.stream({ token: a.token, query: "?subscribe=posts" }), await t.stream({ token: b.token, query: "?subscribe=posts" }), await t.stream({ token: c.token, query: "?subscribe=posts" })];
+    for (const s of [sa, sb, sc]) await s.clientId();
+    // Several checks pass with nothing changed: the streams stay.
+    await Bun.sleep(1_000);
+    expect([sa.ended, sb.ended, sc.ended]).toEqual([false, false, false]);
+    await t.db.run("UPDATE _sessions SET revoked_at = ? WHERE id = ?", [t.clock.now(), sidOf(a.token)]);
+    await until(() => sa.ended, undefined, "the revoked session's stream to end");
+    await t.db.run("DELETE FROM _refresh_tokens WHERE session_id = ?", [sidOf(b.token)]);
+    await t.db.run("DELETE FROM _sessions WHERE id = ?", [sidOf(b.token)]);
+    await until(() => sb.ended, undefined, "the deleted session's stream to end");
+    expect((await t.admin("POST", "/api/v1/posts", { title: "after" })).status).toBe(201);
+    await sc.waitChanges(1);
+    expect(sc.ended).toBe(false);
+  });
+
+  test("a session that expires before its access token closes its stream at the session's end", async () => {
+    t = createLiveApp();
+    await createCollection(t, "posts");
+    const u = await registerUser(t, "user@example.com");
+    const s = await t.stream({ token: u.token, query: "?subscribe=posts" });
+    await s.clientId();
+    await t.db.run("UPDATE _sessions SET expires_at = ? WHERE id = ?", [t.clock.now() + 60_000, sidOf(u.token)]);
+    // Checked (alive until then) after that change, then nothing changes in the database while time passes.
+    await Bun.sleep(1_000);
+    expect(s.ended).toBe(false);
+    t.clock.advance(61_000);
+    await until(() => s.ended, undefined, "the expired session's stream to end");
+  });
+});
+
 async function login(app: LiveApp) {
   return (await app.req("POST", "/api/v1/auth/login", { body: { email: "user@example.com", password: "password123" } })).body;
 }
