@@ -1,8 +1,11 @@
 // `npm test`: the whole suite in a random order that can be replayed and, alongside it, the HTTP and CLI suites
 // again on PostgreSQL (BAAS_TEST_ENGINE=postgres), with the PostgreSQL-only engine tests, when its server binaries are present. The seed is TEST_SEED when set,
 // else a random one; it is printed first (and again at the end) so a failing order can be run again.
-// Bun's own output passes through; the last lines add up both runs (" N pass" / " N fail"), and the exit code
-// is non-zero when either run failed. Arguments (test files or filters) run on SQLite only.
+// Tests that only wait on the clock (test/waits/*.waits.ts, which a plain `bun test` does not pick up) run in
+// processes of their own beside those, on each engine, so their waits do not lengthen the suites.
+// Bun's own output passes through; the last lines add up all runs (" N pass" / " N fail"), and the exit code
+// is non-zero when any run failed. Arguments (test files or filters) run on SQLite only, without the waits.
+import { readdirSync } from "node:fs";
 import { postgresAvailable, postgresSkipReason } from "../test/helpers/postgres.ts";
 
 const given = process.env.TEST_SEED?.trim();
@@ -77,27 +80,42 @@ const say = (text: string) => new Promise<void>((resolve) => process.stdout.writ
 // Tests of the PostgreSQL engine itself that need a PostgreSQL test app (they skip in the SQLite run).
 const POSTGRES_ONLY = ["test/db/pg-group-commit"];
 
+// Tests that wait on the clock, run beside the suites (named one by one: `bun test` does not find them by itself).
+const WAITS = readdirSync("test/waits").filter((f) => f.endsWith(".waits.ts")).sort().map((f) => `./test/waits/${f}`);
+
+/** A run whose output is held, to be printed after the first run's under `title`. */
+function heldRun(title: string, engine: string, args: string[], env: Record<string, string> = {}) {
+  const held = new Held();
+  return { title, engine, held, result: run(args, env, { stdout: held, stderr: held }) };
+}
+
 const own = process.argv.slice(2);
 const results: { code: number; pass: number; fail: number; failures: string[]; engine: string }[] = [];
-if (own.length === 0 && postgresAvailable) {
-  // Both runs at once (most tests wait on I/O, so two runs share the cores well); the PostgreSQL run's
-  // output is held and printed after the first run's.
-  const held = new Held();
-  const [first, second] = await Promise.all([
-    run([]),
-    run(["test/http", "test/cli", ...POSTGRES_ONLY], { BAAS_TEST_ENGINE: "postgres" }, { stdout: held, stderr: held }),
-  ]);
-  await say("\nThe HTTP and CLI suites on PostgreSQL (BAAS_TEST_ENGINE=postgres), run alongside:");
-  held.flushTo(process.stdout);
-  results.push({ ...first, engine: "SQLite" }, { ...second, engine: "PostgreSQL" });
+if (own.length === 0) {
+  // The runs at once (most tests wait on I/O, so they share the cores well); the first run's output passes
+  // through, the others' is held and printed after it.
+  const pg = { BAAS_TEST_ENGINE: "postgres" };
+  const others = [
+    ...(postgresAvailable ? [heldRun("The HTTP and CLI suites on PostgreSQL (BAAS_TEST_ENGINE=postgres), run alongside:", "PostgreSQL", ["test/http", "test/cli", ...POSTGRES_ONLY], pg)] : []),
+    heldRun("The tests that wait on the clock (test/waits), run alongside on SQLite:", "SQLite (waits)", WAITS),
+    ...(postgresAvailable ? [heldRun("The tests that wait on the clock on PostgreSQL, run alongside:", "PostgreSQL (waits)", WAITS, pg)] : []),
+  ];
+  const first = await run([]);
+  results.push({ ...first, engine: "SQLite" });
+  for (const o of others) {
+    const r = await o.result;
+    await say(`\n${o.title}`);
+    o.held.flushTo(process.stdout);
+    results.push({ ...r, engine: o.engine });
+  }
+  if (!postgresAvailable) await say(`\nThe HTTP and CLI suites were not run on PostgreSQL: ${postgresSkipReason}`);
 } else {
   results.push({ ...(await run(own)), engine: "SQLite" });
-  if (own.length === 0) await say(`\nThe HTTP and CLI suites were not run on PostgreSQL: ${postgresSkipReason}`);
 }
 for (const r of results)
   if (r.failures.length) await say(`\nFailed on ${r.engine} (${r.failures.length}):\n${r.failures.join("\n\n")}`);
 if (results.length > 1) {
-  await say("\nBoth engines:");
+  await say("\nAll runs:");
   await say(` ${results.reduce((n, r) => n + r.pass, 0)} pass`);
   await say(` ${results.reduce((n, r) => n + r.fail, 0)} fail`);
 }

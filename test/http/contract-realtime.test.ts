@@ -3,7 +3,8 @@ import { ADMIN_SECRET, createCollection, registerUser } from "../helpers/app.ts"
 import { rotateAdminSecret } from "../../src/auth/admin.ts";
 import { createLiveApp, followBare, syncStreams, until, type LiveApp, type SseClient } from "../helpers/sse.ts";
 
-// CONTRACT §10 sentence by sentence, over a real port: what the other realtime test files leave open.
+// CONTRACT §10 sentence by sentence, over a real port: what the other realtime test files leave open (the 25 s
+// keep-alive is in test/waits/, run beside the suites).
 
 let t: LiveApp;
 beforeEach(() => {
@@ -315,19 +316,4 @@ describe("identity ends, stream ends", () => {
     expect(Math.max(bySecret.endedAt, byToken.endedAt) - done).toBeLessThan(Math.max(1_000, 20 * baseline));
     expect(anon.ended).toBe(false);
   });
-});
-
-describe("keep-alive", () => {
-  test("an idle stream gets a `: ping` comment line after 25 s, and stays open", async () => {
-    const s = await t.stream();
-    await s.clientId();
-    const opened = Date.now();
-    // Polls with a deadline; the interval itself is the contract's 25 s.
-    const deadline = opened + 35_000;
-    while (!s.comments.includes("ping") && Date.now() < deadline) await Bun.sleep(100);
-    expect(s.comments).toContain("ping");
-    expect(Date.now() - opened).toBeGreaterThanOrEqual(24_000);
-    expect(s.ended).toBe(false);
-    expect(s.messages.map((m) => m.event)).toEqual(["connect"]);
-  }, 45_000);
 });

@@ -1,0 +1,26 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import { createLiveApp, type LiveApp } from "../helpers/sse.ts";
+
+// Tests that spend their time waiting on the clock, with nothing to compute meanwhile. Named `*.waits.ts`, not
+// `*.test.ts`, so a plain `bun test` leaves them out: `npm test` runs this folder in processes of its own beside
+// the suites, on each engine (scripts/test.ts), so their waits add nothing to the suites' time. One file by hand:
+// `npx bun test ./test/waits/realtime-keepalive.waits.ts` (BAAS_TEST_ENGINE=postgres for PostgreSQL).
+
+let t: LiveApp;
+afterEach(() => t.stop());
+
+describe("keep-alive (CONTRACT §10)", () => {
+  test("an idle stream gets a `: ping` comment line after 25 s, and stays open", async () => {
+    t = createLiveApp();
+    const s = await t.stream();
+    await s.clientId();
+    const opened = Date.now();
+    // Polls with a deadline; the interval itself is the contract's 25 s.
+    const deadline = opened + 35_000;
+    while (!s.comments.includes("ping") && Date.now() < deadline) await Bun.sleep(100);
+    expect(s.comments).toContain("ping");
+    expect(Date.now() - opened).toBeGreaterThanOrEqual(24_000);
+    expect(s.ended).toBe(false);
+    expect(s.messages.map((m) => m.event)).toEqual(["connect"]);
+  }, 45_000);
+});
