@@ -1,11 +1,10 @@
 // `npm test`: the whole suite in a random order that can be replayed and, alongside it, the HTTP and CLI suites
 // again on PostgreSQL (BAAS_TEST_ENGINE=postgres), with the PostgreSQL-only engine tests, when its server binaries are present. The seed is TEST_SEED when set,
 // else a random one; it is printed first (and again at the end) so a failing order can be run again.
-// Tests that only wait on the clock (test/waits/*.waits.ts, which a plain `bun test` does not pick up) run in
-// processes of their own beside those, on each engine, so their waits do not lengthen the suites.
+// Tests that spend their time waiting on the clock (files named `*.waits.ts`, which a plain `bun test` does not
+// pick up) run in processes of their own beside those, on each engine, so their waits do not lengthen the suites.
 // Bun's own output passes through; the last lines add up all runs (" N pass" / " N fail"), and the exit code
 // is non-zero when any run failed. Arguments (test files or filters) run on SQLite only, without the waits.
-import { readdirSync } from "node:fs";
 import { postgresAvailable, postgresSkipReason } from "../test/helpers/postgres.ts";
 
 const given = process.env.TEST_SEED?.trim();
@@ -81,7 +80,7 @@ const say = (text: string) => new Promise<void>((resolve) => process.stdout.writ
 const POSTGRES_ONLY = ["test/db/pg-group-commit"];
 
 // Tests that wait on the clock, run beside the suites (named one by one: `bun test` does not find them by itself).
-const WAITS = readdirSync("test/waits").filter((f) => f.endsWith(".waits.ts")).sort().map((f) => `./test/waits/${f}`);
+const WAITS = [...new Bun.Glob("test/**/*.waits.ts").scanSync(".")].sort().map((f) => `./${f}`);
 
 /** A run whose output is held, to be printed after the first run's under `title`. */
 function heldRun(title: string, engine: string, args: string[], env: Record<string, string> = {}) {
@@ -97,7 +96,7 @@ if (own.length === 0) {
   const pg = { BAAS_TEST_ENGINE: "postgres" };
   const others = [
     ...(postgresAvailable ? [heldRun("The HTTP and CLI suites on PostgreSQL (BAAS_TEST_ENGINE=postgres), run alongside:", "PostgreSQL", ["test/http", "test/cli", ...POSTGRES_ONLY], pg)] : []),
-    heldRun("The tests that wait on the clock (test/waits), run alongside on SQLite:", "SQLite (waits)", WAITS),
+    heldRun("The tests that wait on the clock (*.waits.ts), run alongside on SQLite:", "SQLite (waits)", WAITS),
     ...(postgresAvailable ? [heldRun("The tests that wait on the clock on PostgreSQL, run alongside:", "PostgreSQL (waits)", WAITS, pg)] : []),
   ];
   const first = await run([]);

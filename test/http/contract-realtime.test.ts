@@ -4,7 +4,7 @@ import { rotateAdminSecret } from "../../src/auth/admin.ts";
 import { createLiveApp, followBare, syncStreams, until, type LiveApp, type SseClient } from "../helpers/sse.ts";
 
 // CONTRACT §10 sentence by sentence, over a real port: what the other realtime test files leave open (the 25 s
-// keep-alive is in test/waits/, run beside the suites).
+// keep-alive is in realtime-keepalive.waits.ts, run beside the suites).
 
 let t: LiveApp;
 beforeEach(() => {

@@ -9,6 +9,10 @@ import { spawnServer, type ServerProcess } from "../helpers/server.ts";
 import { waitFor } from "../helpers/wait.ts";
 import { removeWhenGone } from "../helpers/when-gone.ts";
 
+// Named `*.waits.ts`: most of this file's time goes waiting for the access token to expire, twice (its shortest
+// lifetime is 10 s), so `npm test` runs it on each engine in a process of its own beside the suites
+// (scripts/test.ts); a plain `bun test` does not pick it up. By hand: `npx bun test ./test/client/client.waits.ts`.
+
 setDefaultTimeout(60_000);
 
 const ROOT = resolve(import.meta.dir, "../..");

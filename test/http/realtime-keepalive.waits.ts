@@ -1,10 +1,9 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { createLiveApp, type LiveApp } from "../helpers/sse.ts";
 
-// Tests that spend their time waiting on the clock, with nothing to compute meanwhile. Named `*.waits.ts`, not
-// `*.test.ts`, so a plain `bun test` leaves them out: `npm test` runs this folder in processes of its own beside
-// the suites, on each engine (scripts/test.ts), so their waits add nothing to the suites' time. One file by hand:
-// `npx bun test ./test/waits/realtime-keepalive.waits.ts` (BAAS_TEST_ENGINE=postgres for PostgreSQL).
+// A test that spends its time waiting on the clock. Files named `*.waits.ts` are not picked up by a plain
+// `bun test`: `npm test` runs them on each engine in processes of their own beside the suites (scripts/test.ts),
+// so their waits add nothing to the suites' time. By hand: `npx bun test ./test/http/realtime-keepalive.waits.ts`.
 
 let t: LiveApp;
 afterEach(() => t.stop());

@@ -4,6 +4,10 @@ import { ADMIN_SECRET } from "../helpers/app.ts";
 import { spawnServer, type ServerProcess } from "../helpers/server.ts";
 import { waitFor } from "../helpers/wait.ts";
 
+// Named `*.waits.ts`: most of this file's time goes waiting for an access token to expire (its shortest lifetime
+// is 10 s), so `npm test` runs it on each engine in a process of its own beside the suites (scripts/test.ts); a
+// plain `bun test` does not pick it up. By hand: `npx bun test ./test/client/realtime.waits.ts`.
+
 setDefaultTimeout(60_000);
 
 interface Post extends SystemFields {
