@@ -2,6 +2,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { createTestApp, registerUser, type TestApp } from "../helpers/app.ts";
 import { sharedRead } from "../../src/db/shared-read.ts";
 import { keptCheck } from "../../src/auth/kept-checks.ts";
+import { sessionIdOf } from "../helpers/fixtures.ts";
 
 // A session's or an API key's check is kept between requests while nothing that decides it changed; every change
 // that does (a revocation, a role, a user's deletion), made by this server, by direct SQL or by another node on the
@@ -12,7 +13,6 @@ afterAll(() => t.close());
 // Read by several tests (which run in any order).
 await t.admin("POST", "/api/v1/admin/collections", { name: "kept_keys", rules: { read: "authenticated", create: "authenticated" } });
 
-const sidOf = (token: string) => JSON.parse(Buffer.from(token.split(".")[1]!, "base64url").toString()).sid as string;
 
 /** Runs `fn` on a second server on the same database (another node, the CLI), closed after. */
 async function elsewhere(fn: (other: TestApp) => Promise<void>): Promise<void> {
@@ -43,11 +43,11 @@ describe("session checks kept between requests", () => {
     const b = await registerUser(t, "kept-sql-b@example.com");
     expect((await t.req("GET", "/api/v1/auth/me", { token: a.token })).status).toBe(200);
     expect((await t.req("GET", "/api/v1/auth/me", { token: b.token })).status).toBe(200);
-    await t.db.run("UPDATE _sessions SET revoked_at = ? WHERE id = ?", [t.clock.now(), sidOf(a.token)]);
+    await t.db.run("UPDATE _sessions SET revoked_at = ? WHERE id = ?", [t.clock.now(), sessionIdOf(a.token)]);
     expect((await t.req("GET", "/api/v1/auth/me", { token: a.token })).status).toBe(401);
     expect((await t.req("GET", "/api/v1/auth/me", { token: b.token })).status).toBe(200);
-    await t.db.run("DELETE FROM _refresh_tokens WHERE session_id = ?", [sidOf(b.token)]);
-    await t.db.run("DELETE FROM _sessions WHERE id = ?", [sidOf(b.token)]);
+    await t.db.run("DELETE FROM _refresh_tokens WHERE session_id = ?", [sessionIdOf(b.token)]);
+    await t.db.run("DELETE FROM _sessions WHERE id = ?", [sessionIdOf(b.token)]);
     expect((await t.req("GET", "/api/v1/auth/me", { token: b.token })).status).toBe(401);
   });
 

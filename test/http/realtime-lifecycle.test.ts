@@ -9,6 +9,7 @@ import { ADMIN_SECRET, createCollection, patchSettings, registerUser } from "../
 import { startSmtpCapture, type SmtpCapture } from "../helpers/smtp.ts";
 import { SseClient, createLiveApp, until, type LiveApp } from "../helpers/sse.ts";
 import { waitFor } from "../helpers/wait.ts";
+import { sessionIdOf } from "../helpers/fixtures.ts";
 
 let t: LiveApp;
 let smtp: SmtpCapture | null = null;
@@ -96,8 +97,6 @@ describe("identity ends, stream ends", () => {
 });
 
 describe("identities checked again only when something that ends them changed", () => {
-  const sidOf = (token: string) => JSON.parse(Buffer.from(token.split(".")[1]!, "base64url").toString()).sid as string;
-
   test("a session revoked or deleted by direct SQL (another process) closes its stream; the others stay", async () => {
     t = createLiveApp();
     await createCollection(t, "posts");
@@ -107,10 +106,10 @@ describe("identities checked again only when something that ends them changed", 
     // Several checks pass with nothing changed: the streams stay.
     await Bun.sleep(1_000);
     expect([sa.ended, sb.ended, sc.ended]).toEqual([false, false, false]);
-    await t.db.run("UPDATE _sessions SET revoked_at = ? WHERE id = ?", [t.clock.now(), sidOf(a.token)]);
+    await t.db.run("UPDATE _sessions SET revoked_at = ? WHERE id = ?", [t.clock.now(), sessionIdOf(a.token)]);
     await until(() => sa.ended, undefined, "the revoked session's stream to end");
-    await t.db.run("DELETE FROM _refresh_tokens WHERE session_id = ?", [sidOf(b.token)]);
-    await t.db.run("DELETE FROM _sessions WHERE id = ?", [sidOf(b.token)]);
+    await t.db.run("DELETE FROM _refresh_tokens WHERE session_id = ?", [sessionIdOf(b.token)]);
+    await t.db.run("DELETE FROM _sessions WHERE id = ?", [sessionIdOf(b.token)]);
     await until(() => sb.ended, undefined, "the deleted session's stream to end");
     expect((await t.admin("POST", "/api/v1/posts", { title: "after" })).status).toBe(201);
     await sc.waitChanges(1);
@@ -123,7 +122,7 @@ describe("identities checked again only when something that ends them changed", 
     const u = await registerUser(t, "user@example.com");
     const s = await t.stream({ token: u.token, query: "?subscribe=posts" });
     await s.clientId();
-    await t.db.run("UPDATE _sessions SET expires_at = ? WHERE id = ?", [t.clock.now() + 60_000, sidOf(u.token)]);
+    await t.db.run("UPDATE _sessions SET expires_at = ? WHERE id = ?", [t.clock.now() + 60_000, sessionIdOf(u.token)]);
     // Checked (alive until then) after that change, then nothing changes in the database while time passes.
     await Bun.sleep(1_000);
     expect(s.ended).toBe(false);
